@@ -1,0 +1,41 @@
+import { createHash, randomBytes } from 'node:crypto';
+import type { Sql } from '../db/index.ts';
+
+export const SESSION_COOKIE = 'av_session';
+export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
+
+export interface Player {
+  id: string;
+  did: string;
+  handle: string | null;
+}
+
+const hash = (token: string) => createHash('sha256').update(token).digest();
+
+/** Finds or creates the Player for a DID, refreshing the handle. */
+export async function upsertPlayer(sql: Sql, did: string, handle: string | null): Promise<Player> {
+  const [row] = await sql<Player[]>`
+    insert into players (did, handle) values (${did}, ${handle})
+    on conflict (did) do update set handle = coalesce(excluded.handle, players.handle)
+    returning id, did, handle`;
+  return row!;
+}
+
+/** Starts a web session: returns the opaque token for the cookie; only its hash is stored. */
+export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_TTL_MS): Promise<string> {
+  const token = randomBytes(32).toString('base64url');
+  await sql`insert into sessions (token_hash, player_id, expires_at)
+    values (${hash(token)}, ${playerId}, ${new Date(Date.now() + ttlMs)})`;
+  return token;
+}
+
+export async function findSession(sql: Sql, token: string): Promise<Player | undefined> {
+  const [row] = await sql<Player[]>`
+    select p.id, p.did, p.handle from sessions s join players p on p.id = s.player_id
+    where s.token_hash = ${hash(token)} and s.expires_at > now()`;
+  return row;
+}
+
+export async function deleteSession(sql: Sql, token: string): Promise<void> {
+  await sql`delete from sessions where token_hash = ${hash(token)}`;
+}

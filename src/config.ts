@@ -1,0 +1,98 @@
+import { z } from 'zod';
+
+/** One OpenAI-compatible endpoint (Ollama, LM Studio, vLLM, OpenRouter, …), named by the instance. */
+const CompatibleProvider = z.object({
+  id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'a provider id is lowercase letters, digits and dashes'),
+  baseURL: z.url(),
+  apiKey: z.string().optional(),
+});
+
+const commaList = z
+  .string()
+  .optional()
+  .transform((s) =>
+    (s ?? '')
+      .split(',')
+      .map((x) => x.trim())
+      .filter(Boolean),
+  );
+
+const Env = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('127.0.0.1'),
+  DATABASE_URL: z.string().optional(),
+  DATA_DIR: z.string().default('./data'),
+  ADMIN_DIDS: commaList,
+  OPENAI_API_KEY: z.string().optional(),
+  OPENAI_BASE_URL: z.url().optional(),
+  ANTHROPIC_API_KEY: z.string().optional(),
+  ANTHROPIC_BASE_URL: z.url().optional(),
+  GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
+  GOOGLE_BASE_URL: z.url().optional(),
+  /** JSON array of {id, baseURL, apiKey?}. */
+  COMPATIBLE_PROVIDERS: z.string().optional(),
+  /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
+  CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
+  /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
+  PROVIDER_CHUNK_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+});
+
+export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible';
+export interface ProviderConfig {
+  id: string;
+  kind: ProviderKind;
+  apiKey?: string;
+  baseURL?: string;
+}
+
+export interface Config {
+  port: number;
+  host: string;
+  databaseUrl?: string;
+  dataDir: string;
+  adminDids: string[];
+  providers: ProviderConfig[];
+  checkpointMs: number;
+  providerChunkTimeoutMs: number;
+}
+
+export class ConfigError extends Error {}
+
+/** Reads the environment once, through zod, into the typed config everything else is built from. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const e = parsed.data;
+  const providers: ProviderConfig[] = [];
+  if (e.OPENAI_API_KEY) providers.push({ id: 'openai', kind: 'openai', apiKey: e.OPENAI_API_KEY, baseURL: e.OPENAI_BASE_URL });
+  if (e.ANTHROPIC_API_KEY)
+    providers.push({ id: 'anthropic', kind: 'anthropic', apiKey: e.ANTHROPIC_API_KEY, baseURL: e.ANTHROPIC_BASE_URL });
+  if (e.GOOGLE_GENERATIVE_AI_API_KEY)
+    providers.push({ id: 'google', kind: 'google', apiKey: e.GOOGLE_GENERATIVE_AI_API_KEY, baseURL: e.GOOGLE_BASE_URL });
+  if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    databaseUrl: e.DATABASE_URL,
+    dataDir: e.DATA_DIR,
+    adminDids: e.ADMIN_DIDS,
+    providers,
+    checkpointMs: e.CHECKPOINT_MS,
+    providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
+  };
+}
+
+function parseCompatible(raw: string): ProviderConfig[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    throw new ConfigError('COMPATIBLE_PROVIDERS must be a JSON array of {"id","baseURL","apiKey"?}');
+  }
+  const list = z.array(CompatibleProvider).safeParse(json);
+  if (!list.success) throw new ConfigError(`COMPATIBLE_PROVIDERS: ${list.error.issues[0]?.message ?? 'invalid'}`);
+  return list.data.map((p) => ({ id: p.id, kind: 'compatible', baseURL: p.baseURL, apiKey: p.apiKey }));
+}

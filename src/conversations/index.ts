@@ -1,0 +1,18 @@
+// conversations/: Conversations and Messages. The store (the turn writes through it) and the CRUD routes.
+export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
+export { conversationRoutes } from './routes.ts';
+export {
+  beginPlayerTurn,
+  beginRegenerate,
+  type Conversation,
+  checkpointMessage,
+  finishMessage,
+  getConversation,
+  getParticipants,
+  type HistoryRow,
+  insertNpcMessage,
+  markInterrupted,
+  readHistoryTail,
+  releaseTurn,
+  saveSummary,
+} from './store.ts';

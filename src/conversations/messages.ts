@@ -1,0 +1,103 @@
+import { flattenText, type Part, readParts, settleRunningTools } from '../parts/index.ts';
+
+export type MessageStatus = 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
+
+export interface Usage {
+  inputTokens: number | null;
+  outputTokens: number | null;
+  reasoningTokens: number | null;
+  cachedInputTokens: number | null;
+}
+
+export interface Message {
+  id: string;
+  seq: string;
+  role: 'player' | 'npc';
+  npcId: string | null;
+  npcName: string | null;
+  parts: Part[];
+  text: string;
+  status: MessageStatus;
+  error: string | null;
+  provider: string | null;
+  model: string | null;
+  usage: Usage | null;
+  createdAt: Date;
+}
+
+export interface MessageRow {
+  id: string;
+  seq: string;
+  role: 'player' | 'npc';
+  npc_id: string | null;
+  npc_name: string | null;
+  parts: unknown;
+  text: string;
+  status: MessageStatus;
+  error: string | null;
+  provider: string | null;
+  model: string | null;
+  input_tokens: number | null;
+  output_tokens: number | null;
+  reasoning_tokens: number | null;
+  cached_input_tokens: number | null;
+  created_at: Date;
+}
+
+/** A stored row as the API shows it. Rows written before Parts existed read as one text Part. */
+export function toMessage(row: MessageRow): Message {
+  const parts = row.parts == null ? (row.text ? [{ type: 'text' as const, text: row.text }] : []) : readParts(row.parts);
+  const hasUsage = [row.input_tokens, row.output_tokens, row.reasoning_tokens, row.cached_input_tokens].some(
+    (n) => n != null,
+  );
+  return {
+    id: row.id,
+    seq: row.seq,
+    role: row.role,
+    npcId: row.npc_id,
+    npcName: row.npc_name,
+    parts,
+    text: row.text,
+    status: row.status,
+    error: row.error,
+    provider: row.provider,
+    model: row.model,
+    usage: hasUsage
+      ? {
+          inputTokens: row.input_tokens,
+          outputTokens: row.output_tokens,
+          reasoningTokens: row.reasoning_tokens,
+          cachedInputTokens: row.cached_input_tokens,
+        }
+      : null,
+    createdAt: row.created_at,
+  };
+}
+
+/** What a reply looks like when it ends other than cleanly: calls still running are settled as failed. */
+export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; text: string } {
+  const reason =
+    status === 'stopped'
+      ? 'Stopped before the call finished.'
+      : status === 'interrupted'
+        ? 'The server stopped before the call finished.'
+        : status === 'failed'
+          ? 'The reply failed before the call finished.'
+          : 'The call never finished.';
+  const settled = settleRunningTools(parts, reason);
+  return { parts: settled, text: flattenText(settled) };
+}
+
+const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+
+/** A Conversation's title from the Player's first Message: its first 80 characters, on one line. */
+export function titleFrom(text: string, max = 80): string {
+  const line = text.replace(/\s+/g, ' ').trim();
+  let out = '';
+  let count = 0;
+  for (const { segment } of segmenter.segment(line)) {
+    if (count++ === max) break;
+    out += segment;
+  }
+  return out;
+}

@@ -1,0 +1,107 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, isUuid, notFound, parseBody, parseQuery } from '../http/index.ts';
+import {
+  createConversation,
+  deleteConversation,
+  getConversation,
+  getParticipants,
+  listConversations,
+  listMessages,
+  renameConversation,
+} from './store.ts';
+
+const CreateBody = z
+  .object({
+    npcIds: z.array(z.uuid()).min(1, 'pick at least one NPC').max(12),
+    title: z.string().trim().min(1).max(200).optional(),
+  })
+  .strict();
+const RenameBody = z.object({ title: z.string().trim().min(1, 'a title cannot be empty').max(200) }).strict();
+const ListQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(100).default(30),
+  cursor: z.string().max(200).optional(),
+});
+const MessagesQuery = z.object({
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  before: z.string().regex(/^\d{1,19}$/, 'before is a message seq').optional(),
+});
+
+const encodeCursor = (c: { updatedAt: Date; id: string }) =>
+  Buffer.from(`${c.updatedAt.toISOString()}|${c.id}`).toString('base64url');
+function decodeCursor(raw: string): { updatedAt: Date; id: string } {
+  const [iso, id] = Buffer.from(raw, 'base64url').toString().split('|');
+  const updatedAt = new Date(iso ?? '');
+  if (!id || !isUuid(id) || Number.isNaN(updatedAt.getTime())) {
+    throw new AppError(400, 'INVALID_QUERY', 'The cursor is not one this server gave out.');
+  }
+  return { updatedAt, id };
+}
+
+/** Conversations and their Messages. Mounted behind requireSession. */
+export function conversationRoutes({ sql }: { sql: Sql }): Router {
+  const router = Router();
+
+  const owned = async (playerId: string, id: string) => {
+    const conversation = isUuid(id) ? await getConversation(sql, playerId, id) : undefined;
+    if (!conversation) throw notFound('Conversation');
+    return conversation;
+  };
+
+  router.post('/conversations', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, CreateBody);
+    const conversation = await createConversation(sql, player.id, body.npcIds, body.title ?? null);
+    res.status(201).json({ conversation, participants: await getParticipants(sql, conversation.id) });
+  });
+
+  router.get('/conversations', async (req, res) => {
+    const player = currentPlayer(res);
+    const q = parseQuery(req, ListQuery);
+    const rows = await listConversations(sql, player.id, {
+      limit: q.limit,
+      before: q.cursor ? decodeCursor(q.cursor) : undefined,
+    });
+    const last = rows.at(-1);
+    res.json({ conversations: rows, cursor: rows.length === q.limit && last ? encodeCursor(last) : null });
+  });
+
+  router.get('/conversations/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const conversation = await owned(player.id, req.params.id);
+    const q = parseQuery(req, MessagesQuery);
+    const [participants, page] = await Promise.all([
+      getParticipants(sql, conversation.id),
+      listMessages(sql, conversation.id, { limit: q.limit }),
+    ]);
+    res.json({ conversation, participants, ...page });
+  });
+
+  router.get('/conversations/:id/messages', async (req, res) => {
+    const player = currentPlayer(res);
+    const conversation = await owned(player.id, req.params.id);
+    const q = parseQuery(req, MessagesQuery);
+    res.json(await listMessages(sql, conversation.id, { limit: q.limit, before: q.before }));
+  });
+
+  router.patch('/conversations/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, RenameBody);
+    if (!isUuid(req.params.id) || !(await renameConversation(sql, player.id, req.params.id, body.title))) {
+      throw notFound('Conversation');
+    }
+    res.json({ conversation: await getConversation(sql, player.id, req.params.id) });
+  });
+
+  router.delete('/conversations/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    if (!isUuid(req.params.id) || !(await deleteConversation(sql, player.id, req.params.id))) {
+      throw notFound('Conversation');
+    }
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,234 @@
+import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import { type Part, readParts } from '../parts/index.ts';
+import { listNpcs, type Npc } from '../village/index.ts';
+import { type Message, type MessageRow, type MessageStatus, settle, titleFrom, toMessage, type Usage } from './messages.ts';
+
+export interface Conversation {
+  id: string;
+  title: string | null;
+  summary: string;
+  summaryThrough: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+const conversationColumns = (sql: Queryable) => sql`
+  id, title, summary, summary_through::text as "summaryThrough", created_at as "createdAt", updated_at as "updatedAt"`;
+
+const messageColumns = (sql: Queryable) => sql`
+  id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
+  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, created_at`;
+
+export async function createConversation(
+  sql: Sql,
+  playerId: string,
+  npcIds: string[],
+  title: string | null,
+): Promise<Conversation> {
+  const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
+  const unknown = npcIds.find((id) => !own.has(id));
+  if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
+  return sql.begin(async (tx) => {
+    const [c] = await tx<Conversation[]>`
+      insert into conversations (player_id, title) values (${playerId}, ${title}) returning ${conversationColumns(tx)}`;
+    const rows = [...new Set(npcIds)].map((npc_id, position) => ({ conversation_id: c!.id, npc_id, position }));
+    if (rows.length) await tx`insert into conversation_participants ${tx(rows)}`;
+    return c!;
+  });
+}
+
+export async function listConversations(
+  sql: Sql,
+  playerId: string,
+  opts: { limit: number; before?: { updatedAt: Date; id: string } },
+): Promise<(Conversation & { npcIds: string[] })[]> {
+  const b = opts.before;
+  return sql<(Conversation & { npcIds: string[] })[]>`
+    select ${conversationColumns(sql)},
+      coalesce((select array_agg(p.npc_id order by p.position) from conversation_participants p
+        where p.conversation_id = c.id), '{}') as "npcIds"
+    from conversations c
+    where player_id = ${playerId}
+      ${b ? sql`and (updated_at, id) < (${b.updatedAt}, ${b.id})` : sql``}
+    order by updated_at desc, id desc
+    limit ${opts.limit}`;
+}
+
+/** Scoped by the caller: another Player's Conversation is indistinguishable from a missing one. */
+export async function getConversation(sql: Sql, playerId: string, id: string): Promise<Conversation | undefined> {
+  const [row] = await sql<Conversation[]>`
+    select ${conversationColumns(sql)} from conversations where id = ${id} and player_id = ${playerId}`;
+  return row;
+}
+
+/** The Conversation's NPCs, in the order they joined. */
+export async function getParticipants(sql: Sql, conversationId: string): Promise<Npc[]> {
+  return sql<Npc[]>`
+    select n.id, n.player_id as "playerId", n.name, n.job_title as "jobTitle", n.description, n.prompt,
+      n.provider, n.model, n.thinking, n.created_at as "createdAt", n.updated_at as "updatedAt"
+    from conversation_participants p join npcs n on n.id = p.npc_id
+    where p.conversation_id = ${conversationId} order by p.position`;
+}
+
+export async function renameConversation(sql: Sql, playerId: string, id: string, title: string): Promise<boolean> {
+  const rows = await sql`update conversations set title = ${title} where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length > 0;
+}
+
+export async function deleteConversation(sql: Sql, playerId: string, id: string): Promise<boolean> {
+  const rows = await sql`delete from conversations where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length > 0;
+}
+
+/** A page of Messages, oldest first, ending before `before` (a seq), or the latest page. */
+export async function listMessages(
+  sql: Sql,
+  conversationId: string,
+  opts: { limit: number; before?: string },
+): Promise<{ messages: Message[]; before: string | null }> {
+  const rows = await sql<MessageRow[]>`
+    select ${messageColumns(sql)} from messages
+    where conversation_id = ${conversationId} ${opts.before ? sql`and seq < ${opts.before}` : sql``}
+    order by seq desc limit ${opts.limit + 1}`;
+  const more = rows.length > opts.limit;
+  const page = rows.slice(0, opts.limit).reverse();
+  return { messages: page.map(toMessage), before: more && page[0] ? page[0].seq : null };
+}
+
+export async function getMessage(sql: Sql, id: string): Promise<Message | undefined> {
+  const [row] = await sql<MessageRow[]>`select ${messageColumns(sql)} from messages where id = ${id}`;
+  return row ? toMessage(row) : undefined;
+}
+
+const turnInProgress = () =>
+  new AppError(409, 'TURN_IN_PROGRESS', 'An NPC is still answering in this Conversation. Wait for it or stop it first.');
+
+/**
+ * Claims the Conversation for one turn and writes the Player's Message, in one transaction. The claim names
+ * this server instance; a claim held by a dead instance is free (see db/instance.ts), so a crash never
+ * leaves a Conversation locked. The Conversation row is updated unconditionally: a title from the first
+ * 80 characters when it has none, and updated_at bumped (seed 003).
+ */
+export async function beginPlayerTurn(
+  sql: Sql,
+  args: { conversationId: string; playerId: string; instanceId: number; text: string },
+): Promise<Message> {
+  return sql.begin(async (tx) => {
+    await claim(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text));
+    const [row] = await tx<MessageRow[]>`
+      insert into messages (conversation_id, role, parts, text)
+      values (${args.conversationId}, 'player', ${tx.json([{ type: 'text', text: args.text }])}, ${args.text})
+      returning ${messageColumns(tx)}`;
+    return toMessage(row!);
+  });
+}
+
+/**
+ * Claims the Conversation to answer its last Player Message again: deletes the NPC Messages after it.
+ * Returns the Player Message, which is not written again.
+ */
+export async function beginRegenerate(
+  sql: Sql,
+  args: { conversationId: string; playerId: string; instanceId: number },
+): Promise<Message> {
+  return sql.begin(async (tx) => {
+    const [last] = await tx<MessageRow[]>`
+      select ${messageColumns(tx)} from messages
+      where conversation_id = ${args.conversationId} and role = 'player' order by seq desc limit 1`;
+    if (!last) throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
+    await claim(tx, args.conversationId, args.playerId, args.instanceId, null);
+    await tx`delete from messages where conversation_id = ${args.conversationId} and seq > ${last.seq}`;
+    return toMessage(last);
+  });
+}
+
+async function claim(tx: Queryable, conversationId: string, playerId: string, instanceId: number, title: string | null) {
+  const rows = await tx`
+    update conversations set turn_owner = ${instanceId}, updated_at = now(),
+      title = coalesce(title, ${title})
+    where id = ${conversationId} and player_id = ${playerId}
+      and (turn_owner is null or turn_owner not in (${tx.unsafe(LIVE_INSTANCES)}))
+    returning id`;
+  if (rows.length === 0) throw turnInProgress();
+}
+
+export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number): Promise<void> {
+  await sql`update conversations set turn_owner = null where id = ${conversationId} and turn_owner = ${instanceId}`;
+}
+
+/** The NPC's Message row, inserted before the first token so the start frame carries its real id. */
+export async function insertNpcMessage(
+  sql: Sql,
+  args: { conversationId: string; npc: Pick<Npc, 'id' | 'name'>; provider: string; model: string; instanceId: number },
+): Promise<Message> {
+  const [row] = await sql<MessageRow[]>`
+    insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
+    values (${args.conversationId}, 'npc', ${args.npc.id}, ${args.npc.name}, '[]', '', 'streaming',
+      ${args.provider}, ${args.model}, ${args.instanceId})
+    returning ${messageColumns(sql)}`;
+  return toMessage(row!);
+}
+
+/** A checkpoint of a reply still streaming: what has arrived so far. */
+export async function checkpointMessage(sql: Sql, id: string, parts: Part[], text: string): Promise<void> {
+  await sql`update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, updated_at = now()
+    where id = ${id} and status = 'streaming'`;
+}
+
+export async function finishMessage(
+  sql: Sql,
+  id: string,
+  end: { parts: Part[]; status: Exclude<MessageStatus, 'streaming'>; error: string | null; usage: Usage | null },
+): Promise<void> {
+  const { parts, text } = settle(end.parts, end.status);
+  const u = end.usage;
+  await sql`update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
+      error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
+      reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
+      instance_id = null, updated_at = now()
+    where id = ${id}`;
+}
+
+/**
+ * Replies left streaming by a server that is no longer alive are marked interrupted, keeping their last
+ * checkpoint. Run at start; safe while other servers stream, since theirs are alive.
+ */
+export async function markInterrupted(sql: Sql): Promise<number> {
+  const rows = await sql<{ id: string; parts: unknown }[]>`
+    select id, parts from messages
+    where status = 'streaming' and (instance_id is null or instance_id not in (${sql.unsafe(LIVE_INSTANCES)}))`;
+  for (const row of rows) {
+    const { parts, text } = settle(readParts(row.parts), 'interrupted');
+    await sql`update messages set status = 'interrupted', parts = ${sql.json(parts as JsonValue)}, text = ${text},
+        error = 'The server stopped while this reply was being written; what had arrived is kept.',
+        instance_id = null, updated_at = now()
+      where id = ${row.id} and status = 'streaming'`;
+  }
+  return rows.length;
+}
+
+export interface HistoryRow {
+  seq: string;
+  role: 'player' | 'npc';
+  npcId: string | null;
+  npcName: string | null;
+  text: string;
+}
+
+/**
+ * The history a turn needs: every Message after the rolling summary, oldest first. Once the summary keeps
+ * up, that is the window plus what arrived since, so a long Conversation costs no more than a short one.
+ */
+export async function readHistoryTail(sql: Sql, conversationId: string, after: string): Promise<HistoryRow[]> {
+  return sql<HistoryRow[]>`
+    select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text
+    from messages
+    where conversation_id = ${conversationId} and seq > ${after} and status <> 'streaming'
+    order by seq`;
+}
+
+export async function saveSummary(sql: Sql, conversationId: string, summary: string, through: string): Promise<void> {
+  await sql`update conversations set summary = ${summary}, summary_through = ${through}
+    where id = ${conversationId} and summary_through < ${through}`;
+}

@@ -1,0 +1,51 @@
+import express, { type Request, type RequestHandler } from 'express';
+import type { z } from 'zod';
+import { AppError, invalidBody } from './errors.ts';
+
+const BODY_LIMIT = '1mb';
+const json = express.json({ limit: BODY_LIMIT });
+
+/**
+ * Parses JSON bodies without failing the request: a malformed or oversized body is remembered and reported
+ * by `parseBody`, after the session check, so the refusal order is always 401 before 400.
+ * Only `application/json` is read: a form or text/plain POST (what a cross-site page can send without a
+ * preflight) has no body here and is refused as INVALID_BODY. That is the CSRF defence (seed 003).
+ */
+export const readJsonBody: RequestHandler = (req, res, next) => {
+  json(req, res, (err?: unknown) => {
+    if (err) {
+      req.body = undefined;
+      res.locals.bodyError = err;
+    }
+    next();
+  });
+};
+
+export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
+  const bodyError = req.res?.locals.bodyError as { type?: string } | undefined;
+  if (bodyError?.type === 'entity.too.large') {
+    throw new AppError(413, 'BODY_TOO_LARGE', `The request body is larger than ${BODY_LIMIT}.`);
+  }
+  if (bodyError) throw new AppError(400, 'INVALID_BODY', 'The request body is not valid JSON.');
+  if (!req.is('application/json')) {
+    throw new AppError(400, 'INVALID_BODY', 'The request body must be JSON (Content-Type: application/json).');
+  }
+  const parsed = schema.safeParse(req.body);
+  if (!parsed.success) throw invalidBody(parsed.error);
+  return parsed.data;
+}
+
+export function parseQuery<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
+  const parsed = schema.safeParse(req.query);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0];
+    throw new AppError(400, 'INVALID_QUERY', `The query is not valid: ${first?.message ?? 'unreadable'}.`);
+  }
+  return parsed.data;
+}
+
+/** Route ids are UUIDs; anything else cannot name a row, so it is answered like a missing one. */
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+export function isUuid(value: unknown): value is string {
+  return typeof value === 'string' && UUID.test(value);
+}

@@ -1,0 +1,79 @@
+import { Part, type ToolPart } from './types.ts';
+
+/**
+ * The one fold that turns a stream of Part fragments into a Message's Parts, run on the server and again in
+ * the browser so a reloaded transcript equals the streamed one (seed 003).
+ *
+ * - A text or reasoning fragment extends the run it belongs to: the last Part when it is of the same kind.
+ * - A tool fragment lands on the call with the same id (later fields win), or starts a new call.
+ * - Anything that is not a Part this build knows is ignored, never fatal (ADR 0007).
+ *
+ * Returns a new array when something changed; untouched Parts are shared, so React can compare by identity.
+ */
+export function foldPart(parts: readonly Part[], fragment: unknown): Part[] {
+  const parsed = Part.safeParse(fragment);
+  if (!parsed.success) return parts as Part[];
+  const part = parsed.data;
+  const last = parts.at(-1);
+  if (part.type === 'text' || part.type === 'reasoning') {
+    if (part.text === '') return parts as Part[];
+    if (last && last.type === part.type) {
+      return [...parts.slice(0, -1), { type: part.type, text: last.text + part.text }];
+    }
+    return [...parts, part];
+  }
+  const index = findToolIndex(parts, part.id);
+  if (index === -1) return [...parts, part];
+  const merged = mergeTool(parts[index] as ToolPart, part);
+  const next = parts.slice();
+  next[index] = merged;
+  return next;
+}
+
+export function foldParts(fragments: Iterable<unknown>, start: readonly Part[] = []): Part[] {
+  let parts = start as Part[];
+  for (const fragment of fragments) parts = foldPart(parts, fragment);
+  return parts;
+}
+
+/** Stored Parts read back from the database: unknown kinds are dropped, the rest kept in order. */
+export function readParts(stored: unknown): Part[] {
+  if (!Array.isArray(stored)) return [];
+  const parts: Part[] = [];
+  for (const item of stored) {
+    const parsed = Part.safeParse(item);
+    if (parsed.success) parts.push(parsed.data);
+  }
+  return parts;
+}
+
+function findToolIndex(parts: readonly Part[], id: string): number {
+  for (let i = parts.length - 1; i >= 0; i--) {
+    const p = parts[i];
+    if (p && p.type === 'tool' && p.id === id) return i;
+  }
+  return -1;
+}
+
+function mergeTool(prev: ToolPart, next: ToolPart): ToolPart {
+  // A finished call never goes back to running: a late duplicate fragment must not reopen it.
+  const state = prev.state !== 'running' && next.state === 'running' ? prev.state : next.state;
+  return {
+    type: 'tool',
+    id: prev.id,
+    name: next.name ?? prev.name,
+    input: next.input !== undefined ? next.input : prev.input,
+    state,
+    output: next.output !== undefined ? next.output : prev.output,
+    error: next.error ?? prev.error,
+  };
+}
+
+/**
+ * Ends every call still running, as failed with the reason: a reply that stopped, failed or was interrupted
+ * leaves no call "in flight" forever.
+ */
+export function settleRunningTools(parts: readonly Part[], reason: string): Part[] {
+  if (!parts.some((p) => p.type === 'tool' && p.state === 'running')) return parts as Part[];
+  return parts.map((p) => (p.type === 'tool' && p.state === 'running' ? { ...p, state: 'failed', error: reason } : p));
+}

@@ -1,0 +1,41 @@
+import { z } from 'zod';
+
+/**
+ * AgentsVille's own small SSE protocol (seed 003): four frame types, discriminated by `type` inside the
+ * JSON, so the browser parses every frame with one schema. A `part` frame carries a Part fragment for the
+ * fold; its Part is left unparsed here so a kind this build does not know passes through and is ignored by
+ * the fold instead of failing the frame (ADR 0007).
+ */
+export const UsageSchema = z.object({
+  inputTokens: z.number().nullable(),
+  outputTokens: z.number().nullable(),
+  reasoningTokens: z.number().nullable(),
+  cachedInputTokens: z.number().nullable(),
+});
+
+export const StartFrame = z.object({
+  type: z.literal('start'),
+  messageId: z.string(),
+  playerMessageId: z.string(),
+  npc: z.object({ id: z.string(), name: z.string() }),
+  provider: z.string(),
+  model: z.string(),
+});
+export const PartFrame = z.object({ type: z.literal('part'), messageId: z.string(), part: z.unknown() });
+export const ErrorFrame = z.object({
+  type: z.literal('error'),
+  messageId: z.string().nullable(),
+  code: z.string(),
+  message: z.string(),
+});
+export const FinishFrame = z.object({
+  type: z.literal('finish'),
+  messageId: z.string(),
+  status: z.enum(['complete', 'stopped', 'failed']),
+  usage: UsageSchema.nullable(),
+});
+
+export const Frame = z.discriminatedUnion('type', [StartFrame, PartFrame, ErrorFrame, FinishFrame]);
+export type Frame = z.infer<typeof Frame>;
+export type StartFrame = z.infer<typeof StartFrame>;
+export type FinishFrame = z.infer<typeof FinishFrame>;

@@ -1,0 +1,63 @@
+import type { LanguageModelUsage, TextStreamPart, ToolSet } from 'ai';
+import type { Usage } from '../conversations/index.ts';
+import type { Part } from '../parts/index.ts';
+
+/**
+ * One AI SDK stream part as a Part fragment for the fold, or null for parts that carry no content (step
+ * markers, usage, errors: the turn handles those). New SDK part kinds fall through to null, so a release
+ * that adds one cannot take a live reply down.
+ */
+export function toFragment(chunk: TextStreamPart<ToolSet>): Part | null {
+  switch (chunk.type) {
+    case 'text-delta':
+      return { type: 'text', text: chunk.text };
+    case 'reasoning-delta':
+      return { type: 'reasoning', text: chunk.text };
+    case 'tool-input-start':
+      return { type: 'tool', id: chunk.id, name: chunk.toolName, state: 'running' };
+    case 'tool-call':
+      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, input: chunk.input, state: 'running' };
+    case 'tool-result':
+      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'done', output: chunk.output };
+    case 'tool-error':
+      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'failed', error: errorMessage(chunk.error) };
+    case 'tool-output-denied':
+      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'failed', error: 'The call was denied.' };
+    default:
+      return null;
+  }
+}
+
+export function toUsage(u: LanguageModelUsage | undefined): Usage | null {
+  if (!u) return null;
+  const usage: Usage = {
+    inputTokens: u.inputTokens ?? null,
+    outputTokens: u.outputTokens ?? null,
+    reasoningTokens: u.outputTokenDetails?.reasoningTokens ?? null,
+    cachedInputTokens: u.inputTokenDetails?.cacheReadTokens ?? null,
+  };
+  return Object.values(usage).some((n) => n != null) ? usage : null;
+}
+
+/** Sums step usages: what an aborted generation reported before it stopped. */
+export function addUsage(a: Usage | null, b: Usage | null): Usage | null {
+  if (!a) return b;
+  if (!b) return a;
+  const add = (x: number | null, y: number | null) => (x == null && y == null ? null : (x ?? 0) + (y ?? 0));
+  return {
+    inputTokens: add(a.inputTokens, b.inputTokens),
+    outputTokens: add(a.outputTokens, b.outputTokens),
+    reasoningTokens: add(a.reasoningTokens, b.reasoningTokens),
+    cachedInputTokens: add(a.cachedInputTokens, b.cachedInputTokens),
+  };
+}
+
+/** A Provider's error as a sentence for the Player; never a stack. */
+export function errorMessage(error: unknown): string {
+  if (error instanceof Error) {
+    const status = (error as { statusCode?: number }).statusCode;
+    return status ? `The Provider answered ${status}: ${error.message}` : error.message;
+  }
+  if (typeof error === 'string') return error;
+  return 'The Provider failed without saying why.';
+}

@@ -1,0 +1,108 @@
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import {
+  beginPlayerTurn,
+  beginRegenerate,
+  getConversation,
+  getParticipants,
+  type Message,
+  releaseTurn,
+} from '../conversations/index.ts';
+import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
+import { getVillageSettings, type ProviderRegistry, resolveModel } from '../village/index.ts';
+import { runReply, type TurnDeps, type TurnPlan } from './run.ts';
+import { chooseSpeaker } from './speaker.ts';
+
+const MessageBody = z
+  .object({
+    text: z.string().trim().min(1, 'a Message needs some text').max(100_000),
+    /** The NPC the Player addresses; otherwise chosen from the text (seed 003, step 4). */
+    npcId: z.uuid().optional(),
+  })
+  .strict();
+const RegenerateBody = z.object({ npcId: z.uuid().optional() }).strict();
+
+export interface TurnRouteDeps extends TurnDeps {
+  providers: ProviderRegistry;
+}
+
+/** The hot path: POST messages and regenerate. Mounted behind requireSession. */
+export function turnRoutes(deps: TurnRouteDeps): Router {
+  const router = Router();
+
+  router.post('/conversations/:id/messages', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, MessageBody);
+    const prepared = await prepare(deps, req, player.id, body.text, body.npcId);
+    const playerMessage = await beginPlayerTurn(deps.sql, {
+      conversationId: prepared.conversation.id,
+      playerId: player.id,
+      instanceId: deps.instanceId,
+      text: body.text,
+    });
+    await stream(deps, res, { ...prepared, playerMessage });
+  });
+
+  router.post('/conversations/:id/regenerate', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, RegenerateBody);
+    const lastText = await lastPlayerText(deps, req, player.id);
+    const prepared = await prepare(deps, req, player.id, lastText, body.npcId);
+    const playerMessage = await beginRegenerate(deps.sql, {
+      conversationId: prepared.conversation.id,
+      playerId: player.id,
+      instanceId: deps.instanceId,
+    });
+    await stream(deps, res, { ...prepared, playerMessage });
+  });
+
+  return router;
+}
+
+/** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */
+async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text: string, npcId?: string) {
+  const id = req.params.id;
+  const conversation = isUuid(id) ? await getConversation(deps.sql, playerId, id) : undefined;
+  if (!conversation) throw notFound('Conversation');
+  const participants = await getParticipants(deps.sql, conversation.id);
+  if (participants.length === 0) {
+    throw new AppError(400, 'NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
+  }
+  const npc = chooseSpeaker(participants, text, npcId);
+  if (!npc) throw new AppError(400, 'NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
+  const settings = await getVillageSettings(deps.sql);
+  const resolved = resolveModel(npc, settings);
+  const model = deps.providers.languageModel(resolved);
+  return { conversation, participants, settings, speaker: { npc, resolved: resolved!, model } };
+}
+
+async function lastPlayerText(deps: TurnRouteDeps, req: Request, playerId: string): Promise<string> {
+  const id = req.params.id;
+  if (!isUuid(id)) return '';
+  const [row] = await deps.sql<{ text: string }[]>`
+    select m.text from messages m join conversations c on c.id = m.conversation_id
+    where c.id = ${id} and c.player_id = ${playerId} and m.role = 'player' order by m.seq desc limit 1`;
+  return row?.text ?? '';
+}
+
+async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { playerMessage: Message }) {
+  const sse = new SseWriter(res);
+  const abort = new AbortController();
+  let done = false;
+  // The Player stopping the reply is the client closing the stream.
+  res.on('close', () => {
+    if (!done) abort.abort();
+  });
+  try {
+    sse.open();
+    for await (const frame of runReply(deps, plan, abort.signal)) sse.send(frame);
+  } catch (e) {
+    deps.log('turn failed', e);
+    sse.send({ type: 'error', messageId: null, code: 'INTERNAL', message: 'The reply could not be completed.' });
+  } finally {
+    done = true;
+    sse.end();
+    await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId);
+  }
+}

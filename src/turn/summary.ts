@@ -1,0 +1,44 @@
+import { generateText, type LanguageModel } from 'ai';
+import { attributedText, type HistoryTurn } from './history.ts';
+import { windowHistory } from './window.ts';
+
+const INSTRUCTIONS = `You keep the rolling summary of a conversation between a Player and one or more NPCs.
+You are given the summary so far and the turns that have just left the visible history.
+Return the updated summary: decisions, facts, names, promises and open questions that later turns may refer back to.
+Write plain prose, at most about 300 words. Return only the summary.`;
+
+/**
+ * Folds turns that fell off the window into the rolling summary, through the same Provider machinery as the
+ * reply. Incremental: only the dropped turns are sent, with the summary so far, never turns already
+ * summarised. Large backlogs go in budget-sized chunks so no call exceeds the history budget.
+ */
+export async function foldIntoSummary(args: {
+  model: LanguageModel;
+  summary: string;
+  dropped: readonly HistoryTurn[];
+  party: boolean;
+  budget: number;
+  signal?: AbortSignal;
+}): Promise<string> {
+  let summary = args.summary;
+  let rest = args.dropped.slice();
+  while (rest.length) {
+    // Take the longest prefix of `rest` that fits the budget (windowing the reversed list gives the head).
+    const { kept } = windowHistory(rest.slice().reverse(), args.budget, (t) => attributedText(t, args.party));
+    const chunk = kept.reverse();
+    rest = rest.slice(chunk.length);
+    const transcript = chunk
+      .filter((t) => t.text)
+      .map((t) => `${t.role === 'player' ? 'Player' : (t.npcName ?? 'NPC')}: ${t.text}`)
+      .join('\n\n');
+    const { text } = await generateText({
+      model: args.model,
+      instructions: INSTRUCTIONS,
+      prompt: `Summary so far:\n${summary || '(none yet)'}\n\nTurns to fold in:\n${transcript}`,
+      abortSignal: args.signal,
+      maxRetries: 1,
+    });
+    summary = text.trim();
+  }
+  return summary;
+}

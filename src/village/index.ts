@@ -1,0 +1,5 @@
+// village/: instance settings, NPCs, and which Providers and Models this instance can call.
+export { getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
+export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
+export { villageRoutes } from './routes.ts';
+export { getVillageSettings, type VillageSettings } from './settings.ts';

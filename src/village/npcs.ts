@@ -1,0 +1,78 @@
+import { z } from 'zod';
+import type { Sql } from '../db/index.ts';
+
+export interface Npc {
+  id: string;
+  playerId: string;
+  name: string;
+  jobTitle: string;
+  description: string;
+  prompt: string;
+  provider: string | null;
+  model: string | null;
+  thinking: boolean;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+export const NpcInput = z
+  .object({
+    name: z.string().trim().min(1, 'an NPC needs a name').max(100),
+    jobTitle: z.string().trim().max(100).default(''),
+    description: z.string().max(2000).default(''),
+    prompt: z.string().max(20_000).default(''),
+    provider: z.string().trim().min(1).max(64).nullable().default(null),
+    model: z.string().trim().min(1).max(200).nullable().default(null),
+    thinking: z.boolean().default(false),
+  })
+  .strict();
+export type NpcInput = z.infer<typeof NpcInput>;
+
+export const NpcPatch = NpcInput.partial().strict();
+export type NpcPatch = z.infer<typeof NpcPatch>;
+
+const columns = (sql: Sql) => sql`
+  id, player_id as "playerId", name, job_title as "jobTitle", description, prompt, provider, model, thinking,
+  created_at as "createdAt", updated_at as "updatedAt"`;
+
+export async function listNpcs(sql: Sql, playerId: string): Promise<Npc[]> {
+  return sql<Npc[]>`select ${columns(sql)} from npcs where player_id = ${playerId} order by created_at, id`;
+}
+
+/** Scoped by its Player: another Player's NPC is not found. */
+export async function getNpc(sql: Sql, playerId: string, id: string): Promise<Npc | undefined> {
+  const [row] = await sql<Npc[]>`select ${columns(sql)} from npcs where id = ${id} and player_id = ${playerId}`;
+  return row;
+}
+
+export async function getNpcs(sql: Sql, ids: string[]): Promise<Npc[]> {
+  if (ids.length === 0) return [];
+  return sql<Npc[]>`select ${columns(sql)} from npcs where id = any(${ids}::uuid[])`;
+}
+
+export async function createNpc(sql: Sql, playerId: string, input: NpcInput): Promise<Npc> {
+  const [row] = await sql<Npc[]>`
+    insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
+    values (${playerId}, ${input.name}, ${input.jobTitle}, ${input.description}, ${input.prompt},
+      ${input.provider}, ${input.model}, ${input.thinking})
+    returning ${columns(sql)}`;
+  return row!;
+}
+
+export async function updateNpc(sql: Sql, playerId: string, id: string, patch: NpcPatch): Promise<Npc | undefined> {
+  const current = await getNpc(sql, playerId, id);
+  if (!current) return undefined;
+  const n = { ...current, ...patch };
+  const [row] = await sql<Npc[]>`
+    update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
+      prompt = ${n.prompt}, provider = ${n.provider}, model = ${n.model}, thinking = ${n.thinking},
+      updated_at = now()
+    where id = ${id} and player_id = ${playerId}
+    returning ${columns(sql)}`;
+  return row;
+}
+
+export async function deleteNpc(sql: Sql, playerId: string, id: string): Promise<boolean> {
+  const rows = await sql`delete from npcs where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length > 0;
+}

@@ -1,0 +1,104 @@
+import { createAnthropic } from '@ai-sdk/anthropic';
+import { createGoogleGenerativeAI } from '@ai-sdk/google';
+import { createOpenAI } from '@ai-sdk/openai';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import type { LanguageModel } from 'ai';
+import type { ProviderConfig } from '../config.ts';
+import { AppError } from '../http/index.ts';
+import type { VillageSettings } from './settings.ts';
+
+export interface ResolvedModel {
+  provider: string;
+  model: string;
+}
+
+/**
+ * Which Provider and Model a speaker uses: its own, else the Village defaults. An NPC that names neither
+ * inherits both; one that names only a Model takes the Village's Provider; one that names only a Provider
+ * has no Model unless that Provider is the Village default. Pure, so the rule is tested on its own.
+ */
+export function resolveModel(
+  npc: { provider: string | null; model: string | null },
+  village: Pick<VillageSettings, 'defaultProvider' | 'defaultModel'>,
+): ResolvedModel | undefined {
+  const provider = npc.provider ?? village.defaultProvider;
+  const model = npc.model ?? (provider === village.defaultProvider ? village.defaultModel : null);
+  return provider && model ? { provider, model } : undefined;
+}
+
+/** The Providers this instance has keys (or endpoints) for, read from its environment at start. */
+export class ProviderRegistry {
+  private readonly byId = new Map<string, ProviderConfig>();
+  private readonly factories = new Map<string, (model: string) => LanguageModel>();
+
+  constructor(providers: ProviderConfig[]) {
+    for (const p of providers) this.byId.set(p.id, p);
+  }
+
+  list(): { id: string; kind: ProviderConfig['kind'] }[] {
+    return [...this.byId.values()].map((p) => ({ id: p.id, kind: p.kind }));
+  }
+
+  has(id: string): boolean {
+    return this.byId.has(id);
+  }
+
+  /**
+   * The Model to call, or a 400 that says why not. Checked at every turn: an NPC can outlive the key it was
+   * created with (seed 003, step 5).
+   */
+  languageModel(resolved: ResolvedModel | undefined): LanguageModel {
+    if (!resolved) {
+      throw new AppError(
+        400,
+        'MODEL_UNRESOLVED',
+        'This NPC has no Model, and the Village has no default Model to inherit. Choose a Provider and Model for the NPC.',
+      );
+    }
+    const factory = this.factory(resolved.provider);
+    if (!factory) {
+      throw new AppError(
+        400,
+        'PROVIDER_NOT_CONFIGURED',
+        `The Provider "${resolved.provider}" has no API key on this instance, so the NPC cannot answer. Choose another Provider.`,
+      );
+    }
+    return factory(resolved.model);
+  }
+
+  private factory(id: string): ((model: string) => LanguageModel) | undefined {
+    const cached = this.factories.get(id);
+    if (cached) return cached;
+    const p = this.byId.get(id);
+    if (!p) return undefined;
+    const made = makeFactory(p);
+    this.factories.set(id, made);
+    return made;
+  }
+}
+
+function makeFactory(p: ProviderConfig): (model: string) => LanguageModel {
+  switch (p.kind) {
+    case 'openai': {
+      const provider = createOpenAI({ apiKey: p.apiKey, baseURL: p.baseURL });
+      return (model) => provider(model);
+    }
+    case 'anthropic': {
+      const provider = createAnthropic({ apiKey: p.apiKey, baseURL: p.baseURL });
+      return (model) => provider(model);
+    }
+    case 'google': {
+      const provider = createGoogleGenerativeAI({ apiKey: p.apiKey, baseURL: p.baseURL });
+      return (model) => provider(model);
+    }
+    case 'compatible': {
+      const provider = createOpenAICompatible({
+        name: p.id,
+        baseURL: p.baseURL!,
+        apiKey: p.apiKey,
+        includeUsage: true,
+      });
+      return (model) => provider(model);
+    }
+  }
+}

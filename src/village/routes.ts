@@ -1,0 +1,81 @@
+import { Router } from 'express';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, forbidden, isUuid, notFound, parseBody } from '../http/index.ts';
+import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
+import type { ProviderRegistry } from './providers.ts';
+import { getVillageSettings, updateVillageSettings, VillageSettingsPatch } from './settings.ts';
+
+export interface VillageDeps {
+  sql: Sql;
+  providers: ProviderRegistry;
+  adminDids: string[];
+}
+
+/** Village settings and NPC CRUD. Mounted behind requireSession. */
+export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Router {
+  const router = Router();
+
+  const checkProvider = (provider: string | null | undefined) => {
+    if (provider && !providers.has(provider)) {
+      throw new AppError(
+        400,
+        'PROVIDER_NOT_CONFIGURED',
+        `The Provider "${provider}" is not configured on this instance. Available: ${providers.list().map((p) => p.id).join(', ') || 'none'}.`,
+      );
+    }
+  };
+
+  router.get('/village', async (_req, res) => {
+    const player = currentPlayer(res);
+    res.json({
+      settings: await getVillageSettings(sql),
+      providers: providers.list(),
+      isAdmin: adminDids.includes(player.did),
+    });
+  });
+
+  router.put('/village', async (req, res) => {
+    const player = currentPlayer(res);
+    if (!adminDids.includes(player.did)) throw forbidden('Only a Village admin can change its settings.');
+    const patch = parseBody(req, VillageSettingsPatch);
+    checkProvider(patch.defaultProvider);
+    res.json({ settings: await updateVillageSettings(sql, patch, player.did) });
+  });
+
+  router.get('/npcs', async (_req, res) => {
+    res.json({ npcs: await listNpcs(sql, currentPlayer(res).id) });
+  });
+
+  router.post('/npcs', async (req, res) => {
+    const player = currentPlayer(res);
+    const input = parseBody(req, NpcInput);
+    checkProvider(input.provider);
+    res.status(201).json({ npc: await createNpc(sql, player.id, input) });
+  });
+
+  router.get('/npcs/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
+    if (!npc) throw notFound('NPC');
+    res.json({ npc });
+  });
+
+  router.patch('/npcs/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const patch = parseBody(req, NpcPatch);
+    if (!isUuid(req.params.id)) throw notFound('NPC');
+    checkProvider(patch.provider);
+    const npc = await updateNpc(sql, player.id, req.params.id, patch);
+    if (!npc) throw notFound('NPC');
+    res.json({ npc });
+  });
+
+  router.delete('/npcs/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    if (!isUuid(req.params.id) || !(await deleteNpc(sql, player.id, req.params.id))) throw notFound('NPC');
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,39 @@
+import { z } from 'zod';
+import type { Sql } from '../db/index.ts';
+
+export interface VillageSettings {
+  defaultProvider: string | null;
+  defaultModel: string | null;
+  hopLimit: number;
+  historyBudget: number;
+}
+
+export const VillageSettingsPatch = z
+  .object({
+    defaultProvider: z.string().min(1).max(64).nullable(),
+    defaultModel: z.string().min(1).max(200).nullable(),
+    hopLimit: z.number().int().min(0).max(100),
+    historyBudget: z.number().int().min(1000).max(10_000_000),
+  })
+  .partial()
+  .strict();
+export type VillageSettingsPatch = z.infer<typeof VillageSettingsPatch>;
+
+export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
+  const [row] = await sql<VillageSettings[]>`
+    select default_provider as "defaultProvider", default_model as "defaultModel",
+      hop_limit as "hopLimit", history_budget as "historyBudget"
+    from village_settings where id`;
+  return row!;
+}
+
+export async function updateVillageSettings(sql: Sql, patch: VillageSettingsPatch, by: string): Promise<VillageSettings> {
+  const current = await getVillageSettings(sql);
+  const next = { ...current, ...patch };
+  await sql`update village_settings set
+      default_provider = ${next.defaultProvider}, default_model = ${next.defaultModel},
+      hop_limit = ${next.hopLimit}, history_budget = ${next.historyBudget},
+      updated_at = now(), updated_by = ${by}
+    where id`;
+  return next;
+}

@@ -1,0 +1,64 @@
+import { createSession, upsertPlayer } from '../../src/auth/index.ts';
+import { type Config, loadConfig } from '../../src/config.ts';
+import { type Running, start } from '../../src/server.ts';
+import { createTestDatabase, type TestDatabase } from './db.ts';
+import { type FakeProvider, startFakeProvider } from './fakeProvider.ts';
+
+export interface TestApp {
+  url: string;
+  running: Running;
+  db: TestDatabase;
+  fake: FakeProvider;
+  /** A signed-in Player: the cookie header to send. */
+  signIn(did?: string): Promise<{ cookie: string; playerId: string; did: string }>;
+  /** fetch against the app with JSON in and out. */
+  api(path: string, init?: { method?: string; body?: unknown; cookie?: string; headers?: Record<string, string> }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+let counter = 0;
+
+/** The real server on an ephemeral port, its own database, and a fake Provider named "fake" over HTTP. */
+export async function startTestApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+  const db = await createTestDatabase();
+  const fake = await startFakeProvider();
+  const config: Config = {
+    ...loadConfig({
+      PORT: '0',
+      DATABASE_URL: db.url,
+      COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL, apiKey: 'test-key' }]),
+      CHECKPOINT_MS: '50',
+      ...env,
+    }),
+    ...overrides,
+  };
+  await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
+  const running = await start(config, () => {});
+  const app: TestApp = {
+    url: running.url,
+    running,
+    db,
+    fake,
+    async signIn(did = `did:plc:test${++counter}${Date.now().toString(36)}`) {
+      const player = await upsertPlayer(db.sql, did, `${did.slice(8)}.test`);
+      const token = await createSession(db.sql, player.id);
+      return { cookie: `av_session=${token}`, playerId: player.id, did };
+    },
+    api(path, init = {}) {
+      const headers: Record<string, string> = { ...init.headers };
+      if (init.cookie) headers.cookie = init.cookie;
+      if (init.body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
+      return fetch(`${running.url}${path}`, {
+        method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+        headers,
+        body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+      });
+    },
+    async close() {
+      await running.close();
+      await fake.close();
+      await db.drop();
+    },
+  };
+  return app;
+}
