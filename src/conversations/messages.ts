@@ -99,5 +99,5 @@ export function titleFrom(text: string, max = 80): string {
     if (count++ === max) break;
     out += segment;
   }
-  return out;
+  return out.trimEnd();
 }

@@ -90,7 +90,7 @@ export async function listMessages(
   const rows = await sql<MessageRow[]>`
     select ${messageColumns(sql)} from messages
     where conversation_id = ${conversationId} ${opts.before ? sql`and seq < ${opts.before}` : sql``}
-    order by seq desc limit ${opts.limit + 1}`;
+    order by messages.seq desc limit ${opts.limit + 1}`;
   const more = rows.length > opts.limit;
   const page = rows.slice(0, opts.limit).reverse();
   return { messages: page.map(toMessage), before: more && page[0] ? page[0].seq : null };
@@ -135,7 +135,7 @@ export async function beginRegenerate(
   return sql.begin(async (tx) => {
     const [last] = await tx<MessageRow[]>`
       select ${messageColumns(tx)} from messages
-      where conversation_id = ${args.conversationId} and role = 'player' order by seq desc limit 1`;
+      where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`;
     if (!last) throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
     await claim(tx, args.conversationId, args.playerId, args.instanceId, null);
     await tx`delete from messages where conversation_id = ${args.conversationId} and seq > ${last.seq}`;
@@ -225,7 +225,7 @@ export async function readHistoryTail(sql: Sql, conversationId: string, after: s
     select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text
     from messages
     where conversation_id = ${conversationId} and seq > ${after} and status <> 'streaming'
-    order by seq`;
+    order by messages.seq`;
 }
 
 export async function saveSummary(sql: Sql, conversationId: string, summary: string, through: string): Promise<void> {

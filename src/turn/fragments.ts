@@ -56,6 +56,8 @@ export function addUsage(a: Usage | null, b: Usage | null): Usage | null {
 export function errorMessage(error: unknown): string {
   if (error instanceof Error) {
     const status = (error as { statusCode?: number }).statusCode;
+    // A 200 that fails later is a stream that broke after it began.
+    if (status === 200) return `The connection to the Provider broke mid-reply (${error.message}).`;
     return status ? `The Provider answered ${status}: ${error.message}` : error.message;
   }
   if (typeof error === 'string') return error;

@@ -88,6 +88,8 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
       abortSignal: signal,
       reasoning: speaker.npc.thinking ? 'medium' : undefined,
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
+      // Errors arrive as stream parts and are handled below; the SDK's default would log them again.
+      onError: () => {},
     });
     for await (const chunk of result.stream) {
       const fragment = toFragment(chunk);

@@ -1,0 +1,130 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+const say = async (conversationId: string, text: string) =>
+  collectFrames(await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } }));
+const streamed = () => app.fake.requests.filter((r) => r.body.stream);
+const summaries = () => app.fake.requests.filter((r) => !r.body.stream);
+const promptOf = (r: { body: { messages: { role: string; content: unknown }[] } }) =>
+  r.body.messages.find((m) => m.role === 'system')?.content as string;
+const filler = (marker: string) => `${marker} ${'lorem ipsum '.repeat(75)}`; // about 900 characters
+
+describe('windowing and the rolling summary', () => {
+  it('sends only the tail within budget and folds what falls off into the summary first, incrementally', async () => {
+    const { conversationId } = await setupConversation(app, cookie, [
+      { name: 'Ada', jobTitle: 'Librarian', description: 'Keeps the stacks.', prompt: 'Speak briefly.' },
+    ]);
+    await app.db.sql`update village_settings set history_budget = 1000`; // 4,000 characters
+    try {
+      const before = summaries().length;
+      for (let i = 1; i <= 2; i++) {
+        app.fake.enqueue(textScript(filler(`R${i}`)));
+        await say(conversationId, filler(`P${i}`));
+      }
+      // Five turns of ~900 characters exceed the 4,000-character budget: the third Player turn drops P1.
+      expect(summaries().length).toBe(before);
+      app.fake.enqueue(textScript(filler('R3')));
+      app.fake.summaryText = 'SUMMARY-ONE';
+      await say(conversationId, filler('P3'));
+      const firstSummary = summaries().at(-1)!;
+      const firstSummaryPrompt = JSON.stringify(firstSummary.body.messages);
+      expect(firstSummaryPrompt).toContain('(none yet)');
+      expect(firstSummaryPrompt).toContain('P1 ');
+      expect(firstSummaryPrompt).not.toContain('R1 ');
+
+      const third = streamed().at(-1)!;
+      const sent = third.body.messages.filter((m) => m.role !== 'system').map((m) => String(m.content));
+      expect(sent.join('').length).toBeLessThanOrEqual(4000);
+      expect(sent.at(-1)).toContain('P3 ');
+      expect(sent.some((s) => s.includes('P1 '))).toBe(false);
+      expect(promptOf(third).endsWith('# Earlier in this conversation\nSUMMARY-ONE')).toBe(true);
+
+      app.fake.enqueue(textScript(filler('R4')));
+      app.fake.summaryText = 'SUMMARY-TWO';
+      await say(conversationId, filler('P4'));
+      const second = JSON.stringify(summaries().at(-1)!.body.messages);
+      // Incremental: the summary so far plus only the newly dropped turns.
+      expect(second).toContain('SUMMARY-ONE');
+      expect(second).toContain('R1 ');
+      expect(second).toContain('P2 ');
+      expect(second).not.toContain('P1 ');
+      expect(promptOf(streamed().at(-1)!)).toContain('SUMMARY-TWO');
+
+      // Nothing was deleted.
+      const all = await messages(app, cookie, conversationId);
+      expect(all.map((m) => m.text.slice(0, 2))).toEqual(['P1', 'R1', 'P2', 'R2', 'P3', 'R3', 'P4', 'R4']);
+    } finally {
+      await app.db.sql`update village_settings set history_budget = 60000`;
+    }
+  });
+
+  it('keeps a final turn that alone exceeds the budget', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    await app.db.sql`update village_settings set history_budget = 1000`;
+    try {
+      const huge = `HUGE ${'z'.repeat(10_000)}`;
+      await say(conversationId, huge);
+      const last = streamed().at(-1)!;
+      expect(last.body.messages.at(-1)).toEqual({ role: 'user', content: huge });
+    } finally {
+      await app.db.sql`update village_settings set history_budget = 60000`;
+    }
+  });
+});
+
+describe('what the Provider receives', () => {
+  it('gets the identity first and the Player prompt after it', async () => {
+    const { conversationId } = await setupConversation(app, cookie, [
+      { name: 'Quill', jobTitle: 'Scribe', description: 'Writes things down.', prompt: 'Always rhyme.' },
+    ]);
+    await say(conversationId, 'Hello');
+    expect(promptOf(streamed().at(-1)!)).toBe('# Who you are\nYou are Quill, Scribe.\nWrites things down.\n\nAlways rhyme.');
+  });
+
+  it('in a Party: replies attributed by name, and the others in the roster', async () => {
+    const { conversationId, npcIds } = await setupConversation(app, cookie, [
+      { name: 'Ada', jobTitle: 'Librarian', description: 'Keeps the stacks. Knows every book.' },
+      { name: 'Bo', jobTitle: 'Smith', description: 'Makes tools.' },
+    ]);
+    app.fake.enqueue(textScript('Ada here.'));
+    await say(conversationId, 'Ada, hello');
+    app.fake.enqueue(textScript('Bo here.'));
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'And you?', npcId: npcIds[1] },
+    });
+    const frames = await collectFrames(res);
+    expect(frames[0]).toMatchObject({ type: 'start', npc: { name: 'Bo' } });
+    const req = streamed().at(-1)!;
+    expect(req.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'Ada, hello' },
+      { role: 'assistant', content: '[Ada]: Ada here.' },
+      { role: 'user', content: 'And you?' },
+    ]);
+    expect(promptOf(req)).toContain('# Others in this conversation\n- Ada (Librarian): Keeps the stacks.');
+    expect(promptOf(req)).not.toContain('Knows every book');
+  });
+
+  it('in a solo Conversation: history byte-identical to what was said', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(textScript('Exactly this reply.'));
+    await say(conversationId, 'First');
+    await say(conversationId, 'Second');
+    expect(streamed().at(-1)!.body.messages.slice(1)).toEqual([
+      { role: 'user', content: 'First' },
+      { role: 'assistant', content: 'Exactly this reply.' },
+      { role: 'user', content: 'Second' },
+    ]);
+  });
+});

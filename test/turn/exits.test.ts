@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { foldParts, type Frame } from '../../src/parts/index.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { words } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+import { sendAndStop, setupConversation, settled } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+const partsOf = (frames: Frame[]) => foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+const textOf = (parts: unknown[]) =>
+  parts.flatMap((p) => ((p as { type: string }).type === 'text' ? [(p as { text: string }).text] : [])).join('');
+
+describe('the Player stops the reply', () => {
+  it('before the first token: the reply is kept, empty, as stopped', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    let providerSawClose = false;
+    app.fake.enqueue(async (r) => {
+      r.chunk({ role: 'assistant' });
+      await r.gone;
+      providerSawClose = true;
+    });
+    const frames = await sendAndStop(app, cookie, conversationId, 'Hello?', (f) => f.some((x) => x.type === 'start'));
+    expect(frames.map((f) => f.type)).toEqual(['start']);
+    const [player, reply] = await settled(app, cookie, conversationId);
+    expect(player?.text).toBe('Hello?');
+    expect(reply).toMatchObject({ status: 'stopped', parts: [], text: '', usage: null });
+    // Stopping closes the upstream request too.
+    await expect.poll(() => providerSawClose).toBe(true);
+  });
+
+  it('mid-text: keeps everything the client saw plus what arrived before the reply unwound', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    const all = words('one two three four five six seven eight nine ten eleven twelve');
+    app.fake.enqueue(async (r) => {
+      for (const w of all) {
+        if (r.clientGone) return;
+        r.text(w);
+        await r.wait(30);
+      }
+      r.finish();
+    });
+    const frames = await sendAndStop(app, cookie, conversationId, 'Count', (f) => textOf(partsOf(f)).includes('three'));
+    const seen = textOf(partsOf(frames));
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('stopped');
+    expect(reply?.text.startsWith(seen)).toBe(true);
+    expect(reply?.text.length).toBeLessThan(all.join('').length);
+    expect(reply?.parts).toEqual([{ type: 'text', text: reply?.text }]);
+  });
+
+  it('mid-tool-call: the call is kept with its name, settled as failed because it was stopped', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(async (r) => {
+      r.text('Let me check. ');
+      r.toolCallStart(0, 'call_9', 'search', '{"q":');
+      await r.wait(20);
+      r.toolCallArgs(0, '"weat');
+      await r.gone;
+    });
+    const frames = await sendAndStop(app, cookie, conversationId, 'Weather?', (f) =>
+      partsOf(f).some((p) => p.type === 'tool'),
+    );
+    expect(partsOf(frames).find((p) => p.type === 'tool')).toMatchObject({ name: 'search', state: 'running' });
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('stopped');
+    expect(reply?.parts).toEqual([
+      { type: 'text', text: 'Let me check. ' },
+      { type: 'tool', id: 'call_9', name: 'search', state: 'failed', error: 'Stopped before the call finished.' },
+    ]);
+  });
+});
+
+describe('the Provider fails', () => {
+  it('mid-stream with an error: what arrived is kept and the stream ends with an error frame', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue((r) => {
+      r.text('Partial ');
+      r.text('answer');
+      r.streamError('upstream overloaded');
+    });
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } });
+    const frames = await collectFrames(res);
+    const error = frames.find((f) => f.type === 'error');
+    expect(error).toMatchObject({ code: 'PROVIDER_ERROR' });
+    expect((error as { message: string }).message).toContain('upstream overloaded');
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply).toMatchObject({ status: 'failed', text: 'Partial answer' });
+    expect(reply?.error).toContain('upstream overloaded');
+    expect(reply?.parts).toEqual(partsOf(frames));
+  });
+
+  it('when the socket breaks mid-stream: kept, failed, error frame', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(async (r) => {
+      r.text('Half a ');
+      r.text('thought');
+      await r.wait(20);
+      r.drop();
+    });
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } }),
+    );
+    expect(frames.some((f) => f.type === 'error')).toBe(true);
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply).toMatchObject({ status: 'failed', text: 'Half a thought' });
+  });
+
+  it('with an HTTP error before streaming: an error frame with the Provider message, nothing invented', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue((r) => r.fail(404, 'The model `fake-model` does not exist'));
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } }),
+    );
+    expect(frames.map((f) => f.type)).toEqual(['start', 'error', 'finish']);
+    expect((frames[1] as { message: string }).message).toContain('does not exist');
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply).toMatchObject({ status: 'failed', parts: [], usage: null });
+  });
+});
