@@ -1,0 +1,129 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { collectFrames } from '../support/sse.ts';
+import { setupConversation } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+const json = async <T>(res: Response, status = 200): Promise<T> => {
+  expect(res.status).toBe(status);
+  return (await res.json()) as T;
+};
+
+describe('Conversations', () => {
+  it('lists most recently active first, paged by cursor', async () => {
+    const a = await setupConversation(app, cookie);
+    const b = await setupConversation(app, cookie);
+    const c = await setupConversation(app, cookie);
+    // A turn in the oldest makes it the most recently active.
+    await collectFrames(await app.api(`/api/conversations/${a.conversationId}/messages`, { cookie, body: { text: 'hi' } }));
+    const page1 = await json<{ conversations: { id: string; title: string | null; npcIds: string[] }[]; cursor: string }>(
+      await app.api('/api/conversations?limit=2', { cookie }),
+    );
+    expect(page1.conversations.map((x) => x.id)).toEqual([a.conversationId, c.conversationId]);
+    expect(page1.conversations[0]).toMatchObject({ title: 'hi', npcIds: a.npcIds });
+    const page2 = await json<{ conversations: { id: string }[] }>(
+      await app.api(`/api/conversations?limit=2&cursor=${page1.cursor}`, { cookie }),
+    );
+    expect(page2.conversations.map((x) => x.id)).toEqual([b.conversationId]);
+  });
+
+  it('refuses a cursor it never gave out', async () => {
+    const res = await app.api('/api/conversations?cursor=bm9wZQ', { cookie });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('INVALID_QUERY');
+  });
+
+  it("refuses an NPC that is not the Player's own", async () => {
+    const other = await app.signIn();
+    const { npcIds } = await setupConversation(app, other.cookie);
+    const res = await app.api('/api/conversations', { cookie, body: { npcIds } });
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('UNKNOWN_NPC');
+  });
+
+  it('renames and deletes, scoped to the Player', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    const other = await app.signIn();
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'PATCH', cookie: other.cookie, body: { title: 'x' } })).status).toBe(404);
+    const renamed = await json<{ conversation: { title: string } }>(
+      await app.api(`/api/conversations/${conversationId}`, { method: 'PATCH', cookie, body: { title: ' Plans ' } }),
+    );
+    expect(renamed.conversation.title).toBe('Plans');
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie: other.cookie })).status).toBe(404);
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(204);
+    expect((await app.api(`/api/conversations/${conversationId}`, { cookie })).status).toBe(404);
+  });
+
+  it('pages Messages by cursor, oldest first within a page', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    for (let i = 0; i < 3; i++) {
+      await collectFrames(await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: `q${i}` } }));
+    }
+    const latest = await json<{ messages: { text: string; seq: string }[]; before: string }>(
+      await app.api(`/api/conversations/${conversationId}?limit=4`, { cookie }),
+    );
+    expect(latest.messages.map((m) => m.text)).toEqual(['q1', 'Hello from the fake Provider.', 'q2', 'Hello from the fake Provider.']);
+    const older = await json<{ messages: { text: string }[]; before: string | null }>(
+      await app.api(`/api/conversations/${conversationId}/messages?limit=4&before=${latest.before}`, { cookie }),
+    );
+    expect(older.messages.map((m) => m.text)).toEqual(['q0', 'Hello from the fake Provider.']);
+    expect(older.before).toBeNull();
+  });
+
+  it('reads rows written before Parts existed as one text Part', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    await app.db.sql`insert into messages (conversation_id, role, text) values (${conversationId}, 'player', 'legacy row')`;
+    const body = await json<{ messages: { parts: unknown[] }[] }>(await app.api(`/api/conversations/${conversationId}`, { cookie }));
+    expect(body.messages[0]!.parts).toEqual([{ type: 'text', text: 'legacy row' }]);
+  });
+});
+
+describe('NPCs', () => {
+  it('are created with defaults, edited and deleted, scoped to their Player', async () => {
+    const created = await json<{ npc: Record<string, unknown> & { id: string } }>(
+      await app.api('/api/npcs', { cookie, body: { name: 'Mira' } }),
+      201,
+    );
+    expect(created.npc).toMatchObject({ name: 'Mira', jobTitle: '', provider: null, model: null, thinking: false });
+    const other = await app.signIn();
+    expect((await app.api(`/api/npcs/${created.npc.id}`, { cookie: other.cookie })).status).toBe(404);
+    const edited = await json<{ npc: Record<string, unknown> }>(
+      await app.api(`/api/npcs/${created.npc.id}`, { method: 'PATCH', cookie, body: { jobTitle: 'Cartographer', thinking: true } }),
+    );
+    expect(edited.npc).toMatchObject({ name: 'Mira', jobTitle: 'Cartographer', thinking: true });
+    const list = await json<{ npcs: { id: string }[] }>(await app.api('/api/npcs', { cookie: other.cookie }));
+    expect(list.npcs.map((n) => n.id)).not.toContain(created.npc.id);
+    expect((await app.api(`/api/npcs/${created.npc.id}`, { method: 'DELETE', cookie })).status).toBe(204);
+  });
+
+  it('refuse a Provider this instance has no key for, and bad input, with a clear error', async () => {
+    const res = await app.api('/api/npcs', { cookie, body: { name: 'X', provider: 'openai', model: 'gpt' } });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('PROVIDER_NOT_CONFIGURED');
+    expect(body.error.message).toContain('fake');
+    const bad = await app.api('/api/npcs', { cookie, body: { name: '' } });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { code: string } }).error.code).toBe('INVALID_BODY');
+  });
+});
+
+describe('Village settings', () => {
+  it('are readable by any Player and changed only by an admin named by DID', async () => {
+    const view = await json<{ settings: Record<string, unknown>; providers: { id: string }[]; isAdmin: boolean }>(
+      await app.api('/api/village', { cookie }),
+    );
+    expect(view.settings).toEqual({ defaultProvider: 'fake', defaultModel: 'fake-model', hopLimit: 6, historyBudget: 60000 });
+    expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
+    expect(view.isAdmin).toBe(false);
+    const refused = await app.api('/api/village', { method: 'PUT', cookie, body: { hopLimit: 3 } });
+    expect(refused.status).toBe(403);
+  });
+});
