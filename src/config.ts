@@ -67,11 +67,22 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const providers: ProviderConfig[] = [];
-  if (e.OPENAI_API_KEY) providers.push({ id: 'openai', kind: 'openai', apiKey: e.OPENAI_API_KEY, baseURL: e.OPENAI_BASE_URL });
+  if (e.OPENAI_API_KEY)
+    providers.push({ id: 'openai', kind: 'openai', apiKey: e.OPENAI_API_KEY, baseURL: e.OPENAI_BASE_URL });
   if (e.ANTHROPIC_API_KEY)
-    providers.push({ id: 'anthropic', kind: 'anthropic', apiKey: e.ANTHROPIC_API_KEY, baseURL: e.ANTHROPIC_BASE_URL });
+    providers.push({
+      id: 'anthropic',
+      kind: 'anthropic',
+      apiKey: e.ANTHROPIC_API_KEY,
+      baseURL: e.ANTHROPIC_BASE_URL,
+    });
   if (e.GOOGLE_GENERATIVE_AI_API_KEY)
-    providers.push({ id: 'google', kind: 'google', apiKey: e.GOOGLE_GENERATIVE_AI_API_KEY, baseURL: e.GOOGLE_BASE_URL });
+    providers.push({
+      id: 'google',
+      kind: 'google',
+      apiKey: e.GOOGLE_GENERATIVE_AI_API_KEY,
+      baseURL: e.GOOGLE_BASE_URL,
+    });
   if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
   return {
     port: e.PORT,
@@ -93,6 +104,7 @@ function parseCompatible(raw: string): ProviderConfig[] {
     throw new ConfigError('COMPATIBLE_PROVIDERS must be a JSON array of {"id","baseURL","apiKey"?}');
   }
   const list = z.array(CompatibleProvider).safeParse(json);
-  if (!list.success) throw new ConfigError(`COMPATIBLE_PROVIDERS: ${list.error.issues[0]?.message ?? 'invalid'}`);
+  if (!list.success)
+    throw new ConfigError(`COMPATIBLE_PROVIDERS: ${list.error.issues[0]?.message ?? 'invalid'}`);
   return list.data.map((p) => ({ id: p.id, kind: 'compatible', baseURL: p.baseURL, apiKey: p.apiKey }));
 }

@@ -3,7 +3,14 @@ import path from 'node:path';
 import { createApp } from './app.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
-import { connect, type EmbeddedDatabase, migrate, registerInstance, type Sql, startEmbeddedPostgres } from './db/index.ts';
+import {
+  connect,
+  type EmbeddedDatabase,
+  migrate,
+  registerInstance,
+  type Sql,
+  startEmbeddedPostgres,
+} from './db/index.ts';
 import { ProviderRegistry } from './village/index.ts';
 
 export interface Running {

@@ -46,7 +46,8 @@ export interface MessageRow {
 
 /** A stored row as the API shows it. Rows written before Parts existed read as one text Part. */
 export function toMessage(row: MessageRow): Message {
-  const parts = row.parts == null ? (row.text ? [{ type: 'text' as const, text: row.text }] : []) : readParts(row.parts);
+  const parts =
+    row.parts == null ? (row.text ? [{ type: 'text' as const, text: row.text }] : []) : readParts(row.parts);
   const hasUsage = [row.input_tokens, row.output_tokens, row.reasoning_tokens, row.cached_input_tokens].some(
     (n) => n != null,
   );

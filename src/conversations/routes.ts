@@ -26,7 +26,10 @@ const ListQuery = z.object({
 });
 const MessagesQuery = z.object({
   limit: z.coerce.number().int().min(1).max(200).default(50),
-  before: z.string().regex(/^\d{1,19}$/, 'before is a message seq').optional(),
+  before: z
+    .string()
+    .regex(/^\d{1,19}$/, 'before is a message seq')
+    .optional(),
 });
 
 const encodeCursor = (c: { updatedAt: Date; id: string }) =>

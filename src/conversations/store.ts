@@ -2,7 +2,15 @@ import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql } from '../db/
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import { listNpcs, type Npc } from '../village/index.ts';
-import { type Message, type MessageRow, type MessageStatus, settle, titleFrom, toMessage, type Usage } from './messages.ts';
+import {
+  type Message,
+  type MessageRow,
+  type MessageStatus,
+  settle,
+  titleFrom,
+  toMessage,
+  type Usage,
+} from './messages.ts';
 
 export interface Conversation {
   id: string;
@@ -32,7 +40,11 @@ export async function createConversation(
   return sql.begin(async (tx) => {
     const [c] = await tx<Conversation[]>`
       insert into conversations (player_id, title) values (${playerId}, ${title}) returning ${conversationColumns(tx)}`;
-    const rows = [...new Set(npcIds)].map((npc_id, position) => ({ conversation_id: c!.id, npc_id, position }));
+    const rows = [...new Set(npcIds)].map((npc_id, position) => ({
+      conversation_id: c!.id,
+      npc_id,
+      position,
+    }));
     if (rows.length) await tx`insert into conversation_participants ${tx(rows)}`;
     return c!;
   });
@@ -56,7 +68,11 @@ export async function listConversations(
 }
 
 /** Scoped by the caller: another Player's Conversation is indistinguishable from a missing one. */
-export async function getConversation(sql: Sql, playerId: string, id: string): Promise<Conversation | undefined> {
+export async function getConversation(
+  sql: Sql,
+  playerId: string,
+  id: string,
+): Promise<Conversation | undefined> {
   const [row] = await sql<Conversation[]>`
     select ${conversationColumns(sql)} from conversations where id = ${id} and player_id = ${playerId}`;
   return row;
@@ -71,8 +87,14 @@ export async function getParticipants(sql: Sql, conversationId: string): Promise
     where p.conversation_id = ${conversationId} order by p.position`;
 }
 
-export async function renameConversation(sql: Sql, playerId: string, id: string, title: string): Promise<boolean> {
-  const rows = await sql`update conversations set title = ${title} where id = ${id} and player_id = ${playerId} returning id`;
+export async function renameConversation(
+  sql: Sql,
+  playerId: string,
+  id: string,
+  title: string,
+): Promise<boolean> {
+  const rows =
+    await sql`update conversations set title = ${title} where id = ${id} and player_id = ${playerId} returning id`;
   return rows.length > 0;
 }
 
@@ -102,7 +124,11 @@ export async function getMessage(sql: Sql, id: string): Promise<Message | undefi
 }
 
 const turnInProgress = () =>
-  new AppError(409, 'TURN_IN_PROGRESS', 'An NPC is still answering in this Conversation. Wait for it or stop it first.');
+  new AppError(
+    409,
+    'TURN_IN_PROGRESS',
+    'An NPC is still answering in this Conversation. Wait for it or stop it first.',
+  );
 
 /**
  * Claims the Conversation for one turn and writes the Player's Message, in one transaction. The claim names
@@ -136,14 +162,21 @@ export async function beginRegenerate(
     const [last] = await tx<MessageRow[]>`
       select ${messageColumns(tx)} from messages
       where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`;
-    if (!last) throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
+    if (!last)
+      throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
     await claim(tx, args.conversationId, args.playerId, args.instanceId, null);
     await tx`delete from messages where conversation_id = ${args.conversationId} and seq > ${last.seq}`;
     return toMessage(last);
   });
 }
 
-async function claim(tx: Queryable, conversationId: string, playerId: string, instanceId: number, title: string | null) {
+async function claim(
+  tx: Queryable,
+  conversationId: string,
+  playerId: string,
+  instanceId: number,
+  title: string | null,
+) {
   const rows = await tx`
     update conversations set turn_owner = ${instanceId}, updated_at = now(),
       title = coalesce(title, ${title})
@@ -160,7 +193,13 @@ export async function releaseTurn(sql: Sql, conversationId: string, instanceId: 
 /** The NPC's Message row, inserted before the first token so the start frame carries its real id. */
 export async function insertNpcMessage(
   sql: Sql,
-  args: { conversationId: string; npc: Pick<Npc, 'id' | 'name'>; provider: string; model: string; instanceId: number },
+  args: {
+    conversationId: string;
+    npc: Pick<Npc, 'id' | 'name'>;
+    provider: string;
+    model: string;
+    instanceId: number;
+  },
 ): Promise<Message> {
   const [row] = await sql<MessageRow[]>`
     insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
@@ -179,7 +218,12 @@ export async function checkpointMessage(sql: Sql, id: string, parts: Part[], tex
 export async function finishMessage(
   sql: Sql,
   id: string,
-  end: { parts: Part[]; status: Exclude<MessageStatus, 'streaming'>; error: string | null; usage: Usage | null },
+  end: {
+    parts: Part[];
+    status: Exclude<MessageStatus, 'streaming'>;
+    error: string | null;
+    usage: Usage | null;
+  },
 ): Promise<void> {
   const { parts, text } = settle(end.parts, end.status);
   const u = end.usage;
@@ -220,7 +264,11 @@ export interface HistoryRow {
  * The history a turn needs: every Message after the rolling summary, oldest first. Once the summary keeps
  * up, that is the window plus what arrived since, so a long Conversation costs no more than a short one.
  */
-export async function readHistoryTail(sql: Sql, conversationId: string, after: string): Promise<HistoryRow[]> {
+export async function readHistoryTail(
+  sql: Sql,
+  conversationId: string,
+  after: string,
+): Promise<HistoryRow[]> {
   return sql<HistoryRow[]>`
     select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text
     from messages
@@ -228,7 +276,12 @@ export async function readHistoryTail(sql: Sql, conversationId: string, after: s
     order by messages.seq`;
 }
 
-export async function saveSummary(sql: Sql, conversationId: string, summary: string, through: string): Promise<void> {
+export async function saveSummary(
+  sql: Sql,
+  conversationId: string,
+  summary: string,
+  through: string,
+): Promise<void> {
   await sql`update conversations set summary = ${summary}, summary_through = ${through}
     where id = ${conversationId} and summary_through < ${through}`;
 }

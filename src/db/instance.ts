@@ -19,7 +19,9 @@ export async function registerInstance(sql: Sql): Promise<Instance> {
   const reserved = await sql.reserve();
   for (;;) {
     const id = randomInt(1, 2 ** 31 - 1);
-    const [row] = await reserved<{ ok: boolean }[]>`select pg_try_advisory_lock(${INSTANCE_LOCK_CLASS}, ${id}) as ok`;
+    const [row] = await reserved<
+      { ok: boolean }[]
+    >`select pg_try_advisory_lock(${INSTANCE_LOCK_CLASS}, ${id}) as ok`;
     if (row?.ok) {
       return {
         id,

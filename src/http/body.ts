@@ -28,7 +28,11 @@ export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer
   }
   if (bodyError) throw new AppError(400, 'INVALID_BODY', 'The request body is not valid JSON.');
   if (!req.is('application/json')) {
-    throw new AppError(400, 'INVALID_BODY', 'The request body must be JSON (Content-Type: application/json).');
+    throw new AppError(
+      400,
+      'INVALID_BODY',
+      'The request body must be JSON (Content-Type: application/json).',
+    );
   }
   const parsed = schema.safeParse(req.body);
   if (!parsed.success) throw invalidBody(parsed.error);

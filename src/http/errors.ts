@@ -14,15 +14,21 @@ export class AppError extends Error {
 }
 
 export const unauthenticated = () => new AppError(401, 'UNAUTHENTICATED', 'Sign in to continue.');
-export const forbidden = (message = 'You are not allowed to do that.') => new AppError(403, 'FORBIDDEN', message);
+export const forbidden = (message = 'You are not allowed to do that.') =>
+  new AppError(403, 'FORBIDDEN', message);
 export const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found.`);
 
 export function invalidBody(error: z.ZodError): AppError {
   const first = error.issues[0];
-  const where = first && first.path.length ? ` (${first.path.join('.')})` : '';
-  return new AppError(400, 'INVALID_BODY', `The request body is not valid: ${first?.message ?? 'unreadable'}${where}.`, {
-    issues: error.issues.map((i) => ({ path: i.path, message: i.message })),
-  });
+  const where = first?.path.length ? ` (${first.path.join('.')})` : '';
+  return new AppError(
+    400,
+    'INVALID_BODY',
+    `The request body is not valid: ${first?.message ?? 'unreadable'}${where}.`,
+    {
+      issues: error.issues.map((i) => ({ path: i.path, message: i.message })),
+    },
+  );
 }
 
 /** The one place errors become HTTP answers. Unknown errors are logged and answered without internals. */
@@ -37,6 +43,8 @@ export function errorHandler(log: (message: string, error: unknown) => void): Er
       return;
     }
     log('unhandled error', err);
-    res.status(500).json({ error: { code: 'INTERNAL', message: 'Something went wrong on our side. Nothing was lost.' } });
+    res
+      .status(500)
+      .json({ error: { code: 'INTERNAL', message: 'Something went wrong on our side. Nothing was lost.' } });
   };
 }

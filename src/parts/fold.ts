@@ -75,5 +75,7 @@ function mergeTool(prev: ToolPart, next: ToolPart): ToolPart {
  */
 export function settleRunningTools(parts: readonly Part[], reason: string): Part[] {
   if (!parts.some((p) => p.type === 'tool' && p.state === 'running')) return parts as Part[];
-  return parts.map((p) => (p.type === 'tool' && p.state === 'running' ? { ...p, state: 'failed', error: reason } : p));
+  return parts.map((p) =>
+    p.type === 'tool' && p.state === 'running' ? { ...p, state: 'failed', error: reason } : p,
+  );
 }

@@ -16,13 +16,37 @@ export function toFragment(chunk: TextStreamPart<ToolSet>): Part | null {
     case 'tool-input-start':
       return { type: 'tool', id: chunk.id, name: chunk.toolName, state: 'running' };
     case 'tool-call':
-      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, input: chunk.input, state: 'running' };
+      return {
+        type: 'tool',
+        id: chunk.toolCallId,
+        name: chunk.toolName,
+        input: chunk.input,
+        state: 'running',
+      };
     case 'tool-result':
-      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'done', output: chunk.output };
+      return {
+        type: 'tool',
+        id: chunk.toolCallId,
+        name: chunk.toolName,
+        state: 'done',
+        output: chunk.output,
+      };
     case 'tool-error':
-      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'failed', error: errorMessage(chunk.error) };
+      return {
+        type: 'tool',
+        id: chunk.toolCallId,
+        name: chunk.toolName,
+        state: 'failed',
+        error: errorMessage(chunk.error),
+      };
     case 'tool-output-denied':
-      return { type: 'tool', id: chunk.toolCallId, name: chunk.toolName, state: 'failed', error: 'The call was denied.' };
+      return {
+        type: 'tool',
+        id: chunk.toolCallId,
+        name: chunk.toolName,
+        state: 'failed',
+        error: 'The call was denied.',
+      };
     default:
       return null;
   }

@@ -38,7 +38,9 @@ export function assembleSystemPrompt(p: PromptInput): string {
   if (p.playerPrompt.trim()) sections.push(p.playerPrompt.trim());
   if (p.skills.length) {
     const lines = p.skills.map((s) => `- ${s.name}: ${s.description}`);
-    sections.push(`# Skills\nLoad a Skill's instructions with the load_skill tool when it applies.\n${lines.join('\n')}`);
+    sections.push(
+      `# Skills\nLoad a Skill's instructions with the load_skill tool when it applies.\n${lines.join('\n')}`,
+    );
   }
   if (p.unreachableServers.length) {
     sections.push(

@@ -99,7 +99,12 @@ async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { pla
     for await (const frame of runReply(deps, plan, abort.signal)) sse.send(frame);
   } catch (e) {
     deps.log('turn failed', e);
-    sse.send({ type: 'error', messageId: null, code: 'INTERNAL', message: 'The reply could not be completed.' });
+    sse.send({
+      type: 'error',
+      messageId: null,
+      code: 'INTERNAL',
+      message: 'The reply could not be completed.',
+    });
   } finally {
     done = true;
     sse.end();

@@ -1,7 +1,7 @@
 import { type LanguageModel, streamText } from 'ai';
 import {
-  checkpointMessage,
   type Conversation,
+  checkpointMessage,
   finishMessage,
   insertNpcMessage,
   type Message,
@@ -14,11 +14,10 @@ import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts'
 import type { Npc, ResolvedModel, VillageSettings } from '../village/index.ts';
 import { Checkpointer } from './checkpoint.ts';
 import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
-import { toModelMessages } from './history.ts';
+import { attributedText, toModelMessages } from './history.ts';
 import { assembleSystemPrompt } from './prompt.ts';
 import { foldIntoSummary } from './summary.ts';
 import { windowHistory } from './window.ts';
-import { attributedText } from './history.ts';
 
 export interface TurnDeps {
   sql: Sql;
@@ -119,7 +118,12 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
     await finishMessage(sql, message.id, { parts, status, error, usage });
   }
   if (status === 'failed') {
-    yield { type: 'error', messageId: message.id, code: 'PROVIDER_ERROR', message: error ?? 'The Provider failed.' };
+    yield {
+      type: 'error',
+      messageId: message.id,
+      code: 'PROVIDER_ERROR',
+      message: error ?? 'The Provider failed.',
+    };
   }
   yield { type: 'finish', messageId: message.id, status, usage };
 }

@@ -41,7 +41,9 @@ export async function listNpcs(sql: Sql, playerId: string): Promise<Npc[]> {
 
 /** Scoped by its Player: another Player's NPC is not found. */
 export async function getNpc(sql: Sql, playerId: string, id: string): Promise<Npc | undefined> {
-  const [row] = await sql<Npc[]>`select ${columns(sql)} from npcs where id = ${id} and player_id = ${playerId}`;
+  const [row] = await sql<
+    Npc[]
+  >`select ${columns(sql)} from npcs where id = ${id} and player_id = ${playerId}`;
   return row;
 }
 
@@ -59,7 +61,12 @@ export async function createNpc(sql: Sql, playerId: string, input: NpcInput): Pr
   return row!;
 }
 
-export async function updateNpc(sql: Sql, playerId: string, id: string, patch: NpcPatch): Promise<Npc | undefined> {
+export async function updateNpc(
+  sql: Sql,
+  playerId: string,
+  id: string,
+  patch: NpcPatch,
+): Promise<Npc | undefined> {
   const current = await getNpc(sql, playerId, id);
   if (!current) return undefined;
   const n = { ...current, ...patch };

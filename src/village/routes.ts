@@ -21,7 +21,12 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
       throw new AppError(
         400,
         'PROVIDER_NOT_CONFIGURED',
-        `The Provider "${provider}" is not configured on this instance. Available: ${providers.list().map((p) => p.id).join(', ') || 'none'}.`,
+        `The Provider "${provider}" is not configured on this instance. Available: ${
+          providers
+            .list()
+            .map((p) => p.id)
+            .join(', ') || 'none'
+        }.`,
       );
     }
   };

@@ -27,7 +27,11 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
   return row!;
 }
 
-export async function updateVillageSettings(sql: Sql, patch: VillageSettingsPatch, by: string): Promise<VillageSettings> {
+export async function updateVillageSettings(
+  sql: Sql,
+  patch: VillageSettingsPatch,
+  by: string,
+): Promise<VillageSettings> {
   const current = await getVillageSettings(sql);
   const next = { ...current, ...patch };
   await sql`update village_settings set

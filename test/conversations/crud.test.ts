@@ -22,10 +22,13 @@ describe('Conversations', () => {
     const b = await setupConversation(app, cookie);
     const c = await setupConversation(app, cookie);
     // A turn in the oldest makes it the most recently active.
-    await collectFrames(await app.api(`/api/conversations/${a.conversationId}/messages`, { cookie, body: { text: 'hi' } }));
-    const page1 = await json<{ conversations: { id: string; title: string | null; npcIds: string[] }[]; cursor: string }>(
-      await app.api('/api/conversations?limit=2', { cookie }),
+    await collectFrames(
+      await app.api(`/api/conversations/${a.conversationId}/messages`, { cookie, body: { text: 'hi' } }),
     );
+    const page1 = await json<{
+      conversations: { id: string; title: string | null; npcIds: string[] }[];
+      cursor: string;
+    }>(await app.api('/api/conversations?limit=2', { cookie }));
     expect(page1.conversations.map((x) => x.id)).toEqual([a.conversationId, c.conversationId]);
     expect(page1.conversations[0]).toMatchObject({ title: 'hi', npcIds: a.npcIds });
     const page2 = await json<{ conversations: { id: string }[] }>(
@@ -51,27 +54,53 @@ describe('Conversations', () => {
   it('renames and deletes, scoped to the Player', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     const other = await app.signIn();
-    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'PATCH', cookie: other.cookie, body: { title: 'x' } })).status).toBe(404);
+    expect(
+      (
+        await app.api(`/api/conversations/${conversationId}`, {
+          method: 'PATCH',
+          cookie: other.cookie,
+          body: { title: 'x' },
+        })
+      ).status,
+    ).toBe(404);
     const renamed = await json<{ conversation: { title: string } }>(
-      await app.api(`/api/conversations/${conversationId}`, { method: 'PATCH', cookie, body: { title: ' Plans ' } }),
+      await app.api(`/api/conversations/${conversationId}`, {
+        method: 'PATCH',
+        cookie,
+        body: { title: ' Plans ' },
+      }),
     );
     expect(renamed.conversation.title).toBe('Plans');
-    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie: other.cookie })).status).toBe(404);
-    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(204);
+    expect(
+      (await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie: other.cookie }))
+        .status,
+    ).toBe(404);
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(
+      204,
+    );
     expect((await app.api(`/api/conversations/${conversationId}`, { cookie })).status).toBe(404);
   });
 
   it('pages Messages by cursor, oldest first within a page', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     for (let i = 0; i < 3; i++) {
-      await collectFrames(await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: `q${i}` } }));
+      await collectFrames(
+        await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: `q${i}` } }),
+      );
     }
     const latest = await json<{ messages: { text: string; seq: string }[]; before: string }>(
       await app.api(`/api/conversations/${conversationId}?limit=4`, { cookie }),
     );
-    expect(latest.messages.map((m) => m.text)).toEqual(['q1', 'Hello from the fake Provider.', 'q2', 'Hello from the fake Provider.']);
+    expect(latest.messages.map((m) => m.text)).toEqual([
+      'q1',
+      'Hello from the fake Provider.',
+      'q2',
+      'Hello from the fake Provider.',
+    ]);
     const older = await json<{ messages: { text: string }[]; before: string | null }>(
-      await app.api(`/api/conversations/${conversationId}/messages?limit=4&before=${latest.before}`, { cookie }),
+      await app.api(`/api/conversations/${conversationId}/messages?limit=4&before=${latest.before}`, {
+        cookie,
+      }),
     );
     expect(older.messages.map((m) => m.text)).toEqual(['q0', 'Hello from the fake Provider.']);
     expect(older.before).toBeNull();
@@ -79,8 +108,11 @@ describe('Conversations', () => {
 
   it('reads rows written before Parts existed as one text Part', async () => {
     const { conversationId } = await setupConversation(app, cookie);
-    await app.db.sql`insert into messages (conversation_id, role, text) values (${conversationId}, 'player', 'legacy row')`;
-    const body = await json<{ messages: { parts: unknown[] }[] }>(await app.api(`/api/conversations/${conversationId}`, { cookie }));
+    await app.db
+      .sql`insert into messages (conversation_id, role, text) values (${conversationId}, 'player', 'legacy row')`;
+    const body = await json<{ messages: { parts: unknown[] }[] }>(
+      await app.api(`/api/conversations/${conversationId}`, { cookie }),
+    );
     expect(body.messages[0]!.parts).toEqual([{ type: 'text', text: 'legacy row' }]);
   });
 });
@@ -91,11 +123,21 @@ describe('NPCs', () => {
       await app.api('/api/npcs', { cookie, body: { name: 'Mira' } }),
       201,
     );
-    expect(created.npc).toMatchObject({ name: 'Mira', jobTitle: '', provider: null, model: null, thinking: false });
+    expect(created.npc).toMatchObject({
+      name: 'Mira',
+      jobTitle: '',
+      provider: null,
+      model: null,
+      thinking: false,
+    });
     const other = await app.signIn();
     expect((await app.api(`/api/npcs/${created.npc.id}`, { cookie: other.cookie })).status).toBe(404);
     const edited = await json<{ npc: Record<string, unknown> }>(
-      await app.api(`/api/npcs/${created.npc.id}`, { method: 'PATCH', cookie, body: { jobTitle: 'Cartographer', thinking: true } }),
+      await app.api(`/api/npcs/${created.npc.id}`, {
+        method: 'PATCH',
+        cookie,
+        body: { jobTitle: 'Cartographer', thinking: true },
+      }),
     );
     expect(edited.npc).toMatchObject({ name: 'Mira', jobTitle: 'Cartographer', thinking: true });
     const list = await json<{ npcs: { id: string }[] }>(await app.api('/api/npcs', { cookie: other.cookie }));
@@ -117,10 +159,17 @@ describe('NPCs', () => {
 
 describe('Village settings', () => {
   it('are readable by any Player and changed only by an admin named by DID', async () => {
-    const view = await json<{ settings: Record<string, unknown>; providers: { id: string }[]; isAdmin: boolean }>(
-      await app.api('/api/village', { cookie }),
-    );
-    expect(view.settings).toEqual({ defaultProvider: 'fake', defaultModel: 'fake-model', hopLimit: 6, historyBudget: 60000 });
+    const view = await json<{
+      settings: Record<string, unknown>;
+      providers: { id: string }[];
+      isAdmin: boolean;
+    }>(await app.api('/api/village', { cookie }));
+    expect(view.settings).toEqual({
+      defaultProvider: 'fake',
+      defaultModel: 'fake-model',
+      hopLimit: 6,
+      historyBudget: 60000,
+    });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);
     const refused = await app.api('/api/village', { method: 'PUT', cookie, body: { hopLimit: 3 } });

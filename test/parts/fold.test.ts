@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { flattenText, foldPart, foldParts, type Part, readParts, settleRunningTools } from '../../src/parts/index.ts';
+import {
+  flattenText,
+  foldPart,
+  foldParts,
+  type Part,
+  readParts,
+  settleRunningTools,
+} from '../../src/parts/index.ts';
 
 describe('the Part fold', () => {
   it('makes a 400-delta reply one text Part', () => {
@@ -70,7 +77,12 @@ describe('the Part fold', () => {
   });
 
   it('reads stored Parts, dropping unknown kinds', () => {
-    expect(readParts([{ type: 'text', text: 'x' }, { type: 'future', data: 1 }])).toEqual([{ type: 'text', text: 'x' }]);
+    expect(
+      readParts([
+        { type: 'text', text: 'x' },
+        { type: 'future', data: 1 },
+      ]),
+    ).toEqual([{ type: 'text', text: 'x' }]);
     expect(readParts(null)).toEqual([]);
   });
 

@@ -12,14 +12,20 @@ export interface TestApp {
   /** A signed-in Player: the cookie header to send. */
   signIn(did?: string): Promise<{ cookie: string; playerId: string; did: string }>;
   /** fetch against the app with JSON in and out. */
-  api(path: string, init?: { method?: string; body?: unknown; cookie?: string; headers?: Record<string, string> }): Promise<Response>;
+  api(
+    path: string,
+    init?: { method?: string; body?: unknown; cookie?: string; headers?: Record<string, string> },
+  ): Promise<Response>;
   close(): Promise<void>;
 }
 
 let counter = 0;
 
 /** The real server on an ephemeral port, its own database, and a fake Provider named "fake" over HTTP. */
-export async function startTestApp(overrides: Partial<Config> = {}, env: NodeJS.ProcessEnv = {}): Promise<TestApp> {
+export async function startTestApp(
+  overrides: Partial<Config> = {},
+  env: NodeJS.ProcessEnv = {},
+): Promise<TestApp> {
   const db = await createTestDatabase();
   const fake = await startFakeProvider();
   const config: Config = {
@@ -51,7 +57,12 @@ export async function startTestApp(overrides: Partial<Config> = {}, env: NodeJS.
       return fetch(`${running.url}${path}`, {
         method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
         headers,
-        body: init.body === undefined ? undefined : typeof init.body === 'string' ? init.body : JSON.stringify(init.body),
+        body:
+          init.body === undefined
+            ? undefined
+            : typeof init.body === 'string'
+              ? init.body
+              : JSON.stringify(init.body),
       });
     },
     async close() {

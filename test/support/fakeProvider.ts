@@ -48,11 +48,22 @@ export class Reply {
     if (this.res.headersSent) return;
     this.res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
   }
-  chunk(delta: Record<string, unknown>, finish: string | null = null, extra: Record<string, unknown> = {}): void {
+  chunk(
+    delta: Record<string, unknown>,
+    finish: string | null = null,
+    extra: Record<string, unknown> = {},
+  ): void {
     this.open();
     if (this.goneFlag) return;
-    const body = { id: 'chatcmpl-fake', object: 'chat.completion.chunk', created: 0, model: this.request.model };
-    this.res.write(`data: ${JSON.stringify({ ...body, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`);
+    const body = {
+      id: 'chatcmpl-fake',
+      object: 'chat.completion.chunk',
+      created: 0,
+      model: this.request.model,
+    };
+    this.res.write(
+      `data: ${JSON.stringify({ ...body, choices: [{ index: 0, delta, finish_reason: finish }], ...extra })}\n\n`,
+    );
   }
   text(text: string): void {
     this.chunk({ content: text });
@@ -109,7 +120,10 @@ export const textScript =
   (text: string, usage?: Usage | null): Script =>
   (r) => {
     for (const w of words(text)) r.text(w);
-    r.finish('stop', usage === undefined ? { prompt_tokens: 5, completion_tokens: words(text).length } : usage);
+    r.finish(
+      'stop',
+      usage === undefined ? { prompt_tokens: 5, completion_tokens: words(text).length } : usage,
+    );
   };
 
 export async function startFakeProvider(): Promise<FakeProvider> {
@@ -142,7 +156,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
           object: 'chat.completion',
           created: 0,
           model: body.model,
-          choices: [{ index: 0, message: { role: 'assistant', content: fake.summaryText }, finish_reason: 'stop' }],
+          choices: [
+            { index: 0, message: { role: 'assistant', content: fake.summaryText }, finish_reason: 'stop' },
+          ],
           usage: { prompt_tokens: 10, completion_tokens: 2 },
         }),
       );

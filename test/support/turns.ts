@@ -35,7 +35,11 @@ export async function setupConversation(
   return { conversationId, npcIds };
 }
 
-export async function messages(app: TestApp, cookie: string, conversationId: string): Promise<StoredMessage[]> {
+export async function messages(
+  app: TestApp,
+  cookie: string,
+  conversationId: string,
+): Promise<StoredMessage[]> {
   const res = await app.api(`/api/conversations/${conversationId}?limit=200`, { cookie });
   expect(res.status).toBe(200);
   return ((await res.json()) as { messages: StoredMessage[] }).messages;
@@ -76,7 +80,11 @@ export async function sendAndStop(
 }
 
 /** Waits until the reply is no longer streaming (the server persists after the client has gone). */
-export async function settled(app: TestApp, cookie: string, conversationId: string): Promise<StoredMessage[]> {
+export async function settled(
+  app: TestApp,
+  cookie: string,
+  conversationId: string,
+): Promise<StoredMessage[]> {
   for (let i = 0; i < 200; i++) {
     const list = await messages(app, cookie, conversationId);
     if (!list.some((m) => m.status === 'streaming')) return list;

@@ -89,7 +89,9 @@ describe('what the Provider receives', () => {
       { name: 'Quill', jobTitle: 'Scribe', description: 'Writes things down.', prompt: 'Always rhyme.' },
     ]);
     await say(conversationId, 'Hello');
-    expect(promptOf(streamed().at(-1)!)).toBe('# Who you are\nYou are Quill, Scribe.\nWrites things down.\n\nAlways rhyme.');
+    expect(promptOf(streamed().at(-1)!)).toBe(
+      '# Who you are\nYou are Quill, Scribe.\nWrites things down.\n\nAlways rhyme.',
+    );
   });
 
   it('in a Party: replies attributed by name, and the others in the roster', async () => {

@@ -26,7 +26,8 @@ it('kill -9 mid-reply leaves the last checkpoint, marked interrupted when a serv
   const player = await upsertPlayer(db.sql, 'did:plc:crash', 'crash.test');
   const cookie = `av_session=${await createSession(db.sql, player.id)}`;
   const [npc] = await db.sql`insert into npcs (player_id, name) values (${player.id}, 'Ada') returning id`;
-  const [conversation] = await db.sql`insert into conversations (player_id) values (${player.id}) returning id`;
+  const [conversation] =
+    await db.sql`insert into conversations (player_id) values (${player.id}) returning id`;
   await db.sql`insert into conversation_participants values (${conversation!.id}, ${npc!.id}, 0)`;
 
   fake.enqueue(async (r) => {

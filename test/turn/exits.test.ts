@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldParts, type Frame } from '../../src/parts/index.ts';
+import { type Frame, foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { words } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
-import { sendAndStop, setupConversation, settled } from '../support/turns.ts';
+import { sendAndStop, settled, setupConversation } from '../support/turns.ts';
 
 let app: TestApp;
 let cookie: string;
@@ -15,7 +15,9 @@ afterAll(() => app?.close());
 
 const partsOf = (frames: Frame[]) => foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
 const textOf = (parts: unknown[]) =>
-  parts.flatMap((p) => ((p as { type: string }).type === 'text' ? [(p as { text: string }).text] : [])).join('');
+  parts
+    .flatMap((p) => ((p as { type: string }).type === 'text' ? [(p as { text: string }).text] : []))
+    .join('');
 
 describe('the Player stops the reply', () => {
   it('before the first token: the reply is kept, empty, as stopped', async () => {
@@ -26,7 +28,9 @@ describe('the Player stops the reply', () => {
       await r.gone;
       providerSawClose = true;
     });
-    const frames = await sendAndStop(app, cookie, conversationId, 'Hello?', (f) => f.some((x) => x.type === 'start'));
+    const frames = await sendAndStop(app, cookie, conversationId, 'Hello?', (f) =>
+      f.some((x) => x.type === 'start'),
+    );
     expect(frames.map((f) => f.type)).toEqual(['start']);
     const [player, reply] = await settled(app, cookie, conversationId);
     expect(player?.text).toBe('Hello?');
@@ -46,7 +50,9 @@ describe('the Player stops the reply', () => {
       }
       r.finish();
     });
-    const frames = await sendAndStop(app, cookie, conversationId, 'Count', (f) => textOf(partsOf(f)).includes('three'));
+    const frames = await sendAndStop(app, cookie, conversationId, 'Count', (f) =>
+      textOf(partsOf(f)).includes('three'),
+    );
     const seen = textOf(partsOf(frames));
     const [, reply] = await settled(app, cookie, conversationId);
     expect(reply?.status).toBe('stopped');
@@ -67,12 +73,21 @@ describe('the Player stops the reply', () => {
     const frames = await sendAndStop(app, cookie, conversationId, 'Weather?', (f) =>
       partsOf(f).some((p) => p.type === 'tool'),
     );
-    expect(partsOf(frames).find((p) => p.type === 'tool')).toMatchObject({ name: 'search', state: 'running' });
+    expect(partsOf(frames).find((p) => p.type === 'tool')).toMatchObject({
+      name: 'search',
+      state: 'running',
+    });
     const [, reply] = await settled(app, cookie, conversationId);
     expect(reply?.status).toBe('stopped');
     expect(reply?.parts).toEqual([
       { type: 'text', text: 'Let me check. ' },
-      { type: 'tool', id: 'call_9', name: 'search', state: 'failed', error: 'Stopped before the call finished.' },
+      {
+        type: 'tool',
+        id: 'call_9',
+        name: 'search',
+        state: 'failed',
+        error: 'Stopped before the call finished.',
+      },
     ]);
   });
 });
@@ -85,7 +100,10 @@ describe('the Provider fails', () => {
       r.text('answer');
       r.streamError('upstream overloaded');
     });
-    const res = await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } });
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Go' },
+    });
     const frames = await collectFrames(res);
     const error = frames.find((f) => f.type === 'error');
     expect(error).toMatchObject({ code: 'PROVIDER_ERROR' });

@@ -20,13 +20,25 @@ describe('every Part kind over the one part frame', () => {
       r.reasoning('a file.');
       r.toolCallStart(0, 'call_1', 'read_file', '{"pa');
       r.toolCallArgs(0, 'th":"/notes.txt"}');
-      r.finish('tool_calls', { prompt_tokens: 20, completion_tokens: 12, completion_tokens_details: { reasoning_tokens: 4 } });
+      r.finish('tool_calls', {
+        prompt_tokens: 20,
+        completion_tokens: 12,
+        completion_tokens_details: { reasoning_tokens: 4 },
+      });
     });
-    const res = await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Read my notes' } });
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Read my notes' },
+    });
     const frames = await collectFrames(res);
     const streamed = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
     expect(streamed[0]).toEqual({ type: 'reasoning', text: 'The Player wants a file.' });
-    expect(streamed[1]).toMatchObject({ type: 'tool', id: 'call_1', name: 'read_file', input: { path: '/notes.txt' } });
+    expect(streamed[1]).toMatchObject({
+      type: 'tool',
+      id: 'call_1',
+      name: 'read_file',
+      input: { path: '/notes.txt' },
+    });
 
     const [player, reply] = await messages(app, cookie, conversationId);
     expect(player?.text).toBe('Read my notes');
@@ -47,7 +59,9 @@ describe('every Part kind over the one part frame', () => {
       r.text('Public answer.');
       r.finish();
     });
-    await collectFrames(await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Q' } }));
+    await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Q' } }),
+    );
     const [, reply] = await messages(app, cookie, conversationId);
     expect(reply?.text).toBe('Public answer.');
     expect(JSON.stringify(reply?.parts)).toContain('PRIVATE THOUGHT');

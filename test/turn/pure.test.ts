@@ -1,6 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { titleFrom } from '../../src/conversations/index.ts';
-import { assembleSystemPrompt, chooseSpeaker, rosterLine, toModelMessages, windowHistory } from '../../src/turn/index.ts';
+import {
+  assembleSystemPrompt,
+  chooseSpeaker,
+  rosterLine,
+  toModelMessages,
+  windowHistory,
+} from '../../src/turn/index.ts';
 import { resolveModel } from '../../src/village/index.ts';
 
 const t = (text: string) => ({ text });
@@ -60,7 +66,14 @@ describe('system prompt', () => {
   });
 
   it('leaves empty slots out', () => {
-    const prompt = assembleSystemPrompt({ ...all, skills: [], unreachableServers: [], memories: [], roster: [], summary: '' });
+    const prompt = assembleSystemPrompt({
+      ...all,
+      skills: [],
+      unreachableServers: [],
+      memories: [],
+      roster: [],
+      summary: '',
+    });
     expect(prompt).toBe('# Who you are\nYou are Ada, Librarian.\nKeeps the stacks.\n\nPLAYER PROMPT');
   });
 
@@ -99,7 +112,8 @@ describe('choosing the speaker', () => {
   const bo = { id: 'b', name: 'Bo' };
   it('is the only NPC there', () => expect(chooseSpeaker([ada], 'hi')).toBe(ada));
   it('is the NPC addressed by id', () => expect(chooseSpeaker([ada, bo], 'hi', 'b')).toBe(bo));
-  it('is undefined for an id not in the Conversation', () => expect(chooseSpeaker([ada, bo], 'hi', 'z')).toBeUndefined());
+  it('is undefined for an id not in the Conversation', () =>
+    expect(chooseSpeaker([ada, bo], 'hi', 'z')).toBeUndefined());
   it('is the NPC @mentioned first', () => expect(chooseSpeaker([ada, bo], 'so @bo and @ada')).toBe(bo));
   it('is the NPC named at the start', () => expect(chooseSpeaker([ada, bo], 'Bo, what now?')).toBe(bo));
   it('falls back to the last speaker, then the first', () => {
@@ -111,15 +125,26 @@ describe('choosing the speaker', () => {
 describe('model resolution', () => {
   const village = { defaultProvider: 'openai', defaultModel: 'gpt-x' };
   it('inherits both from the Village when the NPC names neither', () =>
-    expect(resolveModel({ provider: null, model: null }, village)).toEqual({ provider: 'openai', model: 'gpt-x' }));
+    expect(resolveModel({ provider: null, model: null }, village)).toEqual({
+      provider: 'openai',
+      model: 'gpt-x',
+    }));
   it("uses the NPC's own", () =>
-    expect(resolveModel({ provider: 'anthropic', model: 'c' }, village)).toEqual({ provider: 'anthropic', model: 'c' }));
+    expect(resolveModel({ provider: 'anthropic', model: 'c' }, village)).toEqual({
+      provider: 'anthropic',
+      model: 'c',
+    }));
   it('takes the Village Provider for a Model alone', () =>
-    expect(resolveModel({ provider: null, model: 'm' }, village)).toEqual({ provider: 'openai', model: 'm' }));
+    expect(resolveModel({ provider: null, model: 'm' }, village)).toEqual({
+      provider: 'openai',
+      model: 'm',
+    }));
   it('does not pair another Provider with the Village Model', () =>
     expect(resolveModel({ provider: 'google', model: null }, village)).toBeUndefined());
   it('resolves nothing when nothing is named', () =>
-    expect(resolveModel({ provider: null, model: null }, { defaultProvider: null, defaultModel: null })).toBeUndefined());
+    expect(
+      resolveModel({ provider: null, model: null }, { defaultProvider: null, defaultModel: null }),
+    ).toBeUndefined());
 });
 
 describe('titles', () => {

@@ -11,8 +11,10 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const post = (conversationId: string, init: { cookie?: string; body?: unknown; headers?: Record<string, string> }) =>
-  app.api(`/api/conversations/${conversationId}/messages`, { method: 'POST', ...init });
+const post = (
+  conversationId: string,
+  init: { cookie?: string; body?: unknown; headers?: Record<string, string> },
+) => app.api(`/api/conversations/${conversationId}/messages`, { method: 'POST', ...init });
 
 async function expectError(res: Response, status: number, code: string) {
   expect(res.status).toBe(status);
@@ -24,8 +26,16 @@ async function expectError(res: Response, status: number, code: string) {
 
 describe('refusals before the stream opens, in the seed order', () => {
   it('401 without a session, even when everything else is wrong too', async () => {
-    await expectError(await post('not-a-uuid', { body: 'garbage{', headers: { 'content-type': 'text/plain' } }), 401, 'UNAUTHENTICATED');
-    await expectError(await post('not-a-uuid', { cookie: 'av_session=forged', body: { text: 'x' } }), 401, 'UNAUTHENTICATED');
+    await expectError(
+      await post('not-a-uuid', { body: 'garbage{', headers: { 'content-type': 'text/plain' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    await expectError(
+      await post('not-a-uuid', { cookie: 'av_session=forged', body: { text: 'x' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
   });
 
   it('400 INVALID_BODY for a bad body before looking at the Conversation', async () => {
@@ -48,7 +58,11 @@ describe('refusals before the stream opens, in the seed order', () => {
       'INVALID_BODY',
     );
     await expectError(
-      await post(conversationId, { cookie, body: '{"text":"hello"}', headers: { 'content-type': 'text/plain' } }),
+      await post(conversationId, {
+        cookie,
+        body: '{"text":"hello"}',
+        headers: { 'content-type': 'text/plain' },
+      }),
       400,
       'INVALID_BODY',
     );
@@ -59,14 +73,19 @@ describe('refusals before the stream opens, in the seed order', () => {
     const { conversationId } = await setupConversation(app, cookie);
     const other = await app.signIn();
     const theirs = await post(conversationId, { cookie: other.cookie, body: { text: 'hi' } });
-    const missing = await post('00000000-0000-4000-8000-000000000000', { cookie: other.cookie, body: { text: 'hi' } });
+    const missing = await post('00000000-0000-4000-8000-000000000000', {
+      cookie: other.cookie,
+      body: { text: 'hi' },
+    });
     expect(theirs.status).toBe(404);
     expect(await theirs.json()).toEqual(await missing.json());
     expect(await messages(app, cookie, conversationId)).toEqual([]);
   });
 
   it('400 NO_NPC when the Conversation has no NPC, before the Model is checked', async () => {
-    const { conversationId, npcIds } = await setupConversation(app, cookie, [{ name: 'Gone', provider: 'fake', model: 'x' }]);
+    const { conversationId, npcIds } = await setupConversation(app, cookie, [
+      { name: 'Gone', provider: 'fake', model: 'x' },
+    ]);
     await app.api(`/api/npcs/${npcIds[0]}`, { method: 'DELETE', cookie });
     await app.db.sql`update village_settings set default_provider = null, default_model = null`;
     try {
@@ -81,7 +100,11 @@ describe('refusals before the stream opens, in the seed order', () => {
     const { conversationId } = await setupConversation(app, cookie);
     await app.db.sql`update village_settings set default_provider = null, default_model = null`;
     try {
-      await expectError(await post(conversationId, { cookie, body: { text: 'hi' } }), 400, 'MODEL_UNRESOLVED');
+      await expectError(
+        await post(conversationId, { cookie, body: { text: 'hi' } }),
+        400,
+        'MODEL_UNRESOLVED',
+      );
     } finally {
       await app.db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
     }
@@ -92,7 +115,11 @@ describe('refusals before the stream opens, in the seed order', () => {
     const { conversationId, npcIds } = await setupConversation(app, cookie);
     // The key was removed from the instance after the NPC was made.
     await app.db.sql`update npcs set provider = 'anthropic', model = 'claude' where id = ${npcIds[0]!}`;
-    await expectError(await post(conversationId, { cookie, body: { text: 'hi' } }), 400, 'PROVIDER_NOT_CONFIGURED');
+    await expectError(
+      await post(conversationId, { cookie, body: { text: 'hi' } }),
+      400,
+      'PROVIDER_NOT_CONFIGURED',
+    );
     expect(await messages(app, cookie, conversationId)).toEqual([]);
   });
 });
@@ -111,7 +138,11 @@ describe('one turn at a time', () => {
     });
     const first = await post(conversationId, { cookie, body: { text: 'first' } });
     expect(first.status).toBe(200);
-    await expectError(await post(conversationId, { cookie, body: { text: 'second' } }), 409, 'TURN_IN_PROGRESS');
+    await expectError(
+      await post(conversationId, { cookie, body: { text: 'second' } }),
+      409,
+      'TURN_IN_PROGRESS',
+    );
     release();
     await collectFrames(first);
     // Free again once the first has finished.
@@ -133,9 +164,11 @@ describe('the Player Message', () => {
     const long = `${'word '.repeat(30)}\nsecond line`;
     await collectFrames(await post(conversationId, { cookie, body: { text: long } }));
     const read = async () =>
-      ((await (await app.api(`/api/conversations/${conversationId}`, { cookie })).json()) as {
-        conversation: { title: string; updatedAt: string };
-      }).conversation;
+      (
+        (await (await app.api(`/api/conversations/${conversationId}`, { cookie })).json()) as {
+          conversation: { title: string; updatedAt: string };
+        }
+      ).conversation;
     const one = await read();
     expect(one.title).toBe('word '.repeat(16).trim());
     expect(one.title.length).toBeLessThanOrEqual(80);

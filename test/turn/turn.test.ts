@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { foldParts, type Frame } from '../../src/parts/index.ts';
+import { type Frame, foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -26,8 +26,16 @@ async function newConversation(npc: Record<string, unknown> = {}) {
 describe('a turn, clean path', () => {
   it('streams start, parts and finish, and stores what was streamed', async () => {
     const { conversationId } = await newConversation();
-    app.fake.enqueue(textScript('Hello there, traveller. Welcome to the library.', { prompt_tokens: 11, completion_tokens: 9 }));
-    const res = await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Hi Ada!' } });
+    app.fake.enqueue(
+      textScript('Hello there, traveller. Welcome to the library.', {
+        prompt_tokens: 11,
+        completion_tokens: 9,
+      }),
+    );
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Hi Ada!' },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-cache, no-transform');
     expect(res.headers.get('x-accel-buffering')).toBe('no');
@@ -39,10 +47,13 @@ describe('a turn, clean path', () => {
     expect(streamed).toEqual([{ type: 'text', text: 'Hello there, traveller. Welcome to the library.' }]);
 
     const read = await app.api(`/api/conversations/${conversationId}`, { cookie });
-    const body = (await read.json()) as { conversation: { title: string }; messages: any[] };
+    const body = (await read.json()) as {
+      conversation: { title: string };
+      messages: import('../support/turns.ts').StoredMessage[];
+    };
     expect(body.conversation.title).toBe('Hi Ada!');
     expect(body.messages.map((m) => m.id)).toEqual([start.playerMessageId, start.messageId]);
-    const reply = body.messages[1];
+    const reply = body.messages[1]!;
     expect(reply.parts).toEqual(streamed);
     expect(reply.status).toBe('complete');
     expect(reply.usage).toMatchObject({ inputTokens: 11, outputTokens: 9 });
