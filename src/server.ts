@@ -27,7 +27,12 @@ const defaultLog = (message: string, error?: unknown) => {
 };
 
 /** Start: config -> database (embedded when DATABASE_URL is unset) -> migrations -> app -> listen. */
-export async function start(config: Config, log = defaultLog): Promise<Running> {
+export interface StartOptions {
+  /** Sees every SQL statement the server sends; the benchmark counts them. */
+  onQuery?: (query: string) => void;
+}
+
+export async function start(config: Config, log = defaultLog, options: StartOptions = {}): Promise<Running> {
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
   if (!url) {
@@ -35,7 +40,7 @@ export async function start(config: Config, log = defaultLog): Promise<Running> 
     url = embedded.url;
     log(`Embedded PostgreSQL running (data in ${path.join(config.dataDir, 'postgres')})`);
   }
-  const sql = connect(url);
+  const sql = connect(url, { onQuery: options.onQuery });
   await migrate(sql);
   const instance = await registerInstance(sql);
   const interrupted = await markInterrupted(sql);

@@ -131,23 +131,21 @@ const turnInProgress = () =>
   );
 
 /**
- * Claims the Conversation for one turn and writes the Player's Message, in one transaction. The claim names
- * this server instance; a claim held by a dead instance is free (see db/instance.ts), so a crash never
- * leaves a Conversation locked. The Conversation row is updated unconditionally: a title from the first
- * 80 characters when it has none, and updated_at bumped (seed 003).
+ * Claims the Conversation for one turn and writes the Player's Message, in one statement (one round trip on
+ * the hot path): when the claim fails nothing is inserted and the answer is 409.
  */
 export async function beginPlayerTurn(
   sql: Sql,
   args: { conversationId: string; playerId: string; instanceId: number; text: string },
 ): Promise<Message> {
-  return sql.begin(async (tx) => {
-    await claim(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text));
-    const [row] = await tx<MessageRow[]>`
-      insert into messages (conversation_id, role, parts, text)
-      values (${args.conversationId}, 'player', ${tx.json([{ type: 'text', text: args.text }])}, ${args.text})
-      returning ${messageColumns(tx)}`;
-    return toMessage(row!);
-  });
+  const parts = sql.json([{ type: 'text', text: args.text }]);
+  const [row] = await sql<MessageRow[]>`
+    with claimed as (${claimSql(sql, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))})
+    insert into messages (conversation_id, role, parts, text)
+    select id, 'player', ${parts}, ${args.text} from claimed
+    returning ${messageColumns(sql)}`;
+  if (!row) throw turnInProgress();
+  return toMessage(row);
 }
 
 /**
@@ -170,19 +168,31 @@ export async function beginRegenerate(
   });
 }
 
+/**
+ * The claim: this server instance runs the Conversation's turn. A claim held by a dead instance is free (see
+ * db/instance.ts), so a crash never leaves a Conversation locked. The row is updated unconditionally: the
+ * title from the first 80 characters when it has none, and updated_at bumped (seed 003).
+ */
+const claimSql = (
+  q: Queryable,
+  conversationId: string,
+  playerId: string,
+  instanceId: number,
+  title: string | null,
+) => q`
+  update conversations set turn_owner = ${instanceId}, updated_at = now(), title = coalesce(title, ${title})
+  where id = ${conversationId} and player_id = ${playerId}
+    and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
+  returning id`;
+
 async function claim(
-  tx: Queryable,
+  q: Queryable,
   conversationId: string,
   playerId: string,
   instanceId: number,
   title: string | null,
 ) {
-  const rows = await tx`
-    update conversations set turn_owner = ${instanceId}, updated_at = now(),
-      title = coalesce(title, ${title})
-    where id = ${conversationId} and player_id = ${playerId}
-      and (turn_owner is null or turn_owner not in (${tx.unsafe(LIVE_INSTANCES)}))
-    returning id`;
+  const rows = await claimSql(q, conversationId, playerId, instanceId, title);
   if (rows.length === 0) throw turnInProgress();
 }
 

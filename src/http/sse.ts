@@ -3,17 +3,19 @@ import type { Response } from 'express';
 /**
  * Writes Server-Sent Events. Frames queued within one short window are sent in one socket write, so a
  * Provider streaming thousands of tiny deltas does not cost a syscall each (DESIGN: coalesce, don't pay I/O
- * per token).
+ * per token). An optional `merge` joins a frame into the one queued before it (adjacent text deltas), so
+ * they are serialised once too.
  */
-export class SseWriter {
-  private buffer = '';
+export class SseWriter<F> {
+  private queue: F[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(
     private readonly res: Response,
+    private readonly merge: (prev: F, next: F) => F | undefined = () => undefined,
     private readonly windowMs = 16,
-    private readonly maxBytes = 8192,
+    private readonly maxFrames = 512,
   ) {}
 
   open(): void {
@@ -27,18 +29,25 @@ export class SseWriter {
     this.res.flushHeaders();
   }
 
-  send(frame: unknown): void {
+  send(frame: F): void {
     if (this.closed) return;
-    this.buffer += `data: ${JSON.stringify(frame)}\n\n`;
-    if (this.buffer.length >= this.maxBytes) this.flush();
+    const last = this.queue.at(-1);
+    const merged = last === undefined ? undefined : this.merge(last, frame);
+    if (merged !== undefined) this.queue[this.queue.length - 1] = merged;
+    else this.queue.push(frame);
+    if (this.queue.length >= this.maxFrames) this.flush();
     else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
   }
 
   flush(): void {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.buffer && !this.closed && !this.res.writableEnded) this.res.write(this.buffer);
-    this.buffer = '';
+    if (this.queue.length && !this.closed && !this.res.writableEnded) {
+      let out = '';
+      for (const frame of this.queue) out += `data: ${JSON.stringify(frame)}\n\n`;
+      this.res.write(out);
+    }
+    this.queue = [];
   }
 
   end(): void {

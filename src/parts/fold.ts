@@ -11,16 +11,16 @@ import { Part, type ToolPart } from './types.ts';
  * Returns a new array when something changed; untouched Parts are shared, so React can compare by identity.
  */
 export function foldPart(parts: readonly Part[], fragment: unknown): Part[] {
-  const parsed = Part.safeParse(fragment);
-  if (!parsed.success) return parts as Part[];
-  const part = parsed.data;
+  const part = asPart(fragment);
+  if (!part) return parts as Part[];
   const last = parts.at(-1);
   if (part.type === 'text' || part.type === 'reasoning') {
     if (part.text === '') return parts as Part[];
-    if (last && last.type === part.type) {
-      return [...parts.slice(0, -1), { type: part.type, text: last.text + part.text }];
-    }
-    return [...parts, part];
+    const next = parts.slice();
+    if (last && last.type === part.type)
+      next[next.length - 1] = { type: part.type, text: last.text + part.text };
+    else next.push(part);
+    return next;
   }
   const index = findToolIndex(parts, part.id);
   if (index === -1) return [...parts, part];
@@ -45,6 +45,16 @@ export function readParts(stored: unknown): Part[] {
     if (parsed.success) parts.push(parsed.data);
   }
   return parts;
+}
+
+/** Text and reasoning deltas are most of a stream: checked by hand; everything else through the schema. */
+function asPart(fragment: unknown): Part | undefined {
+  const f = fragment as { type?: unknown; text?: unknown } | null;
+  if (f && (f.type === 'text' || f.type === 'reasoning') && typeof f.text === 'string') {
+    return { type: f.type, text: f.text };
+  }
+  const parsed = Part.safeParse(fragment);
+  return parsed.success ? parsed.data : undefined;
 }
 
 function findToolIndex(parts: readonly Part[], id: string): number {

@@ -39,3 +39,16 @@ export const Frame = z.discriminatedUnion('type', [StartFrame, PartFrame, ErrorF
 export type Frame = z.infer<typeof Frame>;
 export type StartFrame = z.infer<typeof StartFrame>;
 export type FinishFrame = z.infer<typeof FinishFrame>;
+
+/**
+ * Joins two adjacent `part` frames of one Message when both carry text (or both reasoning): the fold would
+ * join them anyway, so the stream means the same with fewer frames. Anything else is left alone.
+ */
+export function mergeFrames(prev: Frame, next: Frame): Frame | undefined {
+  if (prev.type !== 'part' || next.type !== 'part' || prev.messageId !== next.messageId) return undefined;
+  const a = prev.part as { type?: unknown; text?: unknown };
+  const b = next.part as { type?: unknown; text?: unknown };
+  if ((a.type !== 'text' && a.type !== 'reasoning') || a.type !== b.type) return undefined;
+  if (typeof a.text !== 'string' || typeof b.text !== 'string') return undefined;
+  return { type: 'part', messageId: prev.messageId, part: { type: a.type, text: a.text + b.text } };
+}

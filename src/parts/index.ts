@@ -1,5 +1,5 @@
 // parts/: the Part types, the fold and the SSE frame schema. Pure; imported by the server and the browser.
 export { flattenText } from './flatten.ts';
 export { foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
-export { ErrorFrame, FinishFrame, Frame, PartFrame, StartFrame, UsageSchema } from './frames.ts';
+export { ErrorFrame, FinishFrame, Frame, mergeFrames, PartFrame, StartFrame, UsageSchema } from './frames.ts';
 export { Part, ReasoningPart, TextPart, ToolPart, ToolState } from './types.ts';

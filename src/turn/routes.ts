@@ -10,6 +10,7 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
+import { type Frame, mergeFrames } from '../parts/index.ts';
 import { getVillageSettings, type ProviderRegistry, resolveModel } from '../village/index.ts';
 import { runReply, type TurnDeps, type TurnPlan } from './run.ts';
 import { chooseSpeaker } from './speaker.ts';
@@ -63,15 +64,19 @@ export function turnRoutes(deps: TurnRouteDeps): Router {
 /** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */
 async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text: string, npcId?: string) {
   const id = req.params.id;
-  const conversation = isUuid(id) ? await getConversation(deps.sql, playerId, id) : undefined;
+  if (!isUuid(id)) throw notFound('Conversation');
+  // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
+  const [conversation, participants, settings] = await Promise.all([
+    getConversation(deps.sql, playerId, id),
+    getParticipants(deps.sql, id),
+    getVillageSettings(deps.sql),
+  ]);
   if (!conversation) throw notFound('Conversation');
-  const participants = await getParticipants(deps.sql, conversation.id);
   if (participants.length === 0) {
     throw new AppError(400, 'NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
   }
   const npc = chooseSpeaker(participants, text, npcId);
   if (!npc) throw new AppError(400, 'NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
-  const settings = await getVillageSettings(deps.sql);
   const resolved = resolveModel(npc, settings);
   const model = deps.providers.languageModel(resolved);
   return { conversation, participants, settings, speaker: { npc, resolved: resolved!, model } };
@@ -87,7 +92,7 @@ async function lastPlayerText(deps: TurnRouteDeps, req: Request, playerId: strin
 }
 
 async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { playerMessage: Message }) {
-  const sse = new SseWriter(res);
+  const sse = new SseWriter<Frame>(res, mergeFrames);
   const abort = new AbortController();
   let done = false;
   // The Player stopping the reply is the client closing the stream.

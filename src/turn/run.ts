@@ -3,6 +3,7 @@ import {
   type Conversation,
   checkpointMessage,
   finishMessage,
+  type HistoryRow,
   insertNpcMessage,
   type Message,
   readHistoryTail,
@@ -52,6 +53,9 @@ type EndStatus = 'complete' | 'stopped' | 'failed';
 export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSignal): AsyncGenerator<Frame> {
   const { sql } = deps;
   const { conversation, speaker } = plan;
+  // History is read while the reply's row is inserted; it excludes rows still streaming, so the two never race.
+  const tail = readHistoryTail(sql, conversation.id, conversation.summaryThrough);
+  tail.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
   const message = await insertNpcMessage(sql, {
     conversationId: conversation.id,
     npc: speaker.npc,
@@ -79,7 +83,7 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
     (e) => deps.log('checkpoint failed', e),
   );
   try {
-    const context = await assembleContext(deps, plan, signal);
+    const context = await assembleContext(deps, plan, await tail, signal);
     const result = streamText({
       model: speaker.model,
       instructions: context.instructions,
@@ -132,10 +136,9 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
  * History, windowed to the Village budget with what falls off folded into the rolling summary first, and
  * the system prompt in the seed's order.
  */
-async function assembleContext(deps: TurnDeps, plan: TurnPlan, signal: AbortSignal) {
+async function assembleContext(deps: TurnDeps, plan: TurnPlan, tail: HistoryRow[], signal: AbortSignal) {
   const { conversation, participants, speaker, settings } = plan;
   const party = participants.length > 1;
-  const tail = await readHistoryTail(deps.sql, conversation.id, conversation.summaryThrough);
   const { kept, dropped } = windowHistory(tail, settings.historyBudget, (t) => attributedText(t, party));
   let summary = conversation.summary;
   if (dropped.length) {

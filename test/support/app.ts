@@ -1,7 +1,7 @@
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Running, start } from '../../src/server.ts';
-import { createTestDatabase, type TestDatabase } from './db.ts';
+import { createDatabase, type TestDatabase } from './database.ts';
 import { type FakeProvider, startFakeProvider } from './fakeProvider.ts';
 
 export interface TestApp {
@@ -25,8 +25,12 @@ let counter = 0;
 export async function startTestApp(
   overrides: Partial<Config> = {},
   env: NodeJS.ProcessEnv = {},
+  options: { adminDatabaseUrl?: string; onQuery?: (query: string) => void } = {},
 ): Promise<TestApp> {
-  const db = await createTestDatabase();
+  // db.ts reads vitest's provided context; benchmarks pass their own server instead.
+  const db = options.adminDatabaseUrl
+    ? await createDatabase(options.adminDatabaseUrl)
+    : await (await import('./db.ts')).createTestDatabase();
   const fake = await startFakeProvider();
   const config: Config = {
     ...loadConfig({
@@ -39,7 +43,7 @@ export async function startTestApp(
     ...overrides,
   };
   await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
-  const running = await start(config, () => {});
+  const running = await start(config, () => {}, { onQuery: options.onQuery });
   const app: TestApp = {
     url: running.url,
     running,

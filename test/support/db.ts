@@ -1,30 +1,9 @@
-import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
-import { connect, migrate, type Sql } from '../../src/db/index.ts';
+import { createDatabase, type TestDatabase } from './database.ts';
 
-export interface TestDatabase {
-  url: string;
-  sql: Sql;
-  drop(): Promise<void>;
-}
+export type { TestDatabase };
 
-/** A fresh, migrated database of its own, so test files run in parallel without seeing each other's rows. */
-export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
-  const adminUrl = inject('adminDatabaseUrl');
-  const name = `av_test_${randomBytes(6).toString('hex')}`;
-  const admin = connect(adminUrl, { max: 1 });
-  await admin.unsafe(`create database ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const sql = connect(url.toString());
-  if (options.migrate !== false) await migrate(sql);
-  return {
-    url: url.toString(),
-    sql,
-    async drop() {
-      await sql.end({ timeout: 5 });
-      await admin.unsafe(`drop database if exists ${name} with (force)`);
-      await admin.end({ timeout: 5 });
-    },
-  };
+/** A database of its own per test file, so files run in parallel without seeing each other's rows. */
+export function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  return createDatabase(inject('adminDatabaseUrl'), options);
 }

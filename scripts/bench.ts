@@ -1,0 +1,38 @@
+// npm run bench: one JSON line per figure, {"figure", "value", "unit", "target", ...}. Ratios are measured side
+// by side in one run, alternating the two sides, so the machine's load affects both alike.
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres } from '../src/db/index.ts';
+import { turnFigures } from './bench/turn.ts';
+
+export interface Figure {
+  figure: string;
+  value: number;
+  unit: string;
+  target: string;
+  [extra: string]: unknown;
+}
+
+const print = (f: Figure) => console.log(JSON.stringify(f));
+
+let adminUrl = process.env.TEST_DATABASE_URL ?? process.env.BENCH_DATABASE_URL;
+let cleanup = async () => {};
+if (!adminUrl) {
+  const dir = await mkdtemp(path.join(os.tmpdir(), 'av-bench-pg-'));
+  const { chmod } = await import('node:fs/promises');
+  await chmod(dir, 0o755);
+  const pg = await startEmbeddedPostgres(path.join(dir, 'data'));
+  adminUrl = pg.url;
+  cleanup = async () => {
+    await pg.stop();
+    await rm(dir, { recursive: true, force: true });
+  };
+}
+
+try {
+  for await (const figure of turnFigures(adminUrl)) print(figure);
+} finally {
+  await cleanup();
+}
+process.exit(0);

@@ -1,0 +1,196 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
+import { streamText } from 'ai';
+import { startTestApp, type TestApp } from '../../test/support/app.ts';
+import type { Script } from '../../test/support/fakeProvider.ts';
+import type { Figure } from '../bench.ts';
+import { round, sideBySide } from './stats.ts';
+
+const DELTAS = 2000;
+
+/** The fake Provider streams `n` deltas as fast as the socket takes them. */
+const burst =
+  (n: number): Script =>
+  (r) => {
+    for (let i = 0; i < n; i++) r.text(`t${i % 10} `);
+    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
+  };
+
+/** The same, paced over about a second, as a real Provider streams. */
+const paced =
+  (n: number): Script =>
+  async (r) => {
+    for (let i = 0; i < n; i++) {
+      r.text(`t${i % 10} `);
+      if (i % 4 === 3) await r.wait(1);
+    }
+    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
+  };
+
+async function newConversation(app: TestApp, cookie: string): Promise<string> {
+  const npc = (await (await app.api('/api/npcs', { cookie, body: { name: 'Bench' } })).json()) as {
+    npc: { id: string };
+  };
+  const c = (await (
+    await app.api('/api/conversations', { cookie, body: { npcIds: [npc.npc.id] } })
+  ).json()) as {
+    conversation: { id: string };
+  };
+  return c.conversation.id;
+}
+
+async function turn(app: TestApp, cookie: string, conversationId: string): Promise<void> {
+  const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+    cookie,
+    body: { text: 'Go on.' },
+  });
+  const body = await res.text();
+  if (res.status !== 200 || !body.includes('"type":"finish"'))
+    throw new Error(`turn failed: ${res.status} ${body.slice(0, 300)}`);
+}
+
+/** A bare streamText -> SSE pipe over the same fake Provider: the floor a turn's overhead is measured against. */
+async function startBarePipe(baseURL: string) {
+  const model = createOpenAICompatible({ name: 'fake', baseURL, includeUsage: true })('fake-model');
+  const server = http.createServer(async (_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const result = streamText({ model, prompt: 'Go on.' });
+    for await (const part of result.stream) {
+      if (part.type === 'text-delta') res.write(`data: ${JSON.stringify(part)}\n\n`);
+    }
+    res.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+  return {
+    async request() {
+      const res = await fetch(url, { method: 'POST' });
+      await res.text();
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
+  let statements: string[] | undefined;
+  const app = await startTestApp(
+    { checkpointMs: 250 },
+    {},
+    {
+      adminDatabaseUrl,
+      onQuery: (q) => statements?.push(q),
+    },
+  );
+  try {
+    const { cookie } = await app.signIn();
+
+    // turn_overhead
+    const bare = await startBarePipe(app.fake.baseURL);
+    const conversations: string[] = [];
+    for (let i = 0; i < 60; i++) conversations.push(await newConversation(app, cookie));
+    const overhead = await sideBySide(
+      30,
+      5,
+      async () => {
+        app.fake.enqueue(burst(DELTAS));
+        await turn(app, cookie, conversations.pop()!);
+      },
+      async () => {
+        app.fake.enqueue(burst(DELTAS));
+        await bare.request();
+      },
+    );
+    await bare.close();
+    yield {
+      figure: 'turn_overhead',
+      value: round(overhead.a / overhead.b),
+      unit: 'ratio',
+      target: '<= 1.10',
+      turn_ms: round(overhead.a, 1),
+      bare_ms: round(overhead.b, 1),
+      deltas: DELTAS,
+    };
+
+    // history_growth
+    const small = await seeded(app, cookie, 10);
+    const big = await seeded(app, cookie, 10_000);
+    const growth = await sideBySide(
+      15,
+      3,
+      async () => {
+        app.fake.enqueue(burst(200));
+        await turn(app, cookie, big.id);
+        await big.reset();
+      },
+      async () => {
+        app.fake.enqueue(burst(200));
+        await turn(app, cookie, small.id);
+        await small.reset();
+      },
+    );
+    yield {
+      figure: 'history_growth',
+      value: round(growth.a / growth.b),
+      unit: 'ratio',
+      target: '<= 1.2',
+      turn_10000_ms: round(growth.a, 1),
+      turn_10_ms: round(growth.b, 1),
+    };
+
+    // writes_per_reply
+    const id = await newConversation(app, cookie);
+    app.fake.enqueue(paced(DELTAS));
+    statements = [];
+    const t0 = performance.now();
+    await turn(app, cookie, id);
+    const ms = performance.now() - t0;
+    const counted = statements;
+    statements = undefined;
+    const checkpoints = counted.filter(
+      (q) => /^update messages set parts/.test(q.trim()) && /status = 'streaming'/.test(q),
+    ).length;
+    yield {
+      figure: 'writes_per_reply',
+      value: counted.length,
+      unit: 'statements',
+      target: 'a constant plus the checkpoints',
+      checkpoints,
+      constant: counted.length - checkpoints,
+      deltas: DELTAS,
+      reply_ms: round(ms, 0),
+    };
+  } finally {
+    await app.close();
+  }
+}
+
+/**
+ * A Conversation with `n` prior Messages of about 1,000 characters, its rolling summary caught up so the
+ * tail within the 60,000-token budget is what a turn reads: the steady state of a long Conversation.
+ */
+async function seeded(app: TestApp, cookie: string, n: number) {
+  const id = await newConversation(app, cookie);
+  const sql = app.db.sql;
+  await sql`
+    insert into messages (conversation_id, role, npc_name, parts, text)
+    select ${id}, case when i % 2 = 0 then 'player' else 'npc' end, case when i % 2 = 0 then null else 'Bench' end,
+      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'message ' || i || ' ' || repeat('lorem ipsum ', 83))),
+      'message ' || i || ' ' || repeat('lorem ipsum ', 83)
+    from generate_series(1, ${n}) i`;
+  const [{ max }] =
+    (await sql`select max(seq)::text as max from messages where conversation_id = ${id}`) as unknown as [
+      { max: string },
+    ];
+  // Keep the last 200 Messages (about 50,000 tokens) in the window; the rest is summarised.
+  if (n > 200) {
+    await sql`update conversations set summary = 'Earlier: many things were said.',
+      summary_through = ${(BigInt(max) - 200n).toString()} where id = ${id}`;
+  }
+  return {
+    id,
+    reset: async () => {
+      await sql`delete from messages where conversation_id = ${id} and seq > ${max}`;
+    },
+  };
+}
