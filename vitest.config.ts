@@ -1,10 +1,15 @@
 import { defineConfig } from 'vitest/config';
 
+// CI asks for a JSON report beside the usual output (it reads the pass/fail counts from it).
+const jsonReport = process.env.VITEST_JSON_REPORT;
+
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
+    reporters: jsonReport ? ['default', 'json'] : ['default'],
+    outputFile: jsonReport ? { json: jsonReport } : undefined,
   },
 });
