@@ -102,8 +102,14 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
         yield { type: 'part', messageId: message.id, part: fragment };
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
       else if (chunk.type === 'finish') usage = toUsage(chunk.totalUsage);
-      else if (chunk.type === 'abort') status = 'stopped';
-      else if (chunk.type === 'error') {
+      else if (chunk.type === 'abort') {
+        // Our signal is the Player stopping; any other abort is the SDK's own timeout on a silent Provider.
+        if (signal.aborted) status = 'stopped';
+        else {
+          status = 'failed';
+          error = `The Provider sent nothing for ${Math.round(deps.chunkTimeoutMs / 1000)} s, so the reply was ended.`;
+        }
+      } else if (chunk.type === 'error') {
         status = 'failed';
         error = errorMessage(chunk.error);
       }

@@ -144,3 +144,30 @@ describe('the Provider fails', () => {
     expect(reply).toMatchObject({ status: 'failed', parts: [], usage: null });
   });
 });
+
+describe('a silent Provider', () => {
+  it('fails the reply after the configured quiet time, keeping what arrived, instead of hanging the turn', async () => {
+    const quiet = await startTestApp({ providerChunkTimeoutMs: 300 });
+    try {
+      const { cookie: c } = await quiet.signIn();
+      const { conversationId } = await setupConversation(quiet, c);
+      quiet.fake.enqueue(async (r) => {
+        r.text('I will now go quiet');
+        await r.gone;
+      });
+      const frames = await collectFrames(
+        await quiet.api(`/api/conversations/${conversationId}/messages`, {
+          cookie: c,
+          body: { text: 'Hello?' },
+        }),
+      );
+      expect(frames.some((f) => f.type === 'error')).toBe(true);
+      expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+      const [, reply] = await settled(quiet, c, conversationId);
+      expect(reply).toMatchObject({ status: 'failed', text: 'I will now go quiet' });
+      expect(reply?.error).toMatch(/sent nothing/);
+    } finally {
+      await quiet.close();
+    }
+  });
+});
