@@ -1,10 +1,12 @@
+import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { requireSession } from './auth/index.ts';
+import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import { errorHandler, notFound, readJsonBody } from './http/index.ts';
 import { turnRoutes } from './turn/index.ts';
 import { type ProviderRegistry, villageRoutes } from './village/index.ts';
+import { type DemoAccountInfo, landingRoutes } from './web/index.ts';
 
 export interface AppDeps {
   sql: Sql;
@@ -13,6 +15,10 @@ export interface AppDeps {
   adminDids: string[];
   checkpointMs: number;
   chunkTimeoutMs: number;
+  /** The OAuth client, made once the server knows the URL it is reached at. */
+  oauth: () => NodeOAuthClient;
+  secureCookies: boolean;
+  demoAccounts: () => DemoAccountInfo[];
   log: (message: string, error?: unknown) => void;
 }
 
@@ -25,10 +31,12 @@ export function createApp(deps: AppDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
+  app.use(landingRoutes(deps));
+  app.use(readJsonBody, publicAuthRoutes(deps));
 
   const api = express.Router();
   api.use(requireSession(deps.sql));
-  api.use(readJsonBody);
+  api.use(sessionAuthRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));

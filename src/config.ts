@@ -31,13 +31,27 @@ const Env = z.object({
   GOOGLE_BASE_URL: z.url().optional(),
   /** JSON array of {id, baseURL, apiKey?}. */
   COMPATIBLE_PROVIDERS: z.string().optional(),
+  /** Seeds the Village default Provider and Model when none is stored yet. */
+  DEFAULT_PROVIDER: z.string().optional(),
+  DEFAULT_MODEL: z.string().optional(),
+  /** The public https URL of this instance: makes the OAuth client a confidential one (private_key_jwt). */
+  PUBLIC_URL: z.url().optional(),
+  /** JSON array of private ES256 JWKs for the confidential client (`npm run oauth-keys` makes them). */
+  OAUTH_PRIVATE_KEYS: z.string().optional(),
+  /** "local" starts a PLC and PDS in-process (offline mode); "public" uses the network. */
+  ATPROTO_NETWORK: z.enum(['local', 'public']).optional(),
+  HANDLE_RESOLVER_URL: z.url().default('https://bsky.social'),
+  PLC_URL: z.url().default('https://plc.directory'),
+  LOCALNET_PDS_PORT: z.coerce.number().int().min(0).max(65535).default(2583),
+  LOCALNET_PLC_PORT: z.coerce.number().int().min(0).max(65535).default(2582),
+  DEMO_ACCOUNTS: commaList,
   /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
   PROVIDER_CHUNK_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
 });
 
-export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible';
+export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';
 export interface ProviderConfig {
   id: string;
   kind: ProviderKind;
@@ -54,6 +68,19 @@ export interface Config {
   providers: ProviderConfig[];
   checkpointMs: number;
   providerChunkTimeoutMs: number;
+  defaultProvider?: string;
+  defaultModel?: string;
+  atproto: AtprotoConfig;
+}
+
+export interface AtprotoConfig {
+  network: 'local' | 'public';
+  publicUrl?: string;
+  /** Private JWKs (JSON objects) for the confidential client. */
+  privateKeys: Record<string, unknown>[];
+  handleResolverUrl: string;
+  plcUrl: string;
+  localnet: { pdsPort: number; plcPort: number; demoAccounts: string[] };
 }
 
 export class ConfigError extends Error {}
@@ -84,6 +111,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       baseURL: e.GOOGLE_BASE_URL,
     });
   if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
+  // With no key at all, the Village offers the scripted demo Model so the product works offline.
+  if (providers.length === 0) providers.push({ id: 'demo', kind: 'demo' });
+  const privateKeys = e.OAUTH_PRIVATE_KEYS ? parseKeys(e.OAUTH_PRIVATE_KEYS) : [];
+  if (e.PUBLIC_URL && !e.PUBLIC_URL.startsWith('https://'))
+    throw new ConfigError('PUBLIC_URL must be an https URL.');
+  if (e.PUBLIC_URL && privateKeys.length === 0) {
+    throw new ConfigError('PUBLIC_URL needs OAUTH_PRIVATE_KEYS (run `npm run oauth-keys` to make them).');
+  }
   return {
     port: e.PORT,
     host: e.HOST,
@@ -93,7 +128,33 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providers,
     checkpointMs: e.CHECKPOINT_MS,
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
+    defaultProvider: e.DEFAULT_PROVIDER,
+    defaultModel: e.DEFAULT_MODEL,
+    atproto: {
+      network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
+      publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),
+      privateKeys,
+      handleResolverUrl: e.HANDLE_RESOLVER_URL,
+      plcUrl: e.PLC_URL,
+      localnet: {
+        pdsPort: e.LOCALNET_PDS_PORT,
+        plcPort: e.LOCALNET_PLC_PORT,
+        demoAccounts: e.DEMO_ACCOUNTS.length ? e.DEMO_ACCOUNTS : ['alice', 'bob'],
+      },
+    },
   };
+}
+
+function parseKeys(raw: string): Record<string, unknown>[] {
+  try {
+    const keys = JSON.parse(raw) as unknown;
+    if (Array.isArray(keys) && keys.every((k) => k && typeof k === 'object' && 'd' in k)) {
+      return keys as Record<string, unknown>[];
+    }
+  } catch {}
+  throw new ConfigError(
+    'OAUTH_PRIVATE_KEYS must be a JSON array of private JWKs (run `npm run oauth-keys`).',
+  );
 }
 
 function parseCompatible(raw: string): ProviderConfig[] {

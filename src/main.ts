@@ -4,6 +4,13 @@ import { start } from './server.ts';
 try {
   const running = await start(loadConfig());
   console.log(`AgentsVille is listening on ${running.url}`);
+  if (running.localnet) {
+    console.log(
+      `Offline mode: a local ATProto network (PDS ${running.localnet.pdsUrl}, PLC ${running.localnet.plcUrl}).`,
+    );
+    console.log('Sign in with a demo account:');
+    for (const a of running.localnet.accounts) console.log(`  ${a.handle}  password: ${a.password}`);
+  }
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;

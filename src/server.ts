@@ -1,6 +1,8 @@
-import type { Server } from 'node:http';
+import http from 'node:http';
 import path from 'node:path';
+import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
+import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
 import {
@@ -11,14 +13,24 @@ import {
   type Sql,
   startEmbeddedPostgres,
 } from './db/index.ts';
-import { ProviderRegistry } from './village/index.ts';
+import type { LocalNetwork } from './localnet/index.ts';
+import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
 export interface Running {
   url: string;
   sql: Sql;
-  server: Server;
+  server: http.Server;
   instanceId: number;
+  oauth: NodeOAuthClient;
+  localnet?: LocalNetwork;
   close(): Promise<void>;
+}
+
+export interface StartOptions {
+  /** Sees every SQL statement the server sends; the benchmark counts them. */
+  onQuery?: (query: string) => void;
+  /** The fetch the OAuth client uses (tests count token refreshes through it). */
+  oauthFetch?: typeof globalThis.fetch;
 }
 
 const defaultLog = (message: string, error?: unknown) => {
@@ -26,12 +38,10 @@ const defaultLog = (message: string, error?: unknown) => {
   else console.error(message, error);
 };
 
-/** Start: config -> database (embedded when DATABASE_URL is unset) -> migrations -> app -> listen. */
-export interface StartOptions {
-  /** Sees every SQL statement the server sends; the benchmark counts them. */
-  onQuery?: (query: string) => void;
-}
-
+/**
+ * Start: config -> database (embedded when DATABASE_URL is unset) -> migrations -> the local ATProto network
+ * in offline mode -> app -> listen -> the OAuth client for the URL the server is reached at.
+ */
 export async function start(config: Config, log = defaultLog, options: StartOptions = {}): Promise<Running> {
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
@@ -46,28 +56,63 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const interrupted = await markInterrupted(sql);
   if (interrupted) log(`Marked ${interrupted} reply(s) left mid-stream as interrupted.`);
 
+  const providers = new ProviderRegistry(config.providers);
+  if (providers.demoOnly()) await seedVillageDefaults(sql, DEMO_PROVIDER, DEMO_MODEL);
+  else await seedVillageDefaults(sql, config.defaultProvider, config.defaultModel);
+
+  const { atproto } = config;
+  // Imported only in offline mode: the PDS and PLC take seconds to load.
+  const localnet =
+    atproto.network === 'local'
+      ? await (await import('./localnet/index.ts')).startLocalNetwork({
+          dataDir: config.dataDir,
+          databaseUrl: url,
+          ...atproto.localnet,
+        })
+      : undefined;
+
+  let oauth: NodeOAuthClient | undefined;
   const app = createApp({
     sql,
-    providers: new ProviderRegistry(config.providers),
+    providers,
     instanceId: instance.id,
     adminDids: config.adminDids,
     checkpointMs: config.checkpointMs,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    oauth: () => oauth!,
+    secureCookies: Boolean(atproto.publicUrl),
+    demoAccounts: () => localnet?.accounts ?? [],
     log,
   });
-  const server = await new Promise<Server>((resolve, reject) => {
-    const s = app.listen(config.port, config.host, (err?: Error) => (err ? reject(err) : resolve(s)));
+  const server = http.createServer(app);
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
+  // A loopback OAuth client must redirect to 127.0.0.1, never "localhost".
+  const baseUrl = atproto.publicUrl ?? `http://127.0.0.1:${port}`;
+  oauth = await createOAuthClient(sql, {
+    baseUrl,
+    privateKeys: atproto.privateKeys,
+    handleResolver: localnet?.pdsUrl ?? atproto.handleResolverUrl,
+    plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
+    allowHttp: Boolean(localnet),
+    fetch: options.oauthFetch,
+  });
+
   return {
-    url: `http://${config.host}:${port}`,
+    url: baseUrl,
     sql,
     server,
     instanceId: instance.id,
+    oauth,
+    localnet,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await localnet?.close();
       await instance.release();
       await sql.end({ timeout: 5 });
       await embedded?.stop();

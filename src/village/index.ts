@@ -1,5 +1,7 @@
 // village/: instance settings, NPCs, and which Providers and Models this instance can call.
+
+export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export { getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';
-export { getVillageSettings, type VillageSettings } from './settings.ts';
+export { getVillageSettings, seedVillageDefaults, type VillageSettings } from './settings.ts';

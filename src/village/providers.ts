@@ -5,6 +5,7 @@ import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import type { LanguageModel } from 'ai';
 import type { ProviderConfig } from '../config.ts';
 import { AppError } from '../http/index.ts';
+import { demoModel } from './demo.ts';
 import type { VillageSettings } from './settings.ts';
 
 export interface ResolvedModel {
@@ -41,6 +42,11 @@ export class ProviderRegistry {
 
   has(id: string): boolean {
     return this.byId.has(id);
+  }
+
+  /** True when the only Provider is the scripted demo: nothing real to call. */
+  demoOnly(): boolean {
+    return this.byId.size === 1 && this.byId.has('demo');
   }
 
   /**
@@ -91,6 +97,8 @@ function makeFactory(p: ProviderConfig): (model: string) => LanguageModel {
       const provider = createGoogleGenerativeAI({ apiKey: p.apiKey, baseURL: p.baseURL });
       return (model) => provider(model);
     }
+    case 'demo':
+      return () => demoModel();
     case 'compatible': {
       const provider = createOpenAICompatible({
         name: p.id,

@@ -41,3 +41,13 @@ export async function updateVillageSettings(
     where id`;
   return next;
 }
+
+/**
+ * Gives a Village without a default Provider one at start: the configured default, else the demo Model
+ * when it is the only Provider. A default an admin has chosen is never overwritten.
+ */
+export async function seedVillageDefaults(sql: Sql, provider: string | undefined, model: string | undefined) {
+  if (!provider || !model) return;
+  await sql`update village_settings set default_provider = ${provider}, default_model = ${model}
+    where id and default_provider is null`;
+}

@@ -13,7 +13,10 @@ beforeAll(async () => {
 afterAll(() => rm(dir, { recursive: true, force: true }));
 
 it('starts a real embedded PostgreSQL when DATABASE_URL is unset, and keeps its data across restarts', async () => {
-  const config = { ...loadConfig({ PORT: '0', DATA_DIR: dir }), databaseUrl: undefined };
+  const config = {
+    ...loadConfig({ PORT: '0', DATA_DIR: dir, ATPROTO_NETWORK: 'public' }),
+    databaseUrl: undefined,
+  };
   const first = await start(config, () => {});
   try {
     const [v] = await first.sql<{ v: string }[]>`select current_setting('server_version') as v`;

@@ -38,6 +38,8 @@ export async function startTestApp(
       DATABASE_URL: db.url,
       COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL, apiKey: 'test-key' }]),
       CHECKPOINT_MS: '50',
+      // No ATProto network unless a test asks for the local one.
+      ATPROTO_NETWORK: 'public',
       ...env,
     }),
     ...overrides,

@@ -22,6 +22,7 @@ it('kill -9 mid-reply leaves the last checkpoint, marked interrupted when a serv
     DATABASE_URL: db.url,
     COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL }]),
     CHECKPOINT_MS: '100',
+    ATPROTO_NETWORK: 'public',
   };
   const player = await upsertPlayer(db.sql, 'did:plc:crash', 'crash.test');
   const cookie = `av_session=${await createSession(db.sql, player.id)}`;

@@ -1,0 +1,60 @@
+import { buildAtprotoLoopbackClientMetadata, JoseKey, NodeOAuthClient } from '@atproto/oauth-client-node';
+import type { Sql } from '../db/index.ts';
+import { advisoryRequestLock, sessionStore, stateStore } from './stores.ts';
+
+/**
+ * What the app may do in a Player's repo: write its two collections and nothing else. Declared in the client
+ * metadata word for word (a wildcard `repo:` scope is silently dropped by PDSes).
+ */
+export const OAUTH_SCOPE = 'atproto repo:click.aligned.chat.session repo:click.aligned.chat.message';
+
+export interface OAuthOptions {
+  /** The URL a browser reaches this server at: https for a confidential client, http://127.0.0.1:PORT locally. */
+  baseUrl: string;
+  /** Private JWKs: present means a confidential client (private_key_jwt), absent the loopback dev client. */
+  privateKeys: Record<string, unknown>[];
+  handleResolver: string;
+  plcUrl: string;
+  /** Only for the local network, whose PDS and PLC speak plain http. */
+  allowHttp: boolean;
+  fetch?: typeof globalThis.fetch;
+}
+
+export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<NodeOAuthClient> {
+  const redirect = `${o.baseUrl}/oauth/callback` as const;
+  const keyset = await Promise.all(
+    o.privateKeys.map((jwk, i) =>
+      JoseKey.fromImportable(jwk as never, (jwk.kid as string | undefined) ?? `key-${i + 1}`),
+    ),
+  );
+  const clientMetadata = keyset.length
+    ? {
+        client_id: `${o.baseUrl}/oauth-client-metadata.json`,
+        client_name: 'AgentsVille',
+        client_uri: o.baseUrl,
+        redirect_uris: [redirect] as [`https://${string}`],
+        scope: OAUTH_SCOPE,
+        grant_types: ['authorization_code', 'refresh_token'] as ['authorization_code', 'refresh_token'],
+        response_types: ['code'] as ['code'],
+        application_type: 'web' as const,
+        token_endpoint_auth_method: 'private_key_jwt' as const,
+        token_endpoint_auth_signing_alg: 'ES256',
+        dpop_bound_access_tokens: true,
+        jwks_uri: `${o.baseUrl}/.well-known/jwks.json`,
+      }
+    : buildAtprotoLoopbackClientMetadata({
+        scope: OAUTH_SCOPE,
+        redirect_uris: [redirect as `http://127.0.0.1:${string}`],
+      });
+  return new NodeOAuthClient({
+    clientMetadata,
+    keyset: keyset.length ? keyset : undefined,
+    allowHttp: o.allowHttp,
+    handleResolver: o.handleResolver,
+    plcDirectoryUrl: o.plcUrl,
+    stateStore: stateStore(sql),
+    sessionStore: sessionStore(sql),
+    requestLock: advisoryRequestLock(sql),
+    fetch: o.fetch,
+  });
+}

@@ -1,0 +1,168 @@
+import { type NodeOAuthClient, OAuthCallbackError, OAuthResolverError } from '@atproto/oauth-client-node';
+import { isValidDid, isValidHandle } from '@atproto/syntax';
+import { type Response, Router } from 'express';
+import { z } from 'zod';
+import type { Sql } from '../db/index.ts';
+import { AppError, parseBody } from '../http/index.ts';
+import { currentPlayer } from './requireSession.ts';
+import { createSession, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
+
+const LoginBody = z
+  .object({
+    identifier: z
+      .string()
+      .trim()
+      .min(1, 'enter your handle')
+      .max(300)
+      .transform((s) => s.replace(/^@/, ''))
+      .refine(
+        (s) => isValidHandle(s) || isValidDid(s) || /^https?:\/\/[^\s]+$/.test(s),
+        'enter a handle (alice.bsky.social), a DID, or your PDS address (https://…)',
+      ),
+  })
+  .strict();
+
+export interface AuthDeps {
+  sql: Sql;
+  oauth: () => NodeOAuthClient;
+  secureCookies: boolean;
+  log: (message: string, error?: unknown) => void;
+}
+
+/** Sign-in routes that need no session: client metadata, JWKS, login and the OAuth callback. */
+export function publicAuthRoutes(deps: AuthDeps): Router {
+  const router = Router();
+
+  router.get('/oauth-client-metadata.json', (_req, res) => {
+    res.json(deps.oauth().clientMetadata);
+  });
+  router.get('/.well-known/jwks.json', (_req, res) => {
+    res.json(deps.oauth().jwks);
+  });
+
+  router.post('/api/auth/login', async (req, res) => {
+    const { identifier } = parseBody(req, LoginBody);
+    try {
+      const url = await deps.oauth().authorize(identifier, { signal: AbortSignal.timeout(15_000) });
+      res.json({ url: url.toString() });
+    } catch (e) {
+      throw loginError(identifier, e);
+    }
+  });
+
+  router.get('/oauth/callback', async (req, res) => {
+    const params = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
+    try {
+      const { session } = await deps.oauth().callback(params);
+      const handle = await handleOf(session.did, (url) => session.fetchHandler(url));
+      const player = await upsertPlayer(deps.sql, session.did, handle);
+      setSessionCookie(res, await createSession(deps.sql, player.id), deps.secureCookies);
+      res.redirect(303, '/');
+    } catch (e) {
+      const failure = callbackError(e);
+      if (failure.status >= 500) deps.log('oauth callback failed', e);
+      res.status(failure.status).type('html').send(errorPage(failure.message));
+    }
+  });
+
+  return router;
+}
+
+/** Routes for a signed-in Player: who am I, and sign out (which revokes the OAuth session). */
+export function sessionAuthRoutes(deps: AuthDeps): Router {
+  const router = Router();
+
+  router.get('/me', async (_req, res) => {
+    const player = currentPlayer(res);
+    try {
+      // Loads (and refreshes when due) the OAuth session: one revoked or expired elsewhere surfaces here.
+      await deps.oauth().restore(player.did, 'auto');
+    } catch (e) {
+      await deps.sql`delete from sessions where player_id = ${player.id}`;
+      res.clearCookie(SESSION_COOKIE, { path: '/' });
+      deps.log('oauth session ended', e);
+      throw new AppError(
+        401,
+        'SESSION_ENDED',
+        'Your sign-in with your PDS has ended (it was revoked or expired). Sign in again to continue.',
+      );
+    }
+    res.json({ did: player.did, handle: player.handle });
+  });
+
+  router.post('/auth/logout', async (_req, res) => {
+    const player = currentPlayer(res);
+    // Revoking deletes the OAuth session, and with it every web session of this Player (see stores.ts).
+    await deps
+      .oauth()
+      .revoke(player.did)
+      .catch((e) => deps.log('revoke failed', e));
+    await deps.sql`delete from sessions where player_id = ${player.id}`;
+    res.clearCookie(SESSION_COOKIE, { path: '/' });
+    res.status(204).end();
+  });
+
+  return router;
+}
+
+function setSessionCookie(res: Response, token: string, secure: boolean) {
+  res.cookie(SESSION_COOKIE, token, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure,
+    path: '/',
+    maxAge: SESSION_TTL_MS,
+  });
+}
+
+async function handleOf(did: string, fetchHandler: (url: string) => Promise<globalThis.Response>) {
+  try {
+    const res = await fetchHandler(`/xrpc/com.atproto.repo.describeRepo?repo=${encodeURIComponent(did)}`);
+    const body = (await res.json()) as { handle?: string; handleIsCorrect?: boolean };
+    return body.handle && body.handleIsCorrect !== false ? body.handle : null;
+  } catch {
+    return null;
+  }
+}
+
+function loginError(identifier: string, e: unknown): AppError {
+  if (e instanceof OAuthResolverError) {
+    const unreachable = /fetch failed|ECONNREFUSED|ENOTFOUND|timed? ?out|abort/i.test(
+      `${e.message} ${String(e.cause)}`,
+    );
+    return unreachable
+      ? new AppError(
+          502,
+          'PDS_UNREACHABLE',
+          `We found ${identifier}, but could not reach its server. Try again later.`,
+        )
+      : new AppError(
+          400,
+          'ACCOUNT_NOT_FOUND',
+          `We could not find an account for “${identifier}”. Check the spelling.`,
+        );
+  }
+  return new AppError(502, 'PDS_UNREACHABLE', `We could not start signing in with ${identifier}'s server.`);
+}
+
+function callbackError(e: unknown): { status: number; message: string } {
+  if (e instanceof OAuthCallbackError) {
+    if (e.params.get('error') === 'access_denied') {
+      return {
+        status: 400,
+        message: 'You declined to let AgentsVille use your account, so you are not signed in.',
+      };
+    }
+    return { status: 400, message: `Signing in did not complete: ${e.message}. Please start again.` };
+  }
+  return { status: 400, message: 'This sign-in link is not valid or was already used. Please start again.' };
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function errorPage(message: string): string {
+  return `<!doctype html><meta charset="utf-8"><title>Sign-in failed · AgentsVille</title>
+<main style="font:16px system-ui;max-width:32rem;margin:4rem auto"><h1>Sign-in failed</h1>
+<p role="alert">${escapeHtml(message)}</p><p><a href="/">Back to AgentsVille</a></p></main>`;
+}

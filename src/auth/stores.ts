@@ -1,0 +1,77 @@
+import type {
+  NodeSavedSession,
+  NodeSavedSessionStore,
+  NodeSavedState,
+  NodeSavedStateStore,
+  RuntimeLock,
+} from '@atproto/oauth-client-node';
+import type { JsonValue, Sql } from '../db/index.ts';
+
+/** Pending authorizations older than this are dropped: a Player who wandered off starts again. */
+const STATE_TTL = '1 hour';
+
+/** OAuth state store in PostgreSQL. `del` after a callback makes a replayed code fail: its state is gone. */
+export function stateStore(sql: Sql): NodeSavedStateStore {
+  return {
+    async set(key, value) {
+      await sql`delete from oauth_states where created_at < now() - ${STATE_TTL}::interval`;
+      await sql`insert into oauth_states (key, value) values (${key}, ${sql.json(value as unknown as JsonValue)})
+        on conflict (key) do update set value = excluded.value, created_at = now()`;
+    },
+    async get(key) {
+      const [row] = await sql<{ value: NodeSavedState }[]>`
+        select value from oauth_states where key = ${key} and created_at > now() - ${STATE_TTL}::interval`;
+      return row?.value;
+    },
+    async del(key) {
+      await sql`delete from oauth_states where key = ${key}`;
+    },
+  };
+}
+
+/**
+ * OAuth session store in PostgreSQL, keyed by DID. When the client drops a session (revoked, or a refresh
+ * that failed), the Player's web sessions go with it: they would only fail later, with a worse message.
+ */
+export function sessionStore(sql: Sql): NodeSavedSessionStore {
+  return {
+    async set(did, value) {
+      await sql`insert into oauth_sessions (did, value) values (${did}, ${sql.json(value as unknown as JsonValue)})
+        on conflict (did) do update set value = excluded.value, updated_at = now()`;
+    },
+    async get(did) {
+      const [row] = await sql<
+        { value: NodeSavedSession }[]
+      >`select value from oauth_sessions where did = ${did}`;
+      return row?.value;
+    },
+    async del(did) {
+      await sql.begin(async (tx) => {
+        await tx`delete from oauth_sessions where did = ${did}`;
+        await tx`delete from sessions where player_id in (select id from players where did = ${did})`;
+      });
+    },
+  };
+}
+
+const LOCK_CLASS = 7_240_003;
+
+/**
+ * The OAuth client's request lock as a PostgreSQL advisory lock, so two server processes never spend the same
+ * single-use refresh token: the second waits, then finds the fresh tokens in the store.
+ */
+export function advisoryRequestLock(sql: Sql): RuntimeLock {
+  return async (name, fn) => {
+    const conn = await sql.reserve();
+    try {
+      await conn`select pg_advisory_lock(${LOCK_CLASS}, hashtext(${name}))`;
+      try {
+        return await fn();
+      } finally {
+        await conn`select pg_advisory_unlock(${LOCK_CLASS}, hashtext(${name}))`;
+      }
+    } finally {
+      conn.release();
+    }
+  };
+}

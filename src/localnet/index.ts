@@ -1,0 +1,110 @@
+// localnet/: offline mode. A real PLC and PDS (from @atproto/dev-env) in-process, with demo accounts, kept
+// under DATA_DIR across restarts: the PLC's operations live in PostgreSQL (schema "plc"), the PDS's
+// repositories and blobs in DATA_DIR/atproto, and the keys that must not change in DATA_DIR/atproto/secrets.json.
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { AtpAgent } from '@atproto/api';
+import { Secp256k1Keypair } from '@atproto/crypto';
+import { TestPds, TestPlc } from '@atproto/dev-env';
+import * as plc from '@did-plc/server';
+
+export interface DemoAccount {
+  handle: string;
+  password: string;
+  did: string;
+}
+
+export interface LocalNetwork {
+  pdsUrl: string;
+  plcUrl: string;
+  accounts: DemoAccount[];
+  close(): Promise<void>;
+}
+
+export interface LocalNetworkOptions {
+  dataDir: string;
+  databaseUrl: string;
+  pdsPort: number;
+  plcPort: number;
+  demoAccounts: string[];
+}
+
+interface Secrets {
+  plcRotationKeyHex: string;
+  recoveryDidKey: string;
+  jwtSecret: string;
+  adminPassword: string;
+  passwords: Record<string, string>;
+}
+
+export async function startLocalNetwork(options: LocalNetworkOptions): Promise<LocalNetwork> {
+  const root = path.resolve(options.dataDir, 'atproto');
+  await mkdir(path.join(root, 'blobs'), { recursive: true });
+  const secrets = await loadSecrets(path.join(root, 'secrets.json'), options.demoAccounts);
+
+  const db = plc.Database.postgres({ url: options.databaseUrl, schema: 'plc' });
+  await db.migrateToLatestOrThrow();
+  // TestPlc spreads its config over its own in-memory database: passing `db` keeps DIDs in PostgreSQL.
+  const plcConfig = { port: options.plcPort, db } as Parameters<typeof TestPlc.create>[0];
+  const plcServer = await TestPlc.create(plcConfig);
+  // The PDS URL is written into every account's DID document, so its port must stay the same across restarts.
+  const pds = await TestPds.create({
+    port: options.pdsPort,
+    didPlcUrl: plcServer.url,
+    dataDirectory: root,
+    blobstoreDiskLocation: path.join(root, 'blobs'),
+    plcRotationKeyK256PrivateKeyHex: secrets.plcRotationKeyHex,
+    recoveryDidKey: secrets.recoveryDidKey,
+    jwtSecret: secrets.jwtSecret,
+    adminPassword: secrets.adminPassword,
+  });
+
+  const agent = new AtpAgent({ service: pds.url });
+  const accounts: DemoAccount[] = [];
+  for (const name of options.demoAccounts) {
+    const handle = `${name}.test`;
+    const password = secrets.passwords[name]!;
+    const existing = await agent.com.atproto.identity.resolveHandle({ handle }).catch(() => undefined);
+    const did =
+      existing?.data.did ??
+      (await agent.com.atproto.server.createAccount({ handle, password, email: `${name}@agentsville.test` }))
+        .data.did;
+    accounts.push({ handle, password, did });
+  }
+
+  return {
+    pdsUrl: pds.url,
+    plcUrl: plcServer.url,
+    accounts,
+    async close() {
+      await pds.close();
+      await plcServer.close();
+    },
+  };
+}
+
+async function loadSecrets(file: string, names: string[]): Promise<Secrets> {
+  let secrets: Secrets | undefined;
+  try {
+    secrets = JSON.parse(await readFile(file, 'utf8')) as Secrets;
+  } catch {
+    const rotation = await Secp256k1Keypair.create({ exportable: true });
+    secrets = {
+      plcRotationKeyHex: Buffer.from(await rotation.export()).toString('hex'),
+      recoveryDidKey: (await Secp256k1Keypair.create()).did(),
+      jwtSecret: randomBytes(32).toString('hex'),
+      adminPassword: randomBytes(16).toString('hex'),
+      passwords: {},
+    };
+  }
+  let changed = false;
+  for (const name of names) {
+    if (!secrets.passwords[name]) {
+      secrets.passwords[name] = `${name}-${randomBytes(4).toString('hex')}`;
+      changed = true;
+    }
+  }
+  if (changed) await writeFile(file, JSON.stringify(secrets, null, 2), { mode: 0o600 });
+  return secrets;
+}
