@@ -25,13 +25,22 @@ let counter = 0;
 export async function startTestApp(
   overrides: Partial<Config> = {},
   env: NodeJS.ProcessEnv = {},
-  options: { adminDatabaseUrl?: string; onQuery?: (query: string) => void } = {},
+  options: {
+    adminDatabaseUrl?: string;
+    onQuery?: (query: string) => void;
+    /** Share a database (and fake Provider) with another app, e.g. to restart or run two servers. */
+    db?: TestDatabase;
+    fake?: FakeProvider;
+    oauthFetch?: typeof globalThis.fetch;
+  } = {},
 ): Promise<TestApp> {
   // db.ts reads vitest's provided context; benchmarks pass their own server instead.
-  const db = options.adminDatabaseUrl
-    ? await createDatabase(options.adminDatabaseUrl)
-    : await (await import('./db.ts')).createTestDatabase();
-  const fake = await startFakeProvider();
+  const db =
+    options.db ??
+    (options.adminDatabaseUrl
+      ? await createDatabase(options.adminDatabaseUrl)
+      : await (await import('./db.ts')).createTestDatabase());
+  const fake = options.fake ?? (await startFakeProvider());
   const config: Config = {
     ...loadConfig({
       PORT: '0',
@@ -45,7 +54,7 @@ export async function startTestApp(
     ...overrides,
   };
   await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
-  const running = await start(config, () => {}, { onQuery: options.onQuery });
+  const running = await start(config, () => {}, { onQuery: options.onQuery, oauthFetch: options.oauthFetch });
   const app: TestApp = {
     url: running.url,
     running,
@@ -73,8 +82,8 @@ export async function startTestApp(
     },
     async close() {
       await running.close();
-      await fake.close();
-      await db.drop();
+      if (!options.fake) await fake.close();
+      if (!options.db) await db.drop();
     },
   };
   return app;
