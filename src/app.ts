@@ -19,6 +19,8 @@ export interface AppDeps {
   oauth: () => NodeOAuthClient;
   secureCookies: boolean;
   demoAccounts: () => DemoAccountInfo[];
+  /** The URL browsers reach the server at (known once it listens). */
+  baseUrl: () => string;
   log: (message: string, error?: unknown) => void;
 }
 

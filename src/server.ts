@@ -17,7 +17,10 @@ import type { LocalNetwork } from './localnet/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
 export interface Running {
+  /** Where browsers reach the server (the public URL when one is configured). */
   url: string;
+  /** Where this process listens. */
+  listenUrl: string;
   sql: Sql;
   server: http.Server;
   instanceId: number;
@@ -72,6 +75,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       : undefined;
 
   let oauth: NodeOAuthClient | undefined;
+  let baseUrl = atproto.publicUrl ?? '';
   const app = createApp({
     sql,
     providers,
@@ -82,6 +86,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     oauth: () => oauth!,
     secureCookies: Boolean(atproto.publicUrl),
     demoAccounts: () => localnet?.accounts ?? [],
+    baseUrl: () => baseUrl,
     log,
   });
   const server = http.createServer(app);
@@ -92,7 +97,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const address = server.address();
   const port = typeof address === 'object' && address ? address.port : config.port;
   // A loopback OAuth client must redirect to 127.0.0.1, never "localhost".
-  const baseUrl = atproto.publicUrl ?? `http://127.0.0.1:${port}`;
+  baseUrl = atproto.publicUrl ?? `http://127.0.0.1:${port}`;
   oauth = await createOAuthClient(sql, {
     baseUrl,
     privateKeys: atproto.privateKeys,
@@ -104,6 +109,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
 
   return {
     url: baseUrl,
+    listenUrl: `http://${config.host}:${port}`,
     sql,
     server,
     instanceId: instance.id,

@@ -15,9 +15,18 @@ const escapeHtml = (s: string) =>
  * The server-rendered front door: sign in with a handle (demo accounts offered in offline mode), or see who
  * you are signed in as. Plain HTML with a few lines of script; the Player's web app takes over `/` later.
  */
-export function landingRoutes(deps: { sql: Sql; demoAccounts: () => DemoAccountInfo[] }): Router {
+export function landingRoutes(deps: {
+  sql: Sql;
+  demoAccounts: () => DemoAccountInfo[];
+  baseUrl: () => string;
+}): Router {
   const router = Router();
   router.get('/', async (req: Request, res: Response) => {
+    // The local OAuth client returns to 127.0.0.1: a session cookie set there is not sent to "localhost".
+    if (req.hostname === 'localhost' && deps.baseUrl().startsWith('http://127.0.0.1')) {
+      res.redirect(302, `${deps.baseUrl()}${req.originalUrl}`);
+      return;
+    }
     const token = parseCookie(req.headers.cookie ?? '')[SESSION_COOKIE];
     const player = token ? await findSession(deps.sql, token) : undefined;
     res.type('html').send(player ? signedIn(player.handle ?? player.did) : signIn(deps.demoAccounts()));

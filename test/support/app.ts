@@ -32,6 +32,8 @@ export async function startTestApp(
     db?: TestDatabase;
     fake?: FakeProvider;
     oauthFetch?: typeof globalThis.fetch;
+    /** Leave the Village defaults to the server (the demo Model when no key is configured). */
+    serverDefaults?: boolean;
   } = {},
 ): Promise<TestApp> {
   // db.ts reads vitest's provided context; benchmarks pass their own server instead.
@@ -53,7 +55,9 @@ export async function startTestApp(
     }),
     ...overrides,
   };
-  await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
+  if (!options.serverDefaults) {
+    await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
+  }
   const running = await start(config, () => {}, { onQuery: options.onQuery, oauthFetch: options.oauthFetch });
   const app: TestApp = {
     url: running.url,
@@ -69,7 +73,7 @@ export async function startTestApp(
       const headers: Record<string, string> = { ...init.headers };
       if (init.cookie) headers.cookie = init.cookie;
       if (init.body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
-      return fetch(`${running.url}${path}`, {
+      return fetch(`${running.listenUrl}${path}`, {
         method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
         headers,
         body:

@@ -1,0 +1,52 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { foldParts } from '../../src/parts/index.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { collectFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  // No Provider key at all: the Village falls back to the scripted demo Model.
+  app = await startTestApp({}, { COMPATIBLE_PROVIDERS: '' }, { serverDefaults: true });
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+it('offers the demo Model when no key is configured, and says it is a demo', async () => {
+  const res = await app.api('/api/village', { cookie });
+  const body = (await res.json()) as { settings: Record<string, unknown>; providers: unknown[] };
+  expect(body.providers).toEqual([{ id: 'demo', kind: 'demo' }]);
+  expect(body.settings).toMatchObject({ defaultProvider: 'demo', defaultModel: 'scripted-demo' });
+});
+
+it('streams an in-character scripted reply, with reasoning when thinking is on', async () => {
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Marigold', jobTitle: 'Gardener', thinking: true },
+  ]);
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'What grows here?' },
+    }),
+  );
+  expect(frames[0]).toMatchObject({ type: 'start', provider: 'demo', model: 'scripted-demo' });
+  const parts = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+  expect(parts.map((p) => p.type)).toEqual(['reasoning', 'text']);
+  const text = parts[1]!.type === 'text' ? parts[1]!.text : '';
+  expect(text).toContain('Marigold, Gardener');
+  expect(text).toContain('What grows here?');
+  expect(text).toMatch(/demo Model/);
+  const [, reply] = await messages(app, cookie, conversationId);
+  expect(reply).toMatchObject({ status: 'complete', provider: 'demo', model: 'scripted-demo' });
+  expect(reply?.usage?.outputTokens).toBeGreaterThan(0);
+});
+
+it('answers without reasoning when thinking is off', async () => {
+  const { conversationId } = await setupConversation(app, cookie, [{ name: 'Quiet', thinking: false }]);
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Hi' } }),
+  );
+  const parts = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+  expect(parts.map((p) => p.type)).toEqual(['text']);
+});
