@@ -1,4 +1,9 @@
-import { buildAtprotoLoopbackClientMetadata, JoseKey, NodeOAuthClient } from '@atproto/oauth-client-node';
+import {
+  buildAtprotoLoopbackClientMetadata,
+  JoseKey,
+  NodeOAuthClient,
+  type NodeSavedSessionStore,
+} from '@atproto/oauth-client-node';
 import type { Sql } from '../db/index.ts';
 import { advisoryRequestLock, sessionStore, stateStore } from './stores.ts';
 
@@ -18,6 +23,8 @@ export interface OAuthOptions {
   /** Only for the local network, whose PDS and PLC speak plain http. */
   allowHttp: boolean;
   fetch?: typeof globalThis.fetch;
+  /** Replaces the PostgreSQL stores (a test uses this to act as another device of the same Player). */
+  sessionStore?: NodeSavedSessionStore;
 }
 
 export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<NodeOAuthClient> {
@@ -53,7 +60,7 @@ export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<Node
     handleResolver: o.handleResolver,
     plcDirectoryUrl: o.plcUrl,
     stateStore: stateStore(sql),
-    sessionStore: sessionStore(sql),
+    sessionStore: o.sessionStore ?? sessionStore(sql),
     requestLock: advisoryRequestLock(sql),
     fetch: o.fetch,
   });

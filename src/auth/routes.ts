@@ -127,22 +127,35 @@ async function handleOf(did: string, fetchHandler: (url: string) => Promise<glob
 
 function loginError(identifier: string, e: unknown): AppError {
   if (e instanceof OAuthResolverError) {
-    const unreachable = /fetch failed|ECONNREFUSED|ENOTFOUND|timed? ?out|abort/i.test(
-      `${e.message} ${String(e.cause)}`,
+    if (e.message.startsWith('Failed to resolve OAuth server metadata')) {
+      return new AppError(
+        502,
+        'PDS_UNREACHABLE',
+        `We could not reach the server for “${identifier}”. Try again later.`,
+      );
+    }
+    if (networkFailure(e.cause)) {
+      return new AppError(
+        502,
+        'PDS_UNREACHABLE',
+        `We could not look up “${identifier}” right now. Try again later.`,
+      );
+    }
+    return new AppError(
+      400,
+      'ACCOUNT_NOT_FOUND',
+      `We could not find an account for “${identifier}”. Check the spelling.`,
     );
-    return unreachable
-      ? new AppError(
-          502,
-          'PDS_UNREACHABLE',
-          `We found ${identifier}, but could not reach its server. Try again later.`,
-        )
-      : new AppError(
-          400,
-          'ACCOUNT_NOT_FOUND',
-          `We could not find an account for “${identifier}”. Check the spelling.`,
-        );
   }
   return new AppError(502, 'PDS_UNREACHABLE', `We could not start signing in with ${identifier}'s server.`);
+}
+
+/** A fetch that never got an answer (refused, unreachable, timed out) somewhere down the cause chain. */
+function networkFailure(error: unknown): boolean {
+  for (let e = error, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (/fetch failed|ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ETIMEDOUT|timed? ?out/i.test(e.message)) return true;
+  }
+  return false;
 }
 
 function callbackError(e: unknown): { status: number; message: string } {

@@ -177,6 +177,42 @@ describe('two server instances on one database', () => {
   }, 60_000);
 });
 
+describe('an OAuth session revoked elsewhere', () => {
+  it('signs the Player out with a reason', async () => {
+    const alice = account('alice.test');
+    await signInThroughPds(browser.page, app.url, alice.handle, alice.password);
+    await browser.page.waitForURL(`${app.url}/`);
+    const token = (await browser.context.cookies(app.url)).find((c) => c.name === 'av_session')!.value;
+    const cookie = `av_session=${token}`;
+    expect((await me(cookie)).status).toBe(200);
+    // Another device holding the same grant revokes it at the PDS; our store still has the old tokens.
+    const [row] = await app.db.sql`select value from oauth_sessions where did = ${alice.did}`;
+    const copy = new Map<string, unknown>([[alice.did, row!.value]]);
+    const elsewhere = await createOAuthClient(app.db.sql, {
+      baseUrl: app.url,
+      privateKeys: [],
+      handleResolver: app.running.localnet!.pdsUrl,
+      plcUrl: app.running.localnet!.plcUrl,
+      allowHttp: true,
+      sessionStore: {
+        get: async (k) => copy.get(k) as never,
+        set: async (k, v) => void copy.set(k, v),
+        del: async (k) => void copy.delete(k),
+      },
+    });
+    await elsewhere.revoke(alice.did);
+    await app.db
+      .sql`update oauth_sessions set value = jsonb_set(value, '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"')
+      where did = ${alice.did}`;
+    const ended = await me(cookie);
+    expect(ended.status).toBe(401);
+    const body = (await ended.json()) as { error: { code: string; message: string } };
+    expect(body.error.code).toBe('SESSION_ENDED');
+    expect(body.error.message).toMatch(/revoked or expired/);
+    expect((await me(cookie)).status).toBe(401);
+  }, 60_000);
+});
+
 describe('bad sign-in input', () => {
   it('refuses a garbage handle, an unknown one, and a forged callback, storing nothing', async () => {
     const garbage = await app.api('/api/auth/login', { body: { identifier: 'not a handle!!' } });
@@ -186,6 +222,12 @@ describe('bad sign-in input', () => {
     const unknown = await app.api('/api/auth/login', { body: { identifier: 'nobody.test' } });
     expect(unknown.status).toBe(400);
     expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ACCOUNT_NOT_FOUND');
+
+    const down = await app.api('/api/auth/login', {
+      body: { identifier: `http://127.0.0.1:${await freePort()}` },
+    });
+    expect(down.status).toBe(502);
+    expect(((await down.json()) as { error: { code: string } }).error.code).toBe('PDS_UNREACHABLE');
 
     const [players, sessions] = [await count('players'), await count('sessions')];
     const forged = await fetch(

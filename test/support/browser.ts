@@ -52,6 +52,7 @@ export async function signInThroughPds(
   password: string,
   decide: 'Authorize' | 'Deny access' = 'Authorize',
 ): Promise<void> {
+  await page.context().clearCookies({ name: 'av_session' });
   await page.goto(appUrl);
   await page.getByRole('button', { name: `Sign in as ${handle}` }).click();
   await page.waitForURL(/\/oauth\/authorize/);
