@@ -1,11 +1,13 @@
+import react from '@vitejs/plugin-react';
 import { defineConfig } from 'vitest/config';
 
 // CI asks for a JSON report beside the usual output (it reads the pass/fail counts from it).
 const jsonReport = process.env.VITEST_JSON_REPORT;
 
 export default defineConfig({
+  plugins: [react()],
   test: {
-    include: ['test/**/*.test.ts'],
+    include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
     globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,

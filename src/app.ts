@@ -6,7 +6,7 @@ import type { Sql } from './db/index.ts';
 import { errorHandler, notFound, readJsonBody } from './http/index.ts';
 import { turnRoutes } from './turn/index.ts';
 import { type ProviderRegistry, villageRoutes } from './village/index.ts';
-import { type DemoAccountInfo, landingRoutes } from './web/index.ts';
+import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
   sql: Sql;
@@ -21,6 +21,7 @@ export interface AppDeps {
   demoAccounts: () => DemoAccountInfo[];
   /** The URL browsers reach the server at (known once it listens). */
   baseUrl: () => string;
+  network: 'local' | 'public';
   log: (message: string, error?: unknown) => void;
 }
 
@@ -33,7 +34,7 @@ export function createApp(deps: AppDeps): Express {
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
   });
-  app.use(landingRoutes(deps));
+  app.use(webRoutes(deps));
   app.use(readJsonBody, publicAuthRoutes(deps));
 
   const api = express.Router();

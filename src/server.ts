@@ -87,6 +87,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     secureCookies: Boolean(atproto.publicUrl),
     demoAccounts: () => localnet?.accounts ?? [],
     baseUrl: () => baseUrl,
+    network: atproto.network,
     log,
   });
   const server = http.createServer(app);

@@ -76,7 +76,10 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
     const player = currentPlayer(res);
     try {
       // Loads (and refreshes when due) the OAuth session: one revoked or expired elsewhere surfaces here.
-      await deps.oauth().restore(player.did, 'auto');
+      // A web session is only ever made by a callback, and deleting an OAuth session deletes its web
+      // sessions (stores.ts), so a Player without one is a session made directly (tests, admin tools).
+      const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
+      if (held) await deps.oauth().restore(player.did, 'auto');
     } catch (e) {
       await deps.sql`delete from sessions where player_id = ${player.id}`;
       res.clearCookie(SESSION_COOKIE, { path: '/' });

@@ -22,6 +22,7 @@ export interface Message {
   provider: string | null;
   model: string | null;
   usage: Usage | null;
+  costUsd: number | null;
   createdAt: Date;
 }
 
@@ -41,6 +42,7 @@ export interface MessageRow {
   output_tokens: number | null;
   reasoning_tokens: number | null;
   cached_input_tokens: number | null;
+  cost_usd: number | null;
   created_at: Date;
 }
 
@@ -71,6 +73,7 @@ export function toMessage(row: MessageRow): Message {
           cachedInputTokens: row.cached_input_tokens,
         }
       : null,
+    costUsd: row.cost_usd,
     createdAt: row.created_at,
   };
 }

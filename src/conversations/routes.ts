@@ -12,6 +12,7 @@ import {
   listMessages,
   renameConversation,
 } from './store.ts';
+import { usageByDay } from './usage.ts';
 
 const CreateBody = z
   .object({
@@ -30,6 +31,11 @@ const MessagesQuery = z.object({
     .string()
     .regex(/^\d{1,19}$/, 'before is a message seq')
     .optional(),
+});
+
+const UsageQuery = z.object({
+  by: z.enum(['npc', 'conversation']).default('npc'),
+  days: z.coerce.number().int().min(1).max(366).default(30),
 });
 
 const encodeCursor = (c: { updatedAt: Date; id: string }) =>
@@ -96,6 +102,12 @@ export function conversationRoutes({ sql }: { sql: Sql }): Router {
       throw notFound('Conversation');
     }
     res.json({ conversation: await getConversation(sql, player.id, req.params.id) });
+  });
+
+  router.get('/usage', async (req, res) => {
+    const player = currentPlayer(res);
+    const q = parseQuery(req, UsageQuery);
+    res.json(await usageByDay(sql, player.id, q.by, q.days));
   });
 
   router.delete('/conversations/:id', async (req, res) => {

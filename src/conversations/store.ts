@@ -26,7 +26,7 @@ const conversationColumns = (sql: Queryable) => sql`
 
 const messageColumns = (sql: Queryable) => sql`
   id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
-  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, created_at`;
+  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at`;
 
 export async function createConversation(
   sql: Sql,
@@ -233,6 +233,7 @@ export async function finishMessage(
     status: Exclude<MessageStatus, 'streaming'>;
     error: string | null;
     usage: Usage | null;
+    costUsd: number | null;
   },
 ): Promise<void> {
   const { parts, text } = settle(end.parts, end.status);
@@ -240,7 +241,7 @@ export async function finishMessage(
   await sql`update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
       error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
       reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
-      instance_id = null, updated_at = now()
+      cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
     where id = ${id}`;
 }
 

@@ -79,7 +79,8 @@ async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text
   if (!npc) throw new AppError(400, 'NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
   const resolved = resolveModel(npc, settings);
   const model = deps.providers.languageModel(resolved);
-  return { conversation, participants, settings, speaker: { npc, resolved: resolved!, model } };
+  const kind = deps.providers.kindOf(resolved!.provider);
+  return { conversation, participants, settings, speaker: { npc, resolved: resolved!, model, kind } };
 }
 
 async function lastPlayerText(deps: TurnRouteDeps, req: Request, playerId: string): Promise<string> {

@@ -1,4 +1,5 @@
 import { type LanguageModel, streamText } from 'ai';
+import type { ProviderKind } from '../config.ts';
 import {
   type Conversation,
   checkpointMessage,
@@ -12,7 +13,7 @@ import {
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts';
-import type { Npc, ResolvedModel, VillageSettings } from '../village/index.ts';
+import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
 import { Checkpointer } from './checkpoint.ts';
 import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
 import { attributedText, toModelMessages } from './history.ts';
@@ -32,6 +33,7 @@ export interface Speaker {
   npc: Npc;
   resolved: ResolvedModel;
   model: LanguageModel;
+  kind: ProviderKind | undefined;
 }
 
 export interface TurnPlan {
@@ -125,7 +127,8 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
   } finally {
     await checkpointer.stop();
     usage ??= stepUsage;
-    await finishMessage(sql, message.id, { parts, status, error, usage });
+    const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage);
+    await finishMessage(sql, message.id, { parts, status, error, usage, costUsd: cost });
   }
   if (status === 'failed') {
     yield {

@@ -1,5 +1,6 @@
 // village/: instance settings, NPCs, and which Providers and Models this instance can call.
 
+export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export { getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';

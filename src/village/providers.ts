@@ -44,6 +44,10 @@ export class ProviderRegistry {
     return this.byId.has(id);
   }
 
+  kindOf(id: string): ProviderConfig['kind'] | undefined {
+    return this.byId.get(id)?.kind;
+  }
+
   /** True when the only Provider is the scripted demo: nothing real to call. */
   demoOnly(): boolean {
     return this.byId.size === 1 && this.byId.has('demo');

@@ -1,2 +1,2 @@
-// web/: what the server renders for browsers (the front door until the Player's web app lands).
-export { type DemoAccountInfo, landingRoutes } from './landing.ts';
+// web/: serves the Player's web app (client/, built into dist/client) and its sign-in options.
+export { CLIENT_DIR, type DemoAccountInfo, type WebDeps, webRoutes } from './spa.ts';

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { build } from 'vite';
 import type { TestProject } from 'vitest/node';
 import { startEmbeddedPostgres } from '../../src/db/index.ts';
 
@@ -15,6 +16,11 @@ declare module 'vitest' {
  * one in a temporary directory. Each test file then makes its own database on it (see db.ts).
  */
 export default async function setup(project: TestProject) {
+  // The browser suites load the built web app, as production serves it.
+  await build({
+    configFile: path.resolve(import.meta.dirname, '../../client/vite.config.ts'),
+    logLevel: 'warn',
+  });
   const given = process.env.TEST_DATABASE_URL;
   if (given) {
     project.provide('adminDatabaseUrl', given);

@@ -1,0 +1,48 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { NavLink, Outlet } from 'react-router';
+import { ApiError, api, type Me } from './api.ts';
+import { ErrorNote } from './components/ErrorNote.tsx';
+import { SignInPage } from './pages/SignInPage.tsx';
+
+/** The signed-in frame: navigation beside the page. Signed out (401), the sign-in page instead. */
+export function App() {
+  const queryClient = useQueryClient();
+  const me = useQuery({ queryKey: ['me'], queryFn: () => api<Me>('/api/me') });
+  const logout = useMutation({
+    mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
+    onSuccess: () => queryClient.clear(),
+  });
+
+  if (me.isPending) return <p className="loading">Loading…</p>;
+  if (me.error) {
+    if (me.error instanceof ApiError && me.error.status === 401) {
+      return <SignInPage reason={me.error.code === 'SESSION_ENDED' ? me.error.message : undefined} />;
+    }
+    return <ErrorNote error={me.error} />;
+  }
+  return (
+    <div className="shell">
+      <a className="skip" href="#main">
+        Skip to content
+      </a>
+      <nav className="sidebar" aria-label="Main">
+        <div className="brand">AgentsVille</div>
+        <NavLink to="/" end>
+          Conversations
+        </NavLink>
+        <NavLink to="/npcs">NPCs</NavLink>
+        <NavLink to="/usage">Usage</NavLink>
+        <NavLink to="/village">Village</NavLink>
+        <div className="who">
+          <span>@{me.data.handle ?? me.data.did}</span>
+          <button type="button" className="link" onClick={() => logout.mutate()}>
+            Sign out
+          </button>
+        </div>
+      </nav>
+      <main id="main" className="page">
+        <Outlet />
+      </main>
+    </div>
+  );
+}

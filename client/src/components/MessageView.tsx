@@ -1,0 +1,119 @@
+import { memo, useState } from 'react';
+import { flattenText, type Part, readParts } from '../../../src/parts/index.ts';
+import type { Usage } from '../api.ts';
+import { Markdown } from './Markdown.tsx';
+
+export interface ViewMessage {
+  id: string;
+  role: 'player' | 'npc';
+  npcName: string | null;
+  parts: unknown[];
+  status: 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
+  error: string | null;
+  provider: string | null;
+  model: string | null;
+  usage: Usage | null;
+  costUsd: number | null;
+}
+
+const statusNote: Record<ViewMessage['status'], string | null> = {
+  streaming: null,
+  complete: null,
+  stopped: 'Stopped — what had arrived is kept.',
+  failed: 'The reply failed.',
+  interrupted: 'Interrupted: the server stopped while this reply was being written.',
+};
+
+/** One Message: its Parts in order, who spoke, and for an NPC its Model and usage. */
+export const MessageView = memo(function MessageView({ message }: { message: ViewMessage }) {
+  const parts = readParts(message.parts);
+  const npc = message.role === 'npc';
+  return (
+    <article className={`message ${message.role}`} data-message-id={message.id} data-status={message.status}>
+      <header>
+        <span className="speaker">{npc ? (message.npcName ?? 'NPC') : 'You'}</span>
+        {npc && message.model && (
+          <span className="model" title="The Model that produced this reply">
+            {message.provider}/{message.model}
+          </span>
+        )}
+      </header>
+      <div className="parts">
+        {parts.map((part, i) => (
+          // Parts never reorder: the index is their identity.
+          // biome-ignore lint/suspicious/noArrayIndexKey: see above
+          <PartView key={i} part={part} />
+        ))}
+        {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}
+      </div>
+      {(statusNote[message.status] || message.error) && (
+        <p className={`status ${message.status}`} role={message.status === 'failed' ? 'alert' : undefined}>
+          {message.error ?? statusNote[message.status]}
+        </p>
+      )}
+      {npc && message.status !== 'streaming' && <Footer message={message} parts={parts} />}
+    </article>
+  );
+});
+
+function PartView({ part }: { part: Part }) {
+  if (part.type === 'text') return <Markdown text={part.text} />;
+  if (part.type === 'reasoning') {
+    return (
+      <details className="reasoning">
+        <summary>Reasoning</summary>
+        <div className="reasoning-text">{part.text}</div>
+      </details>
+    );
+  }
+  const label = part.state === 'running' ? 'running…' : part.state === 'failed' ? 'failed' : 'done';
+  return (
+    <div className={`tool tool-${part.state}`} data-tool-state={part.state}>
+      <div className="tool-head">
+        <span className="tool-name">{part.name ?? 'tool'}</span>
+        <span className={`tool-state ${part.state}`}>{label}</span>
+      </div>
+      {part.input !== undefined && (
+        <details>
+          <summary>Arguments</summary>
+          <pre>{JSON.stringify(part.input, null, 2)}</pre>
+        </details>
+      )}
+      {part.state === 'done' && part.output !== undefined && (
+        <details>
+          <summary>Result</summary>
+          <pre>{typeof part.output === 'string' ? part.output : JSON.stringify(part.output, null, 2)}</pre>
+        </details>
+      )}
+      {part.state === 'failed' && <p className="tool-error">{part.error ?? 'The call failed.'}</p>}
+    </div>
+  );
+}
+
+function Footer({ message, parts }: { message: ViewMessage; parts: Part[] }) {
+  const [copied, setCopied] = useState(false);
+  const u = message.usage;
+  return (
+    <footer>
+      <button
+        type="button"
+        className="link"
+        onClick={async () => {
+          // The flat text: text Parts only, so reasoning never reaches the clipboard.
+          await navigator.clipboard.writeText(flattenText(parts));
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? 'Copied' : 'Copy'}
+      </button>
+      {u && (
+        <span className="usage">
+          {u.inputTokens ?? '?'} in · {u.outputTokens ?? '?'} out
+          {u.reasoningTokens ? ` · ${u.reasoningTokens} reasoning` : ''}
+          {message.costUsd != null ? ` · $${message.costUsd.toFixed(4)}` : ''}
+        </span>
+      )}
+    </footer>
+  );
+}

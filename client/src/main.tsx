@@ -1,0 +1,37 @@
+import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import { createBrowserRouter, RouterProvider } from 'react-router';
+import { App } from './App.tsx';
+import { ConversationPage } from './pages/ConversationPage.tsx';
+import { ConversationsPage } from './pages/ConversationsPage.tsx';
+import { NpcsPage } from './pages/NpcsPage.tsx';
+import { UsagePage } from './pages/UsagePage.tsx';
+import { VillagePage } from './pages/VillagePage.tsx';
+import './styles.css';
+
+const queryClient = new QueryClient({
+  defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false, staleTime: 5_000 } },
+});
+
+const router = createBrowserRouter([
+  {
+    path: '/',
+    element: <App />,
+    children: [
+      { index: true, element: <ConversationsPage /> },
+      { path: 'c/:id', element: <ConversationPage /> },
+      { path: 'npcs', element: <NpcsPage /> },
+      { path: 'usage', element: <UsagePage /> },
+      { path: 'village', element: <VillagePage /> },
+    ],
+  },
+]);
+
+createRoot(document.getElementById('root')!).render(
+  <StrictMode>
+    <QueryClientProvider client={queryClient}>
+      <RouterProvider router={router} />
+    </QueryClientProvider>
+  </StrictMode>,
+);

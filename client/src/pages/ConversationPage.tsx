@@ -1,0 +1,308 @@
+import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
+import { useVirtualizer } from '@tanstack/react-virtual';
+import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
+import { useParams } from 'react-router';
+import { type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
+import { api, type Conversation, type Message, type Npc } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
+import { streamTurn } from '../stream.ts';
+
+interface Page {
+  conversation?: Conversation;
+  participants?: Npc[];
+  messages: Message[];
+  before: string | null;
+}
+
+/** What is streaming right now: the optimistic Player Message and the replies as their frames arrive. */
+interface Live {
+  player?: ViewMessage;
+  replies: (ViewMessage & { parts: Part[] })[];
+  /** Regenerate hides the reply it replaces until the new one is stored. */
+  hideAfterSeq?: string;
+  error?: string;
+}
+
+const PAGE = 50;
+
+export function ConversationPage() {
+  const { id } = useParams() as { id: string };
+  const queryClient = useQueryClient();
+  const query = useInfiniteQuery({
+    queryKey: ['conversation', id],
+    queryFn: ({ pageParam }) =>
+      pageParam
+        ? api<Page>(`/api/conversations/${id}/messages?before=${pageParam}&limit=${PAGE}`)
+        : api<Page>(`/api/conversations/${id}?limit=${PAGE}`),
+    initialPageParam: null as string | null,
+    getNextPageParam: (last) => last.before,
+    // A reply still being written (stopped a moment ago, or streaming in another tab) is polled until it settles.
+    refetchInterval: (q) =>
+      q.state.data?.pages.some((p) => p.messages.some((m) => m.status === 'streaming')) ? 500 : false,
+  });
+  const first = query.data?.pages[0];
+  const stored = (query.data?.pages ?? [])
+    .slice()
+    .reverse()
+    .flatMap((p) => p.messages);
+  const [live, setLive] = useState<Live | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const abortRef = useRef<AbortController | null>(null);
+
+  const visible = live?.hideAfterSeq
+    ? stored.filter((m) => BigInt(m.seq) <= BigInt(live.hideAfterSeq!))
+    : stored;
+  const rows: ViewMessage[] = [...visible, ...(live?.player ? [live.player] : [])];
+  const streaming = live !== null;
+
+  async function run(path: string, body: unknown, player?: ViewMessage, hideAfterSeq?: string) {
+    const controller = new AbortController();
+    abortRef.current = controller;
+    setError(null);
+    setLive({ player, replies: [], hideAfterSeq });
+    const onFrame = (frame: Frame) => setLive((l) => (l ? applyFrame(l, frame) : l));
+    try {
+      await streamTurn(path, body, onFrame, controller.signal);
+    } catch (e) {
+      setError(e);
+    } finally {
+      abortRef.current = null;
+      await queryClient.invalidateQueries({ queryKey: ['conversation', id] });
+      queryClient.invalidateQueries({ queryKey: ['conversations'] });
+      setLive(null);
+    }
+  }
+
+  const send = (text: string, npcId?: string) =>
+    run(`/api/conversations/${id}/messages`, { text, ...(npcId ? { npcId } : {}) }, optimisticPlayer(text));
+
+  const regenerate = () => {
+    const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
+    if (lastPlayer) run(`/api/conversations/${id}/regenerate`, {}, undefined, lastPlayer.seq);
+  };
+
+  const last = stored.at(-1);
+  return (
+    <div className="conversation">
+      <header className="conversation-head">
+        <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
+        <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
+      </header>
+      <ErrorNote error={query.error} />
+      <Transcript
+        rows={rows}
+        live={live}
+        hasOlder={Boolean(query.hasNextPage)}
+        loadOlder={() => query.fetchNextPage()}
+        loadingOlder={query.isFetchingNextPage}
+      />
+      {live?.error && (
+        <p role="alert" className="error">
+          {live.error}
+        </p>
+      )}
+      <ErrorNote error={error} />
+      <Composer
+        participants={first?.participants ?? []}
+        streaming={streaming}
+        canRegenerate={!streaming && last?.role === 'npc'}
+        onSend={send}
+        onStop={() => abortRef.current?.abort()}
+        onRegenerate={regenerate}
+      />
+    </div>
+  );
+}
+
+function optimisticPlayer(text: string): ViewMessage {
+  return {
+    id: `pending-${Date.now()}`,
+    role: 'player',
+    npcName: null,
+    parts: [{ type: 'text', text }],
+    status: 'complete',
+    error: null,
+    provider: null,
+    model: null,
+    usage: null,
+    costUsd: null,
+  };
+}
+
+/** Applies one frame to the live state: the same fold the server used, so reload equals stream. */
+function applyFrame(live: Live, frame: Frame): Live {
+  switch (frame.type) {
+    case 'start':
+      return {
+        ...live,
+        player: live.player ? { ...live.player, id: frame.playerMessageId } : live.player,
+        replies: [
+          ...live.replies,
+          {
+            id: frame.messageId,
+            role: 'npc',
+            npcName: frame.npc.name,
+            parts: [],
+            status: 'streaming',
+            error: null,
+            provider: frame.provider,
+            model: frame.model,
+            usage: null,
+            costUsd: null,
+          },
+        ],
+      };
+    case 'part':
+      return {
+        ...live,
+        replies: live.replies.map((r) =>
+          r.id === frame.messageId ? { ...r, parts: foldPart(r.parts, frame.part) } : r,
+        ),
+      };
+    case 'error':
+      if (!frame.messageId) return { ...live, error: frame.message };
+      return {
+        ...live,
+        replies: live.replies.map((r) => (r.id === frame.messageId ? { ...r, error: frame.message } : r)),
+      };
+    case 'finish':
+      return {
+        ...live,
+        replies: live.replies.map((r) =>
+          r.id === frame.messageId ? { ...r, status: frame.status, usage: frame.usage } : r,
+        ),
+      };
+  }
+}
+
+function Transcript(props: {
+  rows: ViewMessage[];
+  live: Live | null;
+  hasOlder: boolean;
+  loadOlder: () => void;
+  loadingOlder: boolean;
+}) {
+  const { rows, live } = props;
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const virtualizer = useVirtualizer({
+    count: rows.length,
+    getScrollElement: () => scrollRef.current,
+    estimateSize: () => 140,
+    overscan: 6,
+    getItemKey: (i) => rows[i]?.id ?? i,
+  });
+  const nearBottom = useRef(true);
+  const liveSize = live ? JSON.stringify(live.replies.map((r) => r.parts)).length : 0;
+
+  // Keep the newest turn in view while the Player is at the bottom.
+  // biome-ignore lint/correctness/useExhaustiveDependencies: rows.length and liveSize are the triggers
+  useEffect(() => {
+    const el = scrollRef.current;
+    if (el && nearBottom.current) el.scrollTop = el.scrollHeight;
+  }, [rows.length, liveSize]);
+
+  return (
+    <div
+      className="transcript"
+      ref={scrollRef}
+      onScroll={(e) => {
+        const el = e.currentTarget;
+        nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+      }}
+    >
+      {props.hasOlder && (
+        <button type="button" className="older" onClick={props.loadOlder} disabled={props.loadingOlder}>
+          {props.loadingOlder ? 'Loading…' : 'Load earlier messages'}
+        </button>
+      )}
+      <div className="virtual" style={{ height: virtualizer.getTotalSize() }}>
+        {virtualizer.getVirtualItems().map((item) => (
+          <div
+            key={item.key}
+            data-index={item.index}
+            ref={virtualizer.measureElement}
+            className="virtual-row"
+            style={{ transform: `translateY(${item.start}px)` }}
+          >
+            <MessageView message={rows[item.index]!} />
+          </div>
+        ))}
+      </div>
+      {/* The reply being written: announced to screen readers as it arrives. */}
+      <div className="live" aria-live="polite" aria-busy={live ? 'true' : 'false'}>
+        {live?.replies.map((r) => (
+          <MessageView key={r.id} message={r} />
+        ))}
+      </div>
+    </div>
+  );
+}
+
+function Composer(props: {
+  participants: Npc[];
+  streaming: boolean;
+  canRegenerate: boolean;
+  onSend: (text: string, npcId?: string) => void;
+  onStop: () => void;
+  onRegenerate: () => void;
+}) {
+  const [text, setText] = useState('');
+  const [npcId, setNpcId] = useState('');
+  const submit = (e?: FormEvent) => {
+    e?.preventDefault();
+    if (!text.trim() || props.streaming) return;
+    props.onSend(text, npcId || undefined);
+    setText('');
+  };
+  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
+    if (e.key === 'Enter' && !e.shiftKey) {
+      e.preventDefault();
+      submit();
+    }
+  };
+  return (
+    <form className="composer" onSubmit={submit}>
+      {props.participants.length > 1 && (
+        <label className="address">
+          Ask{' '}
+          <select value={npcId} onChange={(e) => setNpcId(e.target.value)}>
+            <option value="">whoever fits</option>
+            {props.participants.map((n) => (
+              <option key={n.id} value={n.id}>
+                {n.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      <label htmlFor="composer-text" className="visually-hidden">
+        Message
+      </label>
+      <textarea
+        id="composer-text"
+        rows={2}
+        placeholder="Write a message… (Enter sends, Shift+Enter for a new line)"
+        value={text}
+        onChange={(e) => setText(e.target.value)}
+        onKeyDown={onKeyDown}
+      />
+      <div className="composer-actions">
+        {props.streaming ? (
+          <button type="button" onClick={props.onStop} className="stop">
+            Stop
+          </button>
+        ) : (
+          <button type="submit" disabled={!text.trim()}>
+            Send
+          </button>
+        )}
+        {props.canRegenerate && (
+          <button type="button" className="secondary" onClick={props.onRegenerate}>
+            Regenerate
+          </button>
+        )}
+      </div>
+    </form>
+  );
+}

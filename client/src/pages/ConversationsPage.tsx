@@ -1,0 +1,108 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { Link, useNavigate } from 'react-router';
+import { api, type Conversation, type Npc } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+export function ConversationsPage() {
+  const queryClient = useQueryClient();
+  const navigate = useNavigate();
+  const list = useQuery({
+    queryKey: ['conversations'],
+    queryFn: () => api<{ conversations: Conversation[] }>('/api/conversations?limit=100'),
+  });
+  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => api<{ npcs: Npc[] }>('/api/npcs') });
+  const [picked, setPicked] = useState<string[]>([]);
+  const create = useMutation({
+    mutationFn: () => api<{ conversation: Conversation }>('/api/conversations', { body: { npcIds: picked } }),
+    onSuccess: ({ conversation }) => {
+      queryClient.invalidateQueries({ queryKey: ['conversations'] });
+      navigate(`/c/${conversation.id}`);
+    },
+  });
+  const rename = useMutation({
+    mutationFn: ({ id, title }: { id: string; title: string }) =>
+      api(`/api/conversations/${id}`, { method: 'PATCH', body: { title } }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['conversations'] }),
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => api(`/api/conversations/${id}`, { method: 'DELETE' }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['conversations'] }),
+  });
+  const names = new Map((npcs.data?.npcs ?? []).map((n) => [n.id, n.name]));
+  const start = (e: FormEvent) => {
+    e.preventDefault();
+    create.mutate();
+  };
+
+  return (
+    <div className="narrow">
+      <h1>Conversations</h1>
+      <form onSubmit={start} className="card">
+        <fieldset>
+          <legend>New conversation with</legend>
+          {npcs.data?.npcs.length === 0 && (
+            <p>
+              You have no NPCs yet. <Link to="/npcs">Create one</Link> first.
+            </p>
+          )}
+          <div className="chips">
+            {npcs.data?.npcs.map((n) => (
+              <label key={n.id} className="chip">
+                <input
+                  type="checkbox"
+                  checked={picked.includes(n.id)}
+                  onChange={(e) =>
+                    setPicked(e.target.checked ? [...picked, n.id] : picked.filter((x) => x !== n.id))
+                  }
+                />
+                {n.name}
+              </label>
+            ))}
+          </div>
+        </fieldset>
+        <button type="submit" disabled={picked.length === 0 || create.isPending}>
+          Start conversation
+        </button>
+        <ErrorNote error={create.error} />
+      </form>
+      <ErrorNote error={list.error ?? rename.error ?? remove.error} />
+      <ul className="conversation-list">
+        {list.data?.conversations.map((c) => (
+          <li key={c.id}>
+            <Link to={`/c/${c.id}`} className="title">
+              {c.title ?? 'New conversation'}
+            </Link>
+            <span className="meta">
+              {(c.npcIds ?? []).map((id) => names.get(id) ?? '…').join(', ')} ·{' '}
+              {new Date(c.updatedAt).toLocaleString()}
+            </span>
+            <span className="actions">
+              <button
+                type="button"
+                className="link"
+                onClick={() => {
+                  const title = window.prompt('Rename conversation', c.title ?? '');
+                  if (title?.trim()) rename.mutate({ id: c.id, title });
+                }}
+              >
+                Rename
+              </button>
+              <button
+                type="button"
+                className="link danger"
+                onClick={() => {
+                  if (window.confirm(`Delete “${c.title ?? 'this conversation'}”? This cannot be undone.`))
+                    remove.mutate(c.id);
+                }}
+              >
+                Delete
+              </button>
+            </span>
+          </li>
+        ))}
+      </ul>
+      {list.data?.conversations.length === 0 && <p className="empty">No conversations yet.</p>}
+    </div>
+  );
+}

@@ -1,0 +1,149 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { api, type Npc, type VillageView } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+type Draft = Omit<Npc, 'id'>;
+const empty: Draft = {
+  name: '',
+  jobTitle: '',
+  description: '',
+  prompt: '',
+  provider: null,
+  model: null,
+  thinking: false,
+};
+
+export function NpcsPage() {
+  const queryClient = useQueryClient();
+  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => api<{ npcs: Npc[] }>('/api/npcs') });
+  const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });
+  const [editing, setEditing] = useState<string | null>(null);
+  const [draft, setDraft] = useState<Draft>(empty);
+  const save = useMutation({
+    mutationFn: (d: Draft) =>
+      editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body: d }) : api('/api/npcs', { body: d }),
+    onSuccess: () => {
+      queryClient.invalidateQueries({ queryKey: ['npcs'] });
+      setEditing(null);
+      setDraft(empty);
+    },
+  });
+  const remove = useMutation({
+    mutationFn: (id: string) => api(`/api/npcs/${id}`, { method: 'DELETE' }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['npcs'] }),
+  });
+  const settings = village.data?.settings;
+  const set = <K extends keyof Draft>(k: K, v: Draft[K]) => setDraft({ ...draft, [k]: v });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate(draft);
+  };
+
+  return (
+    <div className="narrow">
+      <h1>NPCs</h1>
+      <form className="card npc-form" onSubmit={submit} aria-label={editing ? 'Edit NPC' : 'New NPC'}>
+        <h2>{editing ? `Edit ${draft.name}` : 'New NPC'}</h2>
+        <label>
+          Name
+          <input value={draft.name} onChange={(e) => set('name', e.target.value)} required maxLength={100} />
+        </label>
+        <label>
+          Job Title
+          <input value={draft.jobTitle} onChange={(e) => set('jobTitle', e.target.value)} maxLength={100} />
+        </label>
+        <label>
+          Description
+          <textarea value={draft.description} onChange={(e) => set('description', e.target.value)} rows={2} />
+        </label>
+        <label>
+          Prompt
+          <textarea value={draft.prompt} onChange={(e) => set('prompt', e.target.value)} rows={4} />
+        </label>
+        <div className="row">
+          <label>
+            Provider
+            <select value={draft.provider ?? ''} onChange={(e) => set('provider', e.target.value || null)}>
+              <option value="">Village default ({settings?.defaultProvider ?? 'none'})</option>
+              {village.data?.providers.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.id}
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Model
+            <input
+              value={draft.model ?? ''}
+              placeholder={`Village default (${settings?.defaultModel ?? 'none'})`}
+              onChange={(e) => set('model', e.target.value || null)}
+            />
+          </label>
+        </div>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={draft.thinking}
+            onChange={(e) => set('thinking', e.target.checked)}
+          />
+          Thinking (show reasoning)
+        </label>
+        <div className="row">
+          <button type="submit" disabled={save.isPending}>
+            {editing ? 'Save' : 'Create NPC'}
+          </button>
+          {editing && (
+            <button
+              type="button"
+              className="secondary"
+              onClick={() => {
+                setEditing(null);
+                setDraft(empty);
+              }}
+            >
+              Cancel
+            </button>
+          )}
+        </div>
+        <ErrorNote error={save.error} />
+      </form>
+      <ErrorNote error={npcs.error ?? remove.error} />
+      <ul className="npc-list">
+        {npcs.data?.npcs.map((n) => (
+          <li key={n.id}>
+            <div>
+              <strong>{n.name}</strong> {n.jobTitle && <span className="meta">· {n.jobTitle}</span>}
+              <div className="meta">
+                {n.provider ?? `${settings?.defaultProvider ?? '—'} (default)`}/
+                {n.model ?? `${settings?.defaultModel ?? '—'} (default)`}
+                {n.thinking ? ' · thinking' : ''}
+              </div>
+            </div>
+            <span className="actions">
+              <button
+                type="button"
+                className="link"
+                onClick={() => {
+                  setEditing(n.id);
+                  const { id: _id, ...rest } = n;
+                  setDraft(rest);
+                }}
+              >
+                Edit
+              </button>
+              <button
+                type="button"
+                className="link danger"
+                onClick={() => window.confirm(`Delete ${n.name}?`) && remove.mutate(n.id)}
+              >
+                Delete
+              </button>
+            </span>
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}

@@ -1,0 +1,60 @@
+import { useMutation, useQuery } from '@tanstack/react-query';
+import { type FormEvent, useState } from 'react';
+import { api, type SignInOptions } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+export function SignInPage({ reason }: { reason?: string }) {
+  const [identifier, setIdentifier] = useState('');
+  const options = useQuery({
+    queryKey: ['auth-options'],
+    queryFn: () => api<SignInOptions>('/api/auth/options'),
+  });
+  const login = useMutation({
+    mutationFn: (id: string) => api<{ url: string }>('/api/auth/login', { body: { identifier: id } }),
+    onSuccess: ({ url }) => window.location.assign(url),
+  });
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    login.mutate(identifier);
+  };
+  const demo = options.data?.demoAccounts ?? [];
+  return (
+    <main className="signin" id="main">
+      <h1>AgentsVille</h1>
+      <p>Talk with AI characters, and publish the conversations you choose to your own Bluesky repo.</p>
+      {reason && <p className="notice">{reason}</p>}
+      <form onSubmit={submit} className="signin-form">
+        <label htmlFor="identifier">Your handle</label>
+        <div className="row">
+          <input
+            id="identifier"
+            autoComplete="username"
+            placeholder="alice.bsky.social"
+            value={identifier}
+            onChange={(e) => setIdentifier(e.target.value)}
+            required
+          />
+          <button type="submit" disabled={login.isPending}>
+            Sign in
+          </button>
+        </div>
+      </form>
+      <ErrorNote error={login.error} />
+      {demo.length > 0 && (
+        <section aria-labelledby="demo-heading" className="demo">
+          <h2 id="demo-heading">Demo accounts (offline mode)</h2>
+          <ul>
+            {demo.map((a) => (
+              <li key={a.handle}>
+                <button type="button" onClick={() => login.mutate(a.handle)}>
+                  Sign in as {a.handle}
+                </button>{' '}
+                password <code>{a.password}</code>
+              </li>
+            ))}
+          </ul>
+        </section>
+      )}
+    </main>
+  );
+}

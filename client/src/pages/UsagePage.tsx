@@ -1,0 +1,99 @@
+import { useQuery } from '@tanstack/react-query';
+import { useState } from 'react';
+import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
+import { api } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+interface UsageData {
+  points: {
+    day: string;
+    key: string;
+    label: string;
+    inputTokens: number;
+    outputTokens: number;
+    costUsd: number | null;
+    replies: number;
+  }[];
+  totals: { inputTokens: number; outputTokens: number; costUsd: number | null; replies: number };
+}
+
+const COLORS = ['#1d4ed8', '#b45309', '#047857', '#9d174d', '#6d28d9', '#0e7490', '#4d7c0f', '#be123c'];
+
+export function UsagePage() {
+  const [by, setBy] = useState<'npc' | 'conversation'>('npc');
+  const usage = useQuery({
+    queryKey: ['usage', by],
+    queryFn: () => api<UsageData>(`/api/usage?by=${by}&days=30`),
+  });
+  const points = usage.data?.points ?? [];
+  const series = [...new Map(points.map((p) => [p.key, p.label])).entries()];
+  const days = [...new Set(points.map((p) => p.day))].map((day) => {
+    const row: Record<string, string | number> = { day };
+    for (const p of points.filter((x) => x.day === day)) row[p.key] = p.inputTokens + p.outputTokens;
+    return row;
+  });
+  const t = usage.data?.totals;
+  return (
+    <div className="narrow">
+      <h1>Usage</h1>
+      <div className="row" role="radiogroup" aria-label="Group by">
+        {(['npc', 'conversation'] as const).map((b) => (
+          <label key={b} className="chip">
+            <input type="radio" name="by" checked={by === b} onChange={() => setBy(b)} />
+            Per {b === 'npc' ? 'NPC' : 'Conversation'}
+          </label>
+        ))}
+      </div>
+      <ErrorNote error={usage.error} />
+      {t && (
+        <p className="totals">
+          Last 30 days: {t.replies} replies · {t.inputTokens.toLocaleString()} tokens in ·{' '}
+          {t.outputTokens.toLocaleString()} out{t.costUsd != null ? ` · $${t.costUsd.toFixed(4)}` : ''}
+        </p>
+      )}
+      <div className="chart" aria-label="Tokens per day">
+        <ResponsiveContainer width="100%" height={280}>
+          <BarChart data={days}>
+            <CartesianGrid strokeDasharray="3 3" />
+            <XAxis dataKey="day" />
+            <YAxis />
+            <Tooltip />
+            <Legend />
+            {series.map(([key, label], i) => (
+              <Bar key={key} dataKey={key} name={label} stackId="tokens" fill={COLORS[i % COLORS.length]} />
+            ))}
+          </BarChart>
+        </ResponsiveContainer>
+      </div>
+      <table>
+        <caption className="visually-hidden">Usage per {by}</caption>
+        <thead>
+          <tr>
+            <th>{by === 'npc' ? 'NPC' : 'Conversation'}</th>
+            <th>Replies</th>
+            <th>Tokens in</th>
+            <th>Tokens out</th>
+            <th>Cost</th>
+          </tr>
+        </thead>
+        <tbody>
+          {series.map(([key, label]) => {
+            const mine = points.filter((p) => p.key === key);
+            const cost = mine.some((p) => p.costUsd != null)
+              ? mine.reduce((s, p) => s + (p.costUsd ?? 0), 0)
+              : null;
+            return (
+              <tr key={key}>
+                <td>{label}</td>
+                <td>{mine.reduce((s, p) => s + p.replies, 0)}</td>
+                <td>{mine.reduce((s, p) => s + p.inputTokens, 0).toLocaleString()}</td>
+                <td>{mine.reduce((s, p) => s + p.outputTokens, 0).toLocaleString()}</td>
+                <td>{cost == null ? '—' : `$${cost.toFixed(4)}`}</td>
+              </tr>
+            );
+          })}
+        </tbody>
+      </table>
+    </div>
+  );
+}

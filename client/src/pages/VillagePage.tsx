@@ -1,0 +1,76 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { type FormEvent, useEffect, useState } from 'react';
+import { api, type VillageView } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+export function VillagePage() {
+  const queryClient = useQueryClient();
+  const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });
+  const [form, setForm] = useState<VillageView['settings'] | null>(null);
+  useEffect(() => {
+    if (village.data) setForm(village.data.settings);
+  }, [village.data]);
+  const save = useMutation({
+    mutationFn: (s: VillageView['settings']) => api('/api/village', { method: 'PUT', body: s }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['village'] }),
+  });
+  if (!village.data || !form) return <ErrorNote error={village.error} />;
+  const admin = village.data.isAdmin;
+  const submit = (e: FormEvent) => {
+    e.preventDefault();
+    save.mutate(form);
+  };
+  return (
+    <div className="narrow">
+      <h1>Village</h1>
+      {!admin && <p className="notice">Only a Village admin can change these settings.</p>}
+      <form className="card" onSubmit={submit}>
+        <fieldset disabled={!admin}>
+          <label>
+            Default Provider
+            <select
+              value={form.defaultProvider ?? ''}
+              onChange={(e) => setForm({ ...form, defaultProvider: e.target.value || null })}
+            >
+              <option value="">none</option>
+              {village.data.providers.map((p) => (
+                <option key={p.id} value={p.id}>
+                  {p.id} ({p.kind})
+                </option>
+              ))}
+            </select>
+          </label>
+          <label>
+            Default Model
+            <input
+              value={form.defaultModel ?? ''}
+              onChange={(e) => setForm({ ...form, defaultModel: e.target.value || null })}
+            />
+          </label>
+          <label>
+            Hop limit (Party hand-overs per Message)
+            <input
+              type="number"
+              min={0}
+              max={100}
+              value={form.hopLimit}
+              onChange={(e) => setForm({ ...form, hopLimit: Number(e.target.value) })}
+            />
+          </label>
+          <label>
+            History budget (tokens)
+            <input
+              type="number"
+              min={1000}
+              value={form.historyBudget}
+              onChange={(e) => setForm({ ...form, historyBudget: Number(e.target.value) })}
+            />
+          </label>
+          <button type="submit">Save</button>
+        </fieldset>
+        <ErrorNote error={save.error} />
+        {save.isSuccess && <p role="status">Saved.</p>}
+      </form>
+    </div>
+  );
+}

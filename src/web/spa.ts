@@ -1,0 +1,59 @@
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import express, { type Request, type Response, Router } from 'express';
+
+export const CLIENT_DIR = path.resolve(import.meta.dirname, '../../dist/client');
+
+export interface DemoAccountInfo {
+  handle: string;
+  password: string;
+}
+
+export interface WebDeps {
+  demoAccounts: () => DemoAccountInfo[];
+  network: 'local' | 'public';
+  /** The URL browsers reach the server at (known once it listens). */
+  baseUrl: () => string;
+  clientDir?: string;
+}
+
+/**
+ * Serves the Player's web app (built by Vite into dist/client) and what its sign-in page needs to know.
+ * Every other GET that is not an API or OAuth route gets index.html, so deep links work.
+ */
+export function webRoutes(deps: WebDeps): Router {
+  const dir = deps.clientDir ?? CLIENT_DIR;
+  const router = Router();
+
+  router.get('/api/auth/options', (_req, res) => {
+    res.json({ network: deps.network, demoAccounts: deps.demoAccounts() });
+  });
+
+  // The local OAuth client returns to 127.0.0.1: a session cookie set there is not sent to "localhost".
+  router.use((req, res, next) => {
+    if (
+      req.method === 'GET' &&
+      req.hostname === 'localhost' &&
+      deps.baseUrl().startsWith('http://127.0.0.1')
+    ) {
+      res.redirect(302, `${deps.baseUrl()}${req.originalUrl}`);
+      return;
+    }
+    next();
+  });
+
+  router.use(express.static(dir, { index: false, maxAge: '1h' }));
+  router.get(/^\/(?!api\/|oauth\/|xrpc\/|healthz$).*/, (req: Request, res: Response, next) => {
+    if (path.extname(req.path)) return next();
+    const index = path.join(dir, 'index.html');
+    if (!existsSync(index)) {
+      res
+        .status(503)
+        .type('text')
+        .send('The web app is not built yet: run `npm run build` (npm start does it).');
+      return;
+    }
+    res.set('Cache-Control', 'no-cache').sendFile(index);
+  });
+  return router;
+}

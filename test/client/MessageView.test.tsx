@@ -1,0 +1,92 @@
+// @vitest-environment happy-dom
+import { cleanup, render, screen } from '@testing-library/react';
+import { afterEach, describe, expect, it } from 'vitest';
+import { MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
+
+afterEach(cleanup);
+
+const reply = (parts: unknown[], extra: Partial<ViewMessage> = {}): ViewMessage => ({
+  id: 'm1',
+  role: 'npc',
+  npcName: 'Ada',
+  parts,
+  status: 'complete',
+  error: null,
+  provider: 'openai',
+  model: 'gpt-x',
+  usage: { inputTokens: 10, outputTokens: 5, reasoningTokens: null, cachedInputTokens: null },
+  costUsd: 0.0012,
+  ...extra,
+});
+
+describe('MessageView', () => {
+  it('renders Parts in order: reasoning collapsed, a tool with its state, text as Markdown', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([
+          { type: 'reasoning', text: 'private thought' },
+          { type: 'tool', id: 'c1', name: 'search', input: { q: 'x' }, state: 'done', output: { hits: 1 } },
+          { type: 'text', text: 'Found **one**.' },
+        ])}
+      />,
+    );
+    const kids = [...container.querySelectorAll('.parts > *')].map((e) => e.className);
+    expect(kids).toEqual(['reasoning', 'tool tool-done', 'markdown']);
+    expect(container.querySelector('details.reasoning')?.hasAttribute('open')).toBe(false);
+    expect(container.querySelector('strong')?.textContent).toBe('one');
+    expect(screen.getByText('openai/gpt-x')).toBeTruthy();
+    expect(container.querySelector('.usage')?.textContent).toContain('$0.0012');
+  });
+
+  it('shows a failed call as failed, with its error', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([{ type: 'tool', id: 'c1', name: 'run', state: 'failed', error: 'exit 1' }])}
+      />,
+    );
+    expect(container.querySelector('.tool-state')?.textContent).toBe('failed');
+    expect(container.querySelector('.tool-error')?.textContent).toBe('exit 1');
+  });
+
+  it('shows a call still running as in flight', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([{ type: 'tool', id: 'c1', name: 'run', state: 'running' }], { status: 'streaming' })}
+      />,
+    );
+    expect(container.querySelector('.tool-state')?.textContent).toBe('running…');
+  });
+
+  it('never renders raw HTML or script links from a model', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([
+          {
+            type: 'text',
+            text: 'Hi <img src=x onerror="alert(1)"> <script>alert(2)</script> [click](javascript:alert(3))',
+          },
+        ])}
+      />,
+    );
+    expect(container.querySelector('img')).toBeNull();
+    expect(container.querySelector('script')).toBeNull();
+    expect(container.querySelector('a')?.getAttribute('href') ?? '').not.toContain('javascript');
+  });
+
+  it('ignores Part kinds it does not know', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([
+          { type: 'hologram', data: 1 },
+          { type: 'text', text: 'ok' },
+        ])}
+      />,
+    );
+    expect(container.querySelectorAll('.parts > *')).toHaveLength(1);
+  });
+
+  it('says when a reply was stopped or interrupted', () => {
+    render(<MessageView message={reply([{ type: 'text', text: 'half' }], { status: 'interrupted' })} />);
+    expect(screen.getByText(/Interrupted/)).toBeTruthy();
+  });
+});
