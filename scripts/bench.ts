@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { turnFigures } from './bench/turn.ts';
+import { webFigures } from './bench/web.ts';
 
 export interface Figure {
   figure: string;
@@ -32,6 +33,7 @@ if (!adminUrl) {
 
 try {
   for await (const figure of turnFigures(adminUrl)) print(figure);
+  for await (const figure of webFigures(adminUrl)) print(figure);
 } finally {
   await cleanup();
 }

@@ -1,14 +1,16 @@
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
-import { StrictMode } from 'react';
+import { lazy, StrictMode, Suspense } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
 import { App } from './App.tsx';
 import { ConversationPage } from './pages/ConversationPage.tsx';
 import { ConversationsPage } from './pages/ConversationsPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
-import { UsagePage } from './pages/UsagePage.tsx';
 import { VillagePage } from './pages/VillagePage.tsx';
 import './styles.css';
+
+// The chart library is large and only the Usage page needs it.
+const UsagePage = lazy(() => import('./pages/UsagePage.tsx').then((m) => ({ default: m.UsagePage })));
 
 const queryClient = new QueryClient({
   defaultOptions: { queries: { retry: false, refetchOnWindowFocus: false, staleTime: 5_000 } },
@@ -22,7 +24,14 @@ const router = createBrowserRouter([
       { index: true, element: <ConversationsPage /> },
       { path: 'c/:id', element: <ConversationPage /> },
       { path: 'npcs', element: <NpcsPage /> },
-      { path: 'usage', element: <UsagePage /> },
+      {
+        path: 'usage',
+        element: (
+          <Suspense fallback={<p className="loading">Loading…</p>}>
+            <UsagePage />
+          </Suspense>
+        ),
+      },
       { path: 'village', element: <VillagePage /> },
     ],
   },

@@ -205,6 +205,7 @@ function Transcript(props: {
   return (
     <div
       className="transcript"
+      data-count={rows.length}
       ref={scrollRef}
       onScroll={(e) => {
         const el = e.currentTarget;

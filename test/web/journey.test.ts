@@ -1,0 +1,65 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { openSignedIn } from '../support/webapp.ts';
+
+let app: TestApp;
+let browser: Awaited<ReturnType<typeof openSignedIn>>;
+beforeAll(async () => {
+  app = await startTestApp();
+  browser = await openSignedIn(app);
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+it('a Player builds an NPC, talks with it, renames and deletes the Conversation, and sees usage — by keyboard', async () => {
+  const { page } = browser;
+  page.on('dialog', (d) => (d.type() === 'prompt' ? d.accept('Maps and more') : d.accept()));
+
+  // NPCs: create one; the Village default is shown where the NPC inherits it.
+  await page.goto(`${app.url}/npcs`);
+  await page.getByLabel('Name').fill('Ada');
+  await page.getByLabel('Job Title').fill('Librarian');
+  await page.getByLabel('Description').fill('Keeps the maps.');
+  await page.getByLabel('Thinking (show reasoning)').check();
+  await page.getByLabel('Job Title').press('Enter');
+  await page.locator('.npc-list li', { hasText: 'Ada' }).waitFor();
+  expect(await page.locator('.npc-list li').textContent()).toContain('fake (default)');
+
+  // A new Conversation with that NPC, entirely from the keyboard.
+  await page.getByRole('link', { name: 'Conversations' }).click();
+  await page.getByLabel('Ada').focus();
+  await page.keyboard.press('Space');
+  await page.keyboard.press('Tab');
+  await page.keyboard.press('Enter');
+  await page.waitForURL(/\/c\//);
+  app.fake.enqueue(textScript('Welcome to the map room.', { prompt_tokens: 40, completion_tokens: 6 }));
+  await page.getByLabel('Message').fill('Where are the maps?');
+  await page.keyboard.press('Enter');
+  await page.locator('article.message.npc footer .usage').waitFor();
+  expect(await page.locator('article.message.npc .usage').textContent()).toContain('40 in · 6 out');
+
+  // The list shows it, most recently active first; rename and delete (with confirmation).
+  await page.getByRole('link', { name: 'Conversations' }).click();
+  const row = page.locator('.conversation-list li').first();
+  await expect.poll(() => row.locator('.title').textContent()).toBe('Where are the maps?');
+  await row.getByRole('button', { name: 'Rename' }).click();
+  await page.locator('.conversation-list .title', { hasText: 'Maps and more' }).waitFor();
+
+  await page.getByRole('link', { name: 'Usage' }).click();
+  await page.locator('table tbody tr', { hasText: 'Ada' }).waitFor();
+  expect(await page.locator('.totals').textContent()).toContain('1 replies');
+  expect(await page.locator('.recharts-surface').count()).toBeGreaterThan(0);
+
+  await page.getByRole('link', { name: 'Conversations' }).click();
+  await page.locator('.conversation-list li').first().getByRole('button', { name: 'Delete' }).click();
+  await page.locator('.empty').waitFor();
+});
+
+it('Village settings are read-only for a Player who is not an admin', async () => {
+  await browser.page.goto(`${app.url}/village`);
+  await browser.page.getByText('Only a Village admin').waitFor();
+  expect(await browser.page.getByLabel('History budget (tokens)').isDisabled()).toBe(true);
+});
