@@ -58,6 +58,7 @@ export async function* webFigures(adminDatabaseUrl: string): AsyncGenerator<Figu
       value: nodes,
       unit: 'nodes',
       target: '< 10000',
+      messages_loaded: loaded,
       messages_rendered: rendered,
       open_ms: round(openMs, 0),
     };

@@ -41,7 +41,6 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
       <div className="parts">
         {parts.map((part, i) => (
           // Parts never reorder: the index is their identity.
-          // biome-ignore lint/suspicious/noArrayIndexKey: see above
           <PartView key={i} part={part} />
         ))}
         {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}

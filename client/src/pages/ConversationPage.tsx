@@ -196,7 +196,6 @@ function Transcript(props: {
   const liveSize = live ? JSON.stringify(live.replies.map((r) => r.parts)).length : 0;
 
   // Keep the newest turn in view while the Player is at the bottom.
-  // biome-ignore lint/correctness/useExhaustiveDependencies: rows.length and liveSize are the triggers
   useEffect(() => {
     const el = scrollRef.current;
     if (el && nearBottom.current) el.scrollTop = el.scrollHeight;

@@ -51,7 +51,7 @@ export function UsagePage() {
           {t.outputTokens.toLocaleString()} out{t.costUsd != null ? ` · $${t.costUsd.toFixed(4)}` : ''}
         </p>
       )}
-      <div className="chart" aria-label="Tokens per day">
+      <figure className="chart" aria-label="Tokens per day">
         <ResponsiveContainer width="100%" height={280}>
           <BarChart data={days}>
             <CartesianGrid strokeDasharray="3 3" />
@@ -64,7 +64,7 @@ export function UsagePage() {
             ))}
           </BarChart>
         </ResponsiveContainer>
-      </div>
+      </figure>
       <table>
         <caption className="visually-hidden">Usage per {by}</caption>
         <thead>
