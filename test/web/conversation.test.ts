@@ -2,7 +2,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { OUTPUT_DIR } from '../support/browser.ts';
-import { words } from '../support/fakeProvider.ts';
+import { textScript, words } from '../support/fakeProvider.ts';
 import { setupConversation } from '../support/turns.ts';
 import { openSignedIn, partsOnPage } from '../support/webapp.ts';
 
@@ -104,6 +104,17 @@ describe('the conversation page', () => {
       streamed[0]!.map(([k, t]) => [k.replace(/tool:\w+/, 'tool'), t]),
     );
     expect(reloaded[0]!.map(([k]) => k)).toEqual(['reasoning', 'text', 'tool:failed', 'text']);
+  });
+
+  it('Regenerate replaces the last reply without repeating the Player Message', async () => {
+    await openConversation();
+    app.fake.enqueue(textScript('First answer.'), textScript('Second answer.'));
+    await send('Once more?');
+    await expect.poll(async () => (await replyText()).join('')).toBe('First answer.');
+    await browser.page.getByRole('button', { name: 'Regenerate' }).click();
+    await expect.poll(async () => (await replyText()).join('')).toBe('Second answer.');
+    expect(await browser.page.locator('article.message.player').count()).toBe(1);
+    expect(await browser.page.locator('article.message.npc').count()).toBe(1);
   });
 
   it('renders a failed tool call as failed', async () => {
