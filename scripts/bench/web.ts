@@ -42,10 +42,14 @@ export async function* webFigures(adminDatabaseUrl: string): AsyncGenerator<Figu
     await page.goto(`${app.url}/c/${c!.id}`);
     await page.locator('article.message').first().waitFor();
     const openMs = performance.now() - t0;
-    const older = page.getByRole('button', { name: 'Load earlier messages' });
-    while (await older.isVisible().catch(() => false)) {
+    // Load every page: the worst case for the transcript (paging alone would keep only the last 50).
+    const transcript = page.locator('.transcript');
+    for (let loaded = Number(await transcript.getAttribute('data-count')); ; ) {
+      const older = page.locator('button.older');
+      if (!(await older.count())) break;
       await older.click();
-      await page.waitForFunction("!document.querySelector('button.older[disabled]')");
+      await page.waitForFunction(`Number(document.querySelector('.transcript').dataset.count) > ${loaded}`);
+      loaded = Number(await transcript.getAttribute('data-count'));
     }
     const cdp = await page.context().newCDPSession(page);
     await cdp.send('HeapProfiler.collectGarbage');
