@@ -93,7 +93,7 @@ describe('the projection', () => {
           { start: 9, end: 99 },
         ],
       ),
-    ).toBe(`a${REDACTION_BAR}h${REDACTION_BAR}`);
+    ).toBe(`a${REDACTION_BAR}hi${REDACTION_BAR}`);
   });
 
   it('marks failed steps and takes the Player’s summary, refusing one over 250 characters', () => {
