@@ -4,6 +4,7 @@ import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/inde
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import { errorHandler, notFound, readJsonBody } from './http/index.ts';
+import { publishRoutes } from './publish/index.ts';
 import { turnRoutes } from './turn/index.ts';
 import { type ProviderRegistry, villageRoutes } from './village/index.ts';
 import { type DemoAccountInfo, webRoutes } from './web/index.ts';
@@ -22,6 +23,9 @@ export interface AppDeps {
   /** The URL browsers reach the server at (known once it listens). */
   baseUrl: () => string;
   network: 'local' | 'public';
+  /** Where did:plc documents resolve (the local PLC in offline mode). */
+  plcUrl: () => string;
+  localNetwork: boolean;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -43,6 +47,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(villageRoutes(deps));
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));
+  api.use(publishRoutes(deps));
   api.use(() => {
     throw notFound('Route');
   });

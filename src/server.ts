@@ -14,6 +14,7 @@ import {
   startEmbeddedPostgres,
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
+import { resume, unfinishedPublications } from './publish/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
 export interface Running {
@@ -88,6 +89,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     demoAccounts: () => localnet?.accounts ?? [],
     baseUrl: () => baseUrl,
     network: atproto.network,
+    plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
+    localNetwork: Boolean(localnet),
     log,
   });
   const server = http.createServer(app);
@@ -99,7 +102,9 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const port = typeof address === 'object' && address ? address.port : config.port;
   // A loopback OAuth client must redirect to 127.0.0.1, never "localhost".
   baseUrl = atproto.publicUrl ?? `http://127.0.0.1:${port}`;
+  const lockSql = connect(url, { max: 4 });
   oauth = await createOAuthClient(sql, {
+    lockSql,
     baseUrl,
     privateKeys: atproto.privateKeys,
     handleResolver: localnet?.pdsUrl ?? atproto.handleResolverUrl,
@@ -107,6 +112,20 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     allowHttp: Boolean(localnet),
     fetch: options.oauthFetch,
   });
+
+  // Publications a crash or a rate limit left part-way resume in the background.
+  const publishDeps = {
+    sql,
+    oauth: () => oauth!,
+    plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
+    localNetwork: Boolean(localnet),
+    log,
+  };
+  for (const p of await unfinishedPublications(sql)) {
+    resume(publishDeps, p.did, p.conversationId).catch((e) =>
+      log(`publication ${p.conversationId} still unfinished`, e),
+    );
+  }
 
   return {
     url: baseUrl,
@@ -121,6 +140,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await localnet?.close();
       await instance.release();
+      await lockSql.end({ timeout: 5 });
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

@@ -23,6 +23,8 @@ export interface OAuthOptions {
   /** Only for the local network, whose PDS and PLC speak plain http. */
   allowHttp: boolean;
   fetch?: typeof globalThis.fetch;
+  /** A small pool of its own for the request lock (see advisoryRequestLock); defaults to `sql`. */
+  lockSql?: Sql;
   /** Replaces the PostgreSQL stores (a test uses this to act as another device of the same Player). */
   sessionStore?: NodeSavedSessionStore;
 }
@@ -61,7 +63,7 @@ export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<Node
     plcDirectoryUrl: o.plcUrl,
     stateStore: stateStore(sql),
     sessionStore: o.sessionStore ?? sessionStore(sql),
-    requestLock: advisoryRequestLock(sql),
+    requestLock: advisoryRequestLock(o.lockSql ?? sql),
     fetch: o.fetch,
   });
 }

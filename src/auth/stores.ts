@@ -1,9 +1,10 @@
-import type {
-  NodeSavedSession,
-  NodeSavedSessionStore,
-  NodeSavedState,
-  NodeSavedStateStore,
-  RuntimeLock,
+import {
+  type NodeSavedSession,
+  type NodeSavedSessionStore,
+  type NodeSavedState,
+  type NodeSavedStateStore,
+  type RuntimeLock,
+  requestLocalLock,
 } from '@atproto/oauth-client-node';
 import type { JsonValue, Sql } from '../db/index.ts';
 
@@ -59,19 +60,24 @@ const LOCK_CLASS = 7_240_003;
 /**
  * The OAuth client's request lock as a PostgreSQL advisory lock, so two server processes never spend the same
  * single-use refresh token: the second waits, then finds the fresh tokens in the store.
+ *
+ * `lockSql` should be a small pool of its own: a lock holds its connection while the locked work queries the
+ * main pool, and sharing one pool would let enough waiters starve the holder. Within a process the lock is
+ * taken in memory first, so one name never holds more than one connection here.
  */
-export function advisoryRequestLock(sql: Sql): RuntimeLock {
-  return async (name, fn) => {
-    const conn = await sql.reserve();
-    try {
-      await conn`select pg_advisory_lock(${LOCK_CLASS}, hashtext(${name}))`;
+export function advisoryRequestLock(lockSql: Sql): RuntimeLock {
+  return (name, fn) =>
+    requestLocalLock(name, async () => {
+      const conn = await lockSql.reserve();
       try {
-        return await fn();
+        await conn`select pg_advisory_lock(${LOCK_CLASS}, hashtext(${name}))`;
+        try {
+          return await fn();
+        } finally {
+          await conn`select pg_advisory_unlock(${LOCK_CLASS}, hashtext(${name}))`;
+        }
       } finally {
-        await conn`select pg_advisory_unlock(${LOCK_CLASS}, hashtext(${name}))`;
+        conn.release();
       }
-    } finally {
-      conn.release();
-    }
-  };
+    });
 }

@@ -99,8 +99,22 @@ export async function renameConversation(
 }
 
 export async function deleteConversation(sql: Sql, playerId: string, id: string): Promise<boolean> {
-  const rows = await sql`delete from conversations where id = ${id} and player_id = ${playerId} returning id`;
-  return rows.length > 0;
+  try {
+    const rows =
+      await sql`delete from conversations where id = ${id} and player_id = ${playerId} returning id`;
+    return rows.length > 0;
+  } catch (e) {
+    // A published Conversation is referenced by its publication: deleting it here would orphan the records
+    // on the PDS with no way left to unpublish them from the app.
+    if ((e as { code?: string }).code === '23503') {
+      throw new AppError(
+        409,
+        'PUBLISHED',
+        'This Conversation is published. Unpublish it first, then delete it.',
+      );
+    }
+    throw e;
+  }
 }
 
 /** A page of Messages, oldest first, ending before `before` (a seq), or the latest page. */

@@ -1,0 +1,97 @@
+import type { Sql } from '../db/index.ts';
+import { batches } from './batches.ts';
+import type { Repo, RepoWrite } from './repo.ts';
+import { markWritten, pendingWrites } from './store.ts';
+
+export class PublishPausedError extends Error {
+  constructor(
+    message: string,
+    readonly retryAt: Date | null,
+  ) {
+    super(message);
+  }
+}
+
+export interface ExecuteOptions {
+  /** Longest wait for a rate limit inside one call; longer, and the publish pauses with a time to resume. */
+  maxWaitMs?: number;
+  attempts?: number;
+  sleep?: (ms: number) => Promise<void>;
+  onBatch?: (done: number, total: number) => void;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/**
+ * Writes every pending record of a publication, in reading order, in as few applyWrites calls as the PDS
+ * limits allow. Each batch is atomic on the PDS, which is what makes a retry safe: after a failure whose
+ * outcome is unknown (a dropped socket, a 5xx), one look at the batch's first record says whether the whole
+ * batch landed. Returns the number of write calls made.
+ */
+export async function executePending(
+  sql: Sql,
+  repo: Repo,
+  conversationId: string,
+  o: ExecuteOptions = {},
+): Promise<number> {
+  const wait = o.sleep ?? sleep;
+  const attempts = o.attempts ?? 5;
+  const writes = await pendingWrites(sql, conversationId);
+  const plan = batches(writes);
+  let calls = 0;
+  for (const [n, batch] of plan.entries()) {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        calls++;
+        const cids = await repo.applyWrites(batch);
+        await markWritten(sql, conversationId, batch, cids);
+        break;
+      } catch (e) {
+        const status = (e as { status?: number }).status;
+        if (status === 429) {
+          const resetAt = rateLimitReset(e);
+          const ms = resetAt ? resetAt.getTime() - Date.now() : 1000;
+          if (ms > (o.maxWaitMs ?? 30_000)) {
+            throw new PublishPausedError(
+              `Your PDS's rate limit is reached; publishing resumes at ${resetAt?.toISOString() ?? 'a later time'}.`,
+              resetAt,
+            );
+          }
+          await wait(Math.max(ms, 0));
+          continue;
+        }
+        const unknownOutcome = status === undefined || status >= 500;
+        if (!unknownOutcome || attempt >= attempts) throw e;
+        if (await landed(repo, batch)) {
+          await markWritten(sql, conversationId, batch, await currentCids(repo, batch));
+          break;
+        }
+        await wait(Math.min(250 * 2 ** attempt, 5000));
+      }
+    }
+    o.onBatch?.(n + 1, plan.length);
+  }
+  return calls;
+}
+
+/** Whether an atomic batch whose answer was lost did land: its first write says for all of them. */
+async function landed(repo: Repo, batch: RepoWrite[]): Promise<boolean> {
+  const first = batch[0]!;
+  const cid = await repo.getRecordCid(first.collection, first.rkey);
+  if (first.action === 'create') return cid !== null;
+  if (first.action === 'delete') return cid === null;
+  // An update cannot be told apart by presence; updates are idempotent, so retrying is safe.
+  return false;
+}
+
+async function currentCids(repo: Repo, batch: RepoWrite[]): Promise<(string | null)[]> {
+  return Promise.all(
+    batch.map((w) => (w.action === 'delete' ? null : repo.getRecordCid(w.collection, w.rkey))),
+  );
+}
+
+function rateLimitReset(e: unknown): Date | null {
+  const headers = (e as { headers?: Record<string, string> }).headers ?? {};
+  const reset = Number(headers['ratelimit-reset'] ?? headers['RateLimit-Reset']);
+  return Number.isFinite(reset) && reset > 0 ? new Date(reset * 1000) : null;
+}

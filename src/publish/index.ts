@@ -1,0 +1,9 @@
+// publish/: a Conversation to the Player's PDS. The projection (the one chokepoint that makes records),
+// the stored plan, the batched writer with resume, reference resolution, and the routes.
+export { batches, MAX_BYTES, MAX_WRITES, POINTS_PER_HOUR } from './batches.ts';
+export { executePending } from './execute.ts';
+export { projectSession, projectTurn, REDACTION_BAR, redactedText, TurnChoice } from './projection.ts';
+export { agentRepo, type Repo, type RepoWrite } from './repo.ts';
+export { publishRoutes } from './routes.ts';
+export { type PublishDeps, resume } from './service.ts';
+export { unfinishedPublications } from './store.ts';

@@ -1,0 +1,53 @@
+import type { Agent } from '@atproto/api';
+
+export type RepoWrite =
+  | { action: 'create' | 'update'; collection: string; rkey: string; value: Record<string, unknown> }
+  | { action: 'delete'; collection: string; rkey: string };
+
+/** The slice of a Player's repo the publisher uses. Backed by their OAuth session (see agentRepo). */
+export interface Repo {
+  did: string;
+  /** Atomic: all of `writes` land, or none. Returns the CID of each create/update, in order (null for deletes). */
+  applyWrites(writes: RepoWrite[]): Promise<(string | null)[]>;
+  getRecordCid(collection: string, rkey: string): Promise<string | null>;
+  listRecords(collection: string): AsyncIterable<{ uri: string; cid: string; value: unknown }>;
+}
+
+const TYPE = {
+  create: 'com.atproto.repo.applyWrites#create',
+  update: 'com.atproto.repo.applyWrites#update',
+  delete: 'com.atproto.repo.applyWrites#delete',
+} as const;
+
+export function agentRepo(agent: Agent, did: string): Repo {
+  return {
+    did,
+    async applyWrites(writes) {
+      const res = await agent.com.atproto.repo.applyWrites({
+        repo: did,
+        // No `validate`: the PDS does not know our lexicon (we validated every record before this call).
+        writes: writes.map(({ action, ...write }) => ({ $type: TYPE[action], ...write }) as never),
+      });
+      const results = (res.data.results ?? []) as { cid?: string }[];
+      return writes.map((_, i) => results[i]?.cid ?? null);
+    },
+    async getRecordCid(collection, rkey) {
+      try {
+        const res = await agent.com.atproto.repo.getRecord({ repo: did, collection, rkey });
+        return res.data.cid ?? null;
+      } catch (e) {
+        if ((e as { error?: string }).error === 'RecordNotFound' || (e as { status?: number }).status === 400)
+          return null;
+        throw e;
+      }
+    },
+    async *listRecords(collection) {
+      let cursor: string | undefined;
+      do {
+        const res = await agent.com.atproto.repo.listRecords({ repo: did, collection, limit: 100, cursor });
+        yield* res.data.records;
+        cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
+      } while (cursor);
+    },
+  };
+}

@@ -1,0 +1,358 @@
+import { Agent } from '@atproto/api';
+import { TID } from '@atproto/common-web';
+import type { NodeOAuthClient } from '@atproto/oauth-client-node';
+import { getConversation, getParticipants } from '../conversations/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
+import { readParts } from '../parts/index.ts';
+import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
+import { executePending, PublishPausedError } from './execute.ts';
+import {
+  type Problem,
+  type PublishTurn,
+  projectSession,
+  projectTurn,
+  referencesOf,
+  type TurnChoice,
+} from './projection.ts';
+import { agentRepo, type Repo } from './repo.ts';
+import { networkResolver, resolveAll } from './resolve.ts';
+import {
+  dropPublication,
+  getPublication,
+  getPublishedRecords,
+  markAllForDeletion,
+  type PublishedRecord,
+  savePlan,
+  setStatus,
+} from './store.ts';
+
+export interface PublishDeps {
+  sql: Sql;
+  oauth: () => NodeOAuthClient;
+  plcUrl: () => string;
+  localNetwork: boolean;
+  log: (message: string, error?: unknown) => void;
+}
+
+export interface PublishInput {
+  title?: string;
+  choices: Record<string, TurnChoice>;
+}
+
+interface Planned {
+  did: string;
+  sessionRkey: string;
+  title: string;
+  records: PublishedRecord[];
+  problems: Problem[];
+}
+
+/** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
+async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
+  try {
+    const agent = new Agent(await deps.oauth().restore(did));
+    return { repo: agentRepo(agent, did), agent };
+  } catch {
+    throw new AppError(
+      401,
+      'SESSION_ENDED',
+      'Your sign-in with your PDS has ended. Sign in again to publish.',
+    );
+  }
+}
+
+async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[]> {
+  const rows = await sql<
+    {
+      id: string;
+      role: 'player' | 'npc';
+      parts: unknown;
+      text: string;
+      status: string;
+      created_at: Date;
+      provider: string | null;
+      model: string | null;
+    }[]
+  >`
+    select id, role, parts, text, status, created_at, provider, model from messages
+    where conversation_id = ${conversationId} order by messages.seq`;
+  if (rows.some((r) => r.status === 'streaming')) {
+    throw new AppError(
+      409,
+      'TURN_IN_PROGRESS',
+      'An NPC is still answering. Publish once the reply has finished.',
+    );
+  }
+  return rows.map((r) => ({
+    messageId: r.id,
+    role: r.role,
+    parts: r.parts == null ? [{ type: 'text', text: r.text }] : readParts(r.parts),
+    createdAt: r.created_at,
+    provider: r.provider,
+    model: r.model,
+  }));
+}
+
+/**
+ * Every record the Conversation should have on the PDS given the Player's choices, and the write each needs
+ * against what is already there: new turns are created with fresh TIDs after the last one (so TID order stays
+ * reading order), changed ones updated under the same rkey, unchanged ones left alone.
+ */
+async function plan(
+  deps: PublishDeps,
+  did: string,
+  agent: Agent,
+  conversationId: string,
+  playerId: string,
+  input: PublishInput,
+): Promise<Planned> {
+  const conversation = await getConversation(deps.sql, playerId, conversationId);
+  if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
+  const [turns, participants, existing, current] = await Promise.all([
+    loadTurns(deps.sql, conversationId),
+    getParticipants(deps.sql, conversationId),
+    getPublishedRecords(deps.sql, conversationId),
+    getPublication(deps.sql, conversationId),
+  ]);
+  if (turns.length === 0)
+    throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
+  const known = new Set(turns.map((t) => t.messageId));
+  const stray = Object.keys(input.choices).find((id) => !known.has(id));
+  if (stray) throw new AppError(400, 'INVALID_BODY', `There is no turn ${stray} in this Conversation.`);
+
+  const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
+  const choiceOf = (id: string): TurnChoice =>
+    input.choices[id] ?? (byMessage.get(id)?.choice as TurnChoice) ?? {};
+  const wanted = turns.map((t) => referencesOf(t, choiceOf(t.messageId)));
+  const resolution = await resolveAll(
+    networkResolver(agent, deps.plcUrl(), deps.localNetwork),
+    wanted.flatMap((w) => w.pointers),
+    wanted.flatMap((w) => w.accounts),
+  );
+
+  const sessionRkey = current?.sessionRkey ?? TID.nextStr();
+  const sessionUri = `at://${did}/${SESSION}/${sessionRkey}`;
+  const title = input.title?.trim() || current?.title || conversation.title || 'Untitled conversation';
+  const existingSession = existing.find((r) => r.collection === SESSION);
+  const records: PublishedRecord[] = [];
+  const sessionRecord = projectSession({
+    title,
+    createdAt: turns[0]!.createdAt,
+    agents: participants.map((n) => ({
+      name: n.name,
+      jobTitle: n.jobTitle,
+      description: n.description,
+      model: null,
+    })),
+  });
+  records.push(
+    diff(existingSession, {
+      rkey: sessionRkey,
+      collection: SESSION,
+      messageId: null,
+      position: 0,
+      choice: {},
+      record: sessionRecord as never,
+    }),
+  );
+
+  const problems: Problem[] = [];
+  let lastRkey = existing
+    .filter((r) => r.collection === MESSAGE)
+    .reduce((max, r) => (r.rkey > max ? r.rkey : max), sessionRkey);
+  for (const [i, turn] of turns.entries()) {
+    const choice = choiceOf(turn.messageId);
+    const projected = projectTurn(turn, i, choice, { sessionUri, resolution });
+    problems.push(...projected.problems);
+    const prior = byMessage.get(turn.messageId);
+    const rkey = prior?.rkey ?? (lastRkey = TID.nextStr(lastRkey));
+    records.push(
+      diff(prior, {
+        rkey,
+        collection: MESSAGE,
+        messageId: turn.messageId,
+        position: i + 1,
+        choice,
+        record: projected.record as never,
+      }),
+    );
+  }
+  // Turns published before and gone here since (a regenerated reply): their records go too.
+  for (const r of existing) {
+    if (r.messageId && !known.has(r.messageId) && r.cid) records.push({ ...r, pending: 'delete' });
+  }
+  // Every record is validated against its lexicon before any byte goes to a PDS (which would not check it);
+  // a turn already refused above is not reported twice.
+  const refused = new Set(problems.map((p) => p.messageId));
+  for (const r of records) {
+    if (r.pending === 'delete' || refused.has(r.messageId)) continue;
+    try {
+      assertValidRecord(r.collection as typeof MESSAGE, r.record);
+    } catch (e) {
+      if (!(e instanceof InvalidRecordError)) throw e;
+      problems.push({
+        messageId: r.messageId,
+        turn: r.position || null,
+        code: 'BAD_REF',
+        message: `A record failed its lexicon: ${e.message}`,
+      });
+    }
+  }
+  return { did, sessionRkey, title, records, problems };
+}
+
+function diff(
+  prior: PublishedRecord | undefined,
+  next: Omit<PublishedRecord, 'cid' | 'pending'>,
+): PublishedRecord {
+  if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
+  const same = JSON.stringify(sortKeys(prior.record)) === JSON.stringify(sortKeys(next.record));
+  return { ...next, cid: prior.cid, pending: same ? null : 'update' };
+}
+
+function sortKeys(v: unknown): unknown {
+  if (Array.isArray(v)) return v.map(sortKeys);
+  if (v && typeof v === 'object')
+    return Object.fromEntries(
+      Object.entries(v)
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([k, x]) => [k, sortKeys(x)]),
+    );
+  return v;
+}
+
+export interface PreviewResult {
+  uri: string;
+  title: string;
+  records: {
+    rkey: string;
+    collection: string;
+    messageId: string | null;
+    record: unknown;
+    write: string | null;
+  }[];
+  problems: Problem[];
+  points: number;
+}
+
+function toPreview(p: Planned): PreviewResult {
+  const writes = p.records.filter((r) => r.pending).map((r) => ({ action: r.pending! }));
+  return {
+    uri: `at://${p.did}/${SESSION}/${p.sessionRkey}`,
+    title: p.title,
+    records: p.records.map((r) => ({
+      rkey: r.rkey,
+      collection: r.collection,
+      messageId: r.messageId,
+      record: r.record,
+      write: r.pending,
+    })),
+    problems: p.problems,
+    points: pointsFor(writes),
+  };
+}
+
+export async function previewPublication(
+  deps: PublishDeps,
+  player: { id: string; did: string },
+  conversationId: string,
+  input: PublishInput,
+) {
+  const { agent } = await repoFor(deps, player.did);
+  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input));
+}
+
+/** Publishes, appends or edits: plans, refuses on any problem, stores the plan, then writes it. */
+export async function publish(
+  deps: PublishDeps,
+  player: { id: string; did: string },
+  conversationId: string,
+  input: PublishInput,
+) {
+  const { repo, agent } = await repoFor(deps, player.did);
+  const planned = await plan(deps, player.did, agent, conversationId, player.id, input);
+  const preview = toPreview(planned);
+  if (planned.problems.length) {
+    throw new AppError(
+      400,
+      'PUBLISH_PROBLEMS',
+      `${planned.problems.length} thing(s) must be fixed before publishing.`,
+      { problems: planned.problems },
+    );
+  }
+  if (preview.points > POINTS_PER_HOUR) {
+    throw new AppError(
+      400,
+      'RATE_LIMIT_BUDGET',
+      `Publishing this needs about ${preview.points} of your PDS's ${POINTS_PER_HOUR} write points per hour. Withhold or publish part of it now and the rest later.`,
+    );
+  }
+  await savePlan(deps.sql, {
+    publication: {
+      conversationId,
+      playerId: player.id,
+      did: player.did,
+      sessionRkey: planned.sessionRkey,
+      title: planned.title,
+    },
+    records: planned.records,
+  });
+  return { ...preview, calls: await run(deps, repo, conversationId) };
+}
+
+/** Writes what the stored plan still needs; used after a pause or a crash. */
+export async function resume(deps: PublishDeps, did: string, conversationId: string): Promise<number> {
+  const { repo } = await repoFor(deps, did);
+  return run(deps, repo, conversationId);
+}
+
+async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promise<number> {
+  const publication = await getPublication(deps.sql, conversationId);
+  try {
+    const calls = await executePending(deps.sql, repo, conversationId);
+    if (publication?.status === 'unpublishing') {
+      await verifyGone(repo, `at://${repo.did}/${SESSION}/${publication.sessionRkey}`);
+      await dropPublication(deps.sql, conversationId);
+    } else await setStatus(deps.sql, conversationId, 'published', null);
+    return calls;
+  } catch (e) {
+    const message =
+      e instanceof PublishPausedError
+        ? e.message
+        : `Publishing stopped part-way: ${(e as Error).message}. It resumes where it stopped.`;
+    await setStatus(
+      deps.sql,
+      conversationId,
+      publication?.status === 'unpublishing' ? 'unpublishing' : 'failed',
+      message,
+    );
+    throw new AppError(e instanceof PublishPausedError ? 429 : 502, 'PUBLISH_INCOMPLETE', message);
+  }
+}
+
+/** Deletes every record of the publication, then lists the repo to make sure none is left. */
+export async function unpublish(
+  deps: PublishDeps,
+  player: { id: string; did: string },
+  conversationId: string,
+) {
+  const publication = await getPublication(deps.sql, conversationId);
+  if (!publication) throw new AppError(404, 'NOT_PUBLISHED', 'This Conversation is not published.');
+  const { repo } = await repoFor(deps, player.did);
+  await markAllForDeletion(deps.sql, conversationId);
+  await run(deps, repo, conversationId);
+}
+
+async function verifyGone(repo: Repo, sessionUri: string) {
+  const leftovers: { collection: string; rkey: string }[] = [];
+  for await (const r of repo.listRecords(MESSAGE)) {
+    if ((r.value as { session?: string }).session === sessionUri)
+      leftovers.push({ collection: MESSAGE, rkey: r.uri.split('/').pop()! });
+  }
+  const sessionRkey = sessionUri.split('/').pop()!;
+  if (await repo.getRecordCid(SESSION, sessionRkey))
+    leftovers.push({ collection: SESSION, rkey: sessionRkey });
+  if (leftovers.length) await repo.applyWrites(leftovers.map((l) => ({ action: 'delete', ...l })));
+}

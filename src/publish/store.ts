@@ -1,0 +1,129 @@
+import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import type { RepoWrite } from './repo.ts';
+
+export interface Publication {
+  conversationId: string;
+  did: string;
+  sessionRkey: string;
+  title: string;
+  status: 'publishing' | 'published' | 'unpublishing' | 'failed';
+  error: string | null;
+}
+
+export interface PublishedRecord {
+  rkey: string;
+  collection: string;
+  messageId: string | null;
+  position: number;
+  choice: Record<string, unknown>;
+  record: Record<string, unknown>;
+  cid: string | null;
+  pending: RepoWrite['action'] | null;
+}
+
+export async function getPublication(
+  sql: Queryable,
+  conversationId: string,
+): Promise<Publication | undefined> {
+  const [row] = await sql<Publication[]>`
+    select conversation_id as "conversationId", did, session_rkey as "sessionRkey", title, status, error
+    from publications where conversation_id = ${conversationId}`;
+  return row;
+}
+
+export async function getPublishedRecords(
+  sql: Queryable,
+  conversationId: string,
+): Promise<PublishedRecord[]> {
+  return sql<PublishedRecord[]>`
+    select rkey, collection, message_id as "messageId", position, choice, record, cid, pending
+    from publication_records where conversation_id = ${conversationId} order by position`;
+}
+
+/**
+ * Stores the plan before any write: the publication and every record with the write it still needs. A
+ * record already on the PDS and unchanged keeps `pending = null`.
+ */
+export async function savePlan(
+  sql: Sql,
+  plan: {
+    publication: Omit<Publication, 'status' | 'error'> & { playerId: string };
+    records: PublishedRecord[];
+  },
+): Promise<void> {
+  const p = plan.publication;
+  await sql.begin(async (tx) => {
+    await tx`
+      insert into publications (conversation_id, player_id, did, session_rkey, title, status)
+      values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing')
+      on conflict (conversation_id) do update set title = excluded.title, status = 'publishing', error = null,
+        updated_at = now()`;
+    for (const r of plan.records) {
+      await tx`
+        insert into publication_records (conversation_id, rkey, collection, message_id, position, choice, record, cid, pending)
+        values (${p.conversationId}, ${r.rkey}, ${r.collection}, ${r.messageId}, ${r.position},
+          ${tx.json(r.choice as JsonValue)}, ${tx.json(r.record as JsonValue)}, ${r.cid}, ${r.pending})
+        on conflict (conversation_id, rkey) do update set position = excluded.position, choice = excluded.choice,
+          record = excluded.record, pending = excluded.pending`;
+    }
+  });
+}
+
+export async function pendingWrites(sql: Sql, conversationId: string): Promise<RepoWrite[]> {
+  const rows = await sql<PublishedRecord[]>`
+    select rkey, collection, record, pending from publication_records
+    where conversation_id = ${conversationId} and pending is not null order by position`;
+  return rows.map((r) =>
+    r.pending === 'delete'
+      ? { action: 'delete', collection: r.collection, rkey: r.rkey }
+      : { action: r.pending!, collection: r.collection, rkey: r.rkey, value: r.record },
+  );
+}
+
+/** Records that the PDS now matches. Deleted ones leave the table. */
+export async function markWritten(
+  sql: Sql,
+  conversationId: string,
+  writes: RepoWrite[],
+  cids: (string | null)[],
+) {
+  await sql.begin(async (tx) => {
+    for (const [i, w] of writes.entries()) {
+      if (w.action === 'delete') {
+        await tx`delete from publication_records where conversation_id = ${conversationId} and rkey = ${w.rkey}`;
+      } else {
+        await tx`update publication_records set pending = null, cid = ${cids[i] ?? null}
+          where conversation_id = ${conversationId} and rkey = ${w.rkey}`;
+      }
+    }
+  });
+}
+
+export async function setStatus(
+  sql: Sql,
+  conversationId: string,
+  status: Publication['status'],
+  error: string | null,
+) {
+  await sql`update publications set status = ${status}, error = ${error}, updated_at = now()
+    where conversation_id = ${conversationId}`;
+}
+
+export async function markAllForDeletion(sql: Sql, conversationId: string) {
+  await sql.begin(async (tx) => {
+    await tx`update publications set status = 'unpublishing', updated_at = now() where conversation_id = ${conversationId}`;
+    // Never written: nothing to delete on the PDS.
+    await tx`delete from publication_records where conversation_id = ${conversationId} and cid is null and pending = 'create'`;
+    await tx`update publication_records set pending = 'delete' where conversation_id = ${conversationId}`;
+  });
+}
+
+export async function dropPublication(sql: Sql, conversationId: string) {
+  await sql`delete from publications where conversation_id = ${conversationId}`;
+}
+
+/** Publications left mid-write (a crash, a rate limit): resumed at start. */
+export async function unfinishedPublications(sql: Sql): Promise<{ conversationId: string; did: string }[]> {
+  return sql`select conversation_id as "conversationId", did from publications
+    where status in ('publishing', 'unpublishing')`;
+}

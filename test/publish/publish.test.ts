@@ -1,0 +1,315 @@
+import { AtpAgent } from '@atproto/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REDACTION_BAR } from '../../src/publish/index.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+
+/** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
+const faults = {
+  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send',
+  calls: 0,
+  bodies: [] as string[],
+};
+const faultyFetch: typeof fetch = async (input, init) => {
+  const req = new Request(input, init);
+  const body = req.method === 'POST' ? await req.clone().text() : '';
+  if (body) faults.bodies.push(body);
+  if (!req.url.includes('com.atproto.repo.applyWrites')) return fetch(req);
+  faults.calls++;
+  if (faults.mode === 'fail-2nd' && faults.calls === 2) {
+    return Response.json({ error: 'InternalServerError', message: 'injected failure' }, { status: 500 });
+  }
+  if (faults.mode === '429-once' && faults.calls === 1) {
+    return Response.json(
+      { error: 'RateLimitExceeded', message: 'slow down' },
+      { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 1) } },
+    );
+  }
+  if (faults.mode === 'drop-after-send' && faults.calls === 1) {
+    await fetch(req); // the PDS applies the batch; the answer never arrives
+    throw new TypeError('fetch failed: socket hang up');
+  }
+  return fetch(req);
+};
+
+let local: LocalApp;
+let alice: { cookie: string; did: string; playerId: string };
+let post: { uri: string; cid: string };
+let bobDid: string;
+
+beforeAll(async () => {
+  local = await startLocalApp({ oauthFetch: faultyFetch });
+  alice = await local.signInAs('alice.test');
+  const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+  bobDid = bob.did;
+  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await agent.login({ identifier: bob.handle, password: bob.password });
+  post = await agent.post({ text: 'Maps are the best', createdAt: new Date().toISOString() });
+}, 120_000);
+afterAll(() => local?.close());
+
+async function fixture(extraTurns = 0) {
+  const sql = local.app.db.sql;
+  const [npc] = await sql`insert into npcs (player_id, name, job_title, description, prompt)
+    values (${alice.playerId}, 'Ada', 'Librarian', 'Keeps the maps.', 'SECRET SYSTEM PROMPT') returning id`;
+  const [c] =
+    await sql`insert into conversations (player_id, title) values (${alice.playerId}, 'Maps') returning id`;
+  await sql`insert into conversation_participants values (${c!.id}, ${npc!.id}, 0)`;
+  const turns: [string, string | null, unknown[]][] = [
+    [
+      'player',
+      null,
+      [
+        {
+          type: 'text',
+          text: `Is https://bsky.app/profile/bob.test/post/${post.uri.split('/').pop()} right, @bob.test?`,
+        },
+      ],
+    ],
+    [
+      'npc',
+      'Ada',
+      [
+        { type: 'reasoning', text: 'PRIVATE REASONING' },
+        {
+          type: 'tool',
+          id: 'c1',
+          name: 'search',
+          input: { q: 'maps' },
+          state: 'done',
+          output: 'PRIVATE TOOL OUTPUT',
+        },
+        { type: 'tool', id: 'c2', name: 'fetch', input: { url: 'x' }, state: 'failed', error: 'timeout' },
+        { type: 'text', text: 'Yes. The vault code is 7391-SECRET, keep it safe.' },
+      ],
+    ],
+    ['player', null, [{ type: 'text', text: 'A question I would rather not publish.' }]],
+    ['npc', 'Ada', [{ type: 'text', text: 'And the answer to it.' }]],
+    ...Array.from({ length: extraTurns }, (_, i): [string, string | null, unknown[]] => [
+      'player',
+      null,
+      [{ type: 'text', text: `more ${i}` }],
+    ]),
+  ];
+  const ids: string[] = [];
+  for (const [i, [role, name, parts]] of turns.entries()) {
+    const text = (parts as { type: string; text?: string }[])
+      .filter((p) => p.type === 'text')
+      .map((p) => p.text)
+      .join('\n\n');
+    const [m] =
+      await sql`insert into messages (conversation_id, role, npc_id, npc_name, parts, text, provider, model, created_at)
+      values (${c!.id}, ${role}, ${role === 'npc' ? npc!.id : null}, ${name}, ${sql.json(parts as never)}, ${text},
+        ${role === 'npc' ? 'fake' : null}, ${role === 'npc' ? 'fake-model' : null}, ${new Date(Date.UTC(2026, 10, 1, 10, i))})
+      returning id`;
+    ids.push(m!.id as string);
+  }
+  return { conversationId: c!.id as string, ids };
+}
+
+const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+  local.app.api(path, { ...init, cookie: alice.cookie });
+
+async function listMine(collection: string) {
+  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  const res = await agent.com.atproto.repo.listRecords({
+    repo: alice.did,
+    collection,
+    limit: 100,
+    reverse: true,
+  });
+  return res.data.records;
+}
+
+function choicesFor(ids: string[]) {
+  const secret = 'Yes. The vault code is 7391-SECRET, keep it safe.';
+  const start = secret.indexOf('7391-SECRET');
+  return {
+    [ids[1]!]: {
+      redactions: [{ start, end: start + '7391-SECRET'.length }],
+      steps: ['Searched the map catalogue', null],
+    },
+    [ids[2]!]: { withheld: true },
+    [ids[3]!]: { withheld: true },
+  };
+}
+
+describe('publishing a Conversation to the Player’s PDS', () => {
+  it('writes one session and one record per turn, in order, with holes, bars, steps, refs and mentions', async () => {
+    const { conversationId, ids } = await fixture();
+    faults.mode = 'none';
+    faults.bodies = [];
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { title: 'About maps', choices: choicesFor(ids) },
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { uri: string; calls: number };
+    expect(body.calls).toBe(1);
+
+    const [session] = (await listMine('click.aligned.chat.session')).filter((r) => r.uri === body.uri);
+    expect(session?.value).toMatchObject({
+      title: 'About maps',
+      agents: [{ name: 'Ada', role: 'Librarian', description: 'Keeps the maps.' }],
+    });
+    const messages = (await listMine('click.aligned.chat.message')).filter(
+      (r) => (r.value as { session: string }).session === body.uri,
+    );
+    expect(messages).toHaveLength(4);
+    const rkeys = messages.map((m) => m.uri.split('/').pop()!);
+    expect([...rkeys].sort()).toEqual(rkeys); // TID order is reading order
+    const values = messages.map((m) => m.value as Record<string, unknown>);
+    expect(values[0]).toMatchObject({
+      role: 'user',
+      refs: [{ uri: post.uri, cid: post.cid }],
+      mentions: [bobDid],
+    });
+    expect(values[1]).toMatchObject({
+      role: 'assistant',
+      model: 'fake/fake-model',
+      text: `Yes. The vault code is ${REDACTION_BAR}, keep it safe.`,
+      steps: [
+        { name: 'search', summary: 'Searched the map catalogue' },
+        { name: 'fetch', summary: 'fetch({"url":"x"})', failed: true },
+      ],
+    });
+    expect(values[2]).toEqual({
+      $type: 'click.aligned.chat.message',
+      session: body.uri,
+      role: 'user',
+      createdAt: '2026-11-01T10:02:00.000Z',
+      withheld: true,
+    });
+    expect(values[3]).toMatchObject({ role: 'assistant', withheld: true, model: 'fake/fake-model' });
+    expect(values[3]).not.toHaveProperty('text');
+    // Nothing private ever left the server: every byte sent to the PDS was captured.
+    const sent = faults.bodies.join('\n');
+    for (const secret of [
+      '7391-SECRET',
+      'PRIVATE REASONING',
+      'PRIVATE TOOL OUTPUT',
+      'SECRET SYSTEM PROMPT',
+      'rather not publish',
+      'answer to it',
+    ]) {
+      expect(sent).not.toContain(secret);
+    }
+
+    // Append a turn, edit a published one, retitle: same rkeys, the new turn after the others.
+    const [late] = await local.app.db.sql`insert into messages (conversation_id, role, parts, text)
+      values (${conversationId}, 'player', ${local.app.db.sql.json([{ type: 'text', text: 'One more thing' }])}, 'One more thing') returning id`;
+    const again = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { title: 'About maps, revised', choices: { [ids[2]!]: { withheld: false } } },
+    });
+    expect(again.status).toBe(200);
+    const after = (await listMine('click.aligned.chat.message')).filter(
+      (r) => (r.value as { session: string }).session === body.uri,
+    );
+    expect(after.map((m) => m.uri.split('/').pop())).toEqual([...rkeys, expect.any(String)]);
+    expect(after.at(-1)!.uri.split('/').pop()! > rkeys.at(-1)!).toBe(true);
+    expect((after[2]!.value as { text?: string }).text).toBe('A question I would rather not publish.');
+    expect((after[4]!.value as { text?: string }).text).toBe('One more thing');
+    const [retitled] = (await listMine('click.aligned.chat.session')).filter((r) => r.uri === body.uri);
+    expect((retitled!.value as { title: string }).title).toBe('About maps, revised');
+    expect(late).toBeTruthy();
+
+    // Unpublish: every record deleted, verified by listing.
+    const gone = await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+    expect(gone.status).toBe(204);
+    expect(
+      (await listMine('click.aligned.chat.message')).filter(
+        (r) => (r.value as { session: string }).session === body.uri,
+      ),
+    ).toEqual([]);
+    expect((await listMine('click.aligned.chat.session')).filter((r) => r.uri === body.uri)).toEqual([]);
+    expect(
+      (
+        (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+          publication: unknown;
+        }
+      ).publication,
+    ).toBeNull();
+  }, 60_000);
+
+  for (const mode of ['fail-2nd', '429-once', 'drop-after-send'] as const) {
+    it(`resumes without duplicates or gaps when the PDS side fails (${mode})`, async () => {
+      // 250 turns: two batches, so a failure can land between them.
+      const { conversationId } = await fixture(250);
+      faults.mode = mode;
+      faults.calls = 0;
+      let res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+      if (res.status !== 200) {
+        // A failure the writer does not retry by itself leaves the plan stored; resuming finishes it.
+        expect(res.status).toBe(502);
+        res = await api(`/api/conversations/${conversationId}/publication/resume`, { method: 'POST' });
+      }
+      expect(res.status).toBe(200);
+      faults.mode = 'none';
+      const { publication } = (await (
+        await api(`/api/conversations/${conversationId}/publication`)
+      ).json()) as {
+        publication: { uri: string; status: string };
+      };
+      expect(publication.status).toBe('published');
+      const mine = (await listMine('click.aligned.chat.message')).length; // listMine pages 100
+      expect(mine).toBeGreaterThan(0);
+      const all: string[] = [];
+      const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+      let cursor: string | undefined;
+      do {
+        const page = await agent.com.atproto.repo.listRecords({
+          repo: alice.did,
+          collection: 'click.aligned.chat.message',
+          limit: 100,
+          cursor,
+        });
+        for (const r of page.data.records)
+          if ((r.value as { session: string }).session === publication.uri) all.push(r.uri);
+        cursor = page.data.records.length === 100 ? page.data.cursor : undefined;
+      } while (cursor);
+      expect(all).toHaveLength(254);
+      expect(new Set(all).size).toBe(254);
+      await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+    }, 90_000);
+  }
+
+  it('refuses before any byte reaches the PDS when a turn is too long or a mention does not resolve', async () => {
+    const { conversationId, ids } = await fixture();
+    await local.app.db
+      .sql`update messages set parts = ${local.app.db.sql.json([{ type: 'text', text: 'z'.repeat(15_001) }])}
+      where id = ${ids[3]!}`;
+    faults.calls = 0;
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: { mentions: ['@nobody.test'] } } },
+    });
+    expect(res.status).toBe(400);
+    const body = (await res.json()) as {
+      error: { code: string; details: { problems: { code: string; turn: number }[] } };
+    };
+    expect(body.error.code).toBe('PUBLISH_PROBLEMS');
+    expect(body.error.details.problems.map((p) => [p.code, p.turn])).toEqual([
+      ['UNRESOLVED_MENTION', 1],
+      ['TEXT_TOO_LONG', 4],
+    ]);
+    expect(faults.calls).toBe(0);
+    expect(
+      (
+        (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+          publication: unknown;
+        }
+      ).publication,
+    ).toBeNull();
+  }, 60_000);
+
+  it('cannot delete a published Conversation before unpublishing it', async () => {
+    const { conversationId } = await fixture();
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    const del = await api(`/api/conversations/${conversationId}`, { method: 'DELETE' });
+    expect(del.status).toBe(409);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+    expect((await api(`/api/conversations/${conversationId}`, { method: 'DELETE' })).status).toBe(204);
+  }, 60_000);
+});

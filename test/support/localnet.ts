@@ -1,0 +1,47 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { startTestApp, type TestApp } from './app.ts';
+import { type Browser, openBrowser, signInThroughPds } from './browser.ts';
+import { freePort } from './ports.ts';
+
+export interface LocalApp {
+  app: TestApp;
+  browser: Browser;
+  /** Signs a demo account in through the real OAuth pages; returns its cookie header and DID. */
+  signInAs(handle: string): Promise<{ cookie: string; did: string; playerId: string }>;
+  close(): Promise<void>;
+}
+
+/** The app in offline mode (its own PLC + PDS), a browser, and OAuth sign-in for demo accounts. */
+export async function startLocalApp(options: { oauthFetch?: typeof fetch } = {}): Promise<LocalApp> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
+  const app = await startTestApp(
+    {},
+    {
+      ATPROTO_NETWORK: 'local',
+      DATA_DIR: dataDir,
+      LOCALNET_PDS_PORT: String(await freePort()),
+      LOCALNET_PLC_PORT: String(await freePort()),
+    },
+    { oauthFetch: options.oauthFetch },
+  );
+  const browser = await openBrowser();
+  return {
+    app,
+    browser,
+    async signInAs(handle) {
+      const account = app.running.localnet!.accounts.find((a) => a.handle === handle)!;
+      await signInThroughPds(browser.page, app.url, account.handle, account.password);
+      await browser.page.waitForURL(`${app.url}/`);
+      const token = (await browser.context.cookies(app.url)).find((c) => c.name === 'av_session')!.value;
+      const [player] = await app.db.sql`select id from players where did = ${account.did}`;
+      return { cookie: `av_session=${token}`, did: account.did, playerId: player!.id as string };
+    },
+    async close() {
+      await browser.close();
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
