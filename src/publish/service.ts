@@ -195,7 +195,7 @@ async function plan(
       problems.push({
         messageId: r.messageId,
         turn: r.position || null,
-        code: 'BAD_REF',
+        code: 'INVALID_RECORD',
         message: `A record failed its lexicon: ${e.message}`,
       });
     }
