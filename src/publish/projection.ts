@@ -65,7 +65,8 @@ export interface Problem {
     | 'UNRESOLVED_REF'
     | 'UNRESOLVED_MENTION'
     | 'BAD_REF'
-    | 'TOO_MANY_STEPS';
+    | 'TOO_MANY_STEPS'
+    | 'INVALID_RECORD';
   message: string;
 }
 

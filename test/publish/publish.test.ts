@@ -1,5 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { publishLexicons } from '../../scripts/publish-lexicons.ts';
 import { REDACTION_BAR } from '../../src/publish/index.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
@@ -301,6 +302,23 @@ describe('publishing a Conversation to the Player’s PDS', () => {
       ).publication,
     ).toBeNull();
   }, 60_000);
+
+  it('the lexicon schemas publish as com.atproto.lexicon.schema records named by their NSID', async () => {
+    const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+    const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+    await agent.login({ identifier: bob.handle, password: bob.password });
+    const uris = await publishLexicons(agent, bob.did);
+    expect(uris).toEqual([
+      `at://${bob.did}/com.atproto.lexicon.schema/click.aligned.chat.message`,
+      `at://${bob.did}/com.atproto.lexicon.schema/click.aligned.chat.session`,
+    ]);
+    const got = await agent.com.atproto.repo.getRecord({
+      repo: bob.did,
+      collection: 'com.atproto.lexicon.schema',
+      rkey: 'click.aligned.chat.message',
+    });
+    expect(got.data.value).toMatchObject({ lexicon: 1, id: 'click.aligned.chat.message' });
+  });
 
   it('cannot delete a published Conversation before unpublishing it', async () => {
     const { conversationId } = await fixture();
