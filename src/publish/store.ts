@@ -58,11 +58,21 @@ export async function savePlan(
       values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing')
       on conflict (conversation_id) do update set title = excluded.title, status = 'publishing', error = null,
         updated_at = now()`;
-    for (const r of plan.records) {
+    // One statement per 500 records, not one per record: a 1,000-turn plan is two round trips.
+    for (let i = 0; i < plan.records.length; i += 500) {
+      const rows = plan.records.slice(i, i + 500).map((r) => ({
+        conversation_id: p.conversationId,
+        rkey: r.rkey,
+        collection: r.collection,
+        message_id: r.messageId,
+        position: r.position,
+        choice: tx.json(r.choice as JsonValue),
+        record: tx.json(r.record as JsonValue),
+        cid: r.cid,
+        pending: r.pending,
+      }));
       await tx`
-        insert into publication_records (conversation_id, rkey, collection, message_id, position, choice, record, cid, pending)
-        values (${p.conversationId}, ${r.rkey}, ${r.collection}, ${r.messageId}, ${r.position},
-          ${tx.json(r.choice as JsonValue)}, ${tx.json(r.record as JsonValue)}, ${r.cid}, ${r.pending})
+        insert into publication_records ${tx(rows)}
         on conflict (conversation_id, rkey) do update set position = excluded.position, choice = excluded.choice,
           record = excluded.record, pending = excluded.pending`;
     }
@@ -87,14 +97,18 @@ export async function markWritten(
   writes: RepoWrite[],
   cids: (string | null)[],
 ) {
+  const deleted = writes.filter((w) => w.action === 'delete').map((w) => w.rkey);
+  const written = writes.flatMap((w, i) =>
+    w.action === 'delete' ? [] : [{ rkey: w.rkey, cid: cids[i] ?? null }],
+  );
   await sql.begin(async (tx) => {
-    for (const [i, w] of writes.entries()) {
-      if (w.action === 'delete') {
-        await tx`delete from publication_records where conversation_id = ${conversationId} and rkey = ${w.rkey}`;
-      } else {
-        await tx`update publication_records set pending = null, cid = ${cids[i] ?? null}
-          where conversation_id = ${conversationId} and rkey = ${w.rkey}`;
-      }
+    if (deleted.length) {
+      await tx`delete from publication_records where conversation_id = ${conversationId} and rkey = any(${deleted})`;
+    }
+    if (written.length) {
+      await tx`update publication_records p set pending = null, cid = w.cid
+        from (select * from jsonb_to_recordset(${tx.json(written as unknown as JsonValue)}) as x(rkey text, cid text)) w
+        where p.conversation_id = ${conversationId} and p.rkey = w.rkey`;
     }
   });
 }
