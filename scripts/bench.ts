@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
+import { publishFigures } from './bench/publish.ts';
 import { turnFigures } from './bench/turn.ts';
 import { webFigures } from './bench/web.ts';
 
@@ -34,6 +35,7 @@ if (!adminUrl) {
 try {
   for await (const figure of turnFigures(adminUrl)) print(figure);
   for await (const figure of webFigures(adminUrl)) print(figure);
+  for await (const figure of publishFigures(adminUrl)) print(figure);
 } finally {
   await cleanup();
 }

@@ -78,7 +78,8 @@ export interface Resolution {
 }
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-const graphemes = (s: string) => [...segmenter.segment(s)].length;
+/** Grapheme count, skipped when the UTF-16 length already proves the string is within `limit`. */
+const graphemes = (s: string, limit = 0) => (s.length <= limit ? s.length : [...segmenter.segment(s)].length);
 const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
 
 /** The turn's published text: its text Parts only (never reasoning), each covered span replaced by one bar. */
@@ -112,6 +113,7 @@ export function defaultStepSummary(part: Extract<Part, { type: 'tool' }>): strin
 }
 
 function clip(s: string, max: number): string {
+  if (s.length <= max) return s;
   let out = '';
   let n = 0;
   for (const { segment } of segmenter.segment(s)) {
@@ -165,7 +167,7 @@ export function projectTurn(
   }
 
   const text = redactedText(turn.parts, choice.redactions);
-  if (graphemes(text) > TEXT_GRAPHEMES || utf8(text) > TEXT_BYTES) {
+  if (graphemes(text, TEXT_GRAPHEMES) > TEXT_GRAPHEMES || utf8(text) > TEXT_BYTES) {
     problem(
       'TEXT_TOO_LONG',
       `Turn ${index + 1} is too long to publish (${graphemes(text).toLocaleString('en')} characters; the limit is 15,000). Redact part of it or withhold it.`,
@@ -182,7 +184,7 @@ export function projectTurn(
   const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
     const edited = choice.steps?.[i]?.trim();
     const summary = edited || defaultStepSummary(part);
-    if (graphemes(summary) > SUMMARY_GRAPHEMES) {
+    if (graphemes(summary, SUMMARY_GRAPHEMES) > SUMMARY_GRAPHEMES) {
       problem(
         'SUMMARY_TOO_LONG',
         `The summary of step ${i + 1} in turn ${index + 1} is longer than 250 characters.`,

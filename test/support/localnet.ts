@@ -14,7 +14,9 @@ export interface LocalApp {
 }
 
 /** The app in offline mode (its own PLC + PDS), a browser, and OAuth sign-in for demo accounts. */
-export async function startLocalApp(options: { oauthFetch?: typeof fetch } = {}): Promise<LocalApp> {
+export async function startLocalApp(
+  options: { oauthFetch?: typeof fetch; adminDatabaseUrl?: string } = {},
+): Promise<LocalApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
   const app = await startTestApp(
     {},
@@ -24,7 +26,7 @@ export async function startLocalApp(options: { oauthFetch?: typeof fetch } = {})
       LOCALNET_PDS_PORT: String(await freePort()),
       LOCALNET_PLC_PORT: String(await freePort()),
     },
-    { oauthFetch: options.oauthFetch },
+    { oauthFetch: options.oauthFetch, adminDatabaseUrl: options.adminDatabaseUrl },
   );
   const browser = await openBrowser();
   return {
