@@ -6,6 +6,7 @@ import { App } from './App.tsx';
 import { ConversationPage } from './pages/ConversationPage.tsx';
 import { ConversationsPage } from './pages/ConversationsPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
+import { PublishPage } from './pages/PublishPage.tsx';
 import { VillagePage } from './pages/VillagePage.tsx';
 import './styles.css';
 
@@ -23,6 +24,7 @@ const router = createBrowserRouter([
     children: [
       { index: true, element: <ConversationsPage /> },
       { path: 'c/:id', element: <ConversationPage /> },
+      { path: 'c/:id/publish', element: <PublishPage /> },
       { path: 'npcs', element: <NpcsPage /> },
       {
         path: 'usage',

@@ -159,15 +159,20 @@ async function plan(
   );
 
   const problems: Problem[] = [];
-  let lastRkey = existing
-    .filter((r) => r.collection === MESSAGE)
-    .reduce((max, r) => (r.rkey > max ? r.rkey : max), sessionRkey);
+  // TIDs sort as strings: new turns take TIDs after the last one published, so TID order stays reading order.
+  let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
+    .sort()
+    .at(-1)!;
   for (const [i, turn] of turns.entries()) {
     const choice = choiceOf(turn.messageId);
     const projected = projectTurn(turn, i, choice, { sessionUri, resolution });
     problems.push(...projected.problems);
     const prior = byMessage.get(turn.messageId);
-    const rkey = prior?.rkey ?? (lastRkey = TID.nextStr(lastRkey));
+    let rkey = prior?.rkey;
+    if (!rkey) {
+      lastRkey = TID.nextStr(lastRkey);
+      rkey = lastRkey;
+    }
     records.push(
       diff(prior, {
         rkey,

@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
-import { useParams } from 'react-router';
+import { Link, useParams } from 'react-router';
 import { type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
 import { api, type Conversation, type Message, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
@@ -88,6 +88,9 @@ export function ConversationPage() {
       <header className="conversation-head">
         <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
         <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
+        <Link to={`/c/${id}/publish`} className="publish-link">
+          Publish…
+        </Link>
       </header>
       <ErrorNote error={query.error} />
       <Transcript
