@@ -1,4 +1,4 @@
-import { Frame } from '../../src/parts/index.ts';
+import { type Frame, readFrameStream } from '../../src/parts/index.ts';
 import { ApiError } from './api.ts';
 
 /**
@@ -25,25 +25,8 @@ export async function streamTurn(
       err?.error?.message ?? `The server answered ${res.status}.`,
     );
   }
-  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
-  let buffer = '';
   try {
-    for (;;) {
-      const { value, done } = await reader.read();
-      if (done) break;
-      buffer += value;
-      let at = buffer.indexOf('\n\n');
-      while (at >= 0) {
-        const event = buffer.slice(0, at);
-        buffer = buffer.slice(at + 2);
-        for (const line of event.split('\n')) {
-          if (!line.startsWith('data: ')) continue;
-          const parsed = Frame.safeParse(JSON.parse(line.slice(6)));
-          if (parsed.success) onFrame(parsed.data);
-        }
-        at = buffer.indexOf('\n\n');
-      }
-    }
+    for await (const frame of readFrameStream(res.body)) onFrame(frame);
   } catch (e) {
     if (!signal.aborted) throw e;
   }
