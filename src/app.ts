@@ -1,5 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
+import { type Network, readerRoutes } from './appview/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
@@ -26,6 +27,8 @@ export interface AppDeps {
   /** Where did:plc documents resolve (the local PLC in offline mode). */
   plcUrl: () => string;
   localNetwork: boolean;
+  /** Reads published threads from the network for the reader. */
+  reader: Network;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -40,6 +43,7 @@ export function createApp(deps: AppDeps): Express {
   });
   app.use(webRoutes(deps));
   app.use(readJsonBody, publicAuthRoutes(deps));
+  app.use(readerRoutes(deps));
 
   const api = express.Router();
   api.use(requireSession(deps.sql));

@@ -2,6 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
+import { Network } from './appview/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -91,6 +92,11 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     network: atproto.network,
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
+    reader: new Network({
+      handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,
+      plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
+      local: Boolean(localnet),
+    }),
     log,
   });
   const server = http.createServer(app);

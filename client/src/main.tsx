@@ -7,6 +7,7 @@ import { ConversationPage } from './pages/ConversationPage.tsx';
 import { ConversationsPage } from './pages/ConversationsPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
 import { PublishPage } from './pages/PublishPage.tsx';
+import { ThreadPage } from './pages/ThreadPage.tsx';
 import { VillagePage } from './pages/VillagePage.tsx';
 import './styles.css';
 
@@ -18,6 +19,8 @@ const queryClient = new QueryClient({
 });
 
 const router = createBrowserRouter([
+  // Readers need no account.
+  { path: '/profile/:actor/thread/:rkey', element: <ThreadPage /> },
   {
     path: '/',
     element: <App />,

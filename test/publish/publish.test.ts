@@ -303,6 +303,59 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     ).toBeNull();
   }, 60_000);
 
+  it('a reader sees the thread from the network: refs changed since or deleted, mentions as handles, bad records skipped', async () => {
+    const { conversationId } = await fixture();
+    const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+    const bobAgent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+    await bobAgent.login({ identifier: bob.handle, password: bob.password });
+    const fresh = await bobAgent.post({ text: 'Version one', createdAt: new Date().toISOString() });
+    const freshRkey = fresh.uri.split('/').pop()!;
+    const [first] = await local.app.db
+      .sql`select id from messages where conversation_id = ${conversationId} order by seq limit 1`;
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [first!.id as string]: { refs: [fresh.uri] } } },
+    });
+    const { uri } = (await res.json()) as { uri: string };
+    const rkey = uri.split('/').pop()!;
+    // A third-party record for the same session that fails the lexicon is skipped, not shown.
+    const aliceAgent = new (await import('@atproto/api')).Agent(
+      await local.app.running.oauth.restore(alice.did),
+    );
+    await aliceAgent.com.atproto.repo.createRecord({
+      repo: alice.did,
+      collection: 'click.aligned.chat.message',
+      record: { $type: 'click.aligned.chat.message', session: uri, role: 'user', createdAt: 'not a date' },
+    });
+    const read = async () =>
+      (
+        (await (
+          await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey}`)
+        ).json()) as {
+          thread: {
+            messages: { refs: { uri: string; state: string }[]; mentions: { handle: string }[] }[];
+            skipped: number;
+          };
+        }
+      ).thread;
+    let thread = await read();
+    expect(thread.skipped).toBe(1);
+    expect(thread.messages).toHaveLength(4);
+    expect(thread.messages[0]!.mentions).toEqual([{ did: bobDid, handle: 'bob.test' }]);
+    expect(thread.messages[0]!.refs.map((r) => r.state)).toEqual(['same', 'same']);
+    await bobAgent.com.atproto.repo.putRecord({
+      repo: bob.did,
+      collection: 'app.bsky.feed.post',
+      rkey: freshRkey,
+      record: { $type: 'app.bsky.feed.post', text: 'Version two', createdAt: new Date().toISOString() },
+    });
+    thread = await read();
+    expect(thread.messages[0]!.refs.find((r) => r.uri === fresh.uri)?.state).toBe('changed');
+    await bobAgent.deletePost(fresh.uri);
+    thread = await read();
+    expect(thread.messages[0]!.refs.find((r) => r.uri === fresh.uri)?.state).toBe('deleted');
+  }, 60_000);
+
   it('the lexicon schemas publish as com.atproto.lexicon.schema records named by their NSID', async () => {
     const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
     const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });

@@ -82,6 +82,19 @@ it('a Player publishes from the browser: withholds a turn, redacts words, previe
     'Fine.',
   ]);
 
+  // A reader with only the link sees the thread: holes, bars, who spoke.
+  await page.getByRole('link', { name: 'read the published thread' }).click();
+  await page.waitForURL(/\/profile\/did:plc:[^/]+\/thread\//);
+  const thread = page.locator('ol.thread > li');
+  await expect.poll(() => thread.count()).toBe(4);
+  expect(await thread.nth(1).textContent()).toContain(
+    'The door code is ████████ and the map is in the drawer.',
+  );
+  expect(await thread.nth(1).locator('.model').textContent()).toBe('fake/fake-model');
+  expect(await thread.nth(2).textContent()).toContain('A turn happened here and was not published.');
+  expect(await thread.nth(0).locator('.speaker').textContent()).toBe('@alice.test');
+  await page.goBack();
+
   await page.getByRole('button', { name: 'Unpublish' }).click();
   await page.getByRole('button', { name: 'Publish', exact: true }).waitFor();
   const after = await agent.com.atproto.repo.listRecords({

@@ -34,6 +34,12 @@ interface Preview {
 
 const BAR = '█'.repeat(8);
 
+/** The reader's page for a session at-uri. */
+const readerPath = (uri: string) => {
+  const [, , did, , rkey] = uri.split('/');
+  return `/profile/${did}/thread/${rkey}`;
+};
+
 /** Loads every Message of the Conversation, oldest first (the editor shows them all). */
 async function allMessages(id: string) {
   const first = await api<{ conversation: Conversation; messages: Message[]; before: string | null }>(
@@ -99,7 +105,8 @@ export function PublishPage() {
       <h1>Publish</h1>
       {current ? (
         <p className="notice" role="status">
-          Published ({current.status}) at <code>{current.uri}</code>
+          Published ({current.status}) at <code>{current.uri}</code> —{' '}
+          <Link to={readerPath(current.uri)}>read the published thread</Link>
           {current.error ? ` — ${current.error}` : ''}
         </p>
       ) : (

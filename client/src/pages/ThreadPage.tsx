@@ -1,0 +1,104 @@
+import { useQuery } from '@tanstack/react-query';
+import { useParams } from 'react-router';
+import { api } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+import { Markdown } from '../components/Markdown.tsx';
+
+interface ThreadView {
+  uri: string;
+  author: { did: string; handle: string | null };
+  session: {
+    title: string;
+    createdAt: string;
+    agents?: { name: string; role?: string; description?: string }[];
+  };
+  messages: {
+    uri: string;
+    rkey: string;
+    record: {
+      role: string;
+      createdAt: string;
+      text?: string;
+      withheld?: boolean;
+      model?: string;
+      steps?: { name: string; summary?: string; failed?: boolean }[];
+    };
+    refs: { uri: string; state: 'same' | 'changed' | 'deleted'; text: string | null }[];
+    mentions: { did: string; handle: string | null }[];
+  }[];
+  skipped: number;
+}
+
+/** A published thread as a reader sees it, with only its link: no sign-in. */
+export function ThreadPage() {
+  const { actor, rkey } = useParams() as { actor: string; rkey: string };
+  const thread = useQuery({
+    queryKey: ['thread', actor, rkey],
+    queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
+  });
+  if (!thread.data)
+    return (
+      <main className="reader">
+        {thread.error ? <ErrorNote error={thread.error} /> : <p className="loading">Loading…</p>}
+      </main>
+    );
+  const t = thread.data.thread;
+  const author = t.author.handle ? `@${t.author.handle}` : t.author.did;
+  return (
+    <main className="reader" id="main">
+      <h1>{t.session.title}</h1>
+      <p className="meta">
+        A conversation {author} published · began {new Date(t.session.createdAt).toLocaleString()}
+      </p>
+      {t.session.agents?.length ? (
+        <p className="meta">
+          With {t.session.agents.map((a) => `${a.name}${a.role ? ` (${a.role})` : ''}`).join(', ')} — AI
+          characters.
+        </p>
+      ) : null}
+      <ol className="thread">
+        {t.messages.map((m) => (
+          <li
+            key={m.rkey}
+            className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`}
+            data-rkey={m.rkey}
+          >
+            <header>
+              <span className="speaker">{m.record.role === 'user' ? author : 'AI'}</span>
+              {m.record.model && <span className="model">{m.record.model}</span>}
+            </header>
+            {m.record.withheld ? (
+              <p className="hole">A turn happened here and was not published.</p>
+            ) : (
+              <>
+                {m.record.steps?.length ? (
+                  <ul className="steps" aria-label="Tools used">
+                    {m.record.steps.map((s, i) => (
+                      <li key={i} className={s.failed ? 'failed' : ''}>
+                        <code>{s.name}</code> {s.summary} {s.failed && <strong>(failed)</strong>}
+                      </li>
+                    ))}
+                  </ul>
+                ) : null}
+                {m.record.text && <Markdown text={m.record.text} />}
+                {m.refs.map((r) => (
+                  <blockquote key={r.uri} className={`ref ${r.state}`}>
+                    {r.state === 'deleted' ? 'This record has been deleted.' : r.text}
+                    {r.state === 'changed' && <span className="meta"> (changed since)</span>}
+                    <br />
+                    <small>{r.uri}</small>
+                  </blockquote>
+                ))}
+                {m.mentions.length > 0 && (
+                  <p className="meta">
+                    About {m.mentions.map((x) => (x.handle ? `@${x.handle}` : x.did)).join(', ')}
+                  </p>
+                )}
+              </>
+            )}
+          </li>
+        ))}
+      </ol>
+    </main>
+  );
+}

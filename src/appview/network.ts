@@ -1,0 +1,80 @@
+import { AtpAgent } from '@atproto/api';
+import { IdResolver } from '@atproto/identity';
+import { isDid } from '../publish/references.ts';
+
+export interface NetworkOptions {
+  /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */
+  handleResolver: () => string;
+  plcUrl: () => string;
+  /** Offline: plain http and loopback addresses are the network. */
+  local: boolean;
+}
+
+/** Reading the public network: handles, DID documents, and records from the PDS a DID names. */
+export class Network {
+  private ids: IdResolver | undefined;
+  constructor(private readonly o: NetworkOptions) {}
+
+  private resolver(): IdResolver {
+    // The default fetch refuses http and private addresses (SSRF); the local network is exactly that.
+    this.ids ??= new IdResolver({
+      plcUrl: this.o.plcUrl(),
+      fetch: this.o.local ? globalThis.fetch : undefined,
+    });
+    return this.ids;
+  }
+
+  async didOf(actor: string): Promise<string | null> {
+    if (isDid(actor)) return actor;
+    try {
+      const agent = new AtpAgent({ service: this.o.handleResolver() });
+      return (await agent.com.atproto.identity.resolveHandle({ handle: actor })).data.did;
+    } catch {
+      return null;
+    }
+  }
+
+  async identity(did: string): Promise<{ did: string; handle: string | null; pds: string } | null> {
+    try {
+      const data = await this.resolver().did.resolveAtprotoData(did);
+      if (!this.o.local && !data.pds.startsWith('https://')) return null;
+      return { did, handle: data.handle === 'handle.invalid' ? null : data.handle, pds: data.pds };
+    } catch {
+      return null;
+    }
+  }
+
+  async *listRecords(pds: string, did: string, collection: string) {
+    const agent = new AtpAgent({ service: pds });
+    let cursor: string | undefined;
+    do {
+      const res = await agent.com.atproto.repo.listRecords({
+        repo: did,
+        collection,
+        limit: 100,
+        cursor,
+        reverse: true,
+      });
+      yield* res.data.records;
+      cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
+    } while (cursor);
+  }
+
+  async record(uri: string): Promise<{ cid: string; value: unknown } | null> {
+    const m = /^at:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(uri);
+    if (!m) return null;
+    const did = await this.didOf(m[1]!);
+    const id = did ? await this.identity(did) : null;
+    if (!id) return null;
+    try {
+      const res = await new AtpAgent({ service: id.pds }).com.atproto.repo.getRecord({
+        repo: id.did,
+        collection: m[2]!,
+        rkey: m[3]!,
+      });
+      return { cid: res.data.cid ?? '', value: res.data.value };
+    } catch {
+      return null;
+    }
+  }
+}
