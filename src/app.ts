@@ -6,6 +6,7 @@ import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import { errorHandler, notFound, readJsonBody } from './http/index.ts';
 import { publishRoutes } from './publish/index.ts';
+import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
 import { type ProviderRegistry, villageRoutes } from './village/index.ts';
 import { type DemoAccountInfo, webRoutes } from './web/index.ts';
@@ -29,6 +30,8 @@ export interface AppDeps {
   localNetwork: boolean;
   /** Reads published threads from the network for the reader. */
   reader: Network;
+  dataDir: string;
+  allowPrivateToolUrls: boolean;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -52,6 +55,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));
   api.use(publishRoutes(deps));
+  api.use(toolRoutes(deps));
   api.use(() => {
     throw notFound('Route');
   });

@@ -45,6 +45,8 @@ const Env = z.object({
   LOCALNET_PDS_PORT: z.coerce.number().int().min(0).max(65535).default(2583),
   LOCALNET_PLC_PORT: z.coerce.number().int().min(0).max(65535).default(2582),
   DEMO_ACCOUNTS: commaList,
+  /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
+  ALLOW_PRIVATE_TOOL_URLS: z.enum(['true', 'false']).default('false'),
   /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
@@ -70,6 +72,7 @@ export interface Config {
   providerChunkTimeoutMs: number;
   defaultProvider?: string;
   defaultModel?: string;
+  allowPrivateToolUrls: boolean;
   atproto: AtprotoConfig;
 }
 
@@ -130,6 +133,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
+    allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     atproto: {
       network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
       publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),

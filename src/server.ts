@@ -92,6 +92,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     network: atproto.network,
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
+    dataDir: config.dataDir,
+    allowPrivateToolUrls: config.allowPrivateToolUrls,
     reader: new Network({
       handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,
       plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,

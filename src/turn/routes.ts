@@ -11,8 +11,8 @@ import {
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
 import { type Frame, mergeFrames } from '../parts/index.ts';
-import { getVillageSettings, type ProviderRegistry, resolveModel } from '../village/index.ts';
-import { runReply, type TurnDeps, type TurnPlan } from './run.ts';
+import { getVillageSettings, type Npc, type ProviderRegistry, resolveModel } from '../village/index.ts';
+import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
 import { chooseSpeaker } from './speaker.ts';
 
 const MessageBody = z
@@ -77,10 +77,28 @@ async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text
   }
   const npc = chooseSpeaker(participants, text, npcId);
   if (!npc) throw new AppError(400, 'NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
-  const resolved = resolveModel(npc, settings);
-  const model = deps.providers.languageModel(resolved);
-  const kind = deps.providers.kindOf(resolved!.provider);
-  return { conversation, participants, settings, speaker: { npc, resolved: resolved!, model, kind } };
+  // Step 5 of the refusal order: the first speaker's Model must resolve (throws the 400 otherwise).
+  const speakerFor = (n: Npc): Speaker => {
+    const resolved = resolveModel(n, settings);
+    const model = deps.providers.languageModel(resolved);
+    return { npc: n, resolved: resolved!, model, kind: deps.providers.kindOf(resolved!.provider) };
+  };
+  const speaker = speakerFor(npc);
+  return {
+    conversation,
+    participants,
+    settings,
+    speaker,
+    playerId,
+    // NPCs handed over to later are checked then; a failure ends the turn with an error frame.
+    speakerFor: (n: Npc) => {
+      try {
+        return speakerFor(n);
+      } catch (e) {
+        return e instanceof Error ? e.message : 'That NPC has no Model.';
+      }
+    },
+  };
 }
 
 async function lastPlayerText(deps: TurnRouteDeps, req: Request, playerId: string): Promise<string> {
@@ -102,7 +120,7 @@ async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { pla
   });
   try {
     sse.open();
-    for await (const frame of runReply(deps, plan, abort.signal)) sse.send(frame);
+    for await (const frame of runTurn(deps, plan, abort.signal)) sse.send(frame);
   } catch (e) {
     deps.log('turn failed', e);
     sse.send({

@@ -1,31 +1,33 @@
-import { type LanguageModel, streamText } from 'ai';
+import { hasToolCall, isStepCount, type LanguageModel, streamText } from 'ai';
 import type { ProviderKind } from '../config.ts';
 import {
   type Conversation,
   checkpointMessage,
   finishMessage,
-  type HistoryRow,
+  getConversation,
   insertNpcMessage,
   type Message,
   readHistoryTail,
-  saveSummary,
   type Usage,
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts';
+import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
 import { Checkpointer } from './checkpoint.ts';
+import { assembleContext, type Handoff } from './context.ts';
 import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
-import { attributedText, toModelMessages } from './history.ts';
-import { assembleSystemPrompt } from './prompt.ts';
-import { foldIntoSummary } from './summary.ts';
-import { windowHistory } from './window.ts';
 
 export interface TurnDeps {
   sql: Sql;
   instanceId: number;
   checkpointMs: number;
   chunkTimeoutMs: number;
+  dataDir: string;
+  allowPrivateToolUrls: boolean;
+  toolLimits?: ToolLimits;
+  /** Most model steps (tool rounds) in one reply. */
+  maxSteps?: number;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -42,9 +44,52 @@ export interface TurnPlan {
   speaker: Speaker;
   playerMessage: Message;
   settings: VillageSettings;
+  playerId: string;
+  /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
+  speakerFor(npc: Npc): Speaker | string;
 }
 
 type EndStatus = 'complete' | 'stopped' | 'failed';
+
+interface ReplyEnd {
+  messageId: string;
+  status: EndStatus;
+  handoff?: { npc: string; message: string };
+}
+
+/**
+ * A turn: the first speaker's reply and, in a Party, the replies of the NPCs it hands over to with
+ * `message_npc`, all in the same stream. Each hand-over counts against the Village hop limit; reaching it ends
+ * the turn with an error frame that says so.
+ */
+export async function* runTurn(deps: TurnDeps, plan: TurnPlan, signal: AbortSignal): AsyncGenerator<Frame> {
+  let speaker = plan.speaker;
+  let conversation = plan.conversation;
+  let handoff: Handoff | undefined;
+  for (let hops = 0; ; hops++) {
+    const end = yield* runReply(deps, { ...plan, conversation, speaker }, handoff, signal);
+    if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
+    if (hops >= plan.settings.hopLimit) {
+      yield {
+        type: 'error',
+        messageId: end.messageId,
+        code: 'HOP_LIMIT',
+        message: `The NPCs handed the conversation over ${hops} time(s), the Village's hop limit, so it stops here. Reply to go on.`,
+      };
+      return;
+    }
+    const next = plan.participants.find((p) => p.name === end.handoff!.npc);
+    const nextSpeaker = next ? plan.speakerFor(next) : `There is no NPC named ${end.handoff.npc} here.`;
+    if (typeof nextSpeaker === 'string') {
+      yield { type: 'error', messageId: end.messageId, code: 'HANDOFF_FAILED', message: nextSpeaker };
+      return;
+    }
+    handoff = { from: speaker.npc.name, message: end.handoff.message };
+    speaker = nextSpeaker;
+    // The next speaker's context is assembled from scratch: the summary may have moved on.
+    conversation = (await getConversation(deps.sql, plan.playerId, conversation.id)) ?? conversation;
+  }
+}
 
 /**
  * One NPC reply, as the frames of the SSE stream. Every exit path (clean finish, the Player leaving, a
@@ -52,7 +97,12 @@ type EndStatus = 'complete' | 'stopped' | 'failed';
  * (ADR 0003). The caller stops a reply by aborting `signal`; the generator unwinds at the next stream part
  * and still folds and stores everything produced until then.
  */
-export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSignal): AsyncGenerator<Frame> {
+async function* runReply(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  handoff: Handoff | undefined,
+  signal: AbortSignal,
+): AsyncGenerator<Frame, ReplyEnd> {
   const { sql } = deps;
   const { conversation, speaker } = plan;
   // History is read while the reply's row is inserted; it excludes rows still streaming, so the two never race.
@@ -84,12 +134,38 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
     (p) => checkpointMessage(sql, message.id, p, flattenText(p)),
     (e) => deps.log('checkpoint failed', e),
   );
+  let closeTools = async () => {};
   try {
-    const context = await assembleContext(deps, plan, await tail, signal);
+    // The Tool set is built from the NPC's grants while the history is read and windowed.
+    const tools = await buildTurnTools({
+      sql,
+      dataDir: deps.dataDir,
+      allowPrivateToolUrls: deps.allowPrivateToolUrls,
+      limits: deps.toolLimits,
+      playerId: plan.playerId,
+      conversationId: conversation.id,
+      npc: speaker.npc,
+      others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
+      question: handoff?.message ?? plan.playerMessage.text,
+    });
+    closeTools = tools.close;
+    const context = await assembleContext(deps, {
+      conversation,
+      participants: plan.participants,
+      speaker,
+      settings: plan.settings,
+      tail: await tail,
+      tools,
+      handoff,
+      signal,
+    });
     const result = streamText({
       model: speaker.model,
       instructions: context.instructions,
       messages: context.messages,
+      tools: tools.tools,
+      // A hand-over ends the reply: the named NPC answers next.
+      stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
       abortSignal: signal,
       reasoning: speaker.npc.thinking ? 'medium' : undefined,
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
@@ -125,6 +201,7 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
       error = errorMessage(e);
     }
   } finally {
+    await closeTools();
     await checkpointer.stop();
     usage ??= stepUsage;
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage);
@@ -139,42 +216,14 @@ export async function* runReply(deps: TurnDeps, plan: TurnPlan, signal: AbortSig
     };
   }
   yield { type: 'finish', messageId: message.id, status, usage };
+  return { messageId: message.id, status, handoff: handoffIn(parts) };
 }
 
-/**
- * History, windowed to the Village budget with what falls off folded into the rolling summary first, and
- * the system prompt in the seed's order.
- */
-async function assembleContext(deps: TurnDeps, plan: TurnPlan, tail: HistoryRow[], signal: AbortSignal) {
-  const { conversation, participants, speaker, settings } = plan;
-  const party = participants.length > 1;
-  const { kept, dropped } = windowHistory(tail, settings.historyBudget, (t) => attributedText(t, party));
-  let summary = conversation.summary;
-  if (dropped.length) {
-    try {
-      summary = await foldIntoSummary({
-        model: speaker.model,
-        summary,
-        dropped,
-        party,
-        budget: settings.historyBudget,
-        signal,
-      });
-      await saveSummary(deps.sql, conversation.id, summary, dropped.at(-1)!.seq);
-    } catch (e) {
-      // The reply goes on with the older summary; the same turns are folded in on the next turn.
-      deps.log('rolling summary failed', e);
-    }
-  }
-  const roster = participants.filter((p) => p.id !== speaker.npc.id);
-  const instructions = assembleSystemPrompt({
-    identity: speaker.npc,
-    playerPrompt: speaker.npc.prompt,
-    skills: [],
-    unreachableServers: [],
-    memories: [],
-    roster,
-    summary,
-  });
-  return { instructions, messages: toModelMessages(kept, party) };
+/** The hand-over a reply ended with, if any: a completed message_npc call. */
+function handoffIn(parts: Part[]): ReplyEnd['handoff'] {
+  const call = parts.findLast((p) => p.type === 'tool' && p.name === MESSAGE_NPC && p.state === 'done');
+  if (call?.type !== 'tool') return undefined;
+  const input = call.input as { message?: string };
+  const output = call.output as { handedTo?: string };
+  return output?.handedTo && input?.message ? { npc: output.handedTo, message: input.message } : undefined;
 }

@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
 import { type Running, start } from '../../src/server.ts';
@@ -43,12 +46,16 @@ export async function startTestApp(
       ? await createDatabase(options.adminDatabaseUrl)
       : await (await import('./db.ts')).createTestDatabase());
   const fake = options.fake ?? (await startFakeProvider());
+  // Sandboxes and other local data go to a folder of this app's own.
+  const dataDir = env.DATA_DIR ?? (await mkdtemp(path.join(os.tmpdir(), 'av-data-')));
   const config: Config = {
     ...loadConfig({
       PORT: '0',
       DATABASE_URL: db.url,
       COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL, apiKey: 'test-key' }]),
       CHECKPOINT_MS: '50',
+      DATA_DIR: dataDir,
+      ALLOW_PRIVATE_TOOL_URLS: 'true',
       // No ATProto network unless a test asks for the local one.
       ATPROTO_NETWORK: 'public',
       ...env,
@@ -88,6 +95,7 @@ export async function startTestApp(
       await running.close();
       if (!options.fake) await fake.close();
       if (!options.db) await db.drop();
+      if (!env.DATA_DIR) await rm(dataDir, { recursive: true, force: true });
     },
   };
   return app;

@@ -26,6 +26,8 @@ describe('every Part kind over the one part frame', () => {
         completion_tokens_details: { reasoning_tokens: 4 },
       });
     });
+    // The call fails (no such tool is granted); the model is told so in a second step and says nothing more.
+    app.fake.enqueue((r) => r.finish('stop', { prompt_tokens: 30, completion_tokens: 0 }));
     const res = await app.api(`/api/conversations/${conversationId}/messages`, {
       cookie,
       body: { text: 'Read my notes' },
@@ -47,7 +49,10 @@ describe('every Part kind over the one part frame', () => {
     expect(reply?.parts[0]).toEqual(streamed[0]);
     expect(reply?.parts[1]).toMatchObject({ type: 'tool', id: 'call_1', state: 'failed' });
     expect(reply?.text).toBe('');
-    expect(reply?.usage).toMatchObject({ inputTokens: 20, outputTokens: 12, reasoningTokens: 4 });
+    // Usage is the total over both steps.
+    expect(reply?.usage).toMatchObject({ inputTokens: 50, outputTokens: 12, reasoningTokens: 4 });
+    const second = JSON.stringify(app.fake.requests.at(-1)?.body.messages);
+    expect(second).toContain('read_file');
     // The thinking switch reached the Provider.
     expect(app.fake.requests.at(-1)?.body.reasoning_effort).toBe('medium');
   });

@@ -92,6 +92,7 @@ describe('the conversation page', () => {
       await r.wait(700); // a window to read the streamed page before the stream ends
       r.finish();
     });
+    app.fake.enqueue((r) => r.finish()); // the step after the failed call adds nothing
     await send('Any maps?');
     await expect.poll(async () => (await replyText()).join('')).toContain('three maps.');
     const streamed = await partsOnPage(browser.page, '.live article.message.npc');

@@ -1,0 +1,6 @@
+// tools/: what NPCs can do, as grants. Grants -> the AI SDK Tool set of a turn (sandbox, MCP, memory, skills,
+// message_npc), under time and output limits; the routes the Player manages them with.
+export { MESSAGE_NPC } from './handoff.ts';
+export { DEFAULT_LIMITS, type ToolLimits } from './limits.ts';
+export { toolRoutes } from './routes.ts';
+export { buildTurnTools, type ToolContext, type TurnTools } from './toolset.ts';

@@ -1,0 +1,49 @@
+import { createMCPClient } from '@ai-sdk/mcp';
+import type { ToolSet } from 'ai';
+import { assertPublicUrl } from './ssrf.ts';
+
+export interface McpServer {
+  id: string;
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Connects to an MCP Server for one turn and returns its tools, named `<server>__<tool>` so two servers cannot
+ * collide. A server that cannot be reached in time is reported, and the turn goes on without it.
+ */
+export async function mcpTools(
+  server: McpServer,
+  o: { allowPrivate: boolean; timeoutMs: number },
+): Promise<{ tools: ToolSet; close: () => Promise<void> } | { unreachable: string }> {
+  try {
+    await assertPublicUrl(server.url, o.allowPrivate);
+    const client = await withTimeout(
+      createMCPClient({ transport: { type: 'http', url: server.url, headers: server.headers } }),
+      o.timeoutMs,
+    );
+    try {
+      const tools = (await withTimeout(client.tools(), o.timeoutMs)) as ToolSet;
+      const prefix = server.name
+        .toLowerCase()
+        .replace(/[^a-z0-9]+/g, '_')
+        .slice(0, 32);
+      const named: ToolSet = {};
+      for (const [name, t] of Object.entries(tools)) named[`${prefix}__${name}`.slice(0, 64)] = t;
+      return { tools: named, close: () => client.close() };
+    } catch (e) {
+      await client.close().catch(() => {});
+      throw e;
+    }
+  } catch (e) {
+    return { unreachable: `${server.name} (${(e as Error).message})` };
+  }
+}
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)),
+  ]);
+}

@@ -1,0 +1,152 @@
+import { Router } from 'express';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { JsonValue, Sql } from '../db/index.ts';
+import { AppError, isUuid, notFound, parseBody } from '../http/index.ts';
+import { getNpc } from '../village/index.ts';
+import { listMemories } from './memory.ts';
+import { SkillInput } from './skills.ts';
+import { assertPublicUrl, BlockedUrlError } from './ssrf.ts';
+import { listGrants, setGrants } from './store.ts';
+
+const GrantsBody = z
+  .object({
+    grants: z
+      .array(
+        z.discriminatedUnion('kind', [
+          z.object({ kind: z.literal('sandbox') }),
+          z.object({ kind: z.literal('memory') }),
+          z.object({ kind: z.literal('skill'), skillId: z.uuid() }),
+          z.object({ kind: z.literal('mcp'), mcpServerId: z.uuid() }),
+        ]),
+      )
+      .max(50),
+  })
+  .strict();
+const MemoryBody = z.object({ text: z.string().trim().min(1).max(2000) }).strict();
+const McpBody = z
+  .object({
+    name: z.string().trim().min(1).max(60),
+    url: z.url(),
+    headers: z.record(z.string().regex(/^[A-Za-z0-9-]{1,64}$/), z.string().max(4000)).default({}),
+  })
+  .strict();
+
+/** Grants, Skills, Memory and MCP Servers: what the Player manages. Mounted behind requireSession. */
+export function toolRoutes(deps: { sql: Sql; allowPrivateToolUrls: boolean }): Router {
+  const { sql } = deps;
+  const router = Router();
+  const ownNpc = async (playerId: string, id: string) => {
+    const npc = isUuid(id) ? await getNpc(sql, playerId, id) : undefined;
+    if (!npc) throw notFound('NPC');
+    return npc;
+  };
+
+  router.get('/npcs/:id/grants', async (req, res) => {
+    const npc = await ownNpc(currentPlayer(res).id, req.params.id);
+    res.json({ grants: await listGrants(sql, npc.id) });
+  });
+  router.put('/npcs/:id/grants', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, GrantsBody);
+    const npc = await ownNpc(player.id, req.params.id);
+    await setGrants(
+      sql,
+      player.id,
+      npc.id,
+      body.grants.map((g) => ({
+        kind: g.kind,
+        skillId: 'skillId' in g ? g.skillId : null,
+        mcpServerId: 'mcpServerId' in g ? g.mcpServerId : null,
+      })),
+    );
+    res.json({ grants: await listGrants(sql, npc.id) });
+  });
+
+  router.get('/skills', async (_req, res) => {
+    const player = currentPlayer(res);
+    res.json({
+      skills:
+        await sql`select id, name, description, instructions from skills where player_id = ${player.id} order by name`,
+    });
+  });
+  router.post('/skills', async (req, res) => {
+    const player = currentPlayer(res);
+    const s = parseBody(req, SkillInput);
+    const [skill] = await sql`insert into skills (player_id, name, description, instructions)
+      values (${player.id}, ${s.name}, ${s.description}, ${s.instructions})
+      on conflict (player_id, name) do nothing returning id, name, description, instructions`;
+    if (!skill) throw new AppError(409, 'DUPLICATE', `You already have a Skill named ${s.name}.`);
+    res.status(201).json({ skill });
+  });
+  router.delete('/skills/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const rows = isUuid(req.params.id)
+      ? await sql`delete from skills where id = ${req.params.id} and player_id = ${player.id} returning id`
+      : [];
+    if (!rows.length) throw notFound('Skill');
+    res.status(204).end();
+  });
+
+  router.get('/memories', async (_req, res) => {
+    res.json({ memories: await listMemories(sql, currentPlayer(res).id) });
+  });
+  router.post('/memories', async (req, res) => {
+    const player = currentPlayer(res);
+    const { text } = parseBody(req, MemoryBody);
+    const [memory] = await sql`insert into memories (player_id, text) values (${player.id}, ${text})
+      returning id, text, npc_name as "npcName", created_at as "createdAt"`;
+    res.status(201).json({ memory });
+  });
+  router.patch('/memories/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const { text } = parseBody(req, MemoryBody);
+    const rows = isUuid(req.params.id)
+      ? await sql`update memories set text = ${text} where id = ${req.params.id} and player_id = ${player.id}
+          returning id, text, npc_name as "npcName", created_at as "createdAt"`
+      : [];
+    if (!rows.length) throw notFound('Memory');
+    res.json({ memory: rows[0] });
+  });
+  router.delete('/memories/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const rows = isUuid(req.params.id)
+      ? await sql`delete from memories where id = ${req.params.id} and player_id = ${player.id} returning id`
+      : [];
+    if (!rows.length) throw notFound('Memory');
+    res.status(204).end();
+  });
+
+  router.get('/mcp-servers', async (_req, res) => {
+    const player = currentPlayer(res);
+    const rows = await sql<{ id: string; name: string; url: string; headers: Record<string, string> }[]>`
+      select id, name, url, headers from mcp_servers where player_id = ${player.id} order by name`;
+    // Header values are secrets: the browser sees only their names.
+    res.json({
+      servers: rows.map((r) => ({ id: r.id, name: r.name, url: r.url, headerNames: Object.keys(r.headers) })),
+    });
+  });
+  router.post('/mcp-servers', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, McpBody);
+    try {
+      await assertPublicUrl(body.url, deps.allowPrivateToolUrls);
+    } catch (e) {
+      if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
+      throw e;
+    }
+    const [server] = await sql`insert into mcp_servers (player_id, name, url, headers)
+      values (${player.id}, ${body.name}, ${body.url}, ${sql.json(body.headers as JsonValue)}) returning id, name, url`;
+    res.status(201).json({ server });
+  });
+  router.delete('/mcp-servers/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const rows = isUuid(req.params.id)
+      ? await sql`delete from mcp_servers where id = ${req.params.id} and player_id = ${player.id} returning id`
+      : [];
+    if (!rows.length) throw notFound('MCP Server');
+    res.status(204).end();
+  });
+
+  return router;
+}

@@ -1,0 +1,79 @@
+import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import type { McpServer } from './mcp.ts';
+import type { Skill } from './skills.ts';
+
+export type GrantKind = 'sandbox' | 'memory' | 'skill' | 'mcp';
+export interface Grant {
+  kind: GrantKind;
+  skillId: string | null;
+  mcpServerId: string | null;
+}
+
+export interface GrantedTools {
+  sandbox: boolean;
+  memory: boolean;
+  skills: Skill[];
+  mcpServers: McpServer[];
+}
+
+/** What one NPC may use: its grant rows, joined to the Skills and MCP Servers they name. */
+export async function grantedTools(sql: Sql, npcId: string): Promise<GrantedTools> {
+  const rows = await sql<
+    {
+      kind: GrantKind;
+      skill_id: string | null;
+      name: string | null;
+      description: string | null;
+      instructions: string | null;
+      mcp_id: string | null;
+      mcp_name: string | null;
+      url: string | null;
+      headers: Record<string, string> | null;
+    }[]
+  >`
+    select g.kind, s.id as skill_id, s.name, s.description, s.instructions,
+      m.id as mcp_id, m.name as mcp_name, m.url, m.headers
+    from grants g
+    left join skills s on s.id = g.skill_id
+    left join mcp_servers m on m.id = g.mcp_server_id
+    where g.npc_id = ${npcId} order by g.created_at`;
+  return {
+    sandbox: rows.some((r) => r.kind === 'sandbox'),
+    memory: rows.some((r) => r.kind === 'memory'),
+    skills: rows
+      .filter((r) => r.kind === 'skill' && r.skill_id)
+      .map((r) => ({
+        id: r.skill_id!,
+        name: r.name!,
+        description: r.description!,
+        instructions: r.instructions!,
+      })),
+    mcpServers: rows
+      .filter((r) => r.kind === 'mcp' && r.mcp_id)
+      .map((r) => ({ id: r.mcp_id!, name: r.mcp_name!, url: r.url!, headers: r.headers ?? {} })),
+  };
+}
+
+export async function listGrants(sql: Sql, npcId: string): Promise<Grant[]> {
+  return sql<Grant[]>`select kind, skill_id as "skillId", mcp_server_id as "mcpServerId" from grants
+    where npc_id = ${npcId} order by created_at`;
+}
+
+/** Replaces an NPC's grants. Skills and servers must be the same Player's (checked by the join). */
+export async function setGrants(sql: Sql, playerId: string, npcId: string, grants: Grant[]): Promise<void> {
+  await sql.begin(async (tx) => {
+    await tx`delete from grants where npc_id = ${npcId}`;
+    for (const g of grants) {
+      const rows = await tx`
+        insert into grants (npc_id, kind, skill_id, mcp_server_id)
+        select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId}
+        where (${g.skillId}::uuid is null or exists (select 1 from skills where id = ${g.skillId} and player_id = ${playerId}))
+          and (${g.mcpServerId}::uuid is null or exists (select 1 from mcp_servers where id = ${g.mcpServerId} and player_id = ${playerId}))
+        on conflict do nothing returning id`;
+      if (rows.length === 0 && (g.skillId || g.mcpServerId)) {
+        throw new AppError(400, 'UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');
+      }
+    }
+  });
+}

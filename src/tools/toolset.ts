@@ -1,0 +1,75 @@
+import type { ToolSet } from 'ai';
+import type { Sql } from '../db/index.ts';
+import { MESSAGE_NPC, messageNpcTool } from './handoff.ts';
+import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
+import { mcpTools } from './mcp.ts';
+import { recallMemory, rememberTool } from './memory.ts';
+import { sandboxTools } from './sandbox.ts';
+import { loadSkillTool } from './skills.ts';
+import { grantedTools } from './store.ts';
+
+export interface ToolContext {
+  sql: Sql;
+  dataDir: string;
+  allowPrivateToolUrls: boolean;
+  limits?: ToolLimits;
+  playerId: string;
+  conversationId: string;
+  npc: { id: string; name: string };
+  /** The other NPCs of a Party, by name: they can be handed the Conversation. */
+  others: string[];
+  /** What the Player asked, for recalling Memory. */
+  question: string;
+}
+
+export interface TurnTools {
+  tools: ToolSet;
+  /** Tool servers that could not be reached this turn, for the system prompt's note. */
+  unreachable: string[];
+  /** The index of granted Skills: name and description only. */
+  skills: { name: string; description: string }[];
+  /** Recalled Memory, when the NPC may use Memory. */
+  memories: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * The NPC's Tool set for this turn, built from its grants: a Tool nobody granted is one the model cannot see.
+ * Every Tool runs under the time and output limits; Stop aborts running ones.
+ */
+export async function buildTurnTools(ctx: TurnToolsInput): Promise<TurnTools> {
+  const granted = await grantedTools(ctx.sql, ctx.npc.id);
+  const limits = ctx.limits ?? DEFAULT_LIMITS;
+  const tools: ToolSet = {};
+  const closers: (() => Promise<void>)[] = [];
+  const unreachable: string[] = [];
+  const [sandbox, memories, servers] = await Promise.all([
+    granted.sandbox ? sandboxTools(ctx.dataDir, ctx.conversationId, limits.maxOutputBytes) : undefined,
+    granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
+    Promise.all(
+      granted.mcpServers.map((s) => mcpTools(s, { allowPrivate: ctx.allowPrivateToolUrls, timeoutMs: 5000 })),
+    ),
+  ]);
+  if (sandbox) Object.assign(tools, sandbox);
+  if (granted.memory) tools.remember = rememberTool(ctx.sql, ctx.playerId, ctx.npc.name);
+  if (granted.skills.length) tools.load_skill = loadSkillTool(granted.skills);
+  for (const server of servers) {
+    if ('unreachable' in server) unreachable.push(server.unreachable);
+    else {
+      Object.assign(tools, server.tools);
+      closers.push(server.close);
+    }
+  }
+  if (ctx.others.length) tools[MESSAGE_NPC] = messageNpcTool(ctx.others);
+  return {
+    tools: limitTools(tools, limits),
+    unreachable,
+    skills: granted.skills.map((s) => ({ name: s.name, description: s.description })),
+    memories,
+    async close() {
+      await Promise.all(closers.map((c) => c().catch(() => {})));
+    },
+  };
+}
+
+type TurnToolsInput = ToolContext;

@@ -1,0 +1,66 @@
+import type { ModelMessage } from 'ai';
+import { type Conversation, type HistoryRow, saveSummary } from '../conversations/index.ts';
+import type { TurnTools } from '../tools/index.ts';
+import type { Npc, VillageSettings } from '../village/index.ts';
+import { attributedText, toModelMessages } from './history.ts';
+import { assembleSystemPrompt } from './prompt.ts';
+import type { Speaker, TurnDeps } from './run.ts';
+import { foldIntoSummary } from './summary.ts';
+import { windowHistory } from './window.ts';
+
+export interface Handoff {
+  from: string;
+  message: string;
+}
+
+/**
+ * History windowed to the Village budget, what falls off folded into the rolling summary first; the system
+ * prompt in the seed's order; and, after a handoff, the message handed over as the newest turn.
+ */
+export async function assembleContext(
+  deps: TurnDeps,
+  args: {
+    conversation: Conversation;
+    participants: Npc[];
+    speaker: Speaker;
+    settings: VillageSettings;
+    tail: HistoryRow[];
+    tools: TurnTools;
+    handoff?: Handoff;
+    signal: AbortSignal;
+  },
+): Promise<{ instructions: string; messages: ModelMessage[] }> {
+  const { conversation, participants, speaker, settings, tail, tools } = args;
+  const party = participants.length > 1;
+  const { kept, dropped } = windowHistory(tail, settings.historyBudget, (t) => attributedText(t, party));
+  let summary = conversation.summary;
+  if (dropped.length) {
+    try {
+      summary = await foldIntoSummary({
+        model: speaker.model,
+        summary,
+        dropped,
+        party,
+        budget: settings.historyBudget,
+        signal: args.signal,
+      });
+      await saveSummary(deps.sql, conversation.id, summary, dropped.at(-1)!.seq);
+    } catch (e) {
+      // The reply goes on with the older summary; the same turns are folded in on the next turn.
+      deps.log('rolling summary failed', e);
+    }
+  }
+  const instructions = assembleSystemPrompt({
+    identity: speaker.npc,
+    playerPrompt: speaker.npc.prompt,
+    skills: tools.skills,
+    unreachableServers: tools.unreachable,
+    memories: tools.memories,
+    roster: participants.filter((p) => p.id !== speaker.npc.id),
+    summary,
+  });
+  const messages = toModelMessages(kept, party);
+  if (args.handoff)
+    messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
+  return { instructions, messages };
+}
