@@ -32,6 +32,7 @@ export interface AppDeps {
   reader: Network;
   dataDir: string;
   allowPrivateToolUrls: boolean;
+  toolLimits: { timeoutMs: number; maxOutputBytes: number };
   log: (message: string, error?: unknown) => void;
 }
 

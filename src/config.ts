@@ -45,6 +45,9 @@ const Env = z.object({
   LOCALNET_PDS_PORT: z.coerce.number().int().min(0).max(65535).default(2583),
   LOCALNET_PLC_PORT: z.coerce.number().int().min(0).max(65535).default(2582),
   DEMO_ACCOUNTS: commaList,
+  /** Limits on every tool call: time, and the size of what it returns to the model. */
+  TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
+  TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
   /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
   ALLOW_PRIVATE_TOOL_URLS: z.enum(['true', 'false']).default('false'),
   /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
@@ -73,6 +76,7 @@ export interface Config {
   defaultProvider?: string;
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
+  toolLimits: { timeoutMs: number; maxOutputBytes: number };
   atproto: AtprotoConfig;
 }
 
@@ -134,6 +138,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
+    toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     atproto: {
       network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
       publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),

@@ -94,6 +94,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     localNetwork: Boolean(localnet),
     dataDir: config.dataDir,
     allowPrivateToolUrls: config.allowPrivateToolUrls,
+    toolLimits: config.toolLimits,
     reader: new Network({
       handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,
       plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,

@@ -33,10 +33,12 @@ export async function recallMemory(
   question: string,
   budgetChars = 1500,
 ): Promise<string[]> {
+  // Any word of the question may match (plainto_tsquery alone would demand all of them).
   const rows = await sql<{ text: string }[]>`
-    select text from memories, replace(plainto_tsquery('english', ${question})::text, '&', '|')::tsquery as q
-    where player_id = ${playerId} and q::text <> '' and tsv @@ q
-    order by ts_rank(tsv, q) desc, created_at desc limit 20`;
+    with q as (select replace(plainto_tsquery('english', ${question})::text, '&', '|')::tsquery as q)
+    select text from memories, q
+    where player_id = ${playerId} and numnode(q.q) > 0 and tsv @@ q.q
+    order by ts_rank(tsv, q.q) desc, created_at desc limit 20`;
   const out: string[] = [];
   let used = 0;
   for (const { text } of rows) {

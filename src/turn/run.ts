@@ -135,6 +135,8 @@ async function* runReply(
     (e) => deps.log('checkpoint failed', e),
   );
   let closeTools = async () => {};
+  // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
+  let errorCode = 'INTERNAL';
   try {
     // The Tool set is built from the NPC's grants while the history is read and windowed.
     const tools = await buildTurnTools({
@@ -159,6 +161,7 @@ async function* runReply(
       handoff,
       signal,
     });
+    errorCode = 'PROVIDER_ERROR';
     const result = streamText({
       model: speaker.model,
       instructions: context.instructions,
@@ -198,7 +201,11 @@ async function* runReply(
     if (signal.aborted) status = 'stopped';
     else {
       status = 'failed';
-      error = errorMessage(e);
+      error =
+        errorCode === 'INTERNAL'
+          ? 'The reply could not be prepared. Nothing was lost; try again.'
+          : errorMessage(e);
+      if (errorCode === 'INTERNAL') deps.log('turn setup failed', e);
     }
   } finally {
     await closeTools();

@@ -1,0 +1,204 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import type { Reply } from '../support/fakeProvider.ts';
+import { startMcpServer } from '../support/mcpServer.ts';
+import { collectFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+beforeAll(async () => {
+  app = await startTestApp({}, { TOOL_TIMEOUT_MS: '1500', TOOL_MAX_OUTPUT_BYTES: '4096' });
+  ({ cookie } = await app.signIn());
+  mcp = await startMcpServer();
+});
+afterAll(async () => {
+  await mcp?.close();
+  await app?.close();
+});
+
+const say = async (conversationId: string, text: string, npcId?: string) =>
+  collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text, ...(npcId ? { npcId } : {}) },
+    }),
+  );
+const grant = (npcId: string, grants: unknown[]) =>
+  app.api(`/api/npcs/${npcId}/grants`, { method: 'PUT', cookie, body: { grants } });
+/** The model calls one tool, then (next step) says `after`. */
+const callThen = (name: string, args: unknown, after = 'Done.') => [
+  (r: Reply) => {
+    r.toolCallStart(0, `call_${name}`, name, JSON.stringify(args));
+    r.finish('tool_calls');
+  },
+  (r: Reply) => {
+    r.text(after);
+    r.finish();
+  },
+];
+const toolNames = (i = -1) =>
+  (app.fake.requests.filter((r) => r.body.stream).at(i)?.body.tools ?? []).map((t) => t.function.name).sort();
+const system = (i = -1) =>
+  app.fake.requests.filter((r) => r.body.stream).at(i)?.body.messages[0]?.content as string;
+const toolPart = async (conversationId: string) =>
+  (await messages(app, cookie, conversationId))
+    .at(-1)!
+    .parts.find((p) => (p as { type: string }).type === 'tool') as {
+    name: string;
+    state: string;
+    output?: unknown;
+    error?: string;
+  };
+
+describe('grants', () => {
+  it('a Tool nobody granted is absent from what the Provider receives', async () => {
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await say(conversationId, 'hello');
+    expect(toolNames()).toEqual([]);
+    expect((await grant(npcIds[0]!, [{ kind: 'memory' }, { kind: 'sandbox' }])).status).toBe(200);
+    await say(conversationId, 'again');
+    expect(toolNames()).toEqual(['bash', 'readFile', 'remember', 'writeFile']);
+  });
+
+  it("refuses to grant another Player's Skill", async () => {
+    const other = await app.signIn();
+    const skill = (await (
+      await app.api('/api/skills', {
+        cookie: other.cookie,
+        body: { name: 'theirs', description: 'd', instructions: 'i' },
+      })
+    ).json()) as { skill: { id: string } };
+    const { npcIds } = await setupConversation(app, cookie);
+    const res = await grant(npcIds[0]!, [{ kind: 'skill', skillId: skill.skill.id }]);
+    expect(res.status).toBe(400);
+  });
+});
+
+describe('Memory', () => {
+  it('remember writes the Player’s Memory; the next turn recalls what is relevant to the question', async () => {
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(npcIds[0]!, [{ kind: 'memory' }]);
+    await app.api('/api/memories', {
+      cookie,
+      body: { text: 'The Player prefers green tea in the morning.' },
+    });
+    app.fake.enqueue(
+      ...callThen('remember', { text: 'The Player’s cat is called Miso.' }, 'I will remember that.'),
+    );
+    await say(conversationId, 'My cat is called Miso, please remember.');
+    expect((await toolPart(conversationId)).state).toBe('done');
+    const list = (await (await app.api('/api/memories', { cookie })).json()) as {
+      memories: { text: string }[];
+    };
+    expect(list.memories.map((m) => m.text)).toContain('The Player’s cat is called Miso.');
+    await say(conversationId, 'What is my cat called?');
+    const prompt = system();
+    expect(prompt).toContain('# What you remember\n- The Player’s cat is called Miso.');
+    expect(prompt).not.toContain('green tea');
+  });
+});
+
+describe('Skills', () => {
+  it('the prompt carries only the index; load_skill returns the instructions on demand', async () => {
+    const created = (await (
+      await app.api('/api/skills', {
+        cookie,
+        body: {
+          name: 'haiku',
+          description: 'Write replies as haiku.',
+          instructions: 'Three lines: 5, 7 and 5 syllables.',
+        },
+      })
+    ).json()) as { skill: { id: string } };
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(npcIds[0]!, [{ kind: 'skill', skillId: created.skill.id }]);
+    app.fake.enqueue(...callThen('load_skill', { name: 'haiku' }));
+    await say(conversationId, 'A poem please');
+    expect(system(-2)).toContain('- haiku: Write replies as haiku.');
+    expect(system(-2)).not.toContain('5, 7 and 5');
+    expect((await toolPart(conversationId)).output).toEqual({
+      name: 'haiku',
+      instructions: 'Three lines: 5, 7 and 5 syllables.',
+    });
+  });
+});
+
+describe('the Sandbox', () => {
+  it('keeps files for the Conversation across turns, and every escape fails safely', async () => {
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(npcIds[0]!, [{ kind: 'sandbox' }]);
+    const run = async (command: string) => {
+      app.fake.enqueue(...callThen('bash', { command }));
+      await say(conversationId, `run ${command}`);
+      return toolPart(conversationId);
+    };
+    expect((await run('echo kept > notes.txt')).state).toBe('done');
+    expect((await run('cat notes.txt')).output).toMatchObject({ stdout: 'kept\n', exitCode: 0 });
+    expect((await run('cat /etc/passwd')).output).toMatchObject({ exitCode: 1 });
+    expect((await run('cat ../../../../../etc/hostname')).output).toMatchObject({ exitCode: 1 });
+    expect((await run('curl http://127.0.0.1:1/')).output).not.toMatchObject({ exitCode: 0 });
+    const bomb = await run(':(){ :|:& };:');
+    expect((bomb.output as { exitCode: number }).exitCode).not.toBe(0);
+    const huge = await run('seq 1 200000');
+    expect(Buffer.byteLength(JSON.stringify(huge.output ?? huge.error))).toBeLessThanOrEqual(4096 + 200);
+  });
+});
+
+describe('MCP Servers', () => {
+  it('their tools are granted per NPC, called over real MCP; failures and slow calls fail clearly; an unreachable one is named', async () => {
+    const server = (await (
+      await app.api('/api/mcp-servers', {
+        cookie,
+        body: { name: 'Calc', url: mcp.url, headers: { Authorization: 'Bearer s3cret' } },
+      })
+    ).json()) as { server: { id: string } };
+    const dead = (await (
+      await app.api('/api/mcp-servers', { cookie, body: { name: 'Gone', url: 'http://127.0.0.1:9/mcp' } })
+    ).json()) as {
+      server: { id: string };
+    };
+    const listed = (await (await app.api('/api/mcp-servers', { cookie })).json()) as {
+      servers: { headerNames: string[] }[];
+    };
+    expect(JSON.stringify(listed)).not.toContain('s3cret');
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(npcIds[0]!, [
+      { kind: 'mcp', mcpServerId: server.server.id },
+      { kind: 'mcp', mcpServerId: dead.server.id },
+    ]);
+    app.fake.enqueue(...callThen('calc__add', { a: 2, b: 3 }, 'It is 5.'));
+    await say(conversationId, 'What is 2 + 3?');
+    expect(toolNames(-2)).toEqual(['calc__add', 'calc__boom', 'calc__slow']);
+    expect(system(-2)).toMatch(/# Tools unavailable this turn\n.*Gone/);
+    expect(JSON.stringify((await toolPart(conversationId)).output)).toContain('"5"');
+    expect(mcp.headers.some((h) => h.authorization === 'Bearer s3cret')).toBe(true);
+
+    app.fake.enqueue(...callThen('calc__boom', {}));
+    await say(conversationId, 'Explode');
+    const boom = await toolPart(conversationId);
+    expect(boom.state === 'failed' || JSON.stringify(boom.output).includes('exploded')).toBe(true);
+
+    app.fake.enqueue(...callThen('calc__slow', {}));
+    await say(conversationId, 'Take your time');
+    const slow = await toolPart(conversationId);
+    expect(slow).toMatchObject({ state: 'failed' });
+    expect(slow.error).toMatch(/took longer than 2 s|took longer than 1 s/);
+  });
+
+  it('refuses a private address when the instance does not allow them (SSRF guard)', async () => {
+    const strict = await startTestApp({ allowPrivateToolUrls: false });
+    try {
+      const c = await strict.signIn();
+      const res = await strict.api('/api/mcp-servers', {
+        cookie: c.cookie,
+        body: { name: 'Local', url: 'http://127.0.0.1:8080/mcp' },
+      });
+      expect(res.status).toBe(400);
+      expect(((await res.json()) as { error: { code: string } }).error.code).toBe('URL_NOT_ALLOWED');
+    } finally {
+      await strict.close();
+    }
+  });
+});
