@@ -3,7 +3,7 @@ import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { startMcpServer } from '../support/mcpServer.ts';
 import { collectFrames } from '../support/sse.ts';
-import { messages, setupConversation } from '../support/turns.ts';
+import { messages, sendAndStop, settled, setupConversation } from '../support/turns.ts';
 
 let app: TestApp;
 let cookie: string;
@@ -185,6 +185,25 @@ describe('MCP Servers', () => {
     const slow = await toolPart(conversationId);
     expect(slow).toMatchObject({ state: 'failed' });
     expect(slow.error).toMatch(/took longer than 2 s|took longer than 1 s/);
+  });
+
+  it('Stop aborts a running tool: the call is kept as failed, the reply as stopped', async () => {
+    const server = (await (
+      await app.api('/api/mcp-servers', { cookie, body: { name: 'Calc', url: mcp.url } })
+    ).json()) as {
+      server: { id: string };
+    };
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(npcIds[0]!, [{ kind: 'mcp', mcpServerId: server.server.id }]);
+    app.fake.enqueue(...callThen('calc__slow', {}));
+    await sendAndStop(app, cookie, conversationId, 'Go slow', (f) =>
+      f.some((x) => x.type === 'part' && (x.part as { type: string; state?: string }).state === 'running'),
+    );
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('stopped');
+    expect(reply?.parts[0]).toMatchObject({ type: 'tool', name: 'calc__slow', state: 'failed' });
+    // Ended by the Stop, not by the tool's own time limit.
+    expect((reply?.parts[0] as { error?: string }).error).not.toMatch(/took longer/);
   });
 
   it('refuses a private address when the instance does not allow them (SSRF guard)', async () => {
