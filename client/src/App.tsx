@@ -31,6 +31,7 @@ export function App() {
           Conversations
         </NavLink>
         <NavLink to="/npcs">NPCs</NavLink>
+        <NavLink to="/tools">Tools &amp; Memory</NavLink>
         <NavLink to="/usage">Usage</NavLink>
         <NavLink to="/village">Village</NavLink>
         <div className="who">

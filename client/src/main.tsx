@@ -8,6 +8,7 @@ import { ConversationsPage } from './pages/ConversationsPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
 import { PublishPage } from './pages/PublishPage.tsx';
 import { ThreadPage } from './pages/ThreadPage.tsx';
+import { ToolsPage } from './pages/ToolsPage.tsx';
 import { VillagePage } from './pages/VillagePage.tsx';
 import './styles.css';
 
@@ -29,6 +30,7 @@ const router = createBrowserRouter([
       { path: 'c/:id', element: <ConversationPage /> },
       { path: 'c/:id/publish', element: <PublishPage /> },
       { path: 'npcs', element: <NpcsPage /> },
+      { path: 'tools', element: <ToolsPage /> },
       {
         path: 'usage',
         element: (

@@ -203,7 +203,7 @@ describe('MCP Servers', () => {
     expect(reply?.status).toBe('stopped');
     expect(reply?.parts[0]).toMatchObject({ type: 'tool', name: 'calc__slow', state: 'failed' });
     // Ended by the Stop, not by the tool's own time limit.
-    expect((reply?.parts[0] as { error?: string }).error).not.toMatch(/took longer/);
+    expect((reply!.parts[0] as { error?: string }).error).not.toMatch(/took longer/);
   });
 
   it('refuses a private address when the instance does not allow them (SSRF guard)', async () => {

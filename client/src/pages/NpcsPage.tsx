@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api, type Npc, type VillageView } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { GrantsEditor } from '../components/GrantsEditor.tsx';
 
 type Draft = Omit<Npc, 'id'>;
 const empty: Draft = {
@@ -90,6 +91,7 @@ export function NpcsPage() {
           />
           Thinking (show reasoning)
         </label>
+        {editing && <GrantsEditor npcId={editing} />}
         <div className="row">
           <button type="submit" disabled={save.isPending}>
             {editing ? 'Save' : 'Create NPC'}

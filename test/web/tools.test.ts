@@ -1,0 +1,97 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import type { Reply } from '../support/fakeProvider.ts';
+import { startMcpServer } from '../support/mcpServer.ts';
+import { openSignedIn } from '../support/webapp.ts';
+
+let app: TestApp;
+let browser: Awaited<ReturnType<typeof openSignedIn>>;
+let mcp: Awaited<ReturnType<typeof startMcpServer>>;
+beforeAll(async () => {
+  app = await startTestApp();
+  browser = await openSignedIn(app);
+  mcp = await startMcpServer();
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await mcp?.close();
+  await app?.close();
+});
+
+it('a Player grants Tools in the NPC editor and watches them used; a Party hands over on screen', async () => {
+  const { page } = browser;
+  await page.goto(`${app.url}/tools`);
+  await page.getByLabel('Skill name').fill('maps');
+  await page.getByLabel('Description').fill('Reading old maps.');
+  await page.getByLabel('Instructions').fill('North is up.');
+  await page.getByRole('button', { name: 'Add Skill' }).click();
+  await page.getByText('Reading old maps.').waitFor();
+  await page.getByLabel('Server name').fill('Calc');
+  await page.getByLabel('URL').fill(mcp.url);
+  await page.getByRole('button', { name: 'Add server' }).click();
+  await page.locator('code', { hasText: mcp.url }).waitFor();
+
+  await page.goto(`${app.url}/npcs`);
+  for (const name of ['Ada', 'Bo']) {
+    await page.getByLabel('Name').fill(name);
+    await page.getByRole('button', { name: 'Create NPC' }).click();
+    await page.locator('.npc-list li', { hasText: name }).waitFor();
+  }
+  await page.locator('.npc-list li', { hasText: 'Ada' }).getByRole('button', { name: 'Edit' }).click();
+  for (const label of [
+    'Sandbox (a shell of its own for this Conversation)',
+    'Memory (remember and recall)',
+    'Skill: maps',
+    'MCP: Calc',
+  ]) {
+    await page.getByLabel(label).check();
+  }
+  const npcs = (await (await app.api('/api/npcs', { cookie: browser.cookie })).json()) as {
+    npcs: { id: string; name: string }[];
+  };
+  const ada = npcs.npcs.find((n) => n.name === 'Ada')!;
+  await expect
+    .poll(
+      async () =>
+        (
+          (await (await app.api(`/api/npcs/${ada.id}/grants`, { cookie: browser.cookie })).json()) as {
+            grants: unknown[];
+          }
+        ).grants.length,
+    )
+    .toBe(4);
+
+  // A Party of Ada and Bo; Ada runs a command, then hands over to Bo.
+  await page.goto(`${app.url}/`);
+  await page.getByLabel('Ada').check();
+  await page.getByLabel('Bo').check();
+  await page.getByRole('button', { name: 'Start conversation' }).click();
+  await page.waitForURL(/\/c\//);
+  app.fake.enqueue(
+    (r: Reply) => {
+      r.toolCallStart(0, 'c1', 'bash', JSON.stringify({ command: 'echo mapped > map.txt && cat map.txt' }));
+      r.finish('tool_calls');
+    },
+    (r: Reply) => {
+      r.text('Saved the map. ');
+      r.toolCallStart(0, 'c2', 'message_npc', JSON.stringify({ npc: 'Bo', message: 'Frame it, please.' }));
+      r.finish('tool_calls');
+    },
+    (r: Reply) => {
+      r.text('Framed!');
+      r.finish();
+    },
+  );
+  await page.getByLabel('Ask').selectOption({ label: 'Ada' });
+  await page.getByLabel('Message').fill('Make me a map');
+  await page.keyboard.press('Enter');
+  await page.locator('article.message.npc', { hasText: 'Framed!' }).waitFor();
+  const replies = page.locator('article.message.npc');
+  await expect.poll(() => replies.count()).toBe(2);
+  expect(await replies.nth(0).locator('.speaker').textContent()).toBe('Ada');
+  expect(await replies.nth(1).locator('.speaker').textContent()).toBe('Bo');
+  const bash = replies.nth(0).locator('.tool', { hasText: 'bash' });
+  expect(await bash.getAttribute('data-tool-state')).toBe('done');
+  await bash.getByText('Result').click();
+  expect(await bash.locator('pre').last().textContent()).toContain('mapped');
+});
