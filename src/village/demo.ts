@@ -50,7 +50,10 @@ function script(options: LanguageModelV4CallOptions): LanguageModelV4StreamPart[
   const { name, job } = identity(options.prompt);
   const question = lastUserText(options.prompt);
   const toolDone = options.prompt.some((m) => m.role === 'tool');
-  const tool = !toolDone ? options.tools?.find((t) => t.type === 'function') : undefined;
+  // Any granted tool but a hand-over: a demo Party that passed the word around would only hit the hop limit.
+  const tool = !toolDone
+    ? options.tools?.find((t) => t.type === 'function' && t.name !== 'message_npc')
+    : undefined;
   const out: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
   const thinking = options.reasoning !== undefined && options.reasoning !== 'none';
   if (thinking && !toolDone) {

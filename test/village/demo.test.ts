@@ -50,3 +50,23 @@ it('answers without reasoning when thinking is off', async () => {
   const parts = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
   expect(parts.map((p) => p.type)).toEqual(['text']);
 });
+
+it('calls a granted tool once, then answers, so every Part kind can be seen offline', async () => {
+  const { conversationId, npcIds } = await setupConversation(app, cookie, [
+    { name: 'Tinker', thinking: true },
+  ]);
+  await app.api(`/api/npcs/${npcIds[0]}/grants`, {
+    method: 'PUT',
+    cookie,
+    body: { grants: [{ kind: 'memory' }] },
+  });
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Remember my name is Jo' },
+    }),
+  );
+  const parts = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+  expect(parts.map((p) => p.type)).toEqual(['reasoning', 'tool', 'text']);
+  expect(parts[1]).toMatchObject({ type: 'tool', name: 'remember', state: 'done' });
+});
