@@ -1,0 +1,62 @@
+import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
+
+export const COLLECTIONS = [SESSION, MESSAGE] as const;
+
+/**
+ * Indexes one record from the network. Invalid records are skipped and counted (and any older valid version
+ * is dropped); valid ones are upserted by at-uri, so replaying an event never doubles a row.
+ */
+export async function indexRecord(
+  sql: Queryable,
+  r: { did: string; collection: string; rkey: string; cid: string; record: unknown },
+): Promise<'indexed' | 'skipped'> {
+  const uri = `at://${r.did}/${r.collection}/${r.rkey}`;
+  const nsid = r.collection === SESSION ? SESSION : r.collection === MESSAGE ? MESSAGE : null;
+  if (!nsid || !isValidRecord(nsid, r.record)) {
+    await removeRecord(sql, uri);
+    await sql`update index_state set skipped = skipped + 1 where id`;
+    return 'skipped';
+  }
+  const record = sql.json(r.record as JsonValue);
+  if (nsid === SESSION) {
+    const createdAt = (r.record as { createdAt: string }).createdAt;
+    await sql`insert into index_sessions (uri, did, rkey, cid, record, created_at)
+      values (${uri}, ${r.did}, ${r.rkey}, ${r.cid}, ${record}, ${new Date(createdAt)})
+      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, created_at = excluded.created_at`;
+  } else {
+    const session = (r.record as { session: string }).session;
+    await sql`insert into index_messages (uri, did, rkey, session_uri, cid, record)
+      values (${uri}, ${r.did}, ${r.rkey}, ${session}, ${r.cid}, ${record})
+      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri`;
+  }
+  await sql`insert into index_actors (did) values (${r.did}) on conflict do nothing`;
+  return 'indexed';
+}
+
+/** A deleted record goes at once: a copy must not outlive the author's deletion. */
+export async function removeRecord(sql: Queryable, uri: string) {
+  await sql`delete from index_sessions where uri = ${uri}`;
+  await sql`delete from index_messages where uri = ${uri}`;
+}
+
+/** An account deleted or taken down: everything of it leaves the index. */
+export async function purgeActor(sql: Queryable, did: string) {
+  await sql`delete from index_sessions where did = ${did}`;
+  await sql`delete from index_messages where did = ${did}`;
+  await sql`delete from index_actors where did = ${did}`;
+}
+
+export async function setHandle(sql: Queryable, did: string, handle: string | null) {
+  await sql`insert into index_actors (did, handle) values (${did}, ${handle})
+    on conflict (did) do update set handle = excluded.handle`;
+}
+
+export async function readCursor(sql: Sql): Promise<number | undefined> {
+  const [row] = await sql<{ cursor: string | null }[]>`select cursor::text from index_state where id`;
+  return row?.cursor ? Number(row.cursor) : undefined;
+}
+
+export async function saveCursor(sql: Sql, cursor: number) {
+  await sql`update index_state set cursor = ${cursor}, updated_at = now() where id and (cursor is null or cursor < ${cursor})`;
+}
