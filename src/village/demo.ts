@@ -53,7 +53,9 @@ function script(options: LanguageModelV4CallOptions): LanguageModelV4StreamPart[
   const toolDone = options.prompt.some((m) => m.role === 'tool');
   // Any granted tool but a hand-over: a demo Party that passed the word around would only hit the hop limit.
   const tool = !toolDone
-    ? options.tools?.find((t) => t.type === 'function' && t.name !== 'message_npc')
+    ? options.tools?.find(
+        (t): t is LanguageModelV4FunctionTool => t.type === 'function' && t.name !== 'message_npc',
+      )
     : undefined;
   const out: LanguageModelV4StreamPart[] = [{ type: 'stream-start', warnings: [] }];
   const thinking = options.reasoning !== undefined && options.reasoning !== 'none';
