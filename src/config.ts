@@ -45,6 +45,11 @@ const Env = z.object({
   LOCALNET_PDS_PORT: z.coerce.number().int().min(0).max(65535).default(2583),
   LOCALNET_PLC_PORT: z.coerce.number().int().min(0).max(65535).default(2582),
   DEMO_ACCOUNTS: commaList,
+  /** The relay (wss://…) whose event stream the AppView indexes; offline mode follows the local PDS. */
+  INDEXER_RELAY_URL: z
+    .string()
+    .regex(/^wss?:\/\//, 'a ws:// or wss:// URL')
+    .optional(),
   /** Limits on every tool call: time, and the size of what it returns to the model. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
@@ -77,6 +82,7 @@ export interface Config {
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
+  indexerRelayUrl?: string;
   atproto: AtprotoConfig;
 }
 
@@ -139,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
+    indexerRelayUrl: e.INDEXER_RELAY_URL,
     atproto: {
       network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
       publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),

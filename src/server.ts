@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
-import { Network } from './appview/index.ts';
+import { type Indexer, Network, startIndexer } from './appview/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -28,6 +28,7 @@ export interface Running {
   instanceId: number;
   oauth: NodeOAuthClient;
   localnet?: LocalNetwork;
+  indexer?: Indexer;
   close(): Promise<void>;
 }
 
@@ -122,6 +123,18 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     fetch: options.oauthFetch,
   });
 
+  // The AppView follows the network's events: a configured relay, or the local PDS in offline mode.
+  const relay = config.indexerRelayUrl ?? localnet?.pdsUrl.replace(/^http/, 'ws');
+  const indexer = relay
+    ? startIndexer({
+        sql,
+        service: relay,
+        plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
+        local: Boolean(localnet),
+        log,
+      })
+    : undefined;
+
   // Publications a crash or a rate limit left part-way resume in the background.
   const publishDeps = {
     sql,
@@ -144,9 +157,11 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     instanceId: instance.id,
     oauth,
     localnet,
+    indexer,
     async close() {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await indexer?.stop();
       await localnet?.close();
       await instance.release();
       await lockSql.end({ timeout: 5 });

@@ -1,4 +1,7 @@
-// appview/: reading published click.aligned.chat.* threads from the network for the reader UI.
+// appview/: our AppView of click.aligned.chat.*: the firehose indexer, the index, XRPC queries and the
+// reader's API (with backfill from an author's repo when the index has not seen them).
+export { type Indexer, startIndexer } from './indexer.ts';
 export { Network, type NetworkOptions } from './network.ts';
+export { backfillActor, getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
 export { readThread, type ThreadView } from './thread.ts';

@@ -1,17 +1,61 @@
 import { Router } from 'express';
-import { notFound } from '../http/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, notFound } from '../http/index.ts';
+import { lexicons } from '../lexicon/generated/lexicons.ts';
 import type { Network } from './network.ts';
+import { getThread, listSessions, resolveActor } from './read.ts';
 import { readThread } from './thread.ts';
 
-/** Public reading of published threads: no session needed. */
-export function readerRoutes(deps: { reader: Network }): Router {
+const GET_THREAD = 'click.aligned.chat.getThread';
+const LIST_SESSIONS = 'click.aligned.chat.listSessions';
+
+function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return lexicons.assertValidXrpcParams(nsid, query) ?? {};
+  } catch (e) {
+    throw new AppError(400, 'InvalidRequest', (e as Error).message);
+  }
+}
+
+/**
+ * Public reading: our AppView's XRPC queries (for any client) and the reader UI's API. No session needed.
+ */
+export function readerRoutes(deps: { sql: Sql; reader: Network }): Router {
+  const { sql, reader } = deps;
   const router = Router();
+
+  router.get(`/xrpc/${GET_THREAD}`, async (req, res) => {
+    const params = xrpcParams(GET_THREAD, req.query as Record<string, unknown>);
+    const thread = await getThread(sql, reader, params.uri as string);
+    if (!thread) {
+      res.status(400).json({ error: 'NotFound', message: 'No such session.' });
+      return;
+    }
+    res.json(lexicons.assertValidXrpcOutput(GET_THREAD, thread));
+  });
+
+  router.get(`/xrpc/${LIST_SESSIONS}`, async (req, res) => {
+    const params = xrpcParams(LIST_SESSIONS, req.query as Record<string, unknown>);
+    const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
+    if (params.actor && !did) {
+      res.json({ sessions: [] });
+      return;
+    }
+    const page = await listSessions(sql, {
+      did: did ?? undefined,
+      limit: (params.limit as number) ?? 30,
+      cursor: params.cursor as string | undefined,
+    });
+    res.json(lexicons.assertValidXrpcOutput(LIST_SESSIONS, page));
+  });
+
   router.get('/api/reader/threads/:actor/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
     if (!/^[a-zA-Z0-9._:~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
-    const thread = await readThread(deps.reader, actor, rkey);
+    const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
-    res.set('Cache-Control', 'public, max-age=30').json({ thread });
+    res.set('Cache-Control', 'public, max-age=15').json({ thread });
   });
+
   return router;
 }

@@ -26,7 +26,6 @@ interface ThreadView {
     refs: { uri: string; state: 'same' | 'changed' | 'deleted'; text: string | null }[];
     mentions: { did: string; handle: string | null }[];
   }[];
-  skipped: number;
 }
 
 /** A published thread as a reader sees it, with only its link: no sign-in. */

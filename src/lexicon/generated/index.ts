@@ -10,6 +10,8 @@ import {
   createServer as createXrpcServer,
 } from '@atproto/xrpc-server'
 import { schemas } from './lexicons.js'
+import * as ClickAlignedChatGetThread from './types/click/aligned/chat/getThread.js'
+import * as ClickAlignedChatListSessions from './types/click/aligned/chat/listSessions.js'
 
 export function createServer(options?: XrpcOptions): Server {
   return new Server(options)
@@ -52,6 +54,30 @@ export class ClickAlignedChatNS {
 
   constructor(server: Server) {
     this._server = server
+  }
+
+  getThread<A extends Auth = void>(
+    cfg: MethodConfigOrHandler<
+      A,
+      ClickAlignedChatGetThread.QueryParams,
+      ClickAlignedChatGetThread.HandlerInput,
+      ClickAlignedChatGetThread.HandlerOutput
+    >,
+  ) {
+    const nsid = 'click.aligned.chat.getThread' // @ts-ignore
+    return this._server.xrpc.method(nsid, cfg)
+  }
+
+  listSessions<A extends Auth = void>(
+    cfg: MethodConfigOrHandler<
+      A,
+      ClickAlignedChatListSessions.QueryParams,
+      ClickAlignedChatListSessions.HandlerInput,
+      ClickAlignedChatListSessions.HandlerOutput
+    >,
+  ) {
+    const nsid = 'click.aligned.chat.listSessions' // @ts-ignore
+    return this._server.xrpc.method(nsid, cfg)
   }
 }
 

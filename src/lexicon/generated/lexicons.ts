@@ -10,6 +10,174 @@ import {
 import { type $Typed, is$typed, maybe$typed } from './util.js'
 
 export const schemaDict = {
+  ClickAlignedChatDefs: {
+    lexicon: 1,
+    id: 'click.aligned.chat.defs',
+    defs: {
+      author: {
+        type: 'object',
+        description: 'Who published a session.',
+        required: ['did'],
+        properties: {
+          did: {
+            type: 'string',
+            format: 'did',
+          },
+          handle: {
+            type: 'string',
+            format: 'handle',
+            description: 'Absent when the handle does not resolve.',
+          },
+        },
+      },
+      sessionView: {
+        type: 'object',
+        required: ['uri', 'cid', 'author', 'record', 'indexedAt'],
+        properties: {
+          uri: {
+            type: 'string',
+            format: 'at-uri',
+          },
+          cid: {
+            type: 'string',
+            format: 'cid',
+          },
+          author: {
+            type: 'ref',
+            ref: 'lex:click.aligned.chat.defs#author',
+          },
+          record: {
+            type: 'unknown',
+            description: 'The click.aligned.chat.session record, as published.',
+          },
+          turns: {
+            type: 'integer',
+            description: 'How many turns the index holds for this session.',
+          },
+          indexedAt: {
+            type: 'string',
+            format: 'datetime',
+          },
+        },
+      },
+      messageView: {
+        type: 'object',
+        required: ['uri', 'cid', 'record'],
+        properties: {
+          uri: {
+            type: 'string',
+            format: 'at-uri',
+          },
+          cid: {
+            type: 'string',
+            format: 'cid',
+          },
+          record: {
+            type: 'unknown',
+            description: 'The click.aligned.chat.message record, as published.',
+          },
+        },
+      },
+    },
+  },
+  ClickAlignedChatGetThread: {
+    lexicon: 1,
+    id: 'click.aligned.chat.getThread',
+    defs: {
+      main: {
+        type: 'query',
+        description:
+          'A published session and its turns in reading (TID) order. Records that fail the lexicon are left out; deleted ones are gone.',
+        parameters: {
+          type: 'params',
+          required: ['uri'],
+          properties: {
+            uri: {
+              type: 'string',
+              format: 'at-uri',
+              description: 'The click.aligned.chat.session record.',
+            },
+          },
+        },
+        output: {
+          encoding: 'application/json',
+          schema: {
+            type: 'object',
+            required: ['session', 'messages'],
+            properties: {
+              session: {
+                type: 'ref',
+                ref: 'lex:click.aligned.chat.defs#sessionView',
+              },
+              messages: {
+                type: 'array',
+                items: {
+                  type: 'ref',
+                  ref: 'lex:click.aligned.chat.defs#messageView',
+                },
+              },
+            },
+          },
+        },
+        errors: [
+          {
+            name: 'NotFound',
+            description:
+              "No such session in the index, even after reading the author's repo.",
+          },
+        ],
+      },
+    },
+  },
+  ClickAlignedChatListSessions: {
+    lexicon: 1,
+    id: 'click.aligned.chat.listSessions',
+    defs: {
+      main: {
+        type: 'query',
+        description:
+          "Published sessions, most recently indexed first: all of them, or one author's.",
+        parameters: {
+          type: 'params',
+          properties: {
+            actor: {
+              type: 'string',
+              format: 'at-identifier',
+              description: "Only this author's sessions (handle or DID).",
+            },
+            limit: {
+              type: 'integer',
+              minimum: 1,
+              maximum: 100,
+              default: 30,
+            },
+            cursor: {
+              type: 'string',
+            },
+          },
+        },
+        output: {
+          encoding: 'application/json',
+          schema: {
+            type: 'object',
+            required: ['sessions'],
+            properties: {
+              sessions: {
+                type: 'array',
+                items: {
+                  type: 'ref',
+                  ref: 'lex:click.aligned.chat.defs#sessionView',
+                },
+              },
+              cursor: {
+                type: 'string',
+              },
+            },
+          },
+        },
+      },
+    },
+  },
   ClickAlignedChatMessage: {
     lexicon: 1,
     id: 'click.aligned.chat.message',
@@ -245,6 +413,9 @@ export function validate(
 }
 
 export const ids = {
+  ClickAlignedChatDefs: 'click.aligned.chat.defs',
+  ClickAlignedChatGetThread: 'click.aligned.chat.getThread',
+  ClickAlignedChatListSessions: 'click.aligned.chat.listSessions',
   ClickAlignedChatMessage: 'click.aligned.chat.message',
   ClickAlignedChatSession: 'click.aligned.chat.session',
   ComAtprotoRepoStrongRef: 'com.atproto.repo.strongRef',

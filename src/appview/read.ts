@@ -1,0 +1,118 @@
+import type { Sql } from '../db/index.ts';
+import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { isDid } from '../publish/references.ts';
+import type { Network } from './network.ts';
+import { indexRecord } from './store.ts';
+
+export interface SessionView {
+  uri: string;
+  cid: string;
+  author: { did: string; handle?: string };
+  record: Record<string, unknown>;
+  turns: number;
+  indexedAt: string;
+}
+export interface MessageView {
+  uri: string;
+  cid: string;
+  record: Record<string, unknown>;
+}
+
+interface SessionRow {
+  uri: string;
+  cid: string;
+  did: string;
+  handle: string | null;
+  record: Record<string, unknown>;
+  turns: number;
+  indexed_at: Date;
+}
+
+const toSessionView = (r: SessionRow): SessionView => ({
+  uri: r.uri,
+  cid: r.cid,
+  author: r.handle ? { did: r.did, handle: r.handle } : { did: r.did },
+  record: r.record,
+  turns: r.turns,
+  indexedAt: r.indexed_at.toISOString(),
+});
+
+/** A handle or DID to a DID: the index's own knowledge first, then the network. */
+export async function resolveActor(sql: Sql, network: Network, actor: string): Promise<string | null> {
+  if (isDid(actor)) return actor;
+  const [row] = await sql<
+    { did: string }[]
+  >`select did from index_actors where handle = ${actor.toLowerCase()}`;
+  if (row) return row.did;
+  const did = await network.didOf(actor);
+  if (did)
+    await sql`insert into index_actors (did, handle) values (${did}, ${actor.toLowerCase()})
+    on conflict (did) do update set handle = excluded.handle`;
+  return did;
+}
+
+/**
+ * Reads an author's click.aligned.chat.* records straight from their PDS into the index: how the reader
+ * learns of a thread the event stream has not brought (published before the indexer ran, or elsewhere).
+ */
+export async function backfillActor(sql: Sql, network: Network, did: string): Promise<number> {
+  const id = await network.identity(did);
+  if (!id) return 0;
+  let n = 0;
+  for (const collection of [SESSION, MESSAGE]) {
+    for await (const r of network.listRecords(id.pds, did, collection)) {
+      await indexRecord(sql, { did, collection, rkey: r.uri.split('/').pop()!, cid: r.cid, record: r.value });
+      n++;
+    }
+  }
+  await sql`insert into index_actors (did, handle, backfilled_at) values (${did}, ${id.handle}, now())
+    on conflict (did) do update set handle = coalesce(excluded.handle, index_actors.handle), backfilled_at = now()`;
+  return n;
+}
+
+const sessionColumns = (sql: Sql) => sql`
+  s.uri, s.cid, s.did, a.handle, s.record, s.indexed_at,
+  (select count(*)::int from index_messages m where m.session_uri = s.uri) as turns`;
+
+export async function getThread(
+  sql: Sql,
+  network: Network,
+  uri: string,
+): Promise<{ session: SessionView; messages: MessageView[] } | null> {
+  const read = async () => {
+    const [session] = await sql<SessionRow[]>`
+      select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+    if (!session) return null;
+    const messages = await sql<MessageView[]>`
+      select uri, cid, record from index_messages where session_uri = ${uri} order by rkey`;
+    return { session: toSessionView(session), messages };
+  };
+  const found = await read();
+  if (found) return found;
+  const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
+  if (!did || !isDid(did)) return null;
+  await backfillActor(sql, network, did);
+  return read();
+}
+
+export async function listSessions(
+  sql: Sql,
+  opts: { did?: string; limit: number; cursor?: string },
+): Promise<{ sessions: SessionView[]; cursor?: string }> {
+  const [at, uri] = opts.cursor
+    ? (Buffer.from(opts.cursor, 'base64url').toString().split('|') as [string, string])
+    : [];
+  const rows = await sql<SessionRow[]>`
+    select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did
+    where true ${opts.did ? sql`and s.did = ${opts.did}` : sql``}
+      ${at && uri ? sql`and (s.indexed_at, s.uri) < (${new Date(at)}, ${uri})` : sql``}
+    order by s.indexed_at desc, s.uri desc limit ${opts.limit}`;
+  const last = rows.at(-1);
+  return {
+    sessions: rows.map(toSessionView),
+    cursor:
+      rows.length === opts.limit && last
+        ? Buffer.from(`${last.indexed_at.toISOString()}|${last.uri}`).toString('base64url')
+        : undefined,
+  };
+}
