@@ -69,7 +69,6 @@ export function startIndexer(o: IndexerOptions): Indexer {
       service: o.service,
       idResolver,
       runner,
-      getCursor: () => runner.getCursor(),
       filterCollections: [...COLLECTIONS],
       handleEvent: (evt) => handle(o.sql, evt),
       onError: (err) => o.log('indexer: an event could not be processed', err),

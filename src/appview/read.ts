@@ -70,6 +70,19 @@ export async function backfillActor(sql: Sql, network: Network, did: string): Pr
   return n;
 }
 
+/** Handles for authors the index knows only by DID, looked up once and kept. */
+async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
+  const missing = [...new Set(rows.filter((r) => !r.handle).map((r) => r.did))];
+  await Promise.all(
+    missing.map(async (did) => {
+      const handle = (await network.identity(did))?.handle ?? null;
+      if (!handle) return;
+      await sql`update index_actors set handle = ${handle} where did = ${did}`;
+      for (const r of rows) if (r.did === did) r.handle = handle;
+    }),
+  );
+}
+
 const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, a.handle, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri) as turns`;
@@ -83,6 +96,7 @@ export async function getThread(
     const [session] = await sql<SessionRow[]>`
       select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     if (!session) return null;
+    await ensureHandles(sql, network, [session]);
     const messages = await sql<MessageView[]>`
       select uri, cid, record from index_messages where session_uri = ${uri} order by rkey`;
     return { session: toSessionView(session), messages };
@@ -97,6 +111,7 @@ export async function getThread(
 
 export async function listSessions(
   sql: Sql,
+  network: Network,
   opts: { did?: string; limit: number; cursor?: string },
 ): Promise<{ sessions: SessionView[]; cursor?: string }> {
   const [at, uri] = opts.cursor
@@ -107,6 +122,7 @@ export async function listSessions(
     where true ${opts.did ? sql`and s.did = ${opts.did}` : sql``}
       ${at && uri ? sql`and (s.indexed_at, s.uri) < (${new Date(at)}, ${uri})` : sql``}
     order by s.indexed_at desc, s.uri desc limit ${opts.limit}`;
+  await ensureHandles(sql, network, rows);
   const last = rows.at(-1);
   return {
     sessions: rows.map(toSessionView),

@@ -41,7 +41,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network }): Router {
       res.json({ sessions: [] });
       return;
     }
-    const page = await listSessions(sql, {
+    const page = await listSessions(sql, reader, {
       did: did ?? undefined,
       limit: (params.limit as number) ?? 30,
       cursor: params.cursor as string | undefined,

@@ -1,0 +1,251 @@
+import { Agent, AtpAgent } from '@atproto/api';
+import { TID } from '@atproto/common-web';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startIndexer } from '../../src/appview/index.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+
+let local: LocalApp;
+let alice: { cookie: string; did: string; playerId: string };
+let bob: AtpAgent;
+let bobDid: string;
+
+beforeAll(async () => {
+  local = await startLocalApp();
+  alice = await local.signInAs('alice.test');
+  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+  bobDid = account.did;
+  bob = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await bob.login({ identifier: account.handle, password: account.password });
+  await local.app.running.indexer!.leading;
+}, 120_000);
+afterAll(() => local?.close());
+
+const sql = () => local.app.db.sql;
+const xrpc = async (nsid: string, params: Record<string, string>) => {
+  const res = await fetch(`${local.app.running.listenUrl}/xrpc/${nsid}?${new URLSearchParams(params)}`);
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+};
+const until = async (check: () => Promise<boolean>, what: string) => {
+  for (let i = 0; i < 200; i++) {
+    if (await check()) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+};
+const indexed = async (uri: string) =>
+  (await sql()`select 1 from index_sessions where uri = ${uri}`).length > 0;
+
+async function publishFixture(turns: number) {
+  const db = sql();
+  const [npc] = await db`insert into npcs (player_id, name) values (${alice.playerId}, 'Ada') returning id`;
+  const [c] =
+    await db`insert into conversations (player_id, title) values (${alice.playerId}, 'Indexed') returning id`;
+  await db`insert into conversation_participants values (${c!.id}, ${npc!.id}, 0)`;
+  await db`insert into messages (conversation_id, role, npc_id, npc_name, parts, text, provider, model)
+    select ${c!.id}, case when i % 2 = 1 then 'player' else 'npc' end, case when i % 2 = 1 then null else ${npc!.id}::uuid end,
+      case when i % 2 = 1 then null else 'Ada' end, jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'turn ' || i)),
+      'turn ' || i, 'fake', 'fake-model'
+    from generate_series(1, ${turns}) i`;
+  const res = await local.app.api(`/api/conversations/${c!.id}/publication`, {
+    method: 'PUT',
+    body: {},
+    cookie: alice.cookie,
+  });
+  expect(res.status).toBe(200);
+  return { conversationId: c!.id as string, uri: ((await res.json()) as { uri: string }).uri };
+}
+
+describe('the indexer', () => {
+  it('sees a publication; the XRPC queries serve it in reading order; deletions vanish at once', async () => {
+    const one = await publishFixture(4);
+    const two = await publishFixture(2);
+    await until(() => indexed(two.uri), 'the second session');
+    const thread = await xrpc('click.aligned.chat.getThread', { uri: one.uri });
+    expect(thread.status).toBe(200);
+    const messages = thread.body.messages as { uri: string; record: { text: string } }[];
+    expect(messages.map((m) => m.record.text)).toEqual(['turn 1', 'turn 2', 'turn 3', 'turn 4']);
+    expect(thread.body.session).toMatchObject({ author: { did: alice.did, handle: 'alice.test' }, turns: 4 });
+    const byActor = await xrpc('click.aligned.chat.listSessions', { actor: 'alice.test' });
+    expect((byActor.body.sessions as { uri: string }[]).map((s) => s.uri)).toEqual(
+      expect.arrayContaining([one.uri, two.uri]),
+    );
+
+    // The author deletes one turn by hand, and unpublishes the other thread.
+    const agent = new Agent(await local.app.running.oauth.restore(alice.did));
+    await agent.com.atproto.repo.deleteRecord({
+      repo: alice.did,
+      collection: 'click.aligned.chat.message',
+      rkey: messages[1]!.uri.split('/').pop()!,
+    });
+    await local.app.api(`/api/conversations/${two.conversationId}/publication`, {
+      method: 'DELETE',
+      cookie: alice.cookie,
+    });
+    await until(async () => !(await indexed(two.uri)), 'the unpublished session to go');
+    await until(
+      async () => (await sql()`select 1 from index_messages where uri = ${messages[1]!.uri}`).length === 0,
+      'the deleted turn to go',
+    );
+    const after = await xrpc('click.aligned.chat.getThread', { uri: one.uri });
+    expect((after.body.messages as unknown[]).length).toBe(3);
+    const gone = await xrpc('click.aligned.chat.getThread', { uri: two.uri });
+    expect(gone.status).toBe(400);
+  });
+
+  it("indexes another app's records written with only the lexicon: minimal, future fields, unknown roles", async () => {
+    const sessionRkey = TID.nextStr();
+    const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
+    await bob.com.atproto.repo.applyWrites({
+      repo: bobDid,
+      writes: [
+        {
+          $type: 'com.atproto.repo.applyWrites#create',
+          collection: 'click.aligned.chat.session',
+          rkey: sessionRkey,
+          value: {
+            $type: 'click.aligned.chat.session',
+            title: 'Hand-made',
+            createdAt: new Date().toISOString(),
+          },
+        },
+        {
+          $type: 'com.atproto.repo.applyWrites#create',
+          collection: 'click.aligned.chat.message',
+          rkey: TID.nextStr(sessionRkey),
+          value: {
+            $type: 'click.aligned.chat.message',
+            session: uri,
+            role: 'user',
+            createdAt: new Date().toISOString(),
+          },
+        },
+        {
+          $type: 'com.atproto.repo.applyWrites#create',
+          collection: 'click.aligned.chat.message',
+          rkey: TID.nextStr(),
+          value: {
+            $type: 'click.aligned.chat.message',
+            session: uri,
+            role: 'narrator',
+            createdAt: new Date().toISOString(),
+            text: 'Meanwhile…',
+            mood: 'hopeful',
+            futureThing: { a: 1 },
+          },
+        },
+      ] as never,
+    });
+    await until(
+      async () => (await sql()`select 1 from index_messages where session_uri = ${uri}`).length === 2,
+      'the hand-made turns',
+    );
+    const thread = await xrpc('click.aligned.chat.getThread', { uri });
+    expect((thread.body.messages as { record: { role: string } }[]).map((m) => m.record.role)).toEqual([
+      'user',
+      'narrator',
+    ]);
+    const page = await fetch(`${local.app.running.listenUrl}/api/reader/threads/bob.test/${sessionRkey}`);
+    expect(page.status).toBe(200);
+  });
+
+  it('skips more than a thousand fuzzed invalid records without crashing, and goes on indexing', async () => {
+    const [before] = await sql()`select skipped::int as n from index_state`;
+    const junk = (i: number) => {
+      const variants: unknown[] = [
+        { $type: 'click.aligned.chat.message', role: 'user', createdAt: 'yesterday', session: `at://x/${i}` },
+        { $type: 'click.aligned.chat.message', session: 42, role: ['user'], createdAt: null },
+        {
+          $type: 'click.aligned.chat.message',
+          session: 'not-a-uri',
+          role: 'user',
+          createdAt: new Date().toISOString(),
+          text: 'x'.repeat(15_001),
+        },
+        { $type: 'click.aligned.chat.session', title: { nested: true }, createdAt: 'no' },
+        {
+          $type: 'click.aligned.chat.message',
+          session: `at://${bobDid}/click.aligned.chat.session/x`,
+          role: 'user',
+          createdAt: new Date().toISOString(),
+          mentions: ['not a did'],
+        },
+      ];
+      const value = variants[i % variants.length] as { $type: string };
+      return {
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: value.$type,
+        rkey: TID.nextStr(),
+        value,
+      };
+    };
+    for (let b = 0; b < 5; b++) {
+      const writes = Array.from({ length: 205 }, (_, i) => junk(b * 205 + i));
+      // Two calls per 205: under the PDS's request size cap.
+      await bob.com.atproto.repo.applyWrites({ repo: bobDid, writes: writes.slice(0, 100) as never });
+      await bob.com.atproto.repo.applyWrites({ repo: bobDid, writes: writes.slice(100) as never });
+    }
+    await until(
+      async () =>
+        Number((await sql()`select skipped::int as n from index_state`)[0]!.n) - Number(before!.n) >= 1000,
+      'a thousand skips',
+    );
+    const fine = await publishFixture(1);
+    await until(() => indexed(fine.uri), 'a valid record after the junk');
+  });
+
+  it('stopped mid-stream and restarted, it resumes from its cursor: nothing lost, nothing doubled', async () => {
+    const sessionRkey = TID.nextStr();
+    const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
+    await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.session',
+      rkey: sessionRkey,
+      record: { $type: 'click.aligned.chat.session', title: 'Resume', createdAt: new Date().toISOString() },
+    });
+    const write = async (n: number) => {
+      for (let i = 0; i < n; i++) {
+        await bob.com.atproto.repo.createRecord({
+          repo: bobDid,
+          collection: 'click.aligned.chat.message',
+          rkey: TID.nextStr(),
+          record: {
+            $type: 'click.aligned.chat.message',
+            session: uri,
+            role: 'user',
+            createdAt: new Date().toISOString(),
+            text: `m${i}`,
+          },
+        });
+      }
+    };
+    const writing = write(60);
+    await until(
+      async () => (await sql()`select 1 from index_messages where session_uri = ${uri}`).length >= 5,
+      'some turns',
+    );
+    await local.app.running.indexer!.stop(); // mid-stream
+    await writing;
+    const again = startIndexer({
+      sql: sql(),
+      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+      plcUrl: local.app.running.localnet!.plcUrl,
+      local: true,
+      log: () => {},
+    });
+    try {
+      await again.leading;
+      await until(
+        async () =>
+          (await sql()`select count(*)::int as n from index_messages where session_uri = ${uri}`)[0]!.n ===
+          60,
+        'all 60 turns',
+      );
+      const texts = (
+        await sql()`select record->>'text' as t from index_messages where session_uri = ${uri} order by rkey`
+      ).map((r) => r.t);
+      expect(texts).toEqual(Array.from({ length: 60 }, (_, i) => `m${i}`));
+    } finally {
+      await again.stop();
+    }
+  });
+});
