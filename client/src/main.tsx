@@ -3,6 +3,7 @@ import { lazy, StrictMode, Suspense } from 'react';
 import { createRoot } from 'react-dom/client';
 import { createBrowserRouter, RouterProvider } from 'react-router';
 import { App } from './App.tsx';
+import { BrowsePage } from './pages/BrowsePage.tsx';
 import { ConversationPage } from './pages/ConversationPage.tsx';
 import { ConversationsPage } from './pages/ConversationsPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
@@ -22,6 +23,8 @@ const queryClient = new QueryClient({
 const router = createBrowserRouter([
   // Readers need no account.
   { path: '/profile/:actor/thread/:rkey', element: <ThreadPage /> },
+  { path: '/profile/:actor', element: <BrowsePage /> },
+  { path: '/threads', element: <BrowsePage /> },
   {
     path: '/',
     element: <App />,

@@ -9,9 +9,23 @@ import { readThread } from './thread.ts';
 const GET_THREAD = 'click.aligned.chat.getThread';
 const LIST_SESSIONS = 'click.aligned.chat.listSessions';
 
+/** Query-string values are strings: integers and booleans the lexicon declares are read as such first. */
 function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string, unknown> {
+  const def = lexicons.getDefOrThrow(nsid) as {
+    parameters?: { properties?: Record<string, { type: string }> };
+  };
+  const typed: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(query)) {
+    const type = def.parameters?.properties?.[k]?.type;
+    typed[k] =
+      type === 'integer' && typeof v === 'string' && /^-?\d+$/.test(v)
+        ? Number(v)
+        : type === 'boolean' && typeof v === 'string'
+          ? v === 'true'
+          : v;
+  }
   try {
-    return lexicons.assertValidXrpcParams(nsid, query) ?? {};
+    return lexicons.assertValidXrpcParams(nsid, typed) ?? {};
   } catch (e) {
     throw new AppError(400, 'InvalidRequest', (e as Error).message);
   }

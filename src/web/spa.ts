@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import express, { type Request, type Response, Router } from 'express';
 
@@ -15,6 +16,31 @@ export interface WebDeps {
   /** The URL browsers reach the server at (known once it listens). */
   baseUrl: () => string;
   clientDir?: string;
+  /** Title and description of a published thread, for link previews (null when there is none). */
+  threadMeta?: (
+    actor: string,
+    rkey: string,
+  ) => Promise<{ title: string; description: string; url: string } | null>;
+}
+
+const escapeHtml = (s: string) =>
+  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+/** OpenGraph and Twitter card tags, so a shared thread link previews with its title and first words. */
+function withMeta(html: string, meta: { title: string; description: string; url: string }): string {
+  const tags = [
+    `<title>${escapeHtml(meta.title)} · AgentsVille</title>`,
+    `<meta property="og:type" content="article">`,
+    `<meta property="og:title" content="${escapeHtml(meta.title)}">`,
+    `<meta property="og:description" content="${escapeHtml(meta.description)}">`,
+    `<meta property="og:url" content="${escapeHtml(meta.url)}">`,
+    `<meta property="og:site_name" content="AgentsVille">`,
+    `<meta name="twitter:card" content="summary">`,
+    `<meta name="twitter:title" content="${escapeHtml(meta.title)}">`,
+    `<meta name="twitter:description" content="${escapeHtml(meta.description)}">`,
+    `<meta name="description" content="${escapeHtml(meta.description)}">`,
+  ].join('\n    ');
+  return html.replace(/<title>[^<]*<\/title>/, tags);
 }
 
 /**
@@ -43,6 +69,17 @@ export function webRoutes(deps: WebDeps): Router {
   });
 
   router.use(express.static(dir, { index: false, maxAge: '1h' }));
+  router.get('/profile/:actor/thread/:rkey', async (req, res, next) => {
+    const index = path.join(dir, 'index.html');
+    const meta = deps.threadMeta
+      ? await deps.threadMeta(req.params.actor, req.params.rkey).catch(() => null)
+      : null;
+    if (!meta || !existsSync(index)) return next();
+    res
+      .set('Cache-Control', 'no-cache')
+      .type('html')
+      .send(withMeta(await readFile(index, 'utf8'), meta));
+  });
   router.get(/^\/(?!api\/|oauth\/|xrpc\/|healthz$).*/, (req: Request, res: Response, next) => {
     if (path.extname(req.path)) return next();
     const index = path.join(dir, 'index.html');

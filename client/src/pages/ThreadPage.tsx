@@ -1,5 +1,6 @@
 import { useQuery } from '@tanstack/react-query';
-import { useParams } from 'react-router';
+import { useState } from 'react';
+import { Link, useParams } from 'react-router';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { Markdown } from '../components/Markdown.tsx';
@@ -31,6 +32,8 @@ interface ThreadView {
 /** A published thread as a reader sees it, with only its link: no sign-in. */
 export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
+  // A long thread renders a page of turns at a time.
+  const [visible, setVisible] = useState(100);
   const thread = useQuery({
     queryKey: ['thread', actor, rkey],
     queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
@@ -38,16 +41,24 @@ export function ThreadPage() {
   if (!thread.data)
     return (
       <main className="reader">
-        {thread.error ? <ErrorNote error={thread.error} /> : <p className="loading">Loading…</p>}
+        {thread.error ? (
+          <ErrorNote error={thread.error} />
+        ) : (
+          <p className="loading">
+            Loading the thread (reading its author's repository if this server has not seen it)…
+          </p>
+        )}
       </main>
     );
   const t = thread.data.thread;
+  const shown = t.messages.slice(0, visible);
   const author = t.author.handle ? `@${t.author.handle}` : t.author.did;
   return (
     <main className="reader" id="main">
       <h1>{t.session.title}</h1>
       <p className="meta">
-        A conversation {author} published · began {new Date(t.session.createdAt).toLocaleString()}
+        A conversation <Link to={`/profile/${t.author.handle ?? t.author.did}`}>{author}</Link> published ·
+        began {new Date(t.session.createdAt).toLocaleString()}
       </p>
       {t.session.agents?.length ? (
         <p className="meta">
@@ -56,7 +67,7 @@ export function ThreadPage() {
         </p>
       ) : null}
       <ol className="thread">
-        {t.messages.map((m) => (
+        {shown.map((m) => (
           <li
             key={m.rkey}
             className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`}
@@ -98,6 +109,11 @@ export function ThreadPage() {
           </li>
         ))}
       </ol>
+      {t.messages.length > visible && (
+        <button type="button" className="secondary" onClick={() => setVisible(visible + 100)}>
+          Show {Math.min(100, t.messages.length - visible)} more turns
+        </button>
+      )}
     </main>
   );
 }

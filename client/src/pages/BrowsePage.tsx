@@ -1,0 +1,59 @@
+import { useInfiniteQuery } from '@tanstack/react-query';
+import { Link, useParams } from 'react-router';
+import { api } from '../api.ts';
+import { ErrorNote } from '../components/ErrorNote.tsx';
+
+interface SessionView {
+  uri: string;
+  author: { did: string; handle?: string };
+  record: { title?: string; createdAt?: string; agents?: { name: string }[] };
+  turns: number;
+}
+
+/** Published threads: the most recent from everyone, or one author's. Readers need no account. */
+export function BrowsePage() {
+  const { actor } = useParams();
+  const list = useInfiniteQuery({
+    queryKey: ['sessions', actor ?? ''],
+    queryFn: ({ pageParam }) =>
+      api<{ sessions: SessionView[]; cursor?: string }>(
+        `/xrpc/click.aligned.chat.listSessions?${new URLSearchParams({
+          limit: '30',
+          ...(actor ? { actor } : {}),
+          ...(pageParam ? { cursor: pageParam } : {}),
+        })}`,
+      ),
+    initialPageParam: '',
+    getNextPageParam: (last) => last.cursor,
+  });
+  const sessions = list.data?.pages.flatMap((p) => p.sessions) ?? [];
+  return (
+    <main className="reader" id="main">
+      <h1>{actor ? `Conversations published by ${actor}` : 'Recently published conversations'}</h1>
+      {list.isPending && <p className="loading">{actor ? `Reading ${actor}'s repository…` : 'Loading…'}</p>}
+      <ErrorNote error={list.error} />
+      <ul className="conversation-list">
+        {sessions.map((s) => {
+          const who = s.author.handle ?? s.author.did;
+          return (
+            <li key={s.uri}>
+              <Link className="title" to={`/profile/${who}/thread/${s.uri.split('/').pop()}`}>
+                {s.record.title ?? 'Untitled'}
+              </Link>
+              <span className="meta">
+                <Link to={`/profile/${who}`}>@{who}</Link> · {s.turns} turns
+                {s.record.agents?.length ? ` · with ${s.record.agents.map((a) => a.name).join(', ')}` : ''}
+              </span>
+            </li>
+          );
+        })}
+      </ul>
+      {list.data && sessions.length === 0 && <p className="empty">Nothing published here yet.</p>}
+      {list.hasNextPage && (
+        <button type="button" className="secondary" onClick={() => list.fetchNextPage()}>
+          More
+        </button>
+      )}
+    </main>
+  );
+}

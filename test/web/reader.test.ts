@@ -1,0 +1,98 @@
+import { AtpAgent } from '@atproto/api';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { type Browser, openBrowser } from '../support/browser.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+
+let local: LocalApp;
+let reader: Browser;
+beforeAll(async () => {
+  local = await startLocalApp();
+  reader = await openBrowser(); // a reader with only a link: no account
+}, 120_000);
+afterAll(async () => {
+  await reader?.close();
+  await local?.close();
+});
+
+it('a reader with only a link sees the thread as seed 001 intends, and can browse', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app } = local;
+  const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+  const bobAgent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
+  await bobAgent.login({ identifier: bob.handle, password: bob.password });
+  const post = await bobAgent.post({ text: 'The old map is wrong', createdAt: new Date().toISOString() });
+
+  const db = app.db.sql;
+  const [npc] =
+    await db`insert into npcs (player_id, name, job_title) values (${alice.playerId}, 'Ada', 'Librarian') returning id`;
+  const [c] =
+    await db`insert into conversations (player_id, title) values (${alice.playerId}, 'The map question') returning id`;
+  await db`insert into conversation_participants values (${c!.id}, ${npc!.id}, 0)`;
+  const turn = async (role: string, parts: unknown[]) =>
+    (
+      await db`insert into messages (conversation_id, role, npc_id, npc_name, parts, text, provider, model)
+        values (${c!.id}, ${role}, ${role === 'npc' ? npc!.id : null}, ${role === 'npc' ? 'Ada' : null}, ${db.json(parts as never)}, '',
+          ${role === 'npc' ? 'fake' : null}, ${role === 'npc' ? 'fake-model' : null}) returning id`
+    )[0]!.id as string;
+  await turn('player', [
+    {
+      type: 'text',
+      text: `Is ${post.uri} right, @bob.test? <img src=x onerror="window.pwned=1"><script>window.pwned=2</script>`,
+    },
+  ]);
+  const secret = await turn('npc', [
+    { type: 'tool', id: 'a', name: 'search', input: { q: 'maps' }, state: 'done', output: 'x' },
+    { type: 'tool', id: 'b', name: 'fetch', input: {}, state: 'failed', error: 'timeout' },
+    { type: 'text', text: 'It is wrong; the vault code is 9911.' },
+  ]);
+  const hidden = await turn('player', [{ type: 'text', text: 'Private aside' }]);
+  const at = 'It is wrong; the vault code is '.length;
+  const res = await app.api(`/api/conversations/${c!.id}/publication`, {
+    method: 'PUT',
+    cookie: alice.cookie,
+    body: {
+      choices: { [secret]: { redactions: [{ start: at, end: at + 4 }] }, [hidden]: { withheld: true } },
+    },
+  });
+  expect(res.status).toBe(200);
+  const { uri } = (await res.json()) as { uri: string };
+  const rkey = uri.split('/').pop()!;
+  // The post changes after it was discussed.
+  await bobAgent.com.atproto.repo.putRecord({
+    repo: bob.did,
+    collection: 'app.bsky.feed.post',
+    rkey: post.uri.split('/').pop()!,
+    record: {
+      $type: 'app.bsky.feed.post',
+      text: 'The old map is right after all',
+      createdAt: new Date().toISOString(),
+    },
+  });
+
+  const url = `${app.url}/profile/alice.test/thread/${rkey}`;
+  const html = await (await fetch(url)).text();
+  expect(html).toContain('<meta property="og:title" content="The map question">');
+  expect(html).toContain('twitter:card');
+
+  const { page } = reader;
+  await page.goto(url);
+  const turns = page.locator('ol.thread > li');
+  await expect.poll(() => turns.count()).toBe(3);
+  expect(await turns.nth(0).locator('.speaker').textContent()).toBe('@alice.test');
+  expect(await turns.nth(0).textContent()).toContain('About @bob.test');
+  expect(await turns.nth(0).locator('.ref').textContent()).toContain('(changed since)');
+  expect(await turns.nth(1).locator('.model').textContent()).toBe('fake/fake-model');
+  expect(await turns.nth(1).textContent()).toContain('the vault code is ████████.');
+  expect(await turns.nth(1).textContent()).not.toContain('9911');
+  expect(await turns.nth(1).locator('.steps li.failed').textContent()).toContain('fetch');
+  expect(await turns.nth(2).textContent()).toContain('A turn happened here and was not published.');
+  expect(await page.locator('ol.thread img, ol.thread script').count()).toBe(0);
+  expect(await page.evaluate('window.pwned')).toBeUndefined();
+
+  await page.goto(`${app.url}/threads`);
+  await page.getByRole('link', { name: 'The map question' }).waitFor();
+  await page.getByRole('link', { name: '@alice.test' }).first().click();
+  await page.getByRole('heading', { name: 'Conversations published by alice.test' }).waitFor();
+  await page.getByRole('link', { name: 'The map question' }).click();
+  await turns.first().waitFor();
+}, 90_000);
