@@ -18,6 +18,8 @@ create table index_messages (
   session_uri text not null,
   cid text not null,
   record jsonb not null,
+  -- The messageView as JSON text, rendered once at index time: getThread concatenates these.
+  view text not null,
   indexed_at timestamptz not null default now()
 );
 create index index_messages_thread on index_messages (session_uri, rkey);

@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
+import { appviewFigures } from './bench/appview.ts';
 import { publishFigures } from './bench/publish.ts';
 import { turnFigures } from './bench/turn.ts';
 import { webFigures } from './bench/web.ts';
@@ -36,6 +37,7 @@ try {
   for await (const figure of turnFigures(adminUrl)) print(figure);
   for await (const figure of webFigures(adminUrl)) print(figure);
   for await (const figure of publishFigures(adminUrl)) print(figure);
+  for await (const figure of appviewFigures(adminUrl)) print(figure);
 } finally {
   await cleanup();
 }

@@ -41,6 +41,7 @@ export function startIndexer(o: IndexerOptions): Indexer {
   let stopped = false;
   let firehose: Firehose | undefined;
   let release: (() => Promise<void>) | undefined;
+  let flushCursor = async () => {};
   let lead!: () => void;
   const leading = new Promise<void>((resolve) => {
     lead = resolve;
@@ -59,7 +60,24 @@ export function startIndexer(o: IndexerOptions): Indexer {
     };
     if (stopped) return;
     const startCursor = await readCursor(o.sql);
-    const runner = new MemoryRunner({ startCursor, setCursor: (c) => saveCursor(o.sql, c) });
+    const knownActors = new Set<string>();
+    // The cursor is written at most every 250 ms, not per event: a restart replays at most that window, and
+    // replaying is harmless (upserts and deletes by at-uri).
+    let latest: number | undefined;
+    let timer: NodeJS.Timeout | undefined;
+    flushCursor = async () => {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      if (latest !== undefined)
+        await saveCursor(o.sql, latest).catch((e) => o.log('indexer: cursor not saved', e));
+    };
+    const runner = new MemoryRunner({
+      startCursor,
+      setCursor: async (c) => {
+        latest = c;
+        timer ??= setTimeout(() => void flushCursor(), 250);
+      },
+    });
     const idResolver = new IdResolver({
       plcUrl: o.plcUrl,
       didCache: new MemoryCache(),
@@ -70,7 +88,7 @@ export function startIndexer(o: IndexerOptions): Indexer {
       idResolver,
       runner,
       filterCollections: [...COLLECTIONS],
-      handleEvent: (evt) => handle(o.sql, evt),
+      handleEvent: (evt) => handle(o.sql, evt, knownActors),
       onError: (err) => o.log('indexer: an event could not be processed', err),
     });
     lead();
@@ -84,22 +102,27 @@ export function startIndexer(o: IndexerOptions): Indexer {
       stopped = true;
       await firehose?.destroy();
       await running;
+      await flushCursor();
       await release?.();
     },
   };
 }
 
-async function handle(sql: Sql, evt: Event): Promise<void> {
+async function handle(sql: Sql, evt: Event, knownActors: Set<string>): Promise<void> {
   switch (evt.event) {
     case 'create':
     case 'update':
-      await indexRecord(sql, {
-        did: evt.did,
-        collection: evt.collection,
-        rkey: evt.rkey,
-        cid: evt.cid.toString(),
-        record: lexToJson(evt.record as never),
-      });
+      await indexRecord(
+        sql,
+        {
+          did: evt.did,
+          collection: evt.collection,
+          rkey: evt.rkey,
+          cid: evt.cid.toString(),
+          record: lexToJson(evt.record as never),
+        },
+        knownActors,
+      );
       return;
     case 'delete':
       await removeRecord(sql, evt.uri.toString());

@@ -87,6 +87,50 @@ const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, a.handle, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri) as turns`;
 
+/**
+ * The XRPC getThread answer as JSON text, built by PostgreSQL in one statement: a 1,000-turn thread is not
+ * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
+ */
+export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
+  const read = async () => {
+    // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
+    const [row] = await sql<{ json: string; handle: string | null }[]>`
+      select a.handle, '{"session":' || json_build_object(
+          'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_json(s.indexed_at),
+          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
+        || ',"messages":[' || coalesce((select string_agg(m.view, ',' order by m.rkey) from index_messages m
+          where m.session_uri = s.uri), '') || ']}' as json
+      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+    return row;
+  };
+  let row = await read();
+  if (!row) {
+    if (!(await getSessionView(sql, network, uri))) return null;
+    row = await read();
+  } else if (!row.handle) {
+    await getSessionView(sql, network, uri); // learns the handle for next time
+  }
+  return row?.json ?? null;
+}
+
+async function getSessionView(sql: Sql, network: Network, uri: string): Promise<SessionView | null> {
+  const read = async () => {
+    const [session] = await sql<SessionRow[]>`
+      select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+    return session;
+  };
+  let session = await read();
+  if (!session) {
+    const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
+    if (!did || !isDid(did)) return null;
+    await backfillActor(sql, network, did);
+    session = await read();
+    if (!session) return null;
+  }
+  await ensureHandles(sql, network, [session]);
+  return toSessionView(session);
+}
+
 export async function getThread(
   sql: Sql,
   network: Network,

@@ -10,6 +10,8 @@ export const COLLECTIONS = [SESSION, MESSAGE] as const;
 export async function indexRecord(
   sql: Queryable,
   r: { did: string; collection: string; rkey: string; cid: string; record: unknown },
+  /** Authors already in index_actors: a hot consumer skips one statement per record. */
+  knownActors?: Set<string>,
 ): Promise<'indexed' | 'skipped'> {
   const uri = `at://${r.did}/${r.collection}/${r.rkey}`;
   const nsid = r.collection === SESSION ? SESSION : r.collection === MESSAGE ? MESSAGE : null;
@@ -26,11 +28,16 @@ export async function indexRecord(
       on conflict (uri) do update set cid = excluded.cid, record = excluded.record, created_at = excluded.created_at`;
   } else {
     const session = (r.record as { session: string }).session;
-    await sql`insert into index_messages (uri, did, rkey, session_uri, cid, record)
-      values (${uri}, ${r.did}, ${r.rkey}, ${session}, ${r.cid}, ${record})
-      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri`;
+    const view = JSON.stringify({ uri, cid: r.cid, record: r.record });
+    await sql`insert into index_messages (uri, did, rkey, session_uri, cid, record, view)
+      values (${uri}, ${r.did}, ${r.rkey}, ${session}, ${r.cid}, ${record}, ${view})
+      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri,
+        view = excluded.view`;
   }
-  await sql`insert into index_actors (did) values (${r.did}) on conflict do nothing`;
+  if (!knownActors?.has(r.did)) {
+    await sql`insert into index_actors (did) values (${r.did}) on conflict do nothing`;
+    knownActors?.add(r.did);
+  }
   return 'indexed';
 }
 
