@@ -104,11 +104,10 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     return row;
   };
   let row = await read();
-  if (!row) {
+  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
+  if (!row?.handle) {
     if (!(await getSessionView(sql, network, uri))) return null;
     row = await read();
-  } else if (!row.handle) {
-    await getSessionView(sql, network, uri); // learns the handle for next time
   }
   return row?.json ?? null;
 }
