@@ -18,6 +18,8 @@ export interface DemoAccount {
 export interface LocalNetwork {
   pdsUrl: string;
   plcUrl: string;
+  /** The local PDS's admin password (offline mode only; tests take accounts down with it). */
+  adminPassword: string;
   accounts: DemoAccount[];
   close(): Promise<void>;
 }
@@ -76,6 +78,7 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
   return {
     pdsUrl: pds.url,
     plcUrl: plcServer.url,
+    adminPassword: secrets.adminPassword,
     accounts,
     async close() {
       await pds.close();

@@ -248,4 +248,67 @@ describe('the indexer', () => {
       await again.stop();
     }
   });
+
+  it('runs once across server processes: a second indexer waits until the first lets go', async () => {
+    const second = startIndexer({
+      sql: sql(),
+      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+      plcUrl: local.app.running.localnet!.plcUrl,
+      local: true,
+      log: () => {},
+      retryMs: 100,
+    });
+    const third = startIndexer({
+      sql: sql(),
+      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+      plcUrl: local.app.running.localnet!.plcUrl,
+      local: true,
+      log: () => {},
+      retryMs: 100,
+    });
+    try {
+      let leaders = 0;
+      void second.leading.then(() => leaders++);
+      void third.leading.then(() => leaders++);
+      await until(async () => leaders === 1, 'one leader');
+      await new Promise((r) => setTimeout(r, 400));
+      expect(leaders).toBe(1);
+    } finally {
+      await second.stop();
+      await third.stop();
+    }
+  });
+
+  it('purges an account that is deleted: none of its records stay in the index', async () => {
+    const again = startIndexer({
+      sql: sql(),
+      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+      plcUrl: local.app.running.localnet!.plcUrl,
+      local: true,
+      log: () => {},
+      retryMs: 100,
+    });
+    try {
+      await again.leading;
+      await until(
+        async () => (await sql()`select 1 from index_sessions where did = ${bobDid}`).length > 0,
+        "bob's sessions",
+      );
+      const admin = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+      admin.setHeader(
+        'authorization',
+        `Basic ${Buffer.from(`admin:${local.app.running.localnet!.adminPassword}`).toString('base64')}`,
+      );
+      await admin.com.atproto.admin.deleteAccount({ did: bobDid });
+      await until(
+        async () =>
+          (
+            await sql()`select 1 from index_sessions where did = ${bobDid} union all select 1 from index_messages where did = ${bobDid}`
+          ).length === 0,
+        "bob's records to be purged",
+      );
+    } finally {
+      await again.stop();
+    }
+  });
 });
