@@ -2,6 +2,7 @@
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export { conversationRoutes } from './routes.ts';
 export {
+  allMessages,
   beginPlayerTurn,
   beginRegenerate,
   type Conversation,
@@ -11,6 +12,7 @@ export {
   getParticipants,
   type HistoryRow,
   insertNpcMessage,
+  lastPlayerText,
   markInterrupted,
   readHistoryTail,
   releaseTurn,

@@ -310,3 +310,19 @@ export async function saveSummary(
   await sql`update conversations set summary = ${summary}, summary_through = ${through}
     where id = ${conversationId} and summary_through < ${through}`;
 }
+
+/** The text of the Player's last Message in a Conversation of theirs ('' when there is none). */
+export async function lastPlayerText(sql: Sql, playerId: string, conversationId: string): Promise<string> {
+  const [row] = await sql<{ text: string }[]>`
+    select m.text from messages m join conversations c on c.id = m.conversation_id
+    where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player'
+    order by m.seq desc limit 1`;
+  return row?.text ?? '';
+}
+
+/** Every Message of a Conversation, oldest first: what publishing reads. */
+export async function allMessages(sql: Sql, conversationId: string): Promise<Message[]> {
+  const rows = await sql<MessageRow[]>`
+    select ${messageColumns(sql)} from messages where conversation_id = ${conversationId} order by messages.seq`;
+  return rows.map(toMessage);
+}

@@ -1,11 +1,10 @@
 import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { getConversation, getParticipants } from '../conversations/index.ts';
+import { allMessages, getConversation, getParticipants } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
-import { readParts } from '../parts/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import {
@@ -64,34 +63,21 @@ async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; ag
 }
 
 async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[]> {
-  const rows = await sql<
-    {
-      id: string;
-      role: 'player' | 'npc';
-      parts: unknown;
-      text: string;
-      status: string;
-      created_at: Date;
-      provider: string | null;
-      model: string | null;
-    }[]
-  >`
-    select id, role, parts, text, status, created_at, provider, model from messages
-    where conversation_id = ${conversationId} order by messages.seq`;
-  if (rows.some((r) => r.status === 'streaming')) {
+  const messages = await allMessages(sql, conversationId);
+  if (messages.some((m) => m.status === 'streaming')) {
     throw new AppError(
       409,
       'TURN_IN_PROGRESS',
       'An NPC is still answering. Publish once the reply has finished.',
     );
   }
-  return rows.map((r) => ({
-    messageId: r.id,
-    role: r.role,
-    parts: r.parts == null ? [{ type: 'text', text: r.text }] : readParts(r.parts),
-    createdAt: r.created_at,
-    provider: r.provider,
-    model: r.model,
+  return messages.map((m) => ({
+    messageId: m.id,
+    role: m.role,
+    parts: m.parts,
+    createdAt: m.createdAt,
+    provider: m.provider,
+    model: m.model,
   }));
 }
 

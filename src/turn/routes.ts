@@ -6,6 +6,7 @@ import {
   beginRegenerate,
   getConversation,
   getParticipants,
+  lastPlayerText,
   type Message,
   releaseTurn,
 } from '../conversations/index.ts';
@@ -48,7 +49,7 @@ export function turnRoutes(deps: TurnRouteDeps): Router {
   router.post('/conversations/:id/regenerate', async (req, res) => {
     const player = currentPlayer(res);
     const body = parseBody(req, RegenerateBody);
-    const lastText = await lastPlayerText(deps, req, player.id);
+    const lastText = isUuid(req.params.id) ? await lastPlayerText(deps.sql, player.id, req.params.id) : '';
     const prepared = await prepare(deps, req, player.id, lastText, body.npcId);
     const playerMessage = await beginRegenerate(deps.sql, {
       conversationId: prepared.conversation.id,
@@ -99,15 +100,6 @@ async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text
       }
     },
   };
-}
-
-async function lastPlayerText(deps: TurnRouteDeps, req: Request, playerId: string): Promise<string> {
-  const id = req.params.id;
-  if (!isUuid(id)) return '';
-  const [row] = await deps.sql<{ text: string }[]>`
-    select m.text from messages m join conversations c on c.id = m.conversation_id
-    where c.id = ${id} and c.player_id = ${playerId} and m.role = 'player' order by m.seq desc limit 1`;
-  return row?.text ?? '';
 }
 
 async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { playerMessage: Message }) {
