@@ -32,6 +32,16 @@ const until = async (check: () => Promise<boolean>, what: string) => {
   }
   throw new Error(`timed out waiting for ${what}`);
 };
+/** Another indexer on the same database, as a second server process would start one. */
+const anotherIndexer = () =>
+  startIndexer({
+    sql: sql(),
+    service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+    plcUrl: local.app.running.localnet!.plcUrl,
+    local: true,
+    log: () => {},
+    retryMs: 100,
+  });
 const indexed = async (uri: string) =>
   (await sql()`select 1 from index_sessions where uri = ${uri}`).length > 0;
 
@@ -225,13 +235,7 @@ describe('the indexer', () => {
     );
     await local.app.running.indexer!.stop(); // mid-stream
     await writing;
-    const again = startIndexer({
-      sql: sql(),
-      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
-      plcUrl: local.app.running.localnet!.plcUrl,
-      local: true,
-      log: () => {},
-    });
+    const again = anotherIndexer();
     try {
       await again.leading;
       await until(
@@ -250,22 +254,8 @@ describe('the indexer', () => {
   });
 
   it('runs once across server processes: a second indexer waits until the first lets go', async () => {
-    const second = startIndexer({
-      sql: sql(),
-      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
-      plcUrl: local.app.running.localnet!.plcUrl,
-      local: true,
-      log: () => {},
-      retryMs: 100,
-    });
-    const third = startIndexer({
-      sql: sql(),
-      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
-      plcUrl: local.app.running.localnet!.plcUrl,
-      local: true,
-      log: () => {},
-      retryMs: 100,
-    });
+    const second = anotherIndexer();
+    const third = anotherIndexer();
     try {
       let leaders = 0;
       void second.leading.then(() => leaders++);
@@ -280,14 +270,7 @@ describe('the indexer', () => {
   });
 
   it('purges an account that is deleted: none of its records stay in the index', async () => {
-    const again = startIndexer({
-      sql: sql(),
-      service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
-      plcUrl: local.app.running.localnet!.plcUrl,
-      local: true,
-      log: () => {},
-      retryMs: 100,
-    });
+    const again = anotherIndexer();
     try {
       await again.leading;
       await until(
