@@ -1,6 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { isDid } from '../publish/references.ts';
+import { isValidDid as isDid } from '@atproto/syntax';
 
 export interface NetworkOptions {
   /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */

@@ -1,6 +1,6 @@
+import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
-import { isDid } from '../publish/references.ts';
 import type { Network } from './network.ts';
 import { indexRecord } from './store.ts';
 
@@ -92,6 +92,14 @@ const sessionColumns = (sql: Sql) => sql`
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
 export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
+  // Hot threads are served from memory while their version (session CID, author handle, turn count and
+  // newest index time) is unchanged: one small query instead of re-assembling a thousand turns.
+  const [v] = await sql<{ version: string }[]>`
+    select s.cid || '|' || coalesce(a.handle, '') || '|' || (select count(*) || '|' || coalesce(max(m.indexed_at)::text, '')
+      from index_messages m where m.session_uri = s.uri) as version
+    from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+  const cached = v && threadCache.get(uri);
+  if (cached && cached.version === v.version) return cached.json;
   const read = async () => {
     // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
     const [row] = await sql<{ json: string; handle: string | null }[]>`
@@ -109,7 +117,16 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     if (!(await getSessionView(sql, network, uri))) return null;
     row = await read();
   }
+  if (row && v?.version && row.handle) remember(uri, v.version, row.json);
   return row?.json ?? null;
+}
+
+const threadCache = new Map<string, { version: string; json: string }>();
+const CACHED_THREADS = 200;
+function remember(uri: string, version: string, json: string) {
+  threadCache.delete(uri);
+  threadCache.set(uri, { version, json });
+  if (threadCache.size > CACHED_THREADS) threadCache.delete(threadCache.keys().next().value!);
 }
 
 async function getSessionView(sql: Sql, network: Network, uri: string): Promise<SessionView | null> {

@@ -32,7 +32,7 @@ export async function indexRecord(
     await sql`insert into index_messages (uri, did, rkey, session_uri, cid, record, view)
       values (${uri}, ${r.did}, ${r.rkey}, ${session}, ${r.cid}, ${record}, ${view})
       on conflict (uri) do update set cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri,
-        view = excluded.view`;
+        view = excluded.view, indexed_at = now()`;
   }
   if (!knownActors?.has(r.did)) {
     await sql`insert into index_actors (did) values (${r.did}) on conflict do nothing`;

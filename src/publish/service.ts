@@ -1,6 +1,7 @@
 import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
+import { indexRecord, removeRecord } from '../appview/index.ts';
 import { allMessages, getConversation, getParticipants } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
@@ -303,10 +304,19 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
   const publication = await getPublication(deps.sql, conversationId);
   try {
     const calls = await executePending(deps.sql, repo, conversationId);
+    const sessionUri = `at://${repo.did}/${SESSION}/${publication?.sessionRkey}`;
     if (publication?.status === 'unpublishing') {
-      await verifyGone(repo, `at://${repo.did}/${SESSION}/${publication.sessionRkey}`);
+      await verifyGone(repo, sessionUri);
       await dropPublication(deps.sql, conversationId);
     } else await setStatus(deps.sql, conversationId, 'published', null);
+    // Write-through to our own AppView index, so the Player's link works at once (the event stream brings
+    // the same records a moment later; indexing is idempotent).
+    await syncIndex(
+      deps.sql,
+      repo.did,
+      sessionUri,
+      await getPublishedRecords(deps.sql, conversationId),
+    ).catch((e) => deps.log('index write-through failed', e));
     return calls;
   } catch (e) {
     const message =
@@ -346,4 +356,15 @@ async function verifyGone(repo: Repo, sessionUri: string) {
   if (await repo.getRecordCid(SESSION, sessionRkey))
     leftovers.push({ collection: SESSION, rkey: sessionRkey });
   if (leftovers.length) await repo.applyWrites(leftovers.map((l) => ({ action: 'delete', ...l })));
+}
+
+async function syncIndex(sql: Sql, did: string, sessionUri: string, records: PublishedRecord[]) {
+  const live = records.filter((r) => r.cid && r.pending === null);
+  const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
+  const indexed = await sql<{ uri: string }[]>`
+    select uri from index_messages where session_uri = ${sessionUri} union select uri from index_sessions where uri = ${sessionUri}`;
+  for (const { uri } of indexed) if (!keep.has(uri)) await removeRecord(sql, uri);
+  for (const r of live) {
+    await indexRecord(sql, { did, collection: r.collection, rkey: r.rkey, cid: r.cid!, record: r.record });
+  }
 }
