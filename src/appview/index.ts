@@ -4,5 +4,5 @@ export { type Indexer, startIndexer } from './indexer.ts';
 export { Network, type NetworkOptions } from './network.ts';
 export { backfillActor, getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
-export { indexRecord, removeRecord } from './store.ts';
+export { indexRecord, indexRecords, removeRecord } from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

@@ -41,6 +41,56 @@ export async function indexRecord(
   return 'indexed';
 }
 
+/**
+ * Many records of one author at once, in one statement per collection: the write-through after a publish.
+ * Each record is still validated; invalid ones are skipped and counted like any other.
+ */
+export async function indexRecords(
+  sql: Queryable,
+  did: string,
+  records: { collection: string; rkey: string; cid: string; record: unknown }[],
+): Promise<void> {
+  const valid = records.filter((r) => {
+    const ok =
+      (r.collection === SESSION || r.collection === MESSAGE) && isValidRecord(r.collection, r.record);
+    return ok;
+  });
+  const skipped = records.length - valid.length;
+  if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
+  const uriOf = (r: { collection: string; rkey: string }) => `at://${did}/${r.collection}/${r.rkey}`;
+  const sessions = valid
+    .filter((r) => r.collection === SESSION)
+    .map((r) => ({
+      uri: uriOf(r),
+      did,
+      rkey: r.rkey,
+      cid: r.cid,
+      record: sql.json(r.record as JsonValue),
+      created_at: new Date((r.record as { createdAt: string }).createdAt),
+    }));
+  const messages = valid
+    .filter((r) => r.collection === MESSAGE)
+    .map((r) => ({
+      uri: uriOf(r),
+      did,
+      rkey: r.rkey,
+      session_uri: (r.record as { session: string }).session,
+      cid: r.cid,
+      record: sql.json(r.record as JsonValue),
+      view: JSON.stringify({ uri: uriOf(r), cid: r.cid, record: r.record }),
+    }));
+  if (sessions.length) {
+    await sql`insert into index_sessions ${sql(sessions)} on conflict (uri) do update set cid = excluded.cid,
+      record = excluded.record, created_at = excluded.created_at`;
+  }
+  for (let i = 0; i < messages.length; i += 500) {
+    await sql`insert into index_messages ${sql(messages.slice(i, i + 500))} on conflict (uri) do update set
+      cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri, view = excluded.view,
+      indexed_at = now()`;
+  }
+  await sql`insert into index_actors (did) values (${did}) on conflict do nothing`;
+}
+
 /** A deleted record goes at once: a copy must not outlive the author's deletion. */
 export async function removeRecord(sql: Queryable, uri: string) {
   await sql`delete from index_sessions where uri = ${uri}`;

@@ -1,7 +1,7 @@
 import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { indexRecord, removeRecord } from '../appview/index.ts';
+import { indexRecords, removeRecord } from '../appview/index.ts';
 import { allMessages, getConversation, getParticipants } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
@@ -364,7 +364,9 @@ async function syncIndex(sql: Sql, did: string, sessionUri: string, records: Pub
   const indexed = await sql<{ uri: string }[]>`
     select uri from index_messages where session_uri = ${sessionUri} union select uri from index_sessions where uri = ${sessionUri}`;
   for (const { uri } of indexed) if (!keep.has(uri)) await removeRecord(sql, uri);
-  for (const r of live) {
-    await indexRecord(sql, { did, collection: r.collection, rkey: r.rkey, cid: r.cid!, record: r.record });
-  }
+  await indexRecords(
+    sql,
+    did,
+    live.map((r) => ({ collection: r.collection, rkey: r.rkey, cid: r.cid!, record: r.record })),
+  );
 }
