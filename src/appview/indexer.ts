@@ -1,10 +1,10 @@
 import { IdResolver, MemoryCache } from '@atproto/identity';
 import { lexToJson } from '@atproto/lexicon';
-import { type Event, Firehose, MemoryRunner } from '@atproto/sync';
+import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import {
   COLLECTIONS,
-  indexRecord,
+  indexRecords,
   purgeActor,
   readCursor,
   removeRecord,
@@ -35,7 +35,7 @@ export interface Indexer {
 /**
  * Follows the network's event stream, filtered to click.aligned.chat.*, into the index. One indexer runs at a
  * time across server processes: the leader holds an advisory lock; the others wait for it. The cursor is
- * stored as events are processed, so a restart resumes where it stopped; upserts make a replay harmless.
+ * stored with each batch written, so a restart resumes where it stopped; upserts make a replay harmless.
  */
 export function startIndexer(o: IndexerOptions): Indexer {
   let stopped = false;
@@ -59,25 +59,10 @@ export function startIndexer(o: IndexerOptions): Indexer {
       conn.release();
     };
     if (stopped) return;
-    const startCursor = await readCursor(o.sql);
-    const knownActors = new Set<string>();
-    // The cursor is written at most every 250 ms, not per event: a restart replays at most that window, and
-    // replaying is harmless (upserts and deletes by at-uri).
-    let latest: number | undefined;
-    let timer: NodeJS.Timeout | undefined;
-    flushCursor = async () => {
-      if (timer) clearTimeout(timer);
-      timer = undefined;
-      if (latest !== undefined)
-        await saveCursor(o.sql, latest).catch((e) => o.log('indexer: cursor not saved', e));
-    };
-    const runner = new MemoryRunner({
-      startCursor,
-      setCursor: async (c) => {
-        latest = c;
-        timer ??= setTimeout(() => void flushCursor(), 250);
-      },
-    });
+    // Events are buffered and written in bulk, in order, every 50 ms or 500 events; the cursor saved is
+    // the last event written, so a restart replays only what was not yet in the index.
+    const batcher = new Batcher(o.sql, (e) => o.log('indexer: a batch could not be written', e));
+    flushCursor = () => batcher.flush();
     const idResolver = new IdResolver({
       plcUrl: o.plcUrl,
       didCache: new MemoryCache(),
@@ -86,9 +71,9 @@ export function startIndexer(o: IndexerOptions): Indexer {
     firehose = new Firehose({
       service: o.service,
       idResolver,
-      runner,
+      getCursor: () => readCursor(o.sql),
       filterCollections: [...COLLECTIONS],
-      handleEvent: (evt) => handle(o.sql, evt, knownActors),
+      handleEvent: (evt) => batcher.add(evt),
       onError: (err) => o.log('indexer: an event could not be processed', err),
     });
     lead();
@@ -108,31 +93,94 @@ export function startIndexer(o: IndexerOptions): Indexer {
   };
 }
 
-async function handle(sql: Sql, evt: Event, knownActors: Set<string>): Promise<void> {
+type Op =
+  | {
+      kind: 'upsert';
+      seq: number;
+      did: string;
+      collection: string;
+      rkey: string;
+      cid: string;
+      record: unknown;
+    }
+  | { kind: 'delete'; seq: number; uri: string }
+  | { kind: 'purge'; seq: number; did: string }
+  | { kind: 'handle'; seq: number; did: string; handle: string }
+  | { kind: 'skip'; seq: number };
+
+/** Buffers events and applies them in order, consecutive upserts as one bulk statement. */
+class Batcher {
+  private ops: Op[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private writing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly onError: (e: unknown) => void,
+  ) {}
+
+  async add(evt: Event): Promise<void> {
+    this.ops.push(toOp(evt));
+    if (this.ops.length >= 500) await this.flush();
+    else this.timer ??= setTimeout(() => void this.flush(), 50);
+  }
+
+  flush(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    const ops = this.ops;
+    this.ops = [];
+    this.writing = this.writing
+      .then(() => (ops.length ? apply(this.sql, ops) : undefined))
+      .catch(this.onError);
+    return this.writing;
+  }
+}
+
+function toOp(evt: Event): Op {
   switch (evt.event) {
     case 'create':
     case 'update':
-      await indexRecord(
-        sql,
-        {
-          did: evt.did,
-          collection: evt.collection,
-          rkey: evt.rkey,
-          cid: evt.cid.toString(),
-          record: lexToJson(evt.record as never),
-        },
-        knownActors,
-      );
-      return;
+      return {
+        kind: 'upsert',
+        seq: evt.seq,
+        did: evt.did,
+        collection: evt.collection,
+        rkey: evt.rkey,
+        cid: evt.cid.toString(),
+        record: lexToJson(evt.record as never),
+      };
     case 'delete':
-      await removeRecord(sql, evt.uri.toString());
-      return;
+      return { kind: 'delete', seq: evt.seq, uri: evt.uri.toString() };
     case 'account':
-      if (!evt.active && (evt.status === 'deleted' || evt.status === 'takendown'))
-        await purgeActor(sql, evt.did);
-      return;
+      return !evt.active && (evt.status === 'deleted' || evt.status === 'takendown')
+        ? { kind: 'purge', seq: evt.seq, did: evt.did }
+        : { kind: 'skip', seq: evt.seq };
     case 'identity':
-      if (evt.handle) await setHandle(sql, evt.did, evt.handle);
-      return;
+      return evt.handle
+        ? { kind: 'handle', seq: evt.seq, did: evt.did, handle: evt.handle }
+        : { kind: 'skip', seq: evt.seq };
+    default:
+      return { kind: 'skip', seq: (evt as { seq: number }).seq };
   }
+}
+
+async function apply(sql: Sql, ops: Op[]): Promise<void> {
+  let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
+  const flushUpserts = async () => {
+    if (upserts.length) await indexRecords(sql, null, upserts);
+    upserts = [];
+  };
+  for (const op of ops) {
+    if (op.kind === 'upsert') {
+      upserts.push(op);
+      continue;
+    }
+    await flushUpserts();
+    if (op.kind === 'delete') await removeRecord(sql, op.uri);
+    else if (op.kind === 'purge') await purgeActor(sql, op.did);
+    else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
+  }
+  await flushUpserts();
+  await saveCursor(sql, Math.max(...ops.map((o) => o.seq)));
 }

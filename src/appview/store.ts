@@ -47,8 +47,8 @@ export async function indexRecord(
  */
 export async function indexRecords(
   sql: Queryable,
-  did: string,
-  records: { collection: string; rkey: string; cid: string; record: unknown }[],
+  did: string | null,
+  records: { did?: string; collection: string; rkey: string; cid: string; record: unknown }[],
 ): Promise<void> {
   const valid = records.filter((r) => {
     const ok =
@@ -57,22 +57,27 @@ export async function indexRecords(
   });
   const skipped = records.length - valid.length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
-  const uriOf = (r: { collection: string; rkey: string }) => `at://${did}/${r.collection}/${r.rkey}`;
-  const sessions = valid
+  const didOf = (r: { did?: string }) => r.did ?? did!;
+  const uriOf = (r: { did?: string; collection: string; rkey: string }) =>
+    `at://${didOf(r)}/${r.collection}/${r.rkey}`;
+  // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
+  const latest = new Map(valid.map((r) => [uriOf(r), r]));
+  const unique = [...latest.values()];
+  const sessions = unique
     .filter((r) => r.collection === SESSION)
     .map((r) => ({
       uri: uriOf(r),
-      did,
+      did: didOf(r),
       rkey: r.rkey,
       cid: r.cid,
       record: sql.json(r.record as JsonValue),
       created_at: new Date((r.record as { createdAt: string }).createdAt),
     }));
-  const messages = valid
+  const messages = unique
     .filter((r) => r.collection === MESSAGE)
     .map((r) => ({
       uri: uriOf(r),
-      did,
+      did: didOf(r),
       rkey: r.rkey,
       session_uri: (r.record as { session: string }).session,
       cid: r.cid,
@@ -88,7 +93,8 @@ export async function indexRecords(
       cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri, view = excluded.view,
       indexed_at = now()`;
   }
-  await sql`insert into index_actors (did) values (${did}) on conflict do nothing`;
+  for (const d of new Set(unique.map(didOf)))
+    await sql`insert into index_actors (did) values (${d}) on conflict do nothing`;
 }
 
 /** A deleted record goes at once: a copy must not outlive the author's deletion. */
