@@ -105,9 +105,23 @@ async function* runReply(
 ): AsyncGenerator<Frame, ReplyEnd> {
   const { sql } = deps;
   const { conversation, speaker } = plan;
-  // History is read while the reply's row is inserted; it excludes rows still streaming, so the two never race.
+  // History is read and the Tool set built while the reply's row is inserted: history excludes rows still
+  // streaming, so the two never race. Both are awaited below; the catches only keep an early failure from
+  // going unhandled.
   const tail = readHistoryTail(sql, conversation.id, conversation.summaryThrough);
-  tail.catch(() => {}); // awaited below; this only keeps an early failure from going unhandled
+  tail.catch(() => {});
+  const toolsReady = buildTurnTools({
+    sql,
+    dataDir: deps.dataDir,
+    allowPrivateToolUrls: deps.allowPrivateToolUrls,
+    limits: deps.toolLimits,
+    playerId: plan.playerId,
+    conversationId: conversation.id,
+    npc: speaker.npc,
+    others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
+    question: handoff?.message ?? plan.playerMessage.text,
+  });
+  toolsReady.catch(() => {});
   const message = await insertNpcMessage(sql, {
     conversationId: conversation.id,
     npc: speaker.npc,
@@ -138,18 +152,7 @@ async function* runReply(
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
   let errorCode = 'INTERNAL';
   try {
-    // The Tool set is built from the NPC's grants while the history is read and windowed.
-    const tools = await buildTurnTools({
-      sql,
-      dataDir: deps.dataDir,
-      allowPrivateToolUrls: deps.allowPrivateToolUrls,
-      limits: deps.toolLimits,
-      playerId: plan.playerId,
-      conversationId: conversation.id,
-      npc: speaker.npc,
-      others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
-      question: handoff?.message ?? plan.playerMessage.text,
-    });
+    const tools = await toolsReady;
     closeTools = tools.close;
     const context = await assembleContext(deps, {
       conversation,
