@@ -5,7 +5,7 @@ export { currentPlayer, requireSession } from './requireSession.ts';
 export { type AuthDeps, publicAuthRoutes, sessionAuthRoutes } from './routes.ts';
 export {
   createSession,
-  deleteSession,
+  endSessions,
   findSession,
   type Player,
   SESSION_COOKIE,

@@ -3,9 +3,9 @@ import { isValidDid, isValidHandle } from '@atproto/syntax';
 import { type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
-import { AppError, parseBody } from '../http/index.ts';
+import { AppError, escapeHtml, parseBody } from '../http/index.ts';
 import { currentPlayer } from './requireSession.ts';
-import { createSession, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
+import { createSession, endSessions, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
 
 const LoginBody = z
   .object({
@@ -81,7 +81,7 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
       const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
       if (held) await deps.oauth().restore(player.did, 'auto');
     } catch (e) {
-      await deps.sql`delete from sessions where player_id = ${player.id}`;
+      await endSessions(deps.sql, player.id);
       res.clearCookie(SESSION_COOKIE, { path: '/' });
       deps.log('oauth session ended', e);
       throw new AppError(
@@ -100,7 +100,7 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
       .oauth()
       .revoke(player.did)
       .catch((e) => deps.log('revoke failed', e));
-    await deps.sql`delete from sessions where player_id = ${player.id}`;
+    await endSessions(deps.sql, player.id);
     res.clearCookie(SESSION_COOKIE, { path: '/' });
     res.status(204).end();
   });
@@ -173,9 +173,6 @@ function callbackError(e: unknown): { status: number; message: string } {
   }
   return { status: 400, message: 'This sign-in link is not valid or was already used. Please start again.' };
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 function errorPage(message: string): string {
   return `<!doctype html><meta charset="utf-8"><title>Sign-in failed · AgentsVille</title>

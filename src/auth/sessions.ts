@@ -36,6 +36,7 @@ export async function findSession(sql: Sql, token: string): Promise<Player | und
   return row;
 }
 
-export async function deleteSession(sql: Sql, token: string): Promise<void> {
-  await sql`delete from sessions where token_hash = ${hash(token)}`;
+/** Ends every web session of a Player (logout revokes the OAuth session they all depend on). */
+export async function endSessions(sql: Sql, playerId: string): Promise<void> {
+  await sql`delete from sessions where player_id = ${playerId}`;
 }

@@ -132,11 +132,6 @@ export async function listMessages(
   return { messages: page.map(toMessage), before: more && page[0] ? page[0].seq : null };
 }
 
-export async function getMessage(sql: Sql, id: string): Promise<Message | undefined> {
-  const [row] = await sql<MessageRow[]>`select ${messageColumns(sql)} from messages where id = ${id}`;
-  return row ? toMessage(row) : undefined;
-}
-
 const turnInProgress = () =>
   new AppError(
     409,

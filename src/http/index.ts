@@ -1,4 +1,5 @@
 // http/: helpers every route uses: errors mapped to HTTP in one place, JSON body and query parsing, SSE.
 export { isUuid, parseBody, parseQuery, readJsonBody } from './body.ts';
 export { AppError, errorHandler, forbidden, invalidBody, notFound, unauthenticated } from './errors.ts';
+export { escapeHtml } from './html.ts';
 export { SseWriter } from './sse.ts';

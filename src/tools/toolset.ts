@@ -37,7 +37,7 @@ export interface TurnTools {
  * The NPC's Tool set for this turn, built from its grants: a Tool nobody granted is one the model cannot see.
  * Every Tool runs under the time and output limits; Stop aborts running ones.
  */
-export async function buildTurnTools(ctx: TurnToolsInput): Promise<TurnTools> {
+export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   const granted = await grantedTools(ctx.sql, ctx.npc.id);
   const limits = ctx.limits ?? DEFAULT_LIMITS;
   const tools: ToolSet = {};
@@ -71,5 +71,3 @@ export async function buildTurnTools(ctx: TurnToolsInput): Promise<TurnTools> {
     },
   };
 }
-
-type TurnToolsInput = ToolContext;

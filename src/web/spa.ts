@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import express, { type Request, type Response, Router } from 'express';
+import { escapeHtml } from '../http/index.ts';
 
 export const CLIENT_DIR = path.resolve(import.meta.dirname, '../../dist/client');
 
@@ -22,9 +23,6 @@ export interface WebDeps {
     rkey: string,
   ) => Promise<{ title: string; description: string; url: string } | null>;
 }
-
-const escapeHtml = (s: string) =>
-  s.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
 /** OpenGraph and Twitter card tags, so a shared thread link previews with its title and first words. */
 function withMeta(html: string, meta: { title: string; description: string; url: string }): string {

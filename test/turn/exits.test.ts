@@ -92,6 +92,29 @@ describe('the Player stops the reply', () => {
   });
 });
 
+describe('usage on the abort path (ADR 0003)', () => {
+  it('keeps the usage of the steps that finished before the Player stopped', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(
+      (r) => {
+        // Step 1 ends (an ungranted call fails, so the model gets a second step) and reports its usage.
+        r.toolCallStart(0, 'call_u', 'lookup', '{}');
+        r.finish('tool_calls', { prompt_tokens: 21, completion_tokens: 7 });
+      },
+      async (r) => {
+        for (let i = 0; i < 200 && !r.clientGone; i++) {
+          r.text(`s${i} `);
+          await r.wait(20);
+        }
+      },
+    );
+    await sendAndStop(app, cookie, conversationId, 'Go', (f) => textOf(partsOf(f)).includes('s2'));
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('stopped');
+    expect(reply?.usage).toMatchObject({ inputTokens: 21, outputTokens: 7 });
+  });
+});
+
 describe('the Provider fails', () => {
   it('mid-stream with an error: what arrived is kept and the stream ends with an error frame', async () => {
     const { conversationId } = await setupConversation(app, cookie);
