@@ -72,6 +72,7 @@ function mergeTool(prev: ToolPart, next: ToolPart): ToolPart {
     type: 'tool',
     id: prev.id,
     name: next.name ?? prev.name,
+    ...(next.description || prev.description ? { description: next.description ?? prev.description } : {}),
     input: next.input !== undefined ? next.input : prev.input,
     state,
     output: next.output !== undefined ? next.output : prev.output,

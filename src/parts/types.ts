@@ -13,6 +13,8 @@ export const ToolPart = z.object({
   /** The Provider's tool call id: a result or failure lands on the call with the same id. */
   id: z.string(),
   name: z.string().optional(),
+  /** An MCP tool's own description (clipped): the default summary when the call is published. */
+  description: z.string().optional(),
   input: z.unknown().optional(),
   state: ToolState,
   output: z.unknown().optional(),

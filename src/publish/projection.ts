@@ -1,4 +1,3 @@
-import { z } from 'zod';
 import {
   type AgentRecord,
   MESSAGE,
@@ -8,6 +7,7 @@ import {
   type StepRecord,
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
+import { type Choices, type Cover, coverOf, type TurnChoice } from '../redaction/index.ts';
 import {
   findMentions,
   findRecordPointers,
@@ -16,36 +16,22 @@ import {
   pointerKey,
   type RecordPointer,
 } from './references.ts';
+import { defaultStepSummary } from './steps.ts';
+import { clip, graphemes, oneLine } from './text.ts';
 
 /**
  * The one chokepoint every PDS-bound record passes through: a pure function from a stored Conversation and
  * the Player's choices to the exact records. Nothing else builds records, so private content (reasoning,
- * tool output, the words under a redaction) cannot reach a PDS by another path.
+ * tool arguments and output, withheld turns, the words under a redaction) cannot reach a PDS by another path.
+ *
+ * Every free-text string of every record passes through the Conversation's cover last (coverStrings): a word
+ * the Player covered in one turn is covered in every turn, the title, step names and summaries, and agents.
  */
 
-/** Every covered span becomes this bar, whatever its length, so the bar does not say how long the words were. */
-export const REDACTION_BAR = '█'.repeat(8);
 const SUMMARY_GRAPHEMES = 250;
 const TEXT_GRAPHEMES = 15_000;
 const TEXT_BYTES = 60_000;
-
-export const Span = z
-  .object({ start: z.number().int().min(0), end: z.number().int().min(0) })
-  .refine((s) => s.end > s.start, {
-    message: 'a redaction covers at least one character',
-  });
-export const TurnChoice = z
-  .object({
-    withheld: z.boolean().optional(),
-    redactions: z.array(Span).max(500).optional(),
-    /** Step summaries by tool-call index; null or absent keeps the default made from the call. */
-    steps: z.array(z.string().max(2000).nullable()).max(100).optional(),
-    refs: z.array(z.string().max(500)).max(50).optional(),
-    mentions: z.array(z.string().max(300)).max(50).optional(),
-  })
-  .strict();
-export type TurnChoice = z.infer<typeof TurnChoice>;
-export type Span = z.infer<typeof Span>;
+const TITLE_CHARS = 80;
 
 export interface PublishTurn {
   messageId: string;
@@ -53,6 +39,13 @@ export interface PublishTurn {
   parts: Part[];
   createdAt: Date;
   provider: string | null;
+  model: string | null;
+}
+
+export interface PublishAgent {
+  name: string;
+  jobTitle: string;
+  description: string;
   model: string | null;
 }
 
@@ -65,6 +58,7 @@ export interface Problem {
     | 'UNRESOLVED_REF'
     | 'UNRESOLVED_MENTION'
     | 'BAD_REF'
+    | 'COVERED_REFERENCE'
     | 'TOO_MANY_STEPS'
     | 'INVALID_RECORD';
   message: string;
@@ -77,79 +71,78 @@ export interface Resolution {
   mentions: Map<string, string | null>;
 }
 
-const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
-/** Grapheme count, skipped when the UTF-16 length already proves the string is within `limit`. */
-const graphemes = (s: string, limit = 0) => (s.length <= limit ? s.length : [...segmenter.segment(s)].length);
-const utf8 = (s: string) => Buffer.byteLength(s, 'utf8');
-
-/** The turn's published text: its text Parts only (never reasoning), each covered span replaced by one bar. */
-export function redactedText(parts: Part[], redactions: Span[] = []): string {
-  const text = flattenText(parts);
-  const spans = redactions
-    .map((s) => ({ start: Math.min(s.start, text.length), end: Math.min(s.end, text.length) }))
-    .filter((s) => s.end > s.start)
-    .sort((a, b) => a.start - b.start);
-  // Overlapping or touching spans are one covered run: one bar.
-  const merged: Span[] = [];
-  for (const span of spans) {
-    const last = merged.at(-1);
-    if (last && span.start <= last.end) last.end = Math.max(last.end, span.end);
-    else merged.push({ ...span });
-  }
-  let out = '';
-  let at = 0;
-  for (const span of merged) {
-    out += text.slice(at, span.start) + REDACTION_BAR;
-    at = span.end;
-  }
-  return out + text.slice(at);
+/** What is published of a Conversation before any record is built: the cover and each turn's covered text. */
+export interface Published {
+  cover: Cover;
+  /** By Message id: the turn's text as published (text Parts only, covered); absent for withheld turns. */
+  texts: Map<string, string>;
 }
 
-/** The default one-line summary of a call: what it was called with, never what came back. */
-export function defaultStepSummary(part: Extract<Part, { type: 'tool' }>): string {
-  const args = part.input === undefined ? '' : JSON.stringify(part.input);
-  const line = `${part.name ?? 'tool'}(${args ?? ''})`.replace(/\s+/g, ' ');
-  return clip(line, 200);
-}
+const utf8 = (s: string) => new TextEncoder().encode(s).length;
 
-function clip(s: string, max: number): string {
-  if (s.length <= max) return s;
-  let out = '';
-  let n = 0;
-  for (const { segment } of segmenter.segment(s)) {
-    if (n++ === max - 1) return `${out}…`;
-    out += segment;
+export function publishedTexts(turns: readonly PublishTurn[], choices: Choices): Published {
+  const flat = turns.map((t) => ({ id: t.messageId, text: flattenText(t.parts) }));
+  const cover = coverOf(flat, choices);
+  const texts = new Map<string, string>();
+  for (const { id, text } of flat) {
+    const choice = choices[id];
+    if (!choice?.withheld) texts.set(id, cover.apply(text, choice?.redactions ?? []));
   }
-  return out;
+  return { cover, texts };
 }
 
-/** What a turn asks to be resolved: record pointers and accounts found in its published text, plus added ones. */
+/**
+ * The title when the Player has not written one: the first published words, cut at a word boundary. Made from
+ * published text only, so a withheld turn's words and covered words cannot reach it.
+ */
+export function defaultTitle(turns: readonly PublishTurn[], published: Published): string {
+  for (const t of turns) {
+    const text = oneLine(published.texts.get(t.messageId) ?? '');
+    if (!text) continue;
+    if (text.length <= TITLE_CHARS) return text;
+    const cut = text.slice(0, TITLE_CHARS + 1);
+    const space = cut.lastIndexOf(' ');
+    return `${(space > TITLE_CHARS / 2 ? cut.slice(0, space) : clip(text, TITLE_CHARS - 1)).replace(/[\s,;:.-]+$/, '')}…`;
+  }
+  return 'Untitled conversation';
+}
+
+/**
+ * What a turn asks to be resolved: record pointers and accounts found in its published text, plus added ones.
+ * An added ref or mention that shows a covered word is refused, never looked up: looking it up would send
+ * the word to the network.
+ */
 export function referencesOf(
   turn: PublishTurn,
-  choice: TurnChoice = {},
-): { pointers: RecordPointer[]; accounts: string[]; bad: string[] } {
-  if (choice.withheld) return { pointers: [], accounts: [], bad: [] };
-  const text = redactedText(turn.parts, choice.redactions);
+  choice: TurnChoice,
+  published: Published,
+): { pointers: RecordPointer[]; accounts: string[]; bad: string[]; covered: string[] } {
+  const text = published.texts.get(turn.messageId);
+  if (choice.withheld || text === undefined) return { pointers: [], accounts: [], bad: [], covered: [] };
+  const { cover } = published;
   const pointers = findRecordPointers(text);
   const bad: string[] = [];
+  const covered: string[] = [];
   for (const raw of choice.refs ?? []) {
-    const p = parseRecordPointer(raw);
-    if (p) pointers.push(p);
-    else bad.push(raw);
+    if (cover.find(raw).length) covered.push(raw);
+    else {
+      const p = parseRecordPointer(raw);
+      if (p) pointers.push(p);
+      else bad.push(raw);
+    }
   }
-  const accounts = [
-    ...findMentions(text),
-    ...(choice.mentions ?? []).map((m) => m.trim().replace(/^@/, '').toLowerCase()),
-  ];
+  const added = (choice.mentions ?? []).map((m) => m.trim().replace(/^@/, '').toLowerCase());
+  for (const m of added) if (cover.find(m).length) covered.push(`@${m}`);
+  const accounts = [...findMentions(text), ...added.filter((m) => m && !cover.find(m).length)];
   const unique = new Map(pointers.map((p) => [pointerKey(p), p]));
-  return { pointers: [...unique.values()], accounts: [...new Set(accounts)], bad };
+  return { pointers: [...unique.values()], accounts: [...new Set(accounts)], bad, covered };
 }
 
 export function projectTurn(
   turn: PublishTurn,
   index: number,
   choice: TurnChoice,
-  ctx: { sessionUri: string; resolution: Resolution },
+  ctx: { sessionUri: string; resolution: Resolution; published: Published; agents: readonly string[] },
 ): { record: MessageRecord; problems: Problem[] } {
   const problems: Problem[] = [];
   const problem = (code: Problem['code'], message: string) =>
@@ -163,16 +156,10 @@ export function projectTurn(
   if (turn.role === 'npc' && turn.provider && turn.model) record.model = `${turn.provider}/${turn.model}`;
   if (choice.withheld) {
     record.withheld = true;
-    return { record, problems };
+    return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems };
   }
 
-  const text = redactedText(turn.parts, choice.redactions);
-  if (graphemes(text, TEXT_GRAPHEMES) > TEXT_GRAPHEMES || utf8(text) > TEXT_BYTES) {
-    problem(
-      'TEXT_TOO_LONG',
-      `Turn ${index + 1} is too long to publish (${graphemes(text).toLocaleString('en')} characters; the limit is 15,000). Redact part of it or withhold it.`,
-    );
-  }
+  const text = ctx.published.texts.get(turn.messageId) ?? '';
   if (text) record.text = text;
 
   const tools = turn.parts.filter((p): p is Extract<Part, { type: 'tool' }> => p.type === 'tool');
@@ -182,25 +169,25 @@ export function projectTurn(
       `Turn ${index + 1} made ${tools.length} tool calls; at most 100 can be published.`,
     );
   const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
-    const edited = choice.steps?.[i]?.trim();
-    const summary = edited || defaultStepSummary(part);
-    if (graphemes(summary, SUMMARY_GRAPHEMES) > SUMMARY_GRAPHEMES) {
-      problem(
-        'SUMMARY_TOO_LONG',
-        `The summary of step ${i + 1} in turn ${index + 1} is longer than 250 characters.`,
-      );
-    }
-    const step: StepRecord = { name: clip(part.name ?? 'tool', 64), summary };
+    const step: StepRecord = {
+      name: part.name ?? 'tool',
+      summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.agents),
+    };
     if (part.state === 'failed') step.failed = true;
     return step;
   });
   if (steps.length) record.steps = steps;
 
-  const { pointers, accounts, bad } = referencesOf(turn, choice);
+  const { pointers, accounts, bad, covered } = referencesOf(turn, choice, ctx.published);
   for (const raw of bad)
     problem(
       'BAD_REF',
       `“${raw}” in turn ${index + 1} is not a record link (at://… or a bsky.app post link).`,
+    );
+  for (const raw of covered)
+    problem(
+      'COVERED_REFERENCE',
+      `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
   const refs = pointers.flatMap((p) => {
     const resolved = ctx.resolution.refs.get(pointerKey(p));
@@ -219,20 +206,75 @@ export function projectTurn(
     return did ? [did] : [];
   });
   if (mentions.length) record.mentions = [...new Set(mentions)].slice(0, 50);
-  return { record, problems };
+
+  const out = coverStrings(record, ctx.published.cover, MESSAGE_KEEP);
+  // Limits are checked on what will be written, after covering.
+  if (out.text && (graphemes(out.text, TEXT_GRAPHEMES) > TEXT_GRAPHEMES || utf8(out.text) > TEXT_BYTES)) {
+    problem(
+      'TEXT_TOO_LONG',
+      `Turn ${index + 1} is too long to publish (${graphemes(out.text).toLocaleString('en')} characters; the limit is 15,000). Redact part of it or withhold it.`,
+    );
+  }
+  for (const [i, step] of (out.steps ?? []).entries()) {
+    // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
+    step.name = clip(step.name, 64);
+    const written = Boolean(choice.steps?.[i]?.trim());
+    if (!written) step.summary = clip(step.summary ?? '', SUMMARY_GRAPHEMES);
+    else if (graphemes(step.summary ?? '', SUMMARY_GRAPHEMES) > SUMMARY_GRAPHEMES) {
+      problem(
+        'SUMMARY_TOO_LONG',
+        `The summary of step ${i + 1} in turn ${index + 1} is longer than 250 characters.`,
+      );
+    }
+  }
+  return { record: out, problems };
 }
 
 export function projectSession(args: {
   title: string;
   createdAt: Date;
-  agents: { name: string; jobTitle: string; description: string; model: string | null }[];
+  agents: readonly PublishAgent[];
+  cover: Cover;
 }): SessionRecord {
   const agents: AgentRecord[] = args.agents.slice(0, 20).map((a) => {
-    const agent: AgentRecord = { name: clip(a.name, 64) };
-    if (a.jobTitle) agent.role = clip(a.jobTitle, 100);
-    if (a.description) agent.description = clip(a.description.replace(/\s+/g, ' ').trim(), 300);
+    const agent: AgentRecord = { name: a.name };
+    if (a.jobTitle) agent.role = a.jobTitle;
+    if (a.description) agent.description = oneLine(a.description);
     if (a.model) agent.model = a.model;
     return agent;
   });
-  return { $type: SESSION, title: clip(args.title, 200), createdAt: args.createdAt.toISOString(), agents };
+  const record: SessionRecord = {
+    $type: SESSION,
+    title: args.title,
+    createdAt: args.createdAt.toISOString(),
+    agents,
+  };
+  const session = coverStrings(record, args.cover, SESSION_KEEP);
+  // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
+  session.title = clip(session.title, 200);
+  for (const agent of session.agents ?? []) {
+    agent.name = clip(agent.name, 64);
+    if (agent.role) agent.role = clip(agent.role, 100);
+    if (agent.description) agent.description = clip(agent.description, 300);
+  }
+  return session;
+}
+
+/** Top-level fields that are structure, not words: identifiers, enums, dates. Every other string is covered. */
+const MESSAGE_KEEP = new Set(['$type', 'session', 'role', 'createdAt', 'refs', 'mentions']);
+const SESSION_KEEP = new Set(['$type', 'createdAt']);
+
+/** A deep copy of `record` with the cover applied to every string outside the `keep` fields. */
+function coverStrings<T extends object>(record: T, cover: Cover, keep: ReadonlySet<string>): T {
+  if (!cover.needles.length) return structuredClone(record);
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return cover.apply(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return Object.fromEntries(
+    Object.entries(record).map(([k, v]) => [k, keep.has(k) ? structuredClone(v) : walk(v)]),
+  ) as T;
 }

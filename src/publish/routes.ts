@@ -4,13 +4,14 @@ import { currentPlayer } from '../auth/index.ts';
 import { getConversation } from '../conversations/index.ts';
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
-import { TurnChoice } from './projection.ts';
+import { TurnChoice } from '../redaction/index.ts';
 import { type PublishDeps, previewPublication, publish, resume, unpublish } from './service.ts';
-import { getPublication, getPublishedRecords } from './store.ts';
+import { getDraft, getPublication, getPublishedRecords } from './store.ts';
 
 const PublishBody = z
   .object({
-    title: z.string().trim().min(1).max(200).optional(),
+    /** The Player's title; null or empty for the default made from the published text. */
+    title: z.string().trim().max(200).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
   })
   .strict();
@@ -26,9 +27,11 @@ export function publishRoutes(deps: PublishDeps): Router {
   router.get('/conversations/:id/publication', async (req, res) => {
     const player = currentPlayer(res);
     const id = await owned(player.id, req.params.id);
-    const publication = await getPublication(deps.sql, id);
+    const [publication, draft] = await Promise.all([getPublication(deps.sql, id), getDraft(deps.sql, id)]);
+    // The draft: the Player's choices and title, kept across unpublishing.
+    const kept = draft ? { title: draft.title, choices: draft.choices } : null;
     if (!publication) {
-      res.json({ publication: null });
+      res.json({ publication: null, draft: kept });
       return;
     }
     const records = await getPublishedRecords(deps.sql, id);
@@ -46,6 +49,7 @@ export function publishRoutes(deps: PublishDeps): Router {
             pending: r.pending,
           })),
       },
+      draft: kept,
     });
   });
 

@@ -6,20 +6,24 @@ import { allMessages, getConversation, getParticipants } from '../conversations/
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
+import type { Choices } from '../redaction/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import {
+  defaultTitle,
   type Problem,
   type PublishTurn,
   projectSession,
   projectTurn,
+  publishedTexts,
   referencesOf,
-  type TurnChoice,
 } from './projection.ts';
 import { agentRepo, type Repo } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
 import {
+  type Draft,
   dropPublication,
+  getDraft,
   getPublication,
   getPublishedRecords,
   markAllForDeletion,
@@ -37,18 +41,21 @@ export interface PublishDeps {
 }
 
 export interface PublishInput {
-  title?: string;
-  choices: Record<string, TurnChoice>;
+  /** The title the Player wrote; null or empty for the default, absent to keep the draft's. */
+  title?: string | null;
+  /** Choices by Message id; a turn not named keeps the draft's choice. */
+  choices: Choices;
 }
 
 interface Planned {
   did: string;
   sessionRkey: string;
   title: string;
+  defaultTitle: string;
+  draft: Draft;
   records: PublishedRecord[];
   problems: Problem[];
 }
-
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
   try {
@@ -97,11 +104,12 @@ async function plan(
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
   if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
-  const [turns, participants, existing, current] = await Promise.all([
+  const [turns, participants, existing, current, draft] = await Promise.all([
     loadTurns(deps.sql, conversationId),
     getParticipants(deps.sql, conversationId),
     getPublishedRecords(deps.sql, conversationId),
     getPublication(deps.sql, conversationId),
+    getDraft(deps.sql, conversationId),
   ]);
   if (turns.length === 0)
     throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
@@ -109,50 +117,61 @@ async function plan(
   const stray = Object.keys(input.choices).find((id) => !known.has(id));
   if (stray) throw new AppError(400, 'INVALID_BODY', `There is no turn ${stray} in this Conversation.`);
 
-  const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
-  const choiceOf = (id: string): TurnChoice =>
-    input.choices[id] ?? (byMessage.get(id)?.choice as TurnChoice) ?? {};
-  const wanted = turns.map((t) => referencesOf(t, choiceOf(t.messageId)));
+  // The draft's choices (kept across unpublishing) for the turns the request does not name.
+  const choices: Choices = {};
+  for (const t of turns) {
+    const choice = input.choices[t.messageId] ?? draft?.choices[t.messageId];
+    if (choice) choices[t.messageId] = choice;
+  }
+  const published = publishedTexts(turns, choices);
+  const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork),
     wanted.flatMap((w) => w.pointers),
     wanted.flatMap((w) => w.accounts),
   );
 
-  const sessionRkey = current?.sessionRkey ?? TID.nextStr();
+  // The session keeps its rkey across unpublish and publish, so links shared before work again.
+  const sessionRkey = current?.sessionRkey ?? draft?.sessionRkey ?? TID.nextStr();
   const sessionUri = `at://${did}/${SESSION}/${sessionRkey}`;
-  const title = input.title?.trim() || current?.title || conversation.title || 'Untitled conversation';
-  const existingSession = existing.find((r) => r.collection === SESSION);
-  const records: PublishedRecord[] = [];
+  const chosenTitle = (input.title === undefined ? draft?.title : input.title)?.trim() || null;
+  const fallback = defaultTitle(turns, published);
+  const agents = participants.map((n) => ({
+    name: n.name,
+    jobTitle: n.jobTitle,
+    description: n.description,
+    model: null,
+  }));
   const sessionRecord = projectSession({
-    title,
+    title: chosenTitle ?? fallback,
     createdAt: turns[0]!.createdAt,
-    agents: participants.map((n) => ({
-      name: n.name,
-      jobTitle: n.jobTitle,
-      description: n.description,
-      model: null,
-    })),
+    agents,
+    cover: published.cover,
   });
-  records.push(
-    diff(existingSession, {
-      rkey: sessionRkey,
-      collection: SESSION,
-      messageId: null,
-      position: 0,
-      choice: {},
-      record: sessionRecord as never,
-    }),
-  );
+  const records: PublishedRecord[] = [
+    diff(
+      existing.find((r) => r.collection === SESSION),
+      {
+        rkey: sessionRkey,
+        collection: SESSION,
+        messageId: null,
+        position: 0,
+        choice: {},
+        record: sessionRecord as never,
+      },
+    ),
+  ];
 
   const problems: Problem[] = [];
+  const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
   // TIDs sort as strings: new turns take TIDs after the last one published, so TID order stays reading order.
   let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
     .sort()
     .at(-1)!;
+  const names = agents.map((a) => a.name);
   for (const [i, turn] of turns.entries()) {
-    const choice = choiceOf(turn.messageId);
-    const projected = projectTurn(turn, i, choice, { sessionUri, resolution });
+    const choice = choices[turn.messageId] ?? {};
+    const projected = projectTurn(turn, i, choice, { sessionUri, resolution, published, agents: names });
     problems.push(...projected.problems);
     const prior = byMessage.get(turn.messageId);
     let rkey = prior?.rkey;
@@ -192,7 +211,15 @@ async function plan(
       });
     }
   }
-  return { did, sessionRkey, title, records, problems };
+  return {
+    did,
+    sessionRkey,
+    title: sessionRecord.title,
+    defaultTitle: fallback,
+    draft: { sessionRkey, title: chosenTitle, choices },
+    records,
+    problems,
+  };
 }
 
 function diff(
@@ -218,6 +245,10 @@ function sortKeys(v: unknown): unknown {
 export interface PreviewResult {
   uri: string;
   title: string;
+  /** The title made from the published text, used when the Player writes none. */
+  defaultTitle: string;
+  /** The title the Player wrote, as kept in the draft (null: the default). */
+  chosenTitle: string | null;
   records: {
     rkey: string;
     collection: string;
@@ -234,6 +265,8 @@ function toPreview(p: Planned): PreviewResult {
   return {
     uri: `at://${p.did}/${SESSION}/${p.sessionRkey}`,
     title: p.title,
+    defaultTitle: p.defaultTitle,
+    chosenTitle: p.draft.title,
     records: p.records.map((r) => ({
       rkey: r.rkey,
       collection: r.collection,
@@ -290,6 +323,7 @@ export async function publish(
       title: planned.title,
     },
     records: planned.records,
+    draft: planned.draft,
   });
   return { ...preview, calls: await run(deps, repo, conversationId) };
 }

@@ -1,4 +1,5 @@
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import type { Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
 
 export interface Publication {
@@ -19,6 +20,21 @@ export interface PublishedRecord {
   record: Record<string, unknown>;
   cid: string | null;
   pending: RepoWrite['action'] | null;
+}
+
+/** The Player's choices for a Conversation, kept across unpublishing (see migration 009). */
+export interface Draft {
+  sessionRkey: string;
+  /** The title the Player wrote; null for the default made from the published text. */
+  title: string | null;
+  choices: Choices;
+}
+
+export async function getDraft(sql: Queryable, conversationId: string): Promise<Draft | undefined> {
+  const [row] = await sql<Draft[]>`
+    select session_rkey as "sessionRkey", title, choices from publication_drafts
+    where conversation_id = ${conversationId}`;
+  return row;
 }
 
 export async function getPublication(
@@ -49,10 +65,17 @@ export async function savePlan(
   plan: {
     publication: Omit<Publication, 'status' | 'error'> & { playerId: string };
     records: PublishedRecord[];
+    draft: Draft;
   },
 ): Promise<void> {
   const p = plan.publication;
+  const d = plan.draft;
   await sql.begin(async (tx) => {
+    await tx`
+      insert into publication_drafts (conversation_id, session_rkey, title, choices)
+      values (${p.conversationId}, ${d.sessionRkey}, ${d.title}, ${tx.json(d.choices as JsonValue)})
+      on conflict (conversation_id) do update set session_rkey = excluded.session_rkey, title = excluded.title,
+        choices = excluded.choices, updated_at = now()`;
     await tx`
       insert into publications (conversation_id, player_id, did, session_rkey, title, status)
       values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing')

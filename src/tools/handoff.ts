@@ -1,7 +1,8 @@
 import { tool } from 'ai';
 import { z } from 'zod';
+import { TOOL_NAMES } from './names.ts';
 
-export const MESSAGE_NPC = 'message_npc';
+export const MESSAGE_NPC = TOOL_NAMES.messageNpc;
 
 /**
  * `message_npc`: hands the Conversation to another NPC of the Party, who answers in the same stream. The reply

@@ -2,5 +2,6 @@
 // message_npc), under time and output limits; the routes the Player manages them with.
 export { MESSAGE_NPC } from './handoff.ts';
 export { DEFAULT_LIMITS, type ToolLimits } from './limits.ts';
+export { DESCRIPTION_CHARS, MCP_SEPARATOR, TOOL_NAMES } from './names.ts';
 export { toolRoutes } from './routes.ts';
 export { buildTurnTools, type ToolContext, type TurnTools } from './toolset.ts';

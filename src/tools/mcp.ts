@@ -1,5 +1,6 @@
 import { createMCPClient } from '@ai-sdk/mcp';
 import type { ToolSet } from 'ai';
+import { DESCRIPTION_CHARS, MCP_SEPARATOR } from './names.ts';
 import { assertPublicUrl } from './ssrf.ts';
 
 export interface McpServer {
@@ -16,7 +17,10 @@ export interface McpServer {
 export async function mcpTools(
   server: McpServer,
   o: { allowPrivate: boolean; timeoutMs: number },
-): Promise<{ tools: ToolSet; close: () => Promise<void> } | { unreachable: string }> {
+): Promise<
+  | { tools: ToolSet; descriptions: Record<string, string>; close: () => Promise<void> }
+  | { unreachable: string }
+> {
   try {
     await assertPublicUrl(server.url, o.allowPrivate);
     const client = await withTimeout(
@@ -30,8 +34,16 @@ export async function mcpTools(
         .replace(/[^a-z0-9]+/g, '_')
         .slice(0, 32);
       const named: ToolSet = {};
-      for (const [name, t] of Object.entries(tools)) named[`${prefix}__${name}`.slice(0, 64)] = t;
-      return { tools: named, close: () => client.close() };
+      const descriptions: Record<string, string> = {};
+      for (const [name, t] of Object.entries(tools)) {
+        const full = `${prefix}${MCP_SEPARATOR}${name}`.slice(0, 64);
+        named[full] = t;
+        // Kept on the call's Part: it is the published step's default summary (never the arguments).
+        if (typeof t.description === 'string' && t.description.trim()) {
+          descriptions[full] = t.description.replace(/\s+/g, ' ').trim().slice(0, DESCRIPTION_CHARS);
+        }
+      }
+      return { tools: named, descriptions, close: () => client.close() };
     } catch (e) {
       await client.close().catch(() => {});
       throw e;

@@ -4,6 +4,7 @@ import { MESSAGE_NPC, messageNpcTool } from './handoff.ts';
 import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
 import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
+import { TOOL_NAMES } from './names.ts';
 import { sandboxTools } from './sandbox.ts';
 import { loadSkillTool } from './skills.ts';
 import { grantedTools } from './store.ts';
@@ -30,6 +31,8 @@ export interface TurnTools {
   skills: { name: string; description: string }[];
   /** Recalled Memory, when the NPC may use Memory. */
   memories: string[];
+  /** MCP tools' own descriptions by tool name, kept on their calls' Parts. */
+  descriptions: Record<string, string>;
   close(): Promise<void>;
 }
 
@@ -43,6 +46,7 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   const tools: ToolSet = {};
   const closers: (() => Promise<void>)[] = [];
   const unreachable: string[] = [];
+  const descriptions: Record<string, string> = {};
   const [sandbox, memories, servers] = await Promise.all([
     granted.sandbox ? sandboxTools(ctx.dataDir, ctx.conversationId, limits.maxOutputBytes) : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
@@ -51,12 +55,13 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
     ),
   ]);
   if (sandbox) Object.assign(tools, sandbox);
-  if (granted.memory) tools.remember = rememberTool(ctx.sql, ctx.playerId, ctx.npc.name);
-  if (granted.skills.length) tools.load_skill = loadSkillTool(granted.skills);
+  if (granted.memory) tools[TOOL_NAMES.remember] = rememberTool(ctx.sql, ctx.playerId, ctx.npc.name);
+  if (granted.skills.length) tools[TOOL_NAMES.loadSkill] = loadSkillTool(granted.skills);
   for (const server of servers) {
     if ('unreachable' in server) unreachable.push(server.unreachable);
     else {
       Object.assign(tools, server.tools);
+      Object.assign(descriptions, server.descriptions);
       closers.push(server.close);
     }
   }
@@ -66,6 +71,7 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
     unreachable,
     skills: granted.skills.map((s) => ({ name: s.name, description: s.description })),
     memories,
+    descriptions,
     async close() {
       await Promise.all(closers.map((c) => c().catch(() => {})));
     },

@@ -7,7 +7,10 @@ import type { Part } from '../parts/index.ts';
  * markers, usage, errors: the turn handles those). New SDK part kinds fall through to null, so a release
  * that adds one cannot take a live reply down.
  */
-export function toFragment(chunk: TextStreamPart<ToolSet>): Part | null {
+export function toFragment(
+  chunk: TextStreamPart<ToolSet>,
+  descriptions: Record<string, string> = {},
+): Part | null {
   switch (chunk.type) {
     case 'text-delta':
       return { type: 'text', text: chunk.text };
@@ -15,14 +18,17 @@ export function toFragment(chunk: TextStreamPart<ToolSet>): Part | null {
       return { type: 'reasoning', text: chunk.text };
     case 'tool-input-start':
       return { type: 'tool', id: chunk.id, name: chunk.toolName, state: 'running' };
-    case 'tool-call':
+    case 'tool-call': {
+      const description = descriptions[chunk.toolName];
       return {
         type: 'tool',
         id: chunk.toolCallId,
         name: chunk.toolName,
         input: chunk.input,
         state: 'running',
+        ...(description ? { description } : {}),
       };
+    }
     case 'tool-result':
       return {
         type: 'tool',

@@ -179,7 +179,7 @@ async function* runReply(
       onError: () => {},
     });
     for await (const chunk of result.stream) {
-      const fragment = toFragment(chunk);
+      const fragment = toFragment(chunk, tools.descriptions);
       if (fragment) {
         parts = foldPart(parts, fragment);
         checkpointer.update(parts);

@@ -2,17 +2,27 @@ import { describe, expect, it } from 'vitest';
 import { assertValidRecord } from '../../src/lexicon/index.ts';
 import type { Part } from '../../src/parts/index.ts';
 import {
+  defaultTitle,
   type PublishTurn,
   projectSession,
   projectTurn,
-  REDACTION_BAR,
+  publishedTexts,
   type Resolution,
-  redactedText,
   referencesOf,
 } from '../../src/publish/projection.ts';
+import { makeCover, REDACTION_BAR, type TurnChoice } from '../../src/redaction/index.ts';
 
 const sessionUri = 'at://did:plc:alice/click.aligned.chat.session/3kaaaaaaaaaa2';
 const empty: Resolution = { refs: new Map(), mentions: new Map() };
+const noCover = makeCover([]);
+/** projectTurn for a Conversation of this one turn. */
+const project = (t: PublishTurn, index: number, choice: TurnChoice, resolution = empty) =>
+  projectTurn(t, index, choice, {
+    sessionUri,
+    resolution,
+    published: publishedTexts([t], { [t.messageId]: choice }),
+    agents: ['Ada'],
+  });
 const turn = (parts: Part[], extra: Partial<PublishTurn> = {}): PublishTurn => ({
   messageId: 'm1',
   role: 'npc',
@@ -25,7 +35,7 @@ const turn = (parts: Part[], extra: Partial<PublishTurn> = {}): PublishTurn => (
 
 describe('the projection', () => {
   it('publishes text Parts only: reasoning and tool output never appear', () => {
-    const { record, problems } = projectTurn(
+    const { record, problems } = project(
       turn([
         { type: 'reasoning', text: 'PRIVATE REASONING' },
         {
@@ -40,7 +50,6 @@ describe('the projection', () => {
       ]),
       1,
       {},
-      { sessionUri, resolution: empty },
     );
     expect(problems).toEqual([]);
     expect(record).toEqual({
@@ -50,18 +59,17 @@ describe('the projection', () => {
       createdAt: '2026-11-01T10:00:00.000Z',
       model: 'openai/gpt-x',
       text: 'Found maps.',
-      steps: [{ name: 'search', summary: 'search({"q":"maps"})' }],
+      steps: [{ name: 'search', summary: 'called a tool' }],
     });
     expect(JSON.stringify(record)).not.toMatch(/PRIVATE|SECRET/);
     assertValidRecord('click.aligned.chat.message', record);
   });
 
   it('a withheld turn is a visible hole: withheld, with no text, steps, refs or mentions', () => {
-    const { record } = projectTurn(
+    const { record } = project(
       turn([{ type: 'text', text: 'see at://did:plc:bob/app.bsky.feed.post/3k2 and @bob.test' }]),
       0,
       { withheld: true },
-      { sessionUri, resolution: empty },
     );
     expect(record).toEqual({
       $type: 'click.aligned.chat.message',
@@ -76,22 +84,23 @@ describe('the projection', () => {
 
   it('replaces each covered span with one fixed-width bar, whatever its length', () => {
     const parts: Part[] = [{ type: 'text', text: 'My password is hunter2 and my PIN is 1234567890.' }];
-    const text = redactedText(parts, [
+    const redactions = [
       { start: 15, end: 22 },
       { start: 37, end: 47 },
-    ]);
+    ];
+    const text = publishedTexts([turn(parts)], { m1: { redactions } }).texts.get('m1');
     expect(text).toBe(`My password is ${REDACTION_BAR} and my PIN is ${REDACTION_BAR}.`);
     expect(text).not.toMatch(/hunter2|1234567890/);
     // Overlapping and touching spans are one run; a span past the end is clipped.
+    const spans = [
+      { start: 1, end: 4 },
+      { start: 3, end: 6 },
+      { start: 6, end: 7 },
+      { start: 9, end: 99 },
+    ];
     expect(
-      redactedText(
-        [{ type: 'text', text: 'abcdefghij' }],
-        [
-          { start: 1, end: 4 },
-          { start: 3, end: 6 },
-          { start: 6, end: 7 },
-          { start: 9, end: 99 },
-        ],
+      publishedTexts([turn([{ type: 'text', text: 'abcdefghij' }])], { m1: { redactions: spans } }).texts.get(
+        'm1',
       ),
     ).toBe(`a${REDACTION_BAR}hi${REDACTION_BAR}`);
   });
@@ -101,25 +110,17 @@ describe('the projection', () => {
       { type: 'tool', id: 'a', name: 'run', input: { cmd: 'ls' }, state: 'failed', error: 'boom' },
       { type: 'tool', id: 'b', name: 'read', input: {}, state: 'done' },
     ]);
-    const ok = projectTurn(t, 0, { steps: ['Listed the files', null] }, { sessionUri, resolution: empty });
+    const ok = project(t, 0, { steps: ['Listed the files', null] });
     expect(ok.record.steps).toEqual([
       { name: 'run', summary: 'Listed the files', failed: true },
-      { name: 'read', summary: 'read({})' },
+      { name: 'read', summary: 'called a tool' },
     ]);
-    const long = projectTurn(t, 0, { steps: ['x'.repeat(251)] }, { sessionUri, resolution: empty });
+    const long = project(t, 0, { steps: ['x'.repeat(251)] });
     expect(long.problems.map((p) => p.code)).toEqual(['SUMMARY_TOO_LONG']);
   });
 
   it('refuses text longer than the lexicon allows, naming the turn, never truncating', () => {
-    const { record, problems } = projectTurn(
-      turn([{ type: 'text', text: 'y'.repeat(15_001) }]),
-      4,
-      {},
-      {
-        sessionUri,
-        resolution: empty,
-      },
-    );
+    const { record, problems } = project(turn([{ type: 'text', text: 'y'.repeat(15_001) }]), 4, {});
     expect(problems).toMatchObject([{ code: 'TEXT_TOO_LONG', turn: 5 }]);
     expect(problems[0]!.message).toMatch(/Turn 5 is too long/);
     expect(record.text?.length).toBe(15_001);
@@ -135,7 +136,8 @@ describe('the projection', () => {
       ],
       { role: 'player' },
     );
-    const wanted = referencesOf(t, { refs: ['at://did:plc:dan/app.bsky.feed.post/3kpost2'] });
+    const choice = { refs: ['at://did:plc:dan/app.bsky.feed.post/3kpost2'] };
+    const wanted = referencesOf(t, choice, publishedTexts([t], { m1: choice }));
     expect(wanted.pointers.map((p) => `${p.actor}/${p.rkey}`)).toEqual([
       'bob.test/3kpost1',
       'did:plc:dan/3kpost2',
@@ -154,14 +156,11 @@ describe('the projection', () => {
         ['carol.test', null],
       ]),
     };
-    const { record, problems } = projectTurn(
+    const { record, problems } = project(
       t,
       0,
       { refs: ['at://did:plc:dan/app.bsky.feed.post/3kpost2'] },
-      {
-        sessionUri,
-        resolution,
-      },
+      resolution,
     );
     expect(record.refs).toEqual([{ uri: 'at://did:plc:bob/app.bsky.feed.post/3kpost1', cid: 'bafyreia' }]);
     expect(record.mentions).toEqual(['did:plc:bob']);
@@ -173,7 +172,8 @@ describe('the projection', () => {
   it('does not publish a mention or link that sits under a redaction', () => {
     const text = 'Ask @secret.test about it.';
     const t = turn([{ type: 'text', text }], { role: 'player' });
-    const wanted = referencesOf(t, { redactions: [{ start: 4, end: 16 }] });
+    const choice = { redactions: [{ start: 4, end: 16 }] };
+    const wanted = referencesOf(t, choice, publishedTexts([t], { m1: choice }));
     expect(wanted.accounts).toEqual([]);
   });
 
@@ -184,6 +184,7 @@ describe('the projection', () => {
       agents: [
         { name: 'Ada', jobTitle: 'Librarian', description: 'Keeps   the maps.', model: 'openai/gpt-x' },
       ],
+      cover: noCover,
     });
     expect(record).toEqual({
       $type: 'click.aligned.chat.session',
@@ -192,5 +193,164 @@ describe('the projection', () => {
       agents: [{ name: 'Ada', role: 'Librarian', description: 'Keeps the maps.', model: 'openai/gpt-x' }],
     });
     assertValidRecord('click.aligned.chat.session', record);
+  });
+});
+
+describe('a covered word is covered everywhere', () => {
+  const convo = (texts: [string, Part[]][]): PublishTurn[] =>
+    texts.map(([id, parts], i) => ({
+      ...turn(parts),
+      messageId: id,
+      role: i % 2 ? 'npc' : 'player',
+      createdAt: new Date(Date.UTC(2026, 10, 1, 10, i)),
+    }));
+  const first = 'My codename is PELICAN-7731, keep it between us.';
+  const turns = convo([
+    ['a', [{ type: 'text', text: first }]],
+    [
+      'b',
+      [
+        {
+          type: 'tool',
+          id: 't1',
+          name: 'remember',
+          input: { text: 'codename PELICAN-7731' },
+          state: 'done',
+          output: 'ok',
+        },
+        {
+          type: 'tool',
+          id: 't2',
+          name: 'notes__save',
+          description: 'Saves notes about pelican-7731 projects',
+          input: { x: 1 },
+          state: 'failed',
+        },
+        { type: 'text', text: 'Noted, Pelican‑7731 is safe with me. ＰＥＬＩＣＡＮ-7731!' },
+      ],
+    ],
+    ['c', [{ type: 'text', text: 'And the rest.' }]],
+  ]);
+  const at = first.indexOf('PELICAN');
+  const choices = {
+    a: { redactions: [{ start: at, end: at + 'PELICAN-7731'.length }] },
+    b: { steps: [null, 'Wrote down pelican-7731'] },
+  };
+
+  it('in every turn, step summary, title and agent — across case, Unicode forms and dashes', () => {
+    const published = publishedTexts(turns, choices);
+    const records = turns.map(
+      (t, i) =>
+        projectTurn(t, i, choices[t.messageId as 'a'] ?? {}, {
+          sessionUri,
+          resolution: empty,
+          published,
+          agents: ['Ada'],
+        }).record,
+    );
+    const session = projectSession({
+      title: 'The pelican-7731 file',
+      createdAt: new Date(),
+      agents: [
+        { name: 'Ada', jobTitle: 'Keeper of PELICAN-7731', description: 'Knows pelican-7731.', model: null },
+      ],
+      cover: published.cover,
+    });
+    const all = JSON.stringify([records, session]);
+    // A non-breaking hyphen (U+2011) and full-width letters read as the same word: covered too.
+    expect(all.toLowerCase()).not.toMatch(/pelican|ｐｅｌｉｃａｎ/);
+    expect(records[0]!.text).toBe(`My codename is ${REDACTION_BAR}, keep it between us.`);
+    expect(records[1]!.text).toBe(`Noted, ${REDACTION_BAR} is safe with me. ${REDACTION_BAR}!`);
+    expect(records[1]!.steps).toEqual([
+      { name: 'remember', summary: 'saved a memory' },
+      { name: 'notes__save', summary: `Wrote down ${REDACTION_BAR}`, failed: true },
+    ]);
+    expect(session.title).toBe(`The ${REDACTION_BAR} file`);
+    expect(session.agents![0]).toEqual({
+      name: 'Ada',
+      role: `Keeper of ${REDACTION_BAR}`,
+      description: `Knows ${REDACTION_BAR}.`,
+    });
+    for (const r of records) assertValidRecord('click.aligned.chat.message', r);
+    assertValidRecord('click.aligned.chat.session', session);
+  });
+
+  it('the default title is made from published text only, cut at a word boundary', () => {
+    expect(defaultTitle(turns, publishedTexts(turns, choices))).toBe(
+      `My codename is ${REDACTION_BAR}, keep it between us.`,
+    );
+    // The first turn withheld: its words never reach the title.
+    const withheld = { ...choices, a: { withheld: true } };
+    expect(defaultTitle(turns, publishedTexts(turns, withheld))).toBe(
+      'Noted, Pelican‑7731 is safe with me. ＰＥＬＩＣＡＮ-7731!',
+    );
+    const long = convo([['x', [{ type: 'text', text: `${'word '.repeat(30)}end` }]]]);
+    const title = defaultTitle(long, publishedTexts(long, {}));
+    expect(title).toBe(`${'word '.repeat(16).trim()}…`);
+    expect(defaultTitle(long, publishedTexts(long, { x: { withheld: true } }))).toBe('Untitled conversation');
+  });
+
+  it('default step summaries never carry arguments or output', () => {
+    const calls = convo([
+      [
+        'z',
+        [
+          { type: 'tool', id: '1', name: 'bash', input: { command: 'cat secret.txt' }, state: 'done' },
+          { type: 'tool', id: '2', name: 'load_skill', input: { name: 'maps' }, state: 'done' },
+          { type: 'tool', id: '3', name: 'load_skill', input: { name: 'Not A Skill Name!' }, state: 'done' },
+          {
+            type: 'tool',
+            id: '4',
+            name: 'message_npc',
+            input: { npc: 'ada', message: 'psst' },
+            state: 'done',
+          },
+          { type: 'tool', id: '5', name: 'message_npc', input: { npc: 'Mallory' }, state: 'done' },
+          { type: 'tool', id: '6', name: 'srv__search', input: { q: 'secret' }, state: 'done' },
+          { type: 'tool', id: '7', name: 'writeFile', input: { path: 'secret' }, state: 'done' },
+        ],
+      ],
+    ]);
+    const { record } = projectTurn(
+      calls[0]!,
+      0,
+      {},
+      {
+        sessionUri,
+        resolution: empty,
+        published: publishedTexts(calls, {}),
+        agents: ['Ada', 'Bob'],
+      },
+    );
+    expect(record.steps!.map((s) => s.summary)).toEqual([
+      'ran a command in the sandbox',
+      'loaded the skill maps',
+      'loaded a skill',
+      'asked Ada',
+      'asked another NPC',
+      'called a tool of an MCP Server',
+      'wrote a file in the sandbox',
+    ]);
+    expect(JSON.stringify(record)).not.toMatch(/secret|psst|Mallory/);
+  });
+
+  it('an added ref or mention that shows a covered word is refused and never looked up', () => {
+    const t = convo([['m', [{ type: 'text', text: 'ask bob.test about it' }]]]);
+    const choice = {
+      redactions: [{ start: 4, end: 12 }],
+      mentions: ['@Bob.test'],
+      refs: ['at://bob.test/app.bsky.feed.post/3k'],
+    };
+    const published = publishedTexts(t, { m: choice });
+    const wanted = referencesOf(t[0]!, choice, published);
+    expect(wanted.accounts).toEqual([]);
+    expect(wanted.pointers).toEqual([]);
+    const { problems } = projectTurn(t[0]!, 0, choice, {
+      sessionUri,
+      resolution: empty,
+      published,
+      agents: [],
+    });
+    expect(problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
   });
 });

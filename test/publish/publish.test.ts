@@ -1,7 +1,7 @@
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishLexicons } from '../../scripts/publish-lexicons.ts';
-import { REDACTION_BAR } from '../../src/publish/index.ts';
+import { REDACTION_BAR } from '../../src/redaction/index.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 /** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
@@ -170,7 +170,7 @@ describe('publishing a Conversation to the Player’s PDS', () => {
       text: `Yes. The vault code is ${REDACTION_BAR}, keep it safe.`,
       steps: [
         { name: 'search', summary: 'Searched the map catalogue' },
-        { name: 'fetch', summary: 'fetch({"url":"x"})', failed: true },
+        { name: 'fetch', summary: 'called a tool', failed: true },
       ],
     });
     expect(values[2]).toEqual({

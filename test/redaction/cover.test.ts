@@ -1,0 +1,96 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import {
+  applySpans,
+  coverOf,
+  extraPlaces,
+  makeCover,
+  mergeSpans,
+  REDACTION_BAR,
+  type Span,
+} from '../../src/redaction/index.ts';
+
+/** Ways a reader still recognises a word: case, accents decomposed, full-width, invisible joiners. */
+const variants = (w: string): string[] => [
+  w,
+  w.toUpperCase(),
+  w[0]!.toUpperCase() + w.slice(1),
+  w.normalize('NFD'),
+  [...w].map((c) => (/[a-z]/i.test(c) ? String.fromCodePoint(c.codePointAt(0)! + 0xfee0) : c)).join(''),
+  [...w].join('\u200b'),
+];
+
+const word = fc.stringMatching(/^[a-z]{3,7}$/).map((w) => `q${w}x`);
+const accented = fc.constantFrom('café', 'señora', 'übermut', 'naïve', 'straße');
+
+describe('the covering pass', () => {
+  it('covers every recognisable form of a covered word and leaves other words alone', () => {
+    fc.assert(
+      fc.property(
+        fc.oneof(word, accented),
+        fc.array(word, { minLength: 1, maxLength: 12 }),
+        fc.array(fc.nat(5), { minLength: 1, maxLength: 6 }),
+        fc.constantFrom(' ', '\n', '  ', ', ', '\u00a0'),
+        (secret, others, picks, sep) => {
+          const pool = variants(secret);
+          const safe = others.filter((o) => !o.includes(secret) && !secret.includes(o));
+          const pieces = [...safe];
+          for (const [i, p] of picks.entries()) pieces.splice(i % (pieces.length + 1), 0, pool[p]!);
+          const text = pieces.join(sep);
+          const cover = makeCover([secret]);
+          const out = cover.apply(text);
+          for (const v of pool) expect(out).not.toContain(v);
+          for (const o of safe) expect(out).toContain(o);
+          // Nothing left to find: the pass is complete, and applying it again changes nothing.
+          expect(cover.find(out)).toEqual([]);
+          expect(cover.apply(out)).toBe(out);
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('merges overlapping and touching spans into one run, covering exactly their union', () => {
+    const span = fc
+      .tuple(fc.nat(60), fc.integer({ min: 1, max: 20 }))
+      .map(([start, len]): Span => ({ start, end: start + len }));
+    fc.assert(
+      fc.property(fc.string({ maxLength: 60 }), fc.array(span, { maxLength: 12 }), (text, spans) => {
+        const merged = mergeSpans(spans, text.length);
+        const covered = (i: number) => spans.some((s) => s.start <= i && i < Math.min(s.end, text.length));
+        for (let i = 0; i < text.length; i++)
+          expect(merged.some((m) => m.start <= i && i < m.end)).toBe(covered(i));
+        for (let k = 1; k < merged.length; k++) expect(merged[k]!.start).toBeGreaterThan(merged[k - 1]!.end);
+        const out = applySpans(text, spans);
+        expect(out.split(REDACTION_BAR).length - 1).toBe(merged.length);
+        // What is not covered is kept, in order.
+        let kept = '';
+        for (let i = 0; i < text.length; i++) if (!covered(i)) kept += text[i];
+        expect(out.replaceAll(REDACTION_BAR, '')).toBe(kept);
+      }),
+      { numRuns: 300 },
+    );
+  });
+
+  it('takes the words under each redaction, trimmed of space and punctuation, and points out the extra places', () => {
+    const a = 'My codename is PELICAN-7731, keep it between us.';
+    const b = 'Sure — pelican-7731 it is. (PELICAN-7731)';
+    const start = a.indexOf('PELICAN');
+    // The selection took the comma and a space with it: the word is still found elsewhere.
+    const cover = coverOf(
+      [
+        { id: 'a', text: a },
+        { id: 'b', text: b },
+      ],
+      { a: { redactions: [{ start, end: start + 'PELICAN-7731, '.length }] } },
+    );
+    expect(cover.needles).toEqual(['pelican-7731']);
+    expect(extraPlaces(a, [{ start, end: start + 14 }], cover)).toEqual([]);
+    expect(extraPlaces(b, [], cover).map((s) => b.slice(s.start, s.end))).toEqual([
+      'pelican-7731',
+      'PELICAN-7731',
+    ]);
+    // A selection of nothing but spaces and punctuation covers its span only.
+    expect(makeCover([' , ']).needles).toEqual([]);
+  });
+});
