@@ -57,7 +57,7 @@ describe('MessageView', () => {
     expect(container.querySelector('.tool-state')?.textContent).toBe('running…');
   });
 
-  it('never renders raw HTML or script links from a model', () => {
+  it('shows raw HTML from a model as literal text, never as elements or script links', () => {
     const { container } = render(
       <MessageView
         message={reply([
@@ -70,6 +70,10 @@ describe('MessageView', () => {
     );
     expect(container.querySelector('img')).toBeNull();
     expect(container.querySelector('script')).toBeNull();
+    // Shown as written, not silently deleted.
+    expect(container.querySelector('.markdown')?.textContent).toContain(
+      'Hi <img src=x onerror="alert(1)"> <script>alert(2)</script>',
+    );
     expect(container.querySelector('a')?.getAttribute('href') ?? '').not.toContain('javascript');
   });
 

@@ -1,9 +1,10 @@
+import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { textScript } from '../support/fakeProvider.ts';
+import { OUTPUT_DIR } from '../support/browser.ts';
+import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
-import { collectFrames } from '../support/sse.ts';
-import { setupConversation } from '../support/turns.ts';
 
 let local: LocalApp;
 beforeAll(async () => {
@@ -11,95 +12,142 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(() => local?.close());
 
-it('a Player publishes from the browser: withholds a turn, redacts words, previews, publishes, unpublishes', async () => {
+/** Selects `word` inside the turn's text, as a Player dragging over it would. */
+async function select(page: Page, messageId: string, word: string) {
+  await page.evaluate(
+    ([id, w]) => {
+      const p = document.querySelector(`[data-message-id="${id}"] [data-testid="turn-text"]`)!;
+      const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        const at = node.textContent!.indexOf(w!);
+        if (at < 0) continue;
+        const range = document.createRange();
+        range.setStart(node, at);
+        range.setEnd(node, at + w!.length);
+        getSelection()!.removeAllRanges();
+        getSelection()!.addRange(range);
+        return;
+      }
+      throw new Error(`no ${w} in the turn`);
+    },
+    [messageId, word],
+  );
+}
+
+async function shoot(page: Page, name: string) {
+  // The page scrolls inside the app's frame: let it grow so the whole editor is in the picture.
+  await page.addStyleTag({
+    content: '.shell { height: auto !important } .page { overflow: visible !important }',
+  });
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: true });
+  }
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
+
+it('a word redacted in one turn is shown covered in the title, another turn and a step summary, then published so', async () => {
   const alice = await local.signInAs('alice.test');
   const { app, browser } = local;
   const { page } = browser;
   page.on('dialog', (d) => d.accept());
-  const { conversationId } = await setupConversation(app, alice.cookie);
-  app.fake.enqueue(textScript('The door code is 4417 and the map is in the drawer.'));
-  await collectFrames(
-    await app.api(`/api/conversations/${conversationId}/messages`, {
-      cookie: alice.cookie,
-      body: { text: 'Where is the map?' },
-    }),
-  );
-  app.fake.enqueue(textScript('Fine.'));
-  await collectFrames(
-    await app.api(`/api/conversations/${conversationId}/messages`, {
-      cookie: alice.cookie,
-      body: { text: 'Private aside' },
-    }),
-  );
+  const { conversationId, ids } = await insertConversation(app.db.sql, alice.playerId, {
+    title: 'My codename is PELICAN-7731, keep it between us.',
+    turns: [
+      { role: 'player', parts: [{ type: 'text', text: 'My codename is PELICAN-7731, keep it between us.' }] },
+      {
+        role: 'npc',
+        parts: [
+          {
+            type: 'tool',
+            id: 'c1',
+            name: 'remember',
+            input: { text: 'codename PELICAN-7731' },
+            state: 'done',
+            output: { remembered: 'codename PELICAN-7731' },
+          },
+          { type: 'text', text: 'Noted. Pelican-7731 stays with me, and the map is in the drawer.' },
+        ],
+      },
+      { role: 'player', parts: [{ type: 'text', text: 'A private aside about Lisbon.' }] },
+      { role: 'npc', parts: [{ type: 'text', text: 'Understood.' }] },
+    ],
+  });
 
-  await page.goto(`${app.url}/c/${conversationId}`);
-  await page.getByRole('link', { name: 'Publish…' }).click();
-  await page.getByRole('heading', { name: 'Publish' }).waitFor();
+  await page.goto(`${app.url}/c/${conversationId}/publish`);
+  await page.getByRole('heading', { name: 'Publish', exact: true }).waitFor();
   const turns = page.locator('.publish-turn');
   await expect.poll(() => turns.count()).toBe(4);
 
-  // Withhold the aside (turn 3), and cover the door code in turn 2.
   await turns.nth(2).getByLabel('Withhold this turn').check();
-  const id = await turns.nth(1).getAttribute('data-message-id');
-  await page.evaluate(`(() => {
-    const node = document.getElementById('turn-text-${id}').firstChild;
-    const range = document.createRange();
-    const at = node.textContent.indexOf('4417');
-    range.setStart(node, at);
-    range.setEnd(node, at + 4);
-    getSelection().removeAllRanges();
-    getSelection().addRange(range);
-  })()`);
-  await turns.nth(1).getByRole('button', { name: 'Redact selection' }).click();
-  await expect
-    .poll(() => turns.nth(1).locator('.redacted-preview').textContent())
-    .toContain('████████ and the map');
+  await select(page, ids[0]!, 'PELICAN-7731');
+  await turns.nth(0).getByRole('button', { name: 'Redact selection' }).click();
+  // The editor points out where else the words are covered, before anything is written.
+  await turns.nth(1).locator('mark.also-covered').waitFor();
+  expect(await turns.nth(1).locator('mark.also-covered').textContent()).toBe('Pelican-7731');
+  await turns
+    .nth(1)
+    .getByLabel(/Step 1: remember/)
+    .fill('Saved pelican-7731 for later');
 
-  await page.getByRole('button', { name: 'Preview records' }).click();
-  const records = page.locator('pre.records');
-  await records.waitFor();
-  const previewText = (await records.textContent()) ?? '';
-  expect(previewText).toContain('The door code is ████████ and the map is in the drawer.');
-  expect(previewText).not.toContain('4417');
-  expect(previewText).toContain('"withheld": true');
+  const preview = page.locator('section.preview');
+  const title = preview.locator('[data-testid="preview-session"] h3');
+  await expect.poll(() => title.textContent()).toBe('My codename is ████████, keep it between us.');
+  await expect
+    .poll(() => preview.locator('.preview-turn').nth(1).textContent())
+    .toContain('Noted. ████████ stays with me');
+  expect(await preview.locator('.preview-turn').nth(1).locator('.steps').textContent()).toContain(
+    'Saved ████████ for later',
+  );
+  expect(await preview.locator('.preview-turn').nth(2).textContent()).toContain('Withheld');
+  expect((await preview.textContent())?.toLowerCase()).not.toContain('pelican');
+  expect(await preview.textContent()).not.toContain('Lisbon');
+  await shoot(page, 'publish-editor');
 
   await page.getByRole('button', { name: 'Publish', exact: true }).click();
-  const status = page.getByRole('status').filter({ hasText: 'at://' }).first();
+  const status = page.getByRole('status').filter({ hasText: 'Published 5 records' });
   await status.waitFor();
-  const uri = /at:\/\/\S+/.exec((await status.textContent()) ?? '')![0];
+  const uri = /at:\/\/\S+?(?=\.?$)/.exec((await status.textContent())!.trim())![0];
 
   const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
-  const listed = await agent.com.atproto.repo.listRecords({
-    repo: alice.did,
-    collection: 'click.aligned.chat.message',
-    reverse: true,
-  });
-  const mine = listed.data.records.filter((r) => (r.value as { session: string }).session === uri);
-  expect(mine.map((r) => (r.value as { text?: string; withheld?: boolean }).text ?? 'WITHHELD')).toEqual([
-    'Where is the map?',
-    'The door code is ████████ and the map is in the drawer.',
-    'WITHHELD',
-    'Fine.',
-  ]);
+  const mine = async () => {
+    const sessions = await agent.com.atproto.repo.listRecords({
+      repo: alice.did,
+      collection: 'click.aligned.chat.session',
+    });
+    const messages = await agent.com.atproto.repo.listRecords({
+      repo: alice.did,
+      collection: 'click.aligned.chat.message',
+      reverse: true,
+    });
+    return [
+      ...sessions.data.records.filter((r) => r.uri === uri),
+      ...messages.data.records.filter((r) => (r.value as { session: string }).session === uri),
+    ];
+  };
+  const published = await mine();
+  expect(published).toHaveLength(5);
+  expect(JSON.stringify(published).toLowerCase()).not.toMatch(/pelican|lisbon/);
 
-  // A reader with only the link sees the thread: holes, bars, who spoke.
-  await page.getByRole('link', { name: 'read the published thread' }).click();
-  await page.waitForURL(/\/profile\/did:plc:[^/]+\/thread\//);
-  const thread = page.locator('ol.thread > li');
-  await expect.poll(() => thread.count()).toBe(4);
-  expect(await thread.nth(1).textContent()).toContain(
-    'The door code is ████████ and the map is in the drawer.',
-  );
-  expect(await thread.nth(1).locator('.model').textContent()).toBe('fake/fake-model');
-  expect(await thread.nth(2).textContent()).toContain('A turn happened here and was not published.');
-  expect(await thread.nth(0).locator('.speaker').textContent()).toBe('@alice.test');
-  await page.goBack();
-
+  // Unpublish keeps every choice; publishing again brings the same link back.
   await page.getByRole('button', { name: 'Unpublish' }).click();
   await page.getByRole('button', { name: 'Publish', exact: true }).waitFor();
-  const after = await agent.com.atproto.repo.listRecords({
-    repo: alice.did,
-    collection: 'click.aligned.chat.message',
-  });
-  expect(after.data.records.filter((r) => (r.value as { session: string }).session === uri)).toEqual([]);
-}, 90_000);
+  expect(await mine()).toEqual([]);
+  await page.reload();
+  await expect.poll(() => turns.count()).toBe(4);
+  await turns.nth(0).locator('mark.redacted').waitFor();
+  expect(await turns.nth(2).getByLabel('Withhold this turn').isChecked()).toBe(true);
+  expect(
+    await turns
+      .nth(1)
+      .getByLabel(/Step 1: remember/)
+      .inputValue(),
+  ).toBe('Saved pelican-7731 for later');
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  await page.getByRole('status').filter({ hasText: 'Published 5 records' }).waitFor();
+  const again = await mine();
+  expect(again).toHaveLength(5);
+  expect(again[0]!.uri).toBe(uri);
+  expect(JSON.stringify(again).toLowerCase()).not.toMatch(/pelican|lisbon/);
+  await shoot(page, 'publish-republished');
+}, 120_000);

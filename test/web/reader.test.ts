@@ -51,6 +51,7 @@ it('a reader with only a link sees the thread as seed 001 intends, and can brows
     method: 'PUT',
     cookie: alice.cookie,
     body: {
+      title: 'The map question',
       choices: { [secret]: { redactions: [{ start: at, end: at + 4 }] }, [hidden]: { withheld: true } },
     },
   });
@@ -87,6 +88,8 @@ it('a reader with only a link sees the thread as seed 001 intends, and can brows
   expect(await turns.nth(1).locator('.steps li.failed').textContent()).toContain('fetch');
   expect(await turns.nth(2).textContent()).toContain('A turn happened here and was not published.');
   expect(await page.locator('ol.thread img, ol.thread script').count()).toBe(0);
+  // Markup is published text: shown literally, not dropped.
+  expect(await turns.nth(0).textContent()).toContain('<script>window.pwned=2</script>');
   expect(await page.evaluate('window.pwned')).toBeUndefined();
 
   await page.goto(`${app.url}/threads`);

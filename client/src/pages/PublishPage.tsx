@@ -1,38 +1,30 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { flattenText, readParts } from '../../../src/parts/index.ts';
+import {
+  type Choices,
+  type Cover,
+  coverOf,
+  extraPlaces,
+  mergeSpans,
+  type Span,
+  type TurnChoice,
+} from '../../../src/redaction/index.ts';
 import { api, type Conversation, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { Barred, type Preview, PreviewView } from '../components/PublishPreview.tsx';
 
-interface Choice {
-  withheld?: boolean;
-  redactions?: { start: number; end: number }[];
-  steps?: (string | null)[];
-  refs?: string[];
-  mentions?: string[];
-}
 interface PublicationView {
   status: string;
   uri: string;
   title: string;
   error: string | null;
-  turns: { messageId: string; choice: Choice }[];
 }
-interface Preview {
-  uri: string;
-  records: {
-    rkey: string;
-    collection: string;
-    messageId: string | null;
-    record: unknown;
-    write: string | null;
-  }[];
-  problems: { messageId: string | null; turn: number | null; message: string }[];
-  points: number;
+interface Draft {
+  title: string | null;
+  choices: Choices;
 }
-
-const BAR = '█'.repeat(8);
 
 /** The reader's page for a session at-uri. */
 const readerPath = (uri: string) => {
@@ -62,41 +54,69 @@ export function PublishPage() {
   const data = useQuery({ queryKey: ['publish-source', id], queryFn: () => allMessages(id) });
   const publication = useQuery({
     queryKey: ['publication', id],
-    queryFn: () => api<{ publication: PublicationView | null }>(`/api/conversations/${id}/publication`),
+    queryFn: () =>
+      api<{ publication: PublicationView | null; draft: Draft | null }>(
+        `/api/conversations/${id}/publication`,
+      ),
   });
-  const [choices, setChoices] = useState<Record<string, Choice>>({});
+  const [choices, setChoices] = useState<Choices>({});
   const [title, setTitle] = useState('');
+  const [loaded, setLoaded] = useState(false);
+  // The kept draft (choices and title survive an unpublish) fills the editor once.
   useEffect(() => {
-    const p = publication.data?.publication;
-    if (p) {
-      setChoices(Object.fromEntries(p.turns.map((t) => [t.messageId, t.choice])));
-      setTitle(p.title);
+    if (!publication.data || loaded) return;
+    const draft = publication.data.draft;
+    if (draft) {
+      setChoices(draft.choices);
+      setTitle(draft.title ?? '');
     }
-  }, [publication.data]);
-  useEffect(() => {
-    if (data.data && !title) setTitle(data.data.conversation.title ?? '');
-  }, [data.data, title]);
+    setLoaded(true);
+  }, [publication.data, loaded]);
 
-  const body = () => ({ title: title || undefined, choices });
+  const texts = useMemo(
+    () => (data.data?.messages ?? []).map((m) => ({ id: m.id, text: flattenText(readParts(m.parts)) })),
+    [data.data],
+  );
+  // The same covering pass the server runs: what the editor marks is what the records will cover.
+  const cover = useMemo(() => coverOf(texts, choices), [texts, choices]);
+
+  const body = () => ({ title: title.trim() || null, choices });
+  const [shown, setShown] = useState<Preview | null>(null);
   const preview = useMutation({
     mutationFn: () => api<Preview>(`/api/conversations/${id}/publication/preview`, { body: body() }),
+    onSuccess: setShown,
   });
+  // The preview follows the editor: every change is previewed by the server, whose projection is the truth.
+  const previewNow = preview.mutate;
+  const signature = JSON.stringify(body());
+  useEffect(() => {
+    if (!data.data || !loaded || !signature) return;
+    const timer = setTimeout(() => previewNow(), 400);
+    return () => clearTimeout(timer);
+  }, [signature, data.data, loaded, previewNow]);
+
   const publish = useMutation({
     mutationFn: () => api<Preview>(`/api/conversations/${id}/publication`, { method: 'PUT', body: body() }),
+    // What is shown after a publish is the new state, not the preview from before it.
+    onSuccess: setShown,
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['publication', id] }),
   });
   const unpublish = useMutation({
     mutationFn: () => api(`/api/conversations/${id}/publication`, { method: 'DELETE' }),
     onSuccess: () => {
-      setChoices({});
+      // The choices stay: they are the draft for publishing again, under the same link.
       queryClient.invalidateQueries({ queryKey: ['publication', id] });
+      previewNow();
     },
   });
-  const set = (messageId: string, patch: Partial<Choice>) =>
+  const set = (messageId: string, patch: Partial<TurnChoice>) =>
     setChoices((c) => ({ ...c, [messageId]: { ...c[messageId], ...patch } }));
 
   if (!data.data) return <ErrorNote error={data.error} />;
   const current = publication.data?.publication;
+  const stepDefaults = (messageId: string) =>
+    (shown?.records.find((r) => r.messageId === messageId)?.record as { steps?: { summary: string }[] })
+      ?.steps;
   return (
     <div className="narrow publish">
       <p>
@@ -112,19 +132,34 @@ export function PublishPage() {
       ) : (
         <p>
           Publishing writes this Conversation to your own repo: one session record and one record per turn.
-          Withheld turns stay visible as holes; redacted words never leave this server.
+          Withheld turns stay visible as holes. A word you redact is covered everywhere it appears — every
+          turn, the title, step summaries — and never leaves this server.
+          {publication.data?.draft && ' Your choices from before are kept.'}
         </p>
       )}
       <label>
         Title
-        <input value={title} onChange={(e) => setTitle(e.target.value)} maxLength={200} />
+        <input
+          value={title}
+          onChange={(e) => setTitle(e.target.value)}
+          maxLength={200}
+          placeholder={shown ? `Default: ${shown.defaultTitle}` : 'Default: the first published words'}
+        />
       </label>
+      {shown && (
+        <p className="meta" data-testid="published-title">
+          Published as: <Barred text={shown.title} />
+        </p>
+      )}
       <ol className="publish-turns">
-        {data.data.messages.map((m) => (
+        {data.data.messages.map((m, i) => (
           <TurnEditor
             key={m.id}
             message={m}
+            text={texts[i]!.text}
+            cover={cover}
             choice={choices[m.id] ?? {}}
+            defaults={stepDefaults(m.id)}
             onChange={(patch) => set(m.id, patch)}
           />
         ))}
@@ -146,7 +181,8 @@ export function PublishPage() {
             type="button"
             className="danger secondary"
             onClick={() =>
-              window.confirm('Delete every published record of this Conversation?') && unpublish.mutate()
+              window.confirm('Delete every published record of this Conversation? Your choices are kept.') &&
+              unpublish.mutate()
             }
           >
             Unpublish
@@ -155,38 +191,54 @@ export function PublishPage() {
       </div>
       {publish.isPending && <progress aria-label="Publishing" />}
       <ErrorNote error={publish.error ?? unpublish.error ?? preview.error} />
-      {publish.data && (
+      {publish.data && !publish.isPending && (
         <p role="status" className="notice">
           Published {publish.data.records.length} records at <code>{publish.data.uri}</code>.
         </p>
       )}
-      {preview.data && <PreviewView preview={preview.data} />}
+      {shown && <PreviewView preview={shown} />}
     </div>
   );
 }
 
+/** Offsets of the current selection within `container`'s text, or null when it is not inside it. */
+function selectionIn(container: HTMLElement | null): Span | null {
+  const selection = window.getSelection();
+  if (!container || !selection?.rangeCount) return null;
+  const range = selection.getRangeAt(0);
+  if (range.collapsed || !container.contains(range.startContainer) || !container.contains(range.endContainer))
+    return null;
+  const before = document.createRange();
+  before.selectNodeContents(container);
+  before.setEnd(range.startContainer, range.startOffset);
+  const start = before.toString().length;
+  return { start, end: start + range.toString().length };
+}
+
 function TurnEditor({
   message,
+  text,
+  cover,
   choice,
+  defaults,
   onChange,
 }: {
   message: Message;
-  choice: Choice;
-  onChange: (c: Partial<Choice>) => void;
+  text: string;
+  cover: Cover;
+  choice: TurnChoice;
+  defaults: { summary: string }[] | undefined;
+  onChange: (c: Partial<TurnChoice>) => void;
 }) {
-  const parts = readParts(message.parts);
-  const text = flattenText(parts);
-  const tools = parts.filter((p) => p.type === 'tool');
+  const textRef = useRef<HTMLParagraphElement>(null);
+  const tools = readParts(message.parts).filter((p) => p.type === 'tool');
+  const own = choice.redactions ?? [];
+  const extra = extraPlaces(text, own, cover);
   const redactSelection = () => {
-    const selection = window.getSelection();
-    const range = selection?.rangeCount ? selection.getRangeAt(0) : null;
-    const node = document.getElementById(`turn-text-${message.id}`)?.firstChild;
-    if (!range || !node || range.startContainer !== node || range.endContainer !== node || range.collapsed)
-      return;
-    onChange({
-      redactions: [...(choice.redactions ?? []), { start: range.startOffset, end: range.endOffset }],
-    });
-    selection?.removeAllRanges();
+    const span = selectionIn(textRef.current);
+    if (!span) return;
+    onChange({ redactions: [...own, span] });
+    window.getSelection()?.removeAllRanges();
   };
   return (
     <li className={`card publish-turn ${choice.withheld ? 'withheld' : ''}`} data-message-id={message.id}>
@@ -201,40 +253,53 @@ function TurnEditor({
           Withhold this turn
         </label>
       </div>
+      {choice.withheld && <p className="meta">Published as a visible hole: none of its words leave.</p>}
+      <p ref={textRef} className="turn-text" data-testid="turn-text">
+        <Marked text={text} own={mergeSpans(own, text.length)} extra={extra} />
+      </p>
+      {extra.length > 0 && !choice.withheld && (
+        <p className="meta covered-note">
+          {extra.length === 1 ? 'One more place' : `${extra.length} more places`} covered here because you
+          redacted the same words elsewhere.
+        </p>
+      )}
+      <div className="row">
+        {!choice.withheld && (
+          <button type="button" className="secondary" onClick={redactSelection}>
+            Redact selection
+          </button>
+        )}
+        {own.length > 0 && (
+          <button type="button" className="link" onClick={() => onChange({ redactions: [] })}>
+            Clear {own.length} redaction(s)
+          </button>
+        )}
+      </div>
       {!choice.withheld && (
         <>
-          <p id={`turn-text-${message.id}`} className="turn-text">
-            {text}
-          </p>
-          <div className="row">
-            <button type="button" className="secondary" onClick={redactSelection}>
-              Redact selection
-            </button>
-            {(choice.redactions?.length ?? 0) > 0 && (
-              <button type="button" className="link" onClick={() => onChange({ redactions: [] })}>
-                Clear {choice.redactions!.length} redaction(s)
-              </button>
-            )}
-          </div>
-          {(choice.redactions?.length ?? 0) > 0 && (
-            <p className="redacted-preview">
-              <span className="visually-hidden">Published text: </span>
-              {applyBars(text, choice.redactions!)}
-            </p>
-          )}
           {tools.map((t, i) => (
             <label key={t.type === 'tool' ? t.id : i}>
               Step {i + 1}: {t.type === 'tool' ? t.name : ''} — summary
               <input
                 value={choice.steps?.[i] ?? ''}
-                placeholder="Default: the call and its arguments"
+                placeholder={
+                  choice.steps?.[i] || !defaults?.[i]
+                    ? 'Default: what kind of call it was, never its arguments'
+                    : `Default: ${defaults[i]!.summary}`
+                }
                 maxLength={250}
                 onChange={(e) => {
                   const steps = [...(choice.steps ?? [])];
+                  while (steps.length < i) steps.push(null);
                   steps[i] = e.target.value || null;
                   onChange({ steps });
                 }}
               />
+              {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
+                <span className="meta covered-note">
+                  Published as: <Barred text={cover.apply(choice.steps[i])} />
+                </span>
+              )}
             </label>
           ))}
           <div className="row">
@@ -259,37 +324,34 @@ function TurnEditor({
   );
 }
 
+/** The turn's own words, with its redactions and the places the cover reaches marked. */
+function Marked({ text, own, extra }: { text: string; own: Span[]; extra: Span[] }) {
+  const marks = [
+    ...own.map((s) => ({ ...s, kind: 'redacted' })),
+    ...extra.map((s) => ({ ...s, kind: 'also-covered' })),
+  ].sort((a, b) => a.start - b.start);
+  const out: React.ReactNode[] = [];
+  let at = 0;
+  for (const m of marks) {
+    if (m.start < at) continue;
+    out.push(text.slice(at, m.start));
+    out.push(
+      <mark
+        key={m.start}
+        className={m.kind}
+        title={m.kind === 'redacted' ? 'Redacted' : 'Covered: you redacted these words elsewhere'}
+      >
+        {text.slice(m.start, m.end)}
+      </mark>,
+    );
+    at = m.end;
+  }
+  out.push(text.slice(at));
+  return <>{out}</>;
+}
+
 const splitList = (s: string) =>
   s
     .split(',')
     .map((x) => x.trim())
     .filter(Boolean);
-
-/** The same bars the server will publish (the server's projection is what counts; this is a preview). */
-function applyBars(text: string, spans: { start: number; end: number }[]): string {
-  let out = '';
-  let at = 0;
-  for (const s of [...spans].sort((a, b) => a.start - b.start)) {
-    if (s.end <= at) continue;
-    out += text.slice(at, Math.max(at, s.start)) + BAR;
-    at = s.end;
-  }
-  return out + text.slice(at);
-}
-
-function PreviewView({ preview }: { preview: Preview }) {
-  return (
-    <section aria-labelledby="preview-heading" className="card">
-      <h2 id="preview-heading">Exactly what will be written ({preview.records.length} records)</h2>
-      {preview.problems.length > 0 && (
-        <ul className="error" role="alert">
-          {preview.problems.map((p) => (
-            <li key={`${p.messageId}-${p.message}`}>{p.message}</li>
-          ))}
-        </ul>
-      )}
-      <p className="meta">About {preview.points} of your PDS's write points.</p>
-      <pre className="records">{JSON.stringify(preview.records, null, 2)}</pre>
-    </section>
-  );
-}

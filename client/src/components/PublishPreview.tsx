@@ -1,0 +1,157 @@
+import { REDACTION_BAR } from '../../../src/redaction/index.ts';
+
+/** The server's plan: every record exactly as it will be written (the projection is the truth). */
+export interface Preview {
+  uri: string;
+  title: string;
+  defaultTitle: string;
+  chosenTitle: string | null;
+  records: {
+    rkey: string;
+    collection: string;
+    messageId: string | null;
+    record: unknown;
+    write: string | null;
+  }[];
+  problems: { messageId: string | null; turn: number | null; message: string }[];
+  points: number;
+}
+
+interface SessionValue {
+  title: string;
+  agents?: { name: string; role?: string; description?: string; model?: string }[];
+}
+interface MessageValue {
+  role: 'user' | 'assistant';
+  text?: string;
+  withheld?: boolean;
+  model?: string;
+  steps?: { name: string; summary?: string; failed?: boolean }[];
+  refs?: { uri: string }[];
+  mentions?: string[];
+}
+
+/** Published text with each bar marked, so every covered place stands out. */
+export function Barred({ text }: { text: string }) {
+  const pieces = text.split(REDACTION_BAR);
+  return (
+    <>
+      {pieces.map((piece, i) => (
+        <span key={i}>
+          {piece}
+          {i < pieces.length - 1 && (
+            <mark className="bar" title="Covered: these words are not published">
+              {REDACTION_BAR}
+            </mark>
+          )}
+        </span>
+      ))}
+    </>
+  );
+}
+
+const WRITE = { create: 'new', update: 'changed', delete: 'deleted' } as Record<string, string>;
+
+/** Every field of every record, as it will be written, read like the thread it becomes; the JSON beneath. */
+export function PreviewView({ preview }: { preview: Preview }) {
+  const [session, ...turns] = preview.records;
+  const s = session?.record as SessionValue | undefined;
+  return (
+    <section aria-labelledby="preview-heading" className="card preview">
+      <h2 id="preview-heading">Exactly what will be written ({preview.records.length} records)</h2>
+      {preview.problems.length > 0 && (
+        <ul className="error" role="alert">
+          {preview.problems.map((p) => (
+            <li key={`${p.messageId}-${p.message}`}>{p.message}</li>
+          ))}
+        </ul>
+      )}
+      <p className="meta">
+        About {preview.points} of your PDS's write points. Each <mark className="bar">{REDACTION_BAR}</mark>{' '}
+        covers words that are never published.
+      </p>
+      {s && (
+        <div className="preview-session" data-testid="preview-session">
+          <h3>
+            <Barred text={s.title} />
+          </h3>
+          <ul className="preview-agents">
+            {(s.agents ?? []).map((a) => (
+              <li key={a.name}>
+                <strong>
+                  <Barred text={a.name} />
+                </strong>
+                {a.role && (
+                  <>
+                    {' — '}
+                    <Barred text={a.role} />
+                  </>
+                )}
+                {a.description && (
+                  <>
+                    : <Barred text={a.description} />
+                  </>
+                )}
+              </li>
+            ))}
+          </ul>
+        </div>
+      )}
+      <ol className="preview-turns">
+        {turns.map((r) => {
+          const m = r.record as MessageValue;
+          return (
+            <li
+              key={r.rkey}
+              data-message-id={r.messageId ?? ''}
+              className={m.withheld ? 'preview-turn hole' : 'preview-turn'}
+            >
+              <span className="meta">
+                {m.role === 'user' ? 'You' : (m.model ?? 'NPC')}
+                {r.write ? ` · ${WRITE[r.write] ?? r.write}` : ' · unchanged'}
+              </span>
+              {m.withheld ? (
+                <p>Withheld: a turn happened here and was not published.</p>
+              ) : (
+                <>
+                  {m.text && (
+                    <p className="turn-text">
+                      <Barred text={m.text} />
+                    </p>
+                  )}
+                  {m.steps && (
+                    <ul className="steps">
+                      {m.steps.map((step, i) => (
+                        <li key={i} className={step.failed ? 'failed' : ''}>
+                          <code>
+                            <Barred text={step.name} />
+                          </code>
+                          {step.summary && (
+                            <>
+                              {' — '}
+                              <Barred text={step.summary} />
+                            </>
+                          )}
+                          {step.failed && ' (failed)'}
+                        </li>
+                      ))}
+                    </ul>
+                  )}
+                  {(m.refs?.length || m.mentions?.length) && (
+                    <p className="meta">
+                      {m.refs?.length ?? 0} record link(s), {m.mentions?.length ?? 0} account(s) mentioned
+                    </p>
+                  )}
+                </>
+              )}
+            </li>
+          );
+        })}
+      </ol>
+      <details>
+        <summary>The records as JSON</summary>
+        <pre className="records">{JSON.stringify(preview.records, null, 2)}</pre>
+      </details>
+    </section>
+  );
+}
