@@ -14,24 +14,22 @@ afterAll(() => local?.close());
 
 /** Selects `word` inside the turn's text, as a Player dragging over it would. */
 async function select(page: Page, messageId: string, word: string) {
-  await page.evaluate(
-    ([id, w]) => {
-      const p = document.querySelector(`[data-message-id="${id}"] [data-testid="turn-text"]`)!;
-      const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
-      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
-        const at = node.textContent!.indexOf(w!);
-        if (at < 0) continue;
-        const range = document.createRange();
-        range.setStart(node, at);
-        range.setEnd(node, at + w!.length);
-        getSelection()!.removeAllRanges();
-        getSelection()!.addRange(range);
-        return;
-      }
-      throw new Error(`no ${w} in the turn`);
-    },
-    [messageId, word],
-  );
+  // A string, not a function: the test code is type-checked without the DOM's types.
+  await page.evaluate(`(() => {
+    const p = document.querySelector('[data-message-id="${messageId}"] [data-testid="turn-text"]');
+    const walker = document.createTreeWalker(p, NodeFilter.SHOW_TEXT);
+    for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+      const at = node.textContent.indexOf(${JSON.stringify(word)});
+      if (at < 0) continue;
+      const range = document.createRange();
+      range.setStart(node, at);
+      range.setEnd(node, at + ${word.length});
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      return;
+    }
+    throw new Error('no such words in the turn');
+  })()`);
 }
 
 async function shoot(page: Page, name: string) {
