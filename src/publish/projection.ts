@@ -142,7 +142,13 @@ export function projectTurn(
   turn: PublishTurn,
   index: number,
   choice: TurnChoice,
-  ctx: { sessionUri: string; resolution: Resolution; published: Published; agents: readonly string[] },
+  ctx: {
+    sessionUri: string;
+    resolution: Resolution;
+    published: Published;
+    /** Names a default step summary may use: the session's agents and the Player's Skills. */
+    known: { agents: readonly string[]; skills: readonly string[] };
+  },
 ): { record: MessageRecord; problems: Problem[] } {
   const problems: Problem[] = [];
   const problem = (code: Problem['code'], message: string) =>
@@ -171,7 +177,7 @@ export function projectTurn(
   const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
     const step: StepRecord = {
       name: part.name ?? 'tool',
-      summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.agents),
+      summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.known),
     };
     if (part.state === 'failed') step.failed = true;
     return step;

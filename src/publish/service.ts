@@ -7,6 +7,7 @@ import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
 import type { Choices } from '../redaction/index.ts';
+import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import {
@@ -104,12 +105,13 @@ async function plan(
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
   if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
-  const [turns, participants, existing, current, draft] = await Promise.all([
+  const [turns, participants, existing, current, draft, skills] = await Promise.all([
     loadTurns(deps.sql, conversationId),
     getParticipants(deps.sql, conversationId),
     getPublishedRecords(deps.sql, conversationId),
     getPublication(deps.sql, conversationId),
     getDraft(deps.sql, conversationId),
+    skillNames(deps.sql, playerId),
   ]);
   if (turns.length === 0)
     throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
@@ -168,10 +170,15 @@ async function plan(
   let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
     .sort()
     .at(-1)!;
-  const names = agents.map((a) => a.name);
+  const names = { agents: agents.map((a) => a.name), skills };
   for (const [i, turn] of turns.entries()) {
     const choice = choices[turn.messageId] ?? {};
-    const projected = projectTurn(turn, i, choice, { sessionUri, resolution, published, agents: names });
+    const projected = projectTurn(turn, i, choice, {
+      sessionUri,
+      resolution,
+      published,
+      known: names,
+    });
     problems.push(...projected.problems);
     const prior = byMessage.get(turn.messageId);
     let rkey = prior?.rkey;

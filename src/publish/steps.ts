@@ -2,15 +2,16 @@ import type { ToolPart } from '../parts/index.ts';
 import { MCP_SEPARATOR, TOOL_NAMES } from '../tools/index.ts';
 import { oneLine } from './text.ts';
 
-const SKILL_NAME = /^[a-z0-9][a-z0-9-]{0,63}$/;
-
 /**
  * A published step's summary when the Player writes none: what kind of thing the call did, never its
  * arguments or output (those carry the Player's and the NPC's words). The server's own Tools get a neutral
  * phrase; an MCP tool gets its own description, which the server recorded on the call. Unclipped: the
  * projection clips after covering.
  */
-export function defaultStepSummary(part: ToolPart, agents: readonly string[]): string {
+export function defaultStepSummary(
+  part: ToolPart,
+  known: { agents: readonly string[]; skills: readonly string[] },
+): string {
   const input = (part.input && typeof part.input === 'object' ? part.input : {}) as Record<string, unknown>;
   switch (part.name) {
     case TOOL_NAMES.bash:
@@ -22,13 +23,14 @@ export function defaultStepSummary(part: ToolPart, agents: readonly string[]): s
     case TOOL_NAMES.remember:
       return 'saved a memory';
     case TOOL_NAMES.loadSkill:
-      return typeof input.name === 'string' && SKILL_NAME.test(input.name)
+      // Only the name of one of the Player's Skills, never whatever the model wrote.
+      return typeof input.name === 'string' && known.skills.includes(input.name)
         ? `loaded the skill ${input.name}`
         : 'loaded a skill';
     case TOOL_NAMES.messageNpc: {
       // Only a name the session already publishes (an agent of it), never whatever the model wrote.
       const asked = typeof input.npc === 'string' ? input.npc.trim().toLowerCase() : '';
-      const who = agents.find((a) => a.toLowerCase() === asked);
+      const who = known.agents.find((a) => a.toLowerCase() === asked);
       return who ? `asked ${who}` : 'asked another NPC';
     }
   }

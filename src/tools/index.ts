@@ -4,4 +4,5 @@ export { MESSAGE_NPC } from './handoff.ts';
 export { DEFAULT_LIMITS, type ToolLimits } from './limits.ts';
 export { DESCRIPTION_CHARS, MCP_SEPARATOR, TOOL_NAMES } from './names.ts';
 export { toolRoutes } from './routes.ts';
+export { skillNames } from './store.ts';
 export { buildTurnTools, type ToolContext, type TurnTools } from './toolset.ts';

@@ -55,6 +55,12 @@ export async function grantedTools(sql: Sql, npcId: string): Promise<GrantedTool
   };
 }
 
+/** The names of a Player's Skills: a published step may name the Skill it loaded only when it is one of them. */
+export async function skillNames(sql: Sql, playerId: string): Promise<string[]> {
+  const rows = await sql<{ name: string }[]>`select name from skills where player_id = ${playerId}`;
+  return rows.map((r) => r.name);
+}
+
 export async function listGrants(sql: Sql, npcId: string): Promise<Grant[]> {
   return sql<Grant[]>`select kind, skill_id as "skillId", mcp_server_id as "mcpServerId" from grants
     where npc_id = ${npcId} order by created_at`;

@@ -21,7 +21,7 @@ const project = (t: PublishTurn, index: number, choice: TurnChoice, resolution =
     sessionUri,
     resolution,
     published: publishedTexts([t], { [t.messageId]: choice }),
-    agents: ['Ada'],
+    known: { agents: ['Ada'], skills: [] },
   });
 const turn = (parts: Part[], extra: Partial<PublishTurn> = {}): PublishTurn => ({
   messageId: 'm1',
@@ -245,7 +245,7 @@ describe('a covered word is covered everywhere', () => {
           sessionUri,
           resolution: empty,
           published,
-          agents: ['Ada'],
+          known: { agents: ['Ada'], skills: [] },
         }).record,
     );
     const session = projectSession({
@@ -297,7 +297,7 @@ describe('a covered word is covered everywhere', () => {
         [
           { type: 'tool', id: '1', name: 'bash', input: { command: 'cat secret.txt' }, state: 'done' },
           { type: 'tool', id: '2', name: 'load_skill', input: { name: 'maps' }, state: 'done' },
-          { type: 'tool', id: '3', name: 'load_skill', input: { name: 'Not A Skill Name!' }, state: 'done' },
+          { type: 'tool', id: '3', name: 'load_skill', input: { name: 'secret-plans' }, state: 'done' },
           {
             type: 'tool',
             id: '4',
@@ -319,7 +319,7 @@ describe('a covered word is covered everywhere', () => {
         sessionUri,
         resolution: empty,
         published: publishedTexts(calls, {}),
-        agents: ['Ada', 'Bob'],
+        known: { agents: ['Ada', 'Bob'], skills: ['maps'] },
       },
     );
     expect(record.steps!.map((s) => s.summary)).toEqual([
@@ -349,7 +349,7 @@ describe('a covered word is covered everywhere', () => {
       sessionUri,
       resolution: empty,
       published,
-      agents: [],
+      known: { agents: [], skills: [] },
     });
     expect(problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
   });
