@@ -223,3 +223,102 @@ describe('what leaves the server when a Player publishes', () => {
     expect(published).toBe(200);
   }, 600_000);
 });
+
+describe('a covered word stays covered wherever the thread is read', () => {
+  const first = 'My codename is PELICAN-7731, keep it between us.';
+  const at = first.indexOf('PELICAN');
+  const secrets = /pelican|lisbon|zxsystem/i;
+
+  it('in the PDS, the reader API, the thread page and its OpenGraph tags, getThread, listSessions and the index; and again after unpublish and publish', async () => {
+    const sql = local.app.db.sql;
+    const { conversationId, ids } = await insertConversation(sql, alice.playerId, {
+      title: first,
+      npc: { name: 'Ada', description: 'Knows all about pelican-7731.', prompt: 'zxsystemprompt' },
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: first }] },
+        {
+          role: 'npc',
+          parts: [
+            {
+              type: 'tool',
+              id: 'r',
+              name: 'remember',
+              input: { text: 'codename PELICAN-7731' },
+              state: 'done',
+            },
+            { type: 'text', text: 'Noted: Pelican-7731 is safe with me.' },
+          ],
+        },
+        { role: 'player', parts: [{ type: 'text', text: 'Between us, the launch is in Lisbon.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Fine.' }] },
+      ],
+    });
+    const choices = {
+      [ids[0]!]: { redactions: [{ start: at, end: at + 'PELICAN-7731'.length }] },
+      [ids[2]!]: { withheld: true },
+    };
+    const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+      local.app.api(path, { ...init, cookie: alice.cookie });
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices },
+    });
+    expect(res.status).toBe(200);
+    const { uri } = (await res.json()) as { uri: string };
+    const rkey = uri.split('/').pop()!;
+
+    const surfaces = async () => {
+      const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+      const list = async (collection: string) =>
+        (await agent.com.atproto.repo.listRecords({ repo: alice.did, collection, limit: 100 })).data.records;
+      const get = async (path: string) => (await fetch(`${local.app.running.listenUrl}${path}`)).text();
+      return {
+        pds: JSON.stringify([
+          ...(await list('click.aligned.chat.session')).filter((r) => r.uri === uri),
+          ...(await list('click.aligned.chat.message')).filter(
+            (r) => (r.value as { session: string }).session === uri,
+          ),
+        ]),
+        reader: await get(`/api/reader/threads/alice.test/${rkey}`),
+        page: await get(`/profile/alice.test/thread/${rkey}`),
+        getThread: await get(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`),
+        listMine: await get('/xrpc/click.aligned.chat.listSessions?actor=alice.test'),
+        listAll: await get('/xrpc/click.aligned.chat.listSessions'),
+        index: JSON.stringify(
+          await sql`select to_jsonb(s) as row from index_sessions s where uri = ${uri}
+            union all select to_jsonb(m) from index_messages m where session_uri = ${uri}`,
+        ),
+      };
+    };
+    const check = async () => {
+      const seen = await surfaces();
+      for (const [where, body] of Object.entries(seen)) {
+        expect(body, where).not.toMatch(secrets);
+        // The control: each surface does show the thread.
+        if (where !== 'listAll' && where !== 'listMine') expect(body, where).toContain('████████');
+      }
+      expect(seen.page).toMatch(
+        /<meta property="og:title" content="My codename is ████████, keep it between us\.">/,
+      );
+      expect(seen.listMine).toContain('My codename is ████████');
+      return seen;
+    };
+    await check();
+
+    // Unpublish keeps the choices as the draft; publishing again (choosing nothing anew) restores the link.
+    expect((await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' })).status).toBe(
+      204,
+    );
+    const kept = (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+      publication: unknown;
+      draft: { choices: unknown; title: string | null };
+    };
+    expect(kept.publication).toBeNull();
+    expect(kept.draft).toEqual({ title: null, choices });
+    const again = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(again.status).toBe(200);
+    expect(((await again.json()) as { uri: string }).uri).toBe(uri);
+    const seen = await check();
+    expect(seen.pds).toContain('"withheld":true');
+  }, 120_000);
+});

@@ -3,11 +3,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishLexicons } from '../../scripts/publish-lexicons.ts';
 import { REDACTION_BAR } from '../../src/redaction/index.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { expectRepoToMatchPlan } from '../support/publication.ts';
 
 /** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
 const faults = {
   mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send',
   calls: 0,
+  /** How many faults were injected: a fault test proves its fault happened. */
+  fired: 0,
   bodies: [] as string[],
 };
 const faultyFetch: typeof fetch = async (input, init) => {
@@ -17,15 +20,18 @@ const faultyFetch: typeof fetch = async (input, init) => {
   if (!req.url.includes('com.atproto.repo.applyWrites')) return fetch(req);
   faults.calls++;
   if (faults.mode === 'fail-2nd' && faults.calls === 2) {
+    faults.fired++;
     return Response.json({ error: 'InternalServerError', message: 'injected failure' }, { status: 500 });
   }
   if (faults.mode === '429-once' && faults.calls === 1) {
+    faults.fired++;
     return Response.json(
       { error: 'RateLimitExceeded', message: 'slow down' },
       { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 1) } },
     );
   }
   if (faults.mode === 'drop-after-send' && faults.calls === 1) {
+    faults.fired++;
     await fetch(req); // the PDS applies the batch; the answer never arrives
     throw new TypeError('fetch failed: socket hang up');
   }
@@ -233,18 +239,24 @@ describe('publishing a Conversation to the Player’s PDS', () => {
   }, 60_000);
 
   for (const mode of ['fail-2nd', '429-once', 'drop-after-send'] as const) {
-    it(`resumes without duplicates or gaps when the PDS side fails (${mode})`, async () => {
+    it(`resumes to exactly the planned records when the PDS side fails (${mode})`, async () => {
       // 250 turns: two batches, so a failure can land between them.
       const { conversationId } = await fixture(250);
       faults.mode = mode;
       faults.calls = 0;
+      faults.fired = 0;
       let res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+      // The plan as stored when the first attempt ended: resuming must write exactly this, nothing else.
+      const planOf = () => local.app.db.sql`select rkey, collection, record from publication_records
+        where conversation_id = ${conversationId} order by position`;
+      const planned = await planOf();
       if (res.status !== 200) {
         // A failure the writer does not retry by itself leaves the plan stored; resuming finishes it.
         expect(res.status).toBe(502);
         res = await api(`/api/conversations/${conversationId}/publication/resume`, { method: 'POST' });
       }
       expect(res.status).toBe(200);
+      expect(faults.fired).toBe(1);
       faults.mode = 'none';
       const { publication } = (await (
         await api(`/api/conversations/${conversationId}/publication`)
@@ -252,24 +264,8 @@ describe('publishing a Conversation to the Player’s PDS', () => {
         publication: { uri: string; status: string };
       };
       expect(publication.status).toBe('published');
-      const mine = (await listMine('click.aligned.chat.message')).length; // listMine pages 100
-      expect(mine).toBeGreaterThan(0);
-      const all: string[] = [];
-      const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
-      let cursor: string | undefined;
-      do {
-        const page = await agent.com.atproto.repo.listRecords({
-          repo: alice.did,
-          collection: 'click.aligned.chat.message',
-          limit: 100,
-          cursor,
-        });
-        for (const r of page.data.records)
-          if ((r.value as { session: string }).session === publication.uri) all.push(r.uri);
-        cursor = page.data.records.length === 100 ? page.data.cursor : undefined;
-      } while (cursor);
-      expect(all).toHaveLength(254);
-      expect(new Set(all).size).toBe(254);
+      expect(await planOf()).toEqual(planned);
+      await expectRepoToMatchPlan(local, alice.did, conversationId, publication.uri);
       await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
     }, 90_000);
   }
