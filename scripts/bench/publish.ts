@@ -31,15 +31,20 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
         insert into messages (conversation_id, role, npc_id, npc_name, parts, text, provider, model)
         select ${c!.id}, case when i % 2 = 0 then 'player' else 'npc' end,
           case when i % 2 = 0 then null else ${npc!.id}::uuid end, case when i % 2 = 0 then null else 'Ada' end,
-          jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Turn ' || i || ' ' || repeat('words ', 40))),
+          jsonb_build_array(jsonb_build_object('type', 'text', 'text',
+            'Turn ' || i || ' ' || case when i % 10 = 1 then 'codename Pelican-7731 ' else '' end || repeat('words ', 40))),
           'Turn ' || i, 'fake', 'fake-model'
         from generate_series(1, 1000) i`;
 
+      // As a Player does: one word redacted in the first turn, so the covering pass runs over every string.
+      // Turn 1's text is 'Turn 1 codename Pelican-7731 words …': characters 16 to 28 are the codename.
+      const [first] =
+        await sql`select id from messages where conversation_id = ${c!.id} order by seq limit 1`;
       writeCalls = 0;
       const t0 = performance.now();
       const res = await local.app.api(`/api/conversations/${c!.id}/publication`, {
         method: 'PUT',
-        body: {},
+        body: { choices: { [first!.id as string]: { redactions: [{ start: 16, end: 28 }] } } },
         cookie: alice.cookie,
       });
       if (res.status !== 200) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
@@ -49,6 +54,11 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
       // The same records, written bare under fresh rkeys.
       const records = await sql<{ collection: string; record: Record<string, unknown> }[]>`
         select collection, record from publication_records where conversation_id = ${c!.id} order by position`;
+      // The figure is only meaningful if the covering pass did its work: the codename is covered in 100 turns
+      // and in the default title made from the first.
+      const written = JSON.stringify(records);
+      if (/pelican/i.test(written) || written.split('████████').length - 1 !== 101)
+        throw new Error('the covering pass did not cover the codename in every turn');
       const rkeys: string[] = [TID.nextStr()];
       for (let i = 1; i < records.length; i++) rkeys.push(TID.nextStr(rkeys[i - 1]));
       const writes = records.map((r, i) => ({

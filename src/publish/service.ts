@@ -332,7 +332,10 @@ export async function publish(
     records: planned.records,
     draft: planned.draft,
   });
-  return { ...preview, calls: await run(deps, repo, conversationId) };
+  const calls = await run(deps, repo, conversationId);
+  // The answer is the new state: every record as it now stands on the PDS, nothing left to write.
+  const records = preview.records.filter((r) => r.write !== 'delete').map((r) => ({ ...r, write: null }));
+  return { ...preview, records, points: 0, calls };
 }
 
 /** Writes what the stored plan still needs; used after a pause or a crash. */
