@@ -8,6 +8,9 @@ create table publication_drafts (
   title text,
   -- the Player's choices by Message id: withheld, redactions, step summaries, refs, mentions
   choices jsonb not null default '{}',
+  -- the words each turn's redactions covered at the last publish, by Message id: a turn that has since gone (a
+  -- regenerated reply) keeps covering its words until the Player lets them go
+  words jsonb not null default '{}',
   updated_at timestamptz not null default now()
 );
 

@@ -14,6 +14,7 @@ export {
   insertNpcMessage,
   lastPlayerText,
   markInterrupted,
+  messageIds,
   readHistoryTail,
   releaseTurn,
   saveSummary,

@@ -321,3 +321,10 @@ export async function allMessages(sql: Sql, conversationId: string): Promise<Mes
     select ${messageColumns(sql)} from messages where conversation_id = ${conversationId} order by messages.seq`;
   return rows.map(toMessage);
 }
+
+/** The ids of a Conversation's Messages, in order. */
+export async function messageIds(sql: Sql, conversationId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from messages where conversation_id = ${conversationId} order by seq`;
+  return rows.map((r) => r.id);
+}

@@ -1,3 +1,4 @@
+import { isValidDid, isValidHandle } from '@atproto/syntax';
 import {
   type AgentRecord,
   MESSAGE,
@@ -36,6 +37,8 @@ const TITLE_CHARS = 80;
 export interface PublishTurn {
   messageId: string;
   role: 'player' | 'npc';
+  /** The NPC that wrote it (null for the Player's turns). */
+  npcId: string | null;
   parts: Part[];
   createdAt: Date;
   provider: string | null;
@@ -80,9 +83,14 @@ export interface Published {
 
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
 
-export function publishedTexts(turns: readonly PublishTurn[], choices: Choices): Published {
+/** `more`: words covered besides the turns' own redactions (those of turns that have since gone). */
+export function publishedTexts(
+  turns: readonly PublishTurn[],
+  choices: Choices,
+  more: readonly string[] = [],
+): Published {
   const flat = turns.map((t) => ({ id: t.messageId, text: flattenText(t.parts) }));
-  const cover = coverOf(flat, choices);
+  const cover = coverOf(flat, choices, more);
   const texts = new Map<string, string>();
   for (const { id, text } of flat) {
     const choice = choices[id];
@@ -107,10 +115,20 @@ export function defaultTitle(turns: readonly PublishTurn[], published: Published
   return 'Untitled conversation';
 }
 
+const decoded = (s: string) => {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+};
+const isActor = (a: string) => isValidHandle(a) || isValidDid(a);
+
 /**
  * What a turn asks to be resolved: record pointers and accounts found in its published text, plus added ones.
- * An added ref or mention that shows a covered word is refused, never looked up: looking it up would send
- * the word to the network.
+ * A pointer or account that shows a covered word — as written or percent-decoded, as a lookup would send it —
+ * is refused and never looked up; one that is not a handle or DID is refused too. A lookup sends its words to
+ * the network.
  */
 export function referencesOf(
   turn: PublishTurn,
@@ -118,24 +136,39 @@ export function referencesOf(
   published: Published,
 ): { pointers: RecordPointer[]; accounts: string[]; bad: string[]; covered: string[] } {
   const text = published.texts.get(turn.messageId);
-  if (choice.withheld || text === undefined) return { pointers: [], accounts: [], bad: [], covered: [] };
-  const { cover } = published;
-  const pointers = findRecordPointers(text);
-  const bad: string[] = [];
-  const covered: string[] = [];
+  const out = {
+    pointers: [] as RecordPointer[],
+    accounts: [] as string[],
+    bad: [] as string[],
+    covered: [] as string[],
+  };
+  if (choice.withheld || text === undefined) return out;
+  const shows = (...strings: string[]) =>
+    strings.some((s) => published.cover.find(s).length > 0 || published.cover.find(decoded(s)).length > 0);
+
+  const pointers = new Map<string, RecordPointer>();
+  const addPointer = (p: RecordPointer, raw = pointerKey(p)) => {
+    if (shows(raw, p.actor, p.collection, p.rkey)) out.covered.push(raw);
+    else if (!isActor(p.actor)) out.bad.push(raw);
+    else pointers.set(pointerKey(p), p);
+  };
+  for (const p of findRecordPointers(text)) addPointer(p);
   for (const raw of choice.refs ?? []) {
-    if (cover.find(raw).length) covered.push(raw);
-    else {
-      const p = parseRecordPointer(raw);
-      if (p) pointers.push(p);
-      else bad.push(raw);
-    }
+    const p = shows(raw) ? undefined : parseRecordPointer(raw);
+    if (p) addPointer(p, raw);
+    else (shows(raw) ? out.covered : out.bad).push(raw);
   }
-  const added = (choice.mentions ?? []).map((m) => m.trim().replace(/^@/, '').toLowerCase());
-  for (const m of added) if (cover.find(m).length) covered.push(`@${m}`);
-  const accounts = [...findMentions(text), ...added.filter((m) => m && !cover.find(m).length)];
-  const unique = new Map(pointers.map((p) => [pointerKey(p), p]));
-  return { pointers: [...unique.values()], accounts: [...new Set(accounts)], bad, covered };
+
+  const accounts = new Set<string>();
+  const added = (choice.mentions ?? []).map((m) => m.trim().replace(/^@/, '').toLowerCase()).filter(Boolean);
+  for (const a of [...findMentions(text), ...added]) {
+    if (shows(a)) out.covered.push(`@${a}`);
+    else if (!isActor(a)) out.bad.push(`@${a}`);
+    else accounts.add(a);
+  }
+  out.pointers = [...pointers.values()];
+  out.accounts = [...accounts];
+  return out;
 }
 
 export function projectTurn(
@@ -188,7 +221,9 @@ export function projectTurn(
   for (const raw of bad)
     problem(
       'BAD_REF',
-      `“${raw}” in turn ${index + 1} is not a record link (at://… or a bsky.app post link).`,
+      raw.startsWith('@')
+        ? `“${raw}” in turn ${index + 1} is not a handle or a DID.`
+        : `“${raw}” in turn ${index + 1} is not a record link (at://… or a bsky.app post link).`,
     );
   for (const raw of covered)
     problem(

@@ -1,11 +1,11 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
-import { getConversation } from '../conversations/index.ts';
+import { getConversation, messageIds as messageIdsOf } from '../conversations/index.ts';
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { TurnChoice } from '../redaction/index.ts';
-import { type PublishDeps, previewPublication, publish, resume, unpublish } from './service.ts';
+import { type PublishDeps, previewPublication, publish, removedWords, resume, unpublish } from './service.ts';
 import { getDraft, getPublication, getPublishedRecords } from './store.ts';
 
 const PublishBody = z
@@ -13,6 +13,7 @@ const PublishBody = z
     /** The Player's title; null or empty for the default made from the published text. */
     title: z.string().trim().max(200).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
+    forgetRemoved: z.boolean().optional(),
   })
   .strict();
 
@@ -27,9 +28,20 @@ export function publishRoutes(deps: PublishDeps): Router {
   router.get('/conversations/:id/publication', async (req, res) => {
     const player = currentPlayer(res);
     const id = await owned(player.id, req.params.id);
-    const [publication, draft] = await Promise.all([getPublication(deps.sql, id), getDraft(deps.sql, id)]);
-    // The draft: the Player's choices and title, kept across unpublishing.
-    const kept = draft ? { title: draft.title, choices: draft.choices } : null;
+    const [publication, draft, messageIds] = await Promise.all([
+      getPublication(deps.sql, id),
+      getDraft(deps.sql, id),
+      messageIdsOf(deps.sql, id),
+    ]);
+    // The draft: the Player's choices and title, kept across unpublishing, and the words still covered from
+    // turns that have since gone.
+    const kept = draft
+      ? {
+          title: draft.title,
+          choices: draft.choices,
+          removedWords: [...new Set(Object.values(removedWords(draft, new Set(messageIds))).flat())],
+        }
+      : null;
     if (!publication) {
       res.json({ publication: null, draft: kept });
       return;

@@ -6,7 +6,8 @@ import { allMessages, getConversation, getParticipants } from '../conversations/
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
-import type { Choices } from '../redaction/index.ts';
+import { flattenText } from '../parts/index.ts';
+import { type Choices, coveredWords } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
@@ -46,6 +47,8 @@ export interface PublishInput {
   title?: string | null;
   /** Choices by Message id; a turn not named keeps the draft's choice. */
   choices: Choices;
+  /** Stop covering the words of redactions in turns that have since gone (regenerated replies). */
+  forgetRemoved?: boolean;
 }
 
 interface Planned {
@@ -83,6 +86,7 @@ async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[
   return messages.map((m) => ({
     messageId: m.id,
     role: m.role,
+    npcId: m.npcId,
     parts: m.parts,
     createdAt: m.createdAt,
     provider: m.provider,
@@ -125,7 +129,14 @@ async function plan(
     const choice = input.choices[t.messageId] ?? draft?.choices[t.messageId];
     if (choice) choices[t.messageId] = choice;
   }
-  const published = publishedTexts(turns, choices);
+  // Words the Player covered in turns that have since gone still cover, until the Player lets them go.
+  const removed = input.forgetRemoved ? {} : removedWords(draft, known);
+  const words: Record<string, string[]> = { ...removed };
+  for (const t of turns) {
+    const redactions = choices[t.messageId]?.redactions;
+    if (redactions?.length) words[t.messageId] = coveredWords(flattenText(t.parts), redactions);
+  }
+  const published = publishedTexts(turns, choices, Object.values(removed).flat());
   const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork),
@@ -138,12 +149,16 @@ async function plan(
   const sessionUri = `at://${did}/${SESSION}/${sessionRkey}`;
   const chosenTitle = (input.title === undefined ? draft?.title : input.title)?.trim() || null;
   const fallback = defaultTitle(turns, published);
-  const agents = participants.map((n) => ({
-    name: n.name,
-    jobTitle: n.jobTitle,
-    description: n.description,
-    model: null,
-  }));
+  // The agents a reader meets: NPCs with a published turn. One whose every turn is withheld is not named.
+  const speaking = new Set(turns.filter((t) => !choices[t.messageId]?.withheld).map((t) => t.npcId));
+  const agents = participants
+    .filter((n) => speaking.has(n.id))
+    .map((n) => ({
+      name: n.name,
+      jobTitle: n.jobTitle,
+      description: n.description,
+      model: null,
+    }));
   const sessionRecord = projectSession({
     title: chosenTitle ?? fallback,
     createdAt: turns[0]!.createdAt,
@@ -223,10 +238,18 @@ async function plan(
     sessionRkey,
     title: sessionRecord.title,
     defaultTitle: fallback,
-    draft: { sessionRkey, title: chosenTitle, choices },
+    draft: { sessionRkey, title: chosenTitle, choices, words },
     records,
     problems,
   };
+}
+
+/** The covered words the draft keeps for turns the Conversation no longer has. */
+export function removedWords(
+  draft: Draft | undefined,
+  current: ReadonlySet<string>,
+): Record<string, string[]> {
+  return Object.fromEntries(Object.entries(draft?.words ?? {}).filter(([id]) => !current.has(id)));
 }
 
 function diff(

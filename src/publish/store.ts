@@ -28,11 +28,13 @@ export interface Draft {
   /** The title the Player wrote; null for the default made from the published text. */
   title: string | null;
   choices: Choices;
+  /** The words each turn's redactions covered, by Message id, kept for turns that have since gone. */
+  words: Record<string, string[]>;
 }
 
 export async function getDraft(sql: Queryable, conversationId: string): Promise<Draft | undefined> {
   const [row] = await sql<Draft[]>`
-    select session_rkey as "sessionRkey", title, choices from publication_drafts
+    select session_rkey as "sessionRkey", title, choices, words from publication_drafts
     where conversation_id = ${conversationId}`;
   return row;
 }
@@ -72,10 +74,11 @@ export async function savePlan(
   const d = plan.draft;
   await sql.begin(async (tx) => {
     await tx`
-      insert into publication_drafts (conversation_id, session_rkey, title, choices)
-      values (${p.conversationId}, ${d.sessionRkey}, ${d.title}, ${tx.json(d.choices as JsonValue)})
+      insert into publication_drafts (conversation_id, session_rkey, title, choices, words)
+      values (${p.conversationId}, ${d.sessionRkey}, ${d.title}, ${tx.json(d.choices as JsonValue)},
+        ${tx.json(d.words as JsonValue)})
       on conflict (conversation_id) do update set session_rkey = excluded.session_rkey, title = excluded.title,
-        choices = excluded.choices, updated_at = now()`;
+        choices = excluded.choices, words = excluded.words, updated_at = now()`;
     await tx`
       insert into publications (conversation_id, player_id, did, session_rkey, title, status)
       values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing')
@@ -99,6 +102,10 @@ export async function savePlan(
         on conflict (conversation_id, rkey) do update set position = excluded.position, choice = excluded.choice,
           record = excluded.record, pending = excluded.pending`;
     }
+    // Rows the new plan no longer has and that never reached the PDS (a turn regenerated while a publish was
+    // paused): dropped, so they are never written.
+    await tx`delete from publication_records where conversation_id = ${p.conversationId} and cid is null
+      and not (rkey = any(${plan.records.map((r) => r.rkey)}))`;
   });
 }
 

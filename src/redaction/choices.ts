@@ -24,14 +24,28 @@ export type Choices = z.infer<typeof Choices>;
  * The Conversation's cover: the words under every redaction of every turn, withheld or not (a redaction is a
  * decision about words, not about one span), to be covered in every string that is published.
  */
-export function coverOf(turns: readonly { id: string; text: string }[], choices: Choices): Cover {
-  const words: string[] = [];
-  for (const { id, text } of turns) {
-    for (const span of mergeSpans(choices[id]?.redactions ?? [], text.length)) {
-      words.push(text.slice(span.start, span.end));
-    }
+export function coverOf(
+  turns: readonly { id: string; text: string }[],
+  choices: Choices,
+  more: Iterable<string> = [],
+): Cover {
+  return makeCover([
+    ...turns.flatMap(({ id, text }) => coveredWords(text, choices[id]?.redactions ?? [])),
+    ...more,
+  ]);
+}
+
+/**
+ * The words a turn's redactions cover: each selection's own words, and each merged run's (two touching
+ * selections are one bar, but "Zephyr" selected before "Zephyr Station" must still be found alone).
+ */
+export function coveredWords(text: string, redactions: readonly Span[]): string[] {
+  const words = new Set<string>();
+  for (const span of [...mergeSpans(redactions, text.length), ...redactions]) {
+    const w = text.slice(Math.min(span.start, text.length), Math.min(span.end, text.length));
+    if (w) words.add(w);
   }
-  return makeCover(words);
+  return [...words];
 }
 
 /** Places in `text` that the cover reaches beyond the turn's own redactions: what the editor points out. */

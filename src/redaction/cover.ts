@@ -3,9 +3,10 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 /**
  * The covering pass: a covered word is covered everywhere. Matching is on a folded form of both sides, so
  * what a reader would recognise as the same word is caught: compatibility forms (full-width letters,
- * ligatures), accents, case (including ß/SS), dashes and apostrophes of every kind, invisible format
- * characters and runs of white space.
- * Matching is by substring, not whole words: covering too much is visible in the preview; too little leaks.
+ * ligatures), accents and letters with strokes (ł, ø, æ), case (including ß/SS), apostrophes of every kind;
+ * invisible characters (joiners, BOMs, fillers) are ignored, and white space, dashes and underscores all read
+ * as one word break. Matching is by substring, not whole words: covering too much is visible in the preview;
+ * too little leaks.
  */
 
 /** A string folded for matching, with the original [start, end) of each folded code unit. */
@@ -16,78 +17,90 @@ interface Folded {
 }
 
 const ASCII = /^[\t\n\r\x20-\x7e]*$/;
-const SPACE = /\s/u;
-const MARKS_AND_FORMAT = /[\p{Mn}\p{Cf}]/gu;
-const DASHES = /[\p{Pd}\u2212]/gu;
+const INVISIBLE = /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}]/gu;
+const BREAK = /^[\s\p{Pd}\p{Pc}\u2212]+$/u;
 const QUOTES = /[\u2018\u2019\u201a\u201b\u2032\u02bc\uff07]/gu;
-const EDGES = /^[\s\p{P}\p{S}]+|[\s\p{P}\p{S}]+$/gu;
+const STROKES: Record<string, string> = {
+  ł: 'l',
+  ø: 'o',
+  đ: 'd',
+  ð: 'd',
+  æ: 'ae',
+  œ: 'oe',
+  ħ: 'h',
+  ŧ: 't',
+  ŀ: 'l',
+};
+const STROKED = new RegExp(`[${Object.keys(STROKES).join('')}]`, 'g');
+/** What a needle keeps at its core: not the spaces, punctuation and symbols at its edges. */
+const EDGES = /^[ \p{P}\p{S}]+|[ \p{P}\p{S}]+$/gu;
+const SYMBOL = /\p{S}/u;
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
-/** How one grapheme reads, for matching. */
-const foldGrapheme = (g: string) =>
-  g
-    .normalize('NFKD')
-    .replace(MARKS_AND_FORMAT, '')
-    .replace(DASHES, '-')
+/** How one grapheme reads, for matching: '' when invisible, ' ' when it breaks words. */
+function foldGrapheme(g: string): string {
+  const bare = g.normalize('NFKD').replace(INVISIBLE, '');
+  if (!bare) return '';
+  if (BREAK.test(bare)) return ' ';
+  return bare
     .replace(QUOTES, "'")
     .toUpperCase()
     .toLowerCase()
+    .replace(STROKED, (c) => STROKES[c]!)
     .normalize('NFC');
+}
 
 function fold(s: string): Folded {
   const from: number[] = [];
   const to: number[] = [];
   let text = '';
-  const emit = (unit: string, start: number, end: number) => {
-    text += unit;
-    for (let k = 0; k < unit.length; k++) {
+  let space = false;
+  const push = (f: string, start: number, end: number) => {
+    if (!f) {
+      // Invisible on its own: joins whatever it sits between.
+      if (to.length) to[to.length - 1] = end;
+      return;
+    }
+    if (f === ' ') {
+      if (space) {
+        to[to.length - 1] = end;
+        return;
+      }
+      space = true;
+    } else space = false;
+    text += f;
+    for (let k = 0; k < f.length; k++) {
       from.push(start);
       to.push(end);
     }
   };
-  let space = false;
   if (ASCII.test(s)) {
-    // Printable ASCII (most text): one code unit each, no segmentation needed.
+    // Printable ASCII (most text): one code unit each, no segmentation; folds as foldGrapheme would.
     for (let i = 0; i < s.length; i++) {
       const c = s[i]!;
-      if (c === ' ' || c === '\n' || c === '\t' || c === '\r') {
-        if (space) {
-          to[to.length - 1] = i + 1;
-          continue;
-        }
-        space = true;
-        emit(' ', i, i + 1);
-      } else {
-        space = false;
-        emit(c.toLowerCase(), i, i + 1);
-      }
+      const breaks = c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r';
+      push(breaks ? ' ' : c.toLowerCase(), i, i + 1);
     }
     return { text, from, to };
   }
-  for (const { segment, index } of segmenter.segment(s)) {
-    const end = index + segment.length;
-    if (SPACE.test(segment)) {
-      if (space) to[to.length - 1] = end;
-      else emit(' ', index, end);
-      space = true;
-      continue;
-    }
-    const f = foldGrapheme(segment);
-    if (!f) {
-      // Invisible on its own (a zero-width joiner, a stray mark): joins whatever it sits between.
-      if (to.length) to[to.length - 1] = end;
-      continue;
-    }
-    space = false;
-    emit(f, index, end);
-  }
+  for (const { segment, index } of segmenter.segment(s))
+    push(foldGrapheme(segment), index, index + segment.length);
   return { text, from, to };
 }
 
-/** The words a span covers, as a needle: folded, without the white space and punctuation at its edges. */
-export function needleOf(words: string): string | null {
-  const n = fold(words).text.replace(EDGES, '');
-  return n.length ? n : null;
+/**
+ * The needles for words a redaction covered: their core (without the spaces, punctuation and symbols at the
+ * edges, so "PELICAN-7731," also finds "pelican-7731."), and the whole selection when it has more than
+ * punctuation (so "hunter2$%" leaves no "$%" beside a bar, and "🦩" alone is covered too).
+ */
+export function needlesOf(words: string): string[] {
+  const whole = fold(words).text.trim();
+  const core = whole.replace(EDGES, '');
+  const out = core ? [core] : [];
+  // The whole too when its edges hold symbols, or it is nothing but symbols; never for mere punctuation.
+  const edges = whole.replace(core, '');
+  if (whole !== core && (core ? SYMBOL.test(edges) : SYMBOL.test(whole))) out.push(whole);
+  return out;
 }
 
 export interface Cover {
@@ -102,10 +115,7 @@ export interface Cover {
 /** A cover for these words (the texts under redactions); words that fold to nothing are dropped. */
 export function makeCover(words: Iterable<string>): Cover {
   const set = new Set<string>();
-  for (const w of words) {
-    const n = needleOf(w);
-    if (n) set.add(n);
-  }
+  for (const w of words) for (const n of needlesOf(w)) set.add(n);
   const needles = [...set].sort((a, b) => b.length - a.length);
   const find = (s: string): Span[] => {
     if (!needles.length || !s) return [];

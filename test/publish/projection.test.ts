@@ -26,6 +26,7 @@ const project = (t: PublishTurn, index: number, choice: TurnChoice, resolution =
 const turn = (parts: Part[], extra: Partial<PublishTurn> = {}): PublishTurn => ({
   messageId: 'm1',
   role: 'npc',
+  npcId: 'n1',
   parts,
   createdAt: new Date('2026-11-01T10:00:00Z'),
   provider: 'openai',
@@ -352,5 +353,28 @@ describe('a covered word is covered everywhere', () => {
       known: { agents: [], skills: [] },
     });
     expect(problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
+  });
+
+  it('a link or mention that spells a covered word in percent-encoding is refused too, never looked up', () => {
+    const text = 'I am Zephyr. See https://bsky.app/profile/%7Aephyr.bsky.social/post/3kabc';
+    const t = convo([['m', [{ type: 'text', text }]]]);
+    const choice = {
+      redactions: [{ start: 5, end: 11 }],
+      refs: ['at://did:web:%7Aephyr.example/app.bsky.feed.post/3k'],
+      mentions: ['did:web:%5Aephyr.example', '@%7Aephyr.test', 'not a handle'],
+    };
+    const published = publishedTexts(t, { m: choice });
+    const wanted = referencesOf(t[0]!, choice, published);
+    expect(wanted.pointers).toEqual([]);
+    expect(wanted.accounts).toEqual([]);
+    // As the Player reads it in the problem list (a bsky.app link's handle is decoded when parsed).
+    expect(wanted.covered).toEqual([
+      'at://zephyr.bsky.social/app.bsky.feed.post/3kabc',
+      'at://did:web:%7Aephyr.example/app.bsky.feed.post/3k',
+      '@did:web:%5aephyr.example',
+      '@%7aephyr.test',
+    ]);
+    // Whatever is not a handle or a DID is refused without a lookup.
+    expect(wanted.bad).toEqual(['@not a handle']);
   });
 });

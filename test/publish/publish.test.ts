@@ -2,12 +2,13 @@ import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { publishLexicons } from '../../scripts/publish-lexicons.ts';
 import { REDACTION_BAR } from '../../src/redaction/index.ts';
+import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
-import { expectRepoToMatchPlan } from '../support/publication.ts';
+import { expectRepoToMatchPlan, sessionRecords } from '../support/publication.ts';
 
 /** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
 const faults = {
-  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send',
+  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send' | 'pause-2nd',
   calls: 0,
   /** How many faults were injected: a fault test proves its fault happened. */
   fired: 0,
@@ -28,6 +29,13 @@ const faultyFetch: typeof fetch = async (input, init) => {
     return Response.json(
       { error: 'RateLimitExceeded', message: 'slow down' },
       { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 1) } },
+    );
+  }
+  if (faults.mode === 'pause-2nd' && faults.calls === 2) {
+    faults.fired++;
+    return Response.json(
+      { error: 'RateLimitExceeded', message: 'come back in an hour' },
+      { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 3600) } },
     );
   }
   if (faults.mode === 'drop-after-send' && faults.calls === 1) {
@@ -379,5 +387,88 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     expect(del.status).toBe(409);
     await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
     expect((await api(`/api/conversations/${conversationId}`, { method: 'DELETE' })).status).toBe(204);
+  }, 60_000);
+
+  it('a turn regenerated while a publish is paused is never written, and the plan is written exactly', async () => {
+    const { conversationId } = await fixture(250);
+    faults.mode = 'pause-2nd';
+    faults.calls = 0;
+    faults.fired = 0;
+    const paused = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(paused.status).toBe(429);
+    expect(faults.fired).toBe(1);
+    faults.mode = 'none';
+    // The last turn (in the batch that never went out) is deleted, as Regenerate deletes a reply.
+    const [last] = await local.app.db.sql`delete from messages where id = (select id from messages
+      where conversation_id = ${conversationId} order by seq desc limit 1) returning id`;
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(res.status).toBe(200);
+    const { uri } = (await res.json()) as { uri: string };
+    await expectRepoToMatchPlan(local, alice.did, conversationId, uri);
+    const planned = await local.app.db.sql`select message_id from publication_records
+      where conversation_id = ${conversationId} and message_id is not null`;
+    expect(planned).toHaveLength(253);
+    expect(planned.some((r) => r.message_id === last!.id)).toBe(false);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 90_000);
+
+  it('words redacted in a reply keep covering after the reply is regenerated, until the Player lets them go', async () => {
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Is the code 7391-SECRET?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Yes, 7391-SECRET it is.' }] },
+      ],
+    });
+    const at = 'Yes, '.length;
+    const first = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[1]!]: { redactions: [{ start: at, end: at + 11 }] } } },
+    });
+    const { uri } = (await first.json()) as { uri: string };
+    const texts = async () =>
+      [...(await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri)).values()]
+        .filter((r) => r.collection === 'click.aligned.chat.message')
+        .map((r) => (r.value as { text: string }).text);
+    expect((await texts()).sort()).toEqual(['Is the code ████████?', 'Yes, ████████ it is.']);
+
+    // Regenerate: the reply goes, a new one comes.
+    await local.app.db.sql`delete from messages where id = ${ids[1]!}`;
+    await local.app.db.sql`insert into messages (conversation_id, role, parts, text)
+      values (${conversationId}, 'npc', ${local.app.db.sql.json([{ type: 'text', text: 'A new answer.' }])}, 'A new answer.')`;
+    const draft = (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+      draft: { removedWords: string[] };
+    };
+    expect(draft.draft.removedWords).toEqual(['7391-SECRET']);
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    expect((await texts()).sort()).toEqual(['A new answer.', 'Is the code ████████?']);
+
+    // Letting them go is the Player's explicit choice.
+    await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { forgetRemoved: true },
+    });
+    expect((await texts()).sort()).toEqual(['A new answer.', 'Is the code 7391-SECRET?']);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
+
+  it('an NPC whose every turn is withheld is not named among the session’s agents', async () => {
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      npc: { name: 'Mallory', jobTitle: 'Fixer', description: 'Knows people.' },
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Who can help?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Ask around the docks.' }] },
+      ],
+    });
+    const preview = async (withheld: boolean) => {
+      const res = await api(`/api/conversations/${conversationId}/publication/preview`, {
+        body: { choices: { [ids[1]!]: { withheld } } },
+      });
+      const body = (await res.json()) as { records: { record: { agents?: { name: string }[] } }[] };
+      return body.records[0]!.record.agents;
+    };
+    expect(await preview(false)).toEqual([{ name: 'Mallory', role: 'Fixer', description: 'Knows people.' }]);
+    expect(await preview(true)).toEqual([]);
   }, 60_000);
 });

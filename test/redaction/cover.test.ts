@@ -18,6 +18,8 @@ const variants = (w: string): string[] => [
   w.normalize('NFD'),
   [...w].map((c) => (/[a-z]/i.test(c) ? String.fromCodePoint(c.codePointAt(0)! + 0xfee0) : c)).join(''),
   [...w].join('\u200b'),
+  [...w].join('\ufeff'),
+  [...w].join('\u3164'),
 ];
 
 const word = fc.stringMatching(/^[a-z]{3,7}$/).map((w) => `q${w}x`);
@@ -84,7 +86,7 @@ describe('the covering pass', () => {
       ],
       { a: { redactions: [{ start, end: start + 'PELICAN-7731, '.length }] } },
     );
-    expect(cover.needles).toEqual(['pelican-7731']);
+    expect(cover.needles).toEqual(['pelican 7731']);
     expect(extraPlaces(a, [{ start, end: start + 14 }], cover)).toEqual([]);
     expect(extraPlaces(b, [], cover).map((s) => b.slice(s.start, s.end))).toEqual([
       'pelican-7731',
@@ -92,5 +94,33 @@ describe('the covering pass', () => {
     ]);
     // A selection of nothing but spaces and punctuation covers its span only.
     expect(makeCover([' , ']).needles).toEqual([]);
+  });
+
+  it('is not fooled by separators, strokes, touching selections or symbols', () => {
+    const cases: [string[], string, string][] = [
+      // An MCP tool named after a server: underscores read as word breaks.
+      [['Zephyr Station'], 'zephyr_station__lookup', '████████__lookup'],
+      [['Łódź'], 'We met in Lodz, then LÓDŹ again.', 'We met in ████████, then ████████ again.'],
+      [['Søren'], 'soren and SØREN', '████████ and ████████'],
+      [['hunter2$%'], 'pw hunter2$% and hunter2', 'pw ████████ and ████████'],
+      [['🦩'], 'a 🦩 here', 'a ████████ here'],
+      [
+        ['PELICAN-7731'],
+        'pelican–7731 and pelican 7731 and PELICAN_7731',
+        '████████ and ████████ and ████████',
+      ],
+    ];
+    for (const [words, text, out] of cases) expect(makeCover(words).apply(text)).toBe(out);
+    // "Zephyr" selected, then the words around it: the runs merge into one bar, yet "Zephyr" alone is covered.
+    const text = 'codename Zephyr Station';
+    const cover = coverOf([{ id: 't', text }], {
+      t: {
+        redactions: [
+          { start: 9, end: 15 },
+          { start: 0, end: 23 },
+        ],
+      },
+    });
+    expect(cover.apply('Zephyr says hi')).toBe('████████ says hi');
   });
 });

@@ -24,6 +24,8 @@ interface PublicationView {
 interface Draft {
   title: string | null;
   choices: Choices;
+  /** Words still covered from turns that have since gone (regenerated replies). */
+  removedWords: string[];
 }
 
 /** The reader's page for a session at-uri. */
@@ -61,6 +63,7 @@ export function PublishPage() {
   });
   const [choices, setChoices] = useState<Choices>({});
   const [title, setTitle] = useState('');
+  const [forgetRemoved, setForgetRemoved] = useState(false);
   const [loaded, setLoaded] = useState(false);
   // The kept draft (choices and title survive an unpublish) fills the editor once.
   useEffect(() => {
@@ -77,10 +80,14 @@ export function PublishPage() {
     () => (data.data?.messages ?? []).map((m) => ({ id: m.id, text: flattenText(readParts(m.parts)) })),
     [data.data],
   );
+  const removed = useMemo(
+    () => (forgetRemoved ? [] : (publication.data?.draft?.removedWords ?? [])),
+    [forgetRemoved, publication.data],
+  );
   // The same covering pass the server runs: what the editor marks is what the records will cover.
-  const cover = useMemo(() => coverOf(texts, choices), [texts, choices]);
+  const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
 
-  const body = () => ({ title: title.trim() || null, choices });
+  const body = () => ({ title: title.trim() || null, choices, ...(forgetRemoved ? { forgetRemoved } : {}) });
   const [shown, setShown] = useState<Preview | null>(null);
   const preview = useMutation({
     mutationFn: () => api<Preview>(`/api/conversations/${id}/publication/preview`, { body: body() }),
@@ -146,6 +153,15 @@ export function PublishPage() {
           placeholder={shown ? `Default: ${shown.defaultTitle}` : 'Default: the first published words'}
         />
       </label>
+      {removed.length > 0 && (
+        <p className="notice covered-note">
+          Still covered everywhere, from replies you redacted before they were regenerated:{' '}
+          {removed.map((w) => `“${w}”`).join(', ')}.{' '}
+          <button type="button" className="link" onClick={() => setForgetRemoved(true)}>
+            Stop covering these
+          </button>
+        </p>
+      )}
       {shown && (
         <p className="meta" data-testid="published-title">
           Published as: <Barred text={shown.title} />
