@@ -29,10 +29,7 @@ export async function mcpTools(
     );
     try {
       const tools = (await withTimeout(client.tools(), o.timeoutMs)) as ToolSet;
-      const prefix = server.name
-        .toLowerCase()
-        .replace(/[^a-z0-9]+/g, '_')
-        .slice(0, 32);
+      const prefix = wordPrefix(server.name);
       const named: ToolSet = {};
       const descriptions: Record<string, string> = {};
       for (const [name, t] of Object.entries(tools)) {
@@ -58,4 +55,16 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
     p,
     new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)),
   ]);
+}
+
+/**
+ * The server's name as a tool-name prefix: lower-case words joined by `_`, at most 32 characters, cut between
+ * words where it can be (a published step's name carries it: a word cut short would escape the covering pass).
+ */
+function wordPrefix(name: string): string {
+  const full = name.toLowerCase().replace(/[^a-z0-9]+/g, '_');
+  if (full.length <= 32) return full;
+  const cut = full.slice(0, 33);
+  const at = cut.lastIndexOf('_');
+  return at > 0 ? cut.slice(0, at) : full.slice(0, 32);
 }
