@@ -8,7 +8,7 @@ import {
   type StepRecord,
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
-import { type Choices, type Cover, coverOf, type TurnChoice } from '../redaction/index.ts';
+import { type Choices, type Cover, coverOf, type Problem, type TurnChoice } from '../redaction/index.ts';
 import {
   findMentions,
   findRecordPointers,
@@ -45,26 +45,13 @@ export interface PublishTurn {
   model: string | null;
 }
 
+export type { Problem };
+
 export interface PublishAgent {
   name: string;
   jobTitle: string;
   description: string;
   model: string | null;
-}
-
-export interface Problem {
-  messageId: string | null;
-  turn: number | null;
-  code:
-    | 'TEXT_TOO_LONG'
-    | 'SUMMARY_TOO_LONG'
-    | 'UNRESOLVED_REF'
-    | 'UNRESOLVED_MENTION'
-    | 'BAD_REF'
-    | 'COVERED_REFERENCE'
-    | 'TOO_MANY_STEPS'
-    | 'INVALID_RECORD';
-  message: string;
 }
 
 export interface Resolution {

@@ -7,7 +7,7 @@ import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { flattenText } from '../parts/index.ts';
-import { type Choices, coveredWords } from '../redaction/index.ts';
+import { type Choices, coveredWords, type Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
@@ -272,23 +272,7 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
-export interface PreviewResult {
-  uri: string;
-  title: string;
-  /** The title made from the published text, used when the Player writes none. */
-  defaultTitle: string;
-  /** The title the Player wrote, as kept in the draft (null: the default). */
-  chosenTitle: string | null;
-  records: {
-    rkey: string;
-    collection: string;
-    messageId: string | null;
-    record: unknown;
-    write: string | null;
-  }[];
-  problems: Problem[];
-  points: number;
-}
+export type PreviewResult = Preview;
 
 function toPreview(p: Planned): PreviewResult {
   const writes = p.records.filter((r) => r.pending).map((r) => ({ action: r.pending! }));

@@ -1,21 +1,6 @@
-import { REDACTION_BAR } from '../../../src/redaction/index.ts';
+import { type Preview, REDACTION_BAR } from '../../../src/redaction/index.ts';
 
-/** The server's plan: every record exactly as it will be written (the projection is the truth). */
-export interface Preview {
-  uri: string;
-  title: string;
-  defaultTitle: string;
-  chosenTitle: string | null;
-  records: {
-    rkey: string;
-    collection: string;
-    messageId: string | null;
-    record: unknown;
-    write: string | null;
-  }[];
-  problems: { messageId: string | null; turn: number | null; message: string }[];
-  points: number;
-}
+export type { Preview };
 
 interface SessionValue {
   title: string;

@@ -1,0 +1,41 @@
+/**
+ * What the publish editor is answered: the server's plan, every record exactly as it will be written, and what
+ * must be fixed first. One contract for the server (which builds it) and the browser (which shows it).
+ */
+/** Something that must be fixed before publishing, naming the turn. */
+export interface Problem {
+  messageId: string | null;
+  turn: number | null;
+  code:
+    | 'TEXT_TOO_LONG'
+    | 'SUMMARY_TOO_LONG'
+    | 'UNRESOLVED_REF'
+    | 'UNRESOLVED_MENTION'
+    | 'BAD_REF'
+    | 'COVERED_REFERENCE'
+    | 'TOO_MANY_STEPS'
+    | 'INVALID_RECORD';
+  message: string;
+}
+
+export interface Preview {
+  /** The session record's at-uri. */
+  uri: string;
+  /** The title as it will be written (covered). */
+  title: string;
+  /** The title made from the published text, used when the Player writes none. */
+  defaultTitle: string;
+  /** The title the Player wrote, as kept in the draft (null: the default). */
+  chosenTitle: string | null;
+  records: {
+    rkey: string;
+    collection: string;
+    messageId: string | null;
+    record: unknown;
+    /** The write the record still needs: create, update, delete, or null when the PDS holds it. */
+    write: 'create' | 'update' | 'delete' | null;
+  }[];
+  problems: Problem[];
+  /** The PDS rate-limit points the writes cost. */
+  points: number;
+}
