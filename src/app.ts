@@ -5,6 +5,7 @@ import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/inde
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import { errorHandler, notFound, readJsonBody } from './http/index.ts';
+import type { Outbound } from './outbound/index.ts';
 import { publishRoutes } from './publish/index.ts';
 import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
@@ -28,10 +29,13 @@ export interface AppDeps {
   /** Where did:plc documents resolve (the local PLC in offline mode). */
   plcUrl: () => string;
   localNetwork: boolean;
+  /** The outbound fetch for the ATProto network (DID documents, PDSes): see outbound/. */
+  fetch: typeof globalThis.fetch;
   /** Reads published threads from the network for the reader. */
   reader: Network;
   dataDir: string;
-  allowPrivateToolUrls: boolean;
+  /** Outbound requests to MCP Servers (ALLOW_PRIVATE_TOOL_URLS decides whether private addresses pass). */
+  toolOutbound: Outbound;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   log: (message: string, error?: unknown) => void;
 }

@@ -15,6 +15,7 @@ import {
   startEmbeddedPostgres,
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
+import { createOutbound, type Resolve } from './outbound/index.ts';
 import { resume, unfinishedPublications } from './publish/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
@@ -37,6 +38,8 @@ export interface StartOptions {
   onQuery?: (query: string) => void;
   /** The fetch the OAuth client uses (tests count token refreshes through it). */
   oauthFetch?: typeof globalThis.fetch;
+  /** How outbound requests resolve hostnames (tests inject answers, e.g. one that changes between calls). */
+  resolve?: Resolve;
 }
 
 const defaultLog = (message: string, error?: unknown) => {
@@ -77,6 +80,15 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
         })
       : undefined;
 
+  // Every URL a user or the network supplies is fetched through one policy: MCP Servers may reach private
+  // addresses only when the instance says so; the ATProto network only offline, where it is on loopback.
+  const toolOutbound = createOutbound({
+    allowPrivate: config.allowPrivateToolUrls,
+    resolve: options.resolve,
+  });
+  const networkOutbound = createOutbound({ allowPrivate: Boolean(localnet), resolve: options.resolve });
+  const networkFetch = networkOutbound.fetch({ timeoutMs: 15_000, maxBytes: 4 * 1024 * 1024 });
+
   let oauth: NodeOAuthClient | undefined;
   let baseUrl = atproto.publicUrl ?? '';
   const app = createApp({
@@ -94,13 +106,15 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
     dataDir: config.dataDir,
-    allowPrivateToolUrls: config.allowPrivateToolUrls,
+    toolOutbound,
     toolLimits: config.toolLimits,
     reader: new Network({
       handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,
       plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
       local: Boolean(localnet),
+      fetch: networkFetch,
     }),
+    fetch: networkFetch,
     log,
   });
   const server = http.createServer(app);
@@ -120,7 +134,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     handleResolver: localnet?.pdsUrl ?? atproto.handleResolverUrl,
     plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
     allowHttp: Boolean(localnet),
-    fetch: options.oauthFetch,
+    fetch: options.oauthFetch ?? networkFetch,
   });
 
   // The AppView follows the network's events: a configured relay, or the local PDS in offline mode.
@@ -131,6 +145,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
         service: relay,
         plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
         local: Boolean(localnet),
+        fetch: networkFetch,
         log,
       })
     : undefined;
@@ -141,6 +156,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     oauth: () => oauth!,
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
+    fetch: networkFetch,
     log,
   };
   for (const p of await unfinishedPublications(sql)) {

@@ -94,6 +94,7 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
         service: ws,
         plcUrl: net.plcUrl,
         local: true,
+        fetch: globalThis.fetch,
         log: () => {},
       });
       await indexer.leading;

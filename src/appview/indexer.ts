@@ -21,6 +21,8 @@ export interface IndexerOptions {
   plcUrl: string;
   /** Offline: the local PLC speaks plain http. */
   local: boolean;
+  /** The outbound fetch DID documents are read with (see outbound/). */
+  fetch: typeof globalThis.fetch;
   log: (message: string, error?: unknown) => void;
   /** How often a follower checks whether it can become the leader. */
   retryMs?: number;
@@ -66,7 +68,7 @@ export function startIndexer(o: IndexerOptions): Indexer {
     const idResolver = new IdResolver({
       plcUrl: o.plcUrl,
       didCache: new MemoryCache(),
-      fetch: o.local ? globalThis.fetch : undefined,
+      fetch: o.fetch,
     });
     firehose = new Firehose({
       service: o.service,

@@ -8,6 +8,8 @@ export interface NetworkOptions {
   plcUrl: () => string;
   /** Offline: plain http and loopback addresses are the network. */
   local: boolean;
+  /** Every request to the network goes through the outbound policy (see outbound/). */
+  fetch: typeof globalThis.fetch;
 }
 
 /** Reading the public network: handles, DID documents, and records from the PDS a DID names. */
@@ -16,18 +18,14 @@ export class Network {
   constructor(private readonly o: NetworkOptions) {}
 
   private resolver(): IdResolver {
-    // The default fetch refuses http and private addresses (SSRF); the local network is exactly that.
-    this.ids ??= new IdResolver({
-      plcUrl: this.o.plcUrl(),
-      fetch: this.o.local ? globalThis.fetch : undefined,
-    });
+    this.ids ??= new IdResolver({ plcUrl: this.o.plcUrl(), fetch: this.o.fetch });
     return this.ids;
   }
 
   async didOf(actor: string): Promise<string | null> {
     if (isDid(actor)) return actor;
     try {
-      const agent = new AtpAgent({ service: this.o.handleResolver() });
+      const agent = new AtpAgent({ service: this.o.handleResolver(), fetch: this.o.fetch });
       return (await agent.com.atproto.identity.resolveHandle({ handle: actor })).data.did;
     } catch {
       return null;
@@ -45,7 +43,7 @@ export class Network {
   }
 
   async *listRecords(pds: string, did: string, collection: string) {
-    const agent = new AtpAgent({ service: pds });
+    const agent = new AtpAgent({ service: pds, fetch: this.o.fetch });
     let cursor: string | undefined;
     do {
       const res = await agent.com.atproto.repo.listRecords({
@@ -67,7 +65,7 @@ export class Network {
     const id = did ? await this.identity(did) : null;
     if (!id) return null;
     try {
-      const res = await new AtpAgent({ service: id.pds }).com.atproto.repo.getRecord({
+      const res = await new AtpAgent({ service: id.pds, fetch: this.o.fetch }).com.atproto.repo.getRecord({
         repo: id.did,
         collection: m[2]!,
         rkey: m[3]!,

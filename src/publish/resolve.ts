@@ -13,9 +13,13 @@ export interface Resolver {
  * Resolution against the network at publish time: handles through the Player's PDS (which also resolves
  * `.test` handles offline), DIDs through PLC, records from the PDS their DID document names.
  */
-export function networkResolver(agent: Agent, plcUrl: string, local: boolean): Resolver {
-  // The default fetch refuses http and private addresses (SSRF); the local network is exactly that.
-  const ids = new IdResolver({ plcUrl, fetch: local ? globalThis.fetch : undefined });
+export function networkResolver(
+  agent: Agent,
+  plcUrl: string,
+  local: boolean,
+  fetch: typeof globalThis.fetch,
+): Resolver {
+  const ids = new IdResolver({ plcUrl, fetch });
   return {
     async handleToDid(handle) {
       try {
@@ -31,7 +35,7 @@ export function networkResolver(agent: Agent, plcUrl: string, local: boolean): R
       try {
         const { pds } = await ids.did.resolveAtprotoData(did);
         if (!local && !pds.startsWith('https://')) return null;
-        const res = await new AtpAgent({ service: pds }).com.atproto.repo.getRecord({
+        const res = await new AtpAgent({ service: pds, fetch }).com.atproto.repo.getRecord({
           repo: did,
           collection,
           rkey,

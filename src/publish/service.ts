@@ -39,6 +39,8 @@ export interface PublishDeps {
   oauth: () => NodeOAuthClient;
   plcUrl: () => string;
   localNetwork: boolean;
+  /** The outbound fetch for resolving refs and mentions (see outbound/). */
+  fetch: typeof globalThis.fetch;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -139,7 +141,7 @@ async function plan(
   const published = publishedTexts(turns, choices, Object.values(removed).flat());
   const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
-    networkResolver(agent, deps.plcUrl(), deps.localNetwork),
+    networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
     wanted.flatMap((w) => w.pointers),
     wanted.flatMap((w) => w.accounts),
   );

@@ -1,7 +1,8 @@
 import { createMCPClient } from '@ai-sdk/mcp';
+import { FetchRequestError } from '@atproto-labs/fetch';
 import type { ToolSet } from 'ai';
+import { type Outbound, RefusedAddressError } from '../outbound/index.ts';
 import { DESCRIPTION_CHARS, MCP_SEPARATOR } from './names.ts';
-import { assertPublicUrl } from './ssrf.ts';
 
 export interface McpServer {
   id: string;
@@ -11,20 +12,22 @@ export interface McpServer {
 }
 
 /**
- * Connects to an MCP Server for one turn and returns its tools, named `<server>__<tool>` so two servers cannot
- * collide. A server that cannot be reached in time is reported, and the turn goes on without it.
+ * Connects to an MCP Server for one turn, through the outbound policy, and returns its tools, named
+ * `<server>__<tool>` so two servers cannot collide. A server that cannot be reached in time is reported by a
+ * short reason of ours, and the turn goes on without it: nothing a failing server sent enters a prompt.
  */
 export async function mcpTools(
   server: McpServer,
-  o: { allowPrivate: boolean; timeoutMs: number },
+  o: { outbound: Outbound; timeoutMs: number; callTimeoutMs: number },
 ): Promise<
   | { tools: ToolSet; descriptions: Record<string, string>; close: () => Promise<void> }
   | { unreachable: string }
 > {
   try {
-    await assertPublicUrl(server.url, o.allowPrivate);
+    // Each exchange is bounded: a tool call's own limit, plus the time to connect.
+    const fetch = o.outbound.fetch({ timeoutMs: o.callTimeoutMs + o.timeoutMs, maxBytes: 8 * 1024 * 1024 });
     const client = await withTimeout(
-      createMCPClient({ transport: { type: 'http', url: server.url, headers: server.headers } }),
+      createMCPClient({ transport: { type: 'http', url: server.url, headers: server.headers, fetch } }),
       o.timeoutMs,
     );
     try {
@@ -34,7 +37,7 @@ export async function mcpTools(
       const descriptions: Record<string, string> = {};
       for (const [name, t] of Object.entries(tools)) {
         const full = `${prefix}${MCP_SEPARATOR}${name}`.slice(0, 64);
-        named[full] = t;
+        named[full] = withShortErrors(t, server.name);
         // Kept on the call's Part: it is the published step's default summary (never the arguments).
         if (typeof t.description === 'string' && t.description.trim()) {
           descriptions[full] = t.description.replace(/\s+/g, ' ').trim().slice(0, DESCRIPTION_CHARS);
@@ -46,14 +49,50 @@ export async function mcpTools(
       throw e;
     }
   } catch (e) {
-    return { unreachable: `${server.name} (${(e as Error).message})` };
+    return { unreachable: `${server.name} (${reasonFor(e)})` };
   }
 }
+
+/** Why a server failed, in our words: never the text it answered with, which could be anything. */
+export function reasonFor(e: unknown): string {
+  if (e instanceof TimeoutError) return 'did not answer in time';
+  for (let c: unknown = e; c; c = (c as { cause?: unknown }).cause) {
+    // Refused by the outbound policy, before or at connect: first, since these carry a status of their own.
+    if (c instanceof RefusedAddressError || c instanceof FetchRequestError)
+      return 'is not at an address this server may reach';
+    const err = c as { statusCode?: unknown; code?: unknown; name?: unknown };
+    if (typeof err.statusCode === 'number') return `answered HTTP ${err.statusCode}`;
+    if (typeof err.code === 'string' && UNREACHABLE.test(err.code)) return 'could not be reached';
+    if (err.name === 'AbortError' || err.name === 'TimeoutError') return 'did not answer in time';
+  }
+  return 'is not an MCP server';
+}
+const UNREACHABLE = /ECONNREFUSED|ENOTFOUND|EAI_AGAIN|ECONNRESET|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT/;
+
+/** A tool whose transport failures reach the model as our short reason, not as what the server sent. */
+function withShortErrors(t: ToolSet[string], serverName: string): ToolSet[string] {
+  const execute = t.execute;
+  if (!execute) return t;
+  return {
+    ...t,
+    execute: async (input: unknown, options: Parameters<NonNullable<typeof execute>>[1]) => {
+      try {
+        return await execute(input as never, options);
+      } catch (e) {
+        throw new Error(`The MCP Server ${serverName} ${reasonFor(e)}.`);
+      }
+    },
+  } as ToolSet[string];
+}
+
+class TimeoutError extends Error {}
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([
     p,
-    new Promise<never>((_, reject) => setTimeout(() => reject(new Error(`no answer in ${ms} ms`)), ms)),
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new TimeoutError(`no answer in ${ms} ms`)), ms),
+    ),
   ]);
 }
 

@@ -3,10 +3,10 @@ import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { JsonValue, Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody } from '../http/index.ts';
+import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
 import { getNpc } from '../village/index.ts';
 import { listMemories } from './memory.ts';
 import { SkillInput } from './skills.ts';
-import { assertPublicUrl, BlockedUrlError } from './ssrf.ts';
 import { listGrants, setGrants } from './store.ts';
 
 const GrantsBody = z
@@ -33,7 +33,7 @@ const McpBody = z
   .strict();
 
 /** Grants, Skills, Memory and MCP Servers: what the Player manages. Mounted behind requireSession. */
-export function toolRoutes(deps: { sql: Sql; allowPrivateToolUrls: boolean }): Router {
+export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   const { sql } = deps;
   const router = Router();
   const ownNpc = async (playerId: string, id: string) => {
@@ -130,7 +130,7 @@ export function toolRoutes(deps: { sql: Sql; allowPrivateToolUrls: boolean }): R
     const player = currentPlayer(res);
     const body = parseBody(req, McpBody);
     try {
-      await assertPublicUrl(body.url, deps.allowPrivateToolUrls);
+      await deps.toolOutbound.check(body.url);
     } catch (e) {
       if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
       throw e;

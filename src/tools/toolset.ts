@@ -1,5 +1,6 @@
 import type { ToolSet } from 'ai';
 import type { Sql } from '../db/index.ts';
+import type { Outbound } from '../outbound/index.ts';
 import { MESSAGE_NPC, messageNpcTool } from './handoff.ts';
 import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
 import { mcpTools } from './mcp.ts';
@@ -12,7 +13,8 @@ import { grantedTools } from './store.ts';
 export interface ToolContext {
   sql: Sql;
   dataDir: string;
-  allowPrivateToolUrls: boolean;
+  /** How MCP Servers are reached: the outbound policy (public addresses only, unless the instance allows). */
+  outbound: Outbound;
   limits?: ToolLimits;
   playerId: string;
   conversationId: string;
@@ -51,7 +53,9 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
     granted.sandbox ? sandboxTools(ctx.dataDir, ctx.conversationId, limits.maxOutputBytes) : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
     Promise.all(
-      granted.mcpServers.map((s) => mcpTools(s, { allowPrivate: ctx.allowPrivateToolUrls, timeoutMs: 5000 })),
+      granted.mcpServers.map((s) =>
+        mcpTools(s, { outbound: ctx.outbound, timeoutMs: 5000, callTimeoutMs: limits.timeoutMs }),
+      ),
     ),
   ]);
   if (sandbox) Object.assign(tools, sandbox);

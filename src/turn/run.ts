@@ -11,6 +11,7 @@ import {
   type Usage,
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
+import type { Outbound } from '../outbound/index.ts';
 import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts';
 import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
@@ -24,7 +25,7 @@ export interface TurnDeps {
   checkpointMs: number;
   chunkTimeoutMs: number;
   dataDir: string;
-  allowPrivateToolUrls: boolean;
+  toolOutbound: Outbound;
   toolLimits?: ToolLimits;
   /** Most model steps (tool rounds) in one reply. */
   maxSteps?: number;
@@ -113,7 +114,7 @@ async function* runReply(
   const toolsReady = buildTurnTools({
     sql,
     dataDir: deps.dataDir,
-    allowPrivateToolUrls: deps.allowPrivateToolUrls,
+    outbound: deps.toolOutbound,
     limits: deps.toolLimits,
     playerId: plan.playerId,
     conversationId: conversation.id,

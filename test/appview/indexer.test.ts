@@ -38,6 +38,7 @@ const anotherIndexer = () =>
     sql: sql(),
     service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
     plcUrl: local.app.running.localnet!.plcUrl,
+    fetch: globalThis.fetch,
     local: true,
     log: () => {},
     retryMs: 100,

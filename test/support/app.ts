@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
+import type { Resolve } from '../../src/outbound/index.ts';
 import { type Running, start } from '../../src/server.ts';
 import { createDatabase, type TestDatabase } from './database.ts';
 import { type FakeProvider, startFakeProvider } from './fakeProvider.ts';
@@ -35,6 +36,8 @@ export async function startTestApp(
     db?: TestDatabase;
     fake?: FakeProvider;
     oauthFetch?: typeof globalThis.fetch;
+    /** How the server's outbound requests resolve hostnames. */
+    resolve?: Resolve;
     /** Leave the Village defaults to the server (the demo Model when no key is configured). */
     serverDefaults?: boolean;
   } = {},
@@ -65,7 +68,11 @@ export async function startTestApp(
   if (!options.serverDefaults) {
     await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
   }
-  const running = await start(config, () => {}, { onQuery: options.onQuery, oauthFetch: options.oauthFetch });
+  const running = await start(config, () => {}, {
+    onQuery: options.onQuery,
+    oauthFetch: options.oauthFetch,
+    resolve: options.resolve,
+  });
   const app: TestApp = {
     url: running.url,
     running,
