@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody, parseQuery } from '../http/index.ts';
+import { removeSandbox } from '../tools/index.ts';
 import {
   createConversation,
   deleteConversation,
@@ -50,7 +51,7 @@ function decodeCursor(raw: string): { updatedAt: Date; id: string } {
 }
 
 /** Conversations and their Messages. Mounted behind requireSession. */
-export function conversationRoutes({ sql }: { sql: Sql }): Router {
+export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string }): Router {
   const router = Router();
 
   const owned = async (playerId: string, id: string) => {
@@ -115,6 +116,8 @@ export function conversationRoutes({ sql }: { sql: Sql }): Router {
     if (!isUuid(req.params.id) || !(await deleteConversation(sql, player.id, req.params.id))) {
       throw notFound('Conversation');
     }
+    // Its sandbox's files go with it.
+    await removeSandbox(dataDir, req.params.id);
     res.status(204).end();
   });
 

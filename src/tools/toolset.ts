@@ -6,7 +6,7 @@ import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
 import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
-import { sandboxTools } from './sandbox.ts';
+import { DEFAULT_SANDBOX_LIMITS, sandboxTools } from './sandbox/host.ts';
 import { loadSkillTool } from './skills.ts';
 import { grantedTools } from './store.ts';
 
@@ -16,6 +16,8 @@ export interface ToolContext {
   /** How MCP Servers are reached: the outbound policy (public addresses only, unless the instance allows). */
   outbound: Outbound;
   limits?: ToolLimits;
+  /** The Village's quota on one sandbox's files. */
+  sandboxQuotaMb?: number;
   playerId: string;
   conversationId: string;
   npc: { id: string; name: string };
@@ -50,7 +52,14 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   const unreachable: string[] = [];
   const descriptions: Record<string, string> = {};
   const [sandbox, memories, servers] = await Promise.all([
-    granted.sandbox ? sandboxTools(ctx.dataDir, ctx.conversationId, limits.maxOutputBytes) : undefined,
+    granted.sandbox
+      ? sandboxTools(ctx.dataDir, ctx.conversationId, {
+          ...DEFAULT_SANDBOX_LIMITS,
+          timeoutMs: limits.timeoutMs,
+          maxOutputBytes: limits.maxOutputBytes,
+          quotaBytes: (ctx.sandboxQuotaMb ?? 100) * 1024 * 1024,
+        })
+      : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
     Promise.all(
       granted.mcpServers.map((s) =>

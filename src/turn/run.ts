@@ -116,6 +116,7 @@ async function* runReply(
     dataDir: deps.dataDir,
     outbound: deps.toolOutbound,
     limits: deps.toolLimits,
+    sandboxQuotaMb: plan.settings.sandboxQuotaMb,
     playerId: plan.playerId,
     conversationId: conversation.id,
     npc: speaker.npc,

@@ -6,6 +6,8 @@ export interface VillageSettings {
   defaultModel: string | null;
   hopLimit: number;
   historyBudget: number;
+  /** Megabytes of files one Conversation's sandbox may hold. */
+  sandboxQuotaMb: number;
 }
 
 export const VillageSettingsPatch = z
@@ -14,6 +16,7 @@ export const VillageSettingsPatch = z
     defaultModel: z.string().min(1).max(200).nullable(),
     hopLimit: z.number().int().min(0).max(100),
     historyBudget: z.number().int().min(1000).max(10_000_000),
+    sandboxQuotaMb: z.number().int().min(1).max(10_000),
   })
   .partial()
   .strict();
@@ -22,7 +25,7 @@ export type VillageSettingsPatch = z.infer<typeof VillageSettingsPatch>;
 export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
   const [row] = await sql<VillageSettings[]>`
     select default_provider as "defaultProvider", default_model as "defaultModel",
-      hop_limit as "hopLimit", history_budget as "historyBudget"
+      hop_limit as "hopLimit", history_budget as "historyBudget", sandbox_quota_mb as "sandboxQuotaMb"
     from village_settings where id`;
   return row!;
 }
@@ -37,6 +40,7 @@ export async function updateVillageSettings(
   await sql`update village_settings set
       default_provider = ${next.defaultProvider}, default_model = ${next.defaultModel},
       hop_limit = ${next.hopLimit}, history_budget = ${next.historyBudget},
+      sandbox_quota_mb = ${next.sandboxQuotaMb},
       updated_at = now(), updated_by = ${by}
     where id`;
   return next;

@@ -11,6 +11,8 @@ import { type FakeProvider, startFakeProvider } from './fakeProvider.ts';
 export interface TestApp {
   url: string;
   running: Running;
+  /** Where the server keeps local data (sandboxes). */
+  dataDir: string;
   db: TestDatabase;
   fake: FakeProvider;
   /** A signed-in Player: the cookie header to send. */
@@ -76,6 +78,7 @@ export async function startTestApp(
   const app: TestApp = {
     url: running.url,
     running,
+    dataDir,
     db,
     fake,
     async signIn(did = `did:plc:test${++counter}${Date.now().toString(36)}`) {

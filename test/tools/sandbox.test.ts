@@ -1,0 +1,124 @@
+import { stat } from 'node:fs/promises';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import type { Reply } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp({}, { TOOL_TIMEOUT_MS: '3000' });
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+/** The model runs one command in the sandbox, then says it is done. */
+async function runCommand(conversationId: string, command: string) {
+  app.fake.enqueue(
+    (r: Reply) => {
+      r.toolCallStart(0, 'call_bash', 'bash', JSON.stringify({ command }));
+      r.finish('tool_calls');
+    },
+    (r: Reply) => {
+      r.text('Done.');
+      r.finish();
+    },
+  );
+  await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: `run ${command}` },
+    }),
+  );
+  const reply = (await messages(app, cookie, conversationId)).at(-1)!;
+  return reply.parts.find((p) => (p as { type: string }).type === 'tool') as {
+    state: string;
+    output?: { stdout: string; exitCode: number };
+    error?: string;
+  };
+}
+
+async function sandboxed() {
+  const { conversationId, npcIds } = await setupConversation(app, cookie);
+  await app.api(`/api/npcs/${npcIds[0]}/grants`, {
+    method: 'PUT',
+    cookie,
+    body: { grants: [{ kind: 'sandbox' }] },
+  });
+  return conversationId;
+}
+
+/** Polls /healthz from a second client while `during` runs; returns each answer's latency in ms. */
+async function probeHealth<T>(during: Promise<T>): Promise<{ result: T; latencies: number[] }> {
+  const latencies: number[] = [];
+  let done = false;
+  const probing = (async () => {
+    while (!done) {
+      const t0 = performance.now();
+      const res = await fetch(`${app.running.listenUrl}/healthz`);
+      await res.text();
+      latencies.push(performance.now() - t0);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+  })();
+  const result = await during;
+  done = true;
+  await probing;
+  return { result, latencies };
+}
+
+const folderOf = (conversationId: string) => path.join(app.dataDir, 'sandboxes', conversationId);
+
+describe('the sandbox cannot hold up the server', () => {
+  it('a command that burns CPU and memory runs off the event loop: /healthz answers within 100 ms throughout', async () => {
+    const conversationId = await sandboxed();
+    const t0 = performance.now();
+    const { result, latencies } = await probeHealth(
+      runCommand(conversationId, `x=$(printf '%*s' 30000000 ''); y=\${x// /ab}; echo \${#y}`),
+    );
+    const took = performance.now() - t0;
+    // The fault happened: the command did heavy work (or hit a limit) for a while, and health was asked often.
+    expect(took).toBeGreaterThan(300);
+    expect(latencies.length).toBeGreaterThan(5);
+    console.log(latencies.map((l) => Math.round(l)).join(" "));
+    expect(Math.max(...latencies)).toBeLessThan(100);
+    expect(['done', 'failed']).toContain(result.state);
+  }, 60_000);
+
+  it('a command past its time limit is killed: its file stops growing', async () => {
+    const conversationId = await sandboxed();
+    const part = await runCommand(conversationId, 'for i in $(seq 1 100000); do echo "$i" >> grow.txt; done');
+    expect(part.state).toBe('failed');
+    expect(part.error).toMatch(/took longer than 3 s|ran longer than 3 s/);
+    const file = path.join(folderOf(conversationId), 'grow.txt');
+    const first = (await stat(file)).size;
+    expect(first).toBeGreaterThan(0);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await stat(file)).size).toBe(first);
+  }, 60_000);
+
+  it('the folder stops at the quota with a clear tool error, and goes with the Conversation', async () => {
+    await app.db.sql`update village_settings set sandbox_quota_mb = 1`;
+    try {
+      const conversationId = await sandboxed();
+      const part = await runCommand(
+        conversationId,
+        `line=$(printf '%*s' 10000 ''); for i in $(seq 1 300); do echo "$line" >> big.txt; done`,
+      );
+      expect(part.state).toBe('failed');
+      expect(part.error).toMatch(/No space left: this sandbox may hold 1 MB/);
+      const folder = folderOf(conversationId);
+      const size = (await stat(path.join(folder, 'big.txt'))).size;
+      expect(size).toBeGreaterThan(900_000);
+      expect(size).toBeLessThanOrEqual(1024 * 1024);
+
+      const del = await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie });
+      expect(del.status).toBe(204);
+      await expect(stat(folder)).rejects.toThrow();
+    } finally {
+      await app.db.sql`update village_settings set sandbox_quota_mb = 100`;
+    }
+  }, 60_000);
+});
