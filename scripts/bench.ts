@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { appviewFigures } from './bench/appview.ts';
 import { publishFigures } from './bench/publish.ts';
+import { sandboxFigures } from './bench/sandbox.ts';
 import { turnFigures } from './bench/turn.ts';
 import { webFigures } from './bench/web.ts';
 
@@ -38,6 +39,7 @@ try {
   for await (const figure of webFigures(adminUrl)) print(figure);
   for await (const figure of publishFigures(adminUrl)) print(figure);
   for await (const figure of appviewFigures(adminUrl)) print(figure);
+  for await (const figure of sandboxFigures()) print(figure);
 } finally {
   await cleanup();
 }

@@ -80,6 +80,7 @@ export interface VillageView {
     defaultModel: string | null;
     hopLimit: number;
     historyBudget: number;
+    sandboxQuotaMb: number;
   };
   providers: { id: string; kind: string }[];
   isAdmin: boolean;

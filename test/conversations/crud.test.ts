@@ -169,6 +169,7 @@ describe('Village settings', () => {
       defaultModel: 'fake-model',
       hopLimit: 6,
       historyBudget: 60000,
+      sandboxQuotaMb: 100,
     });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);

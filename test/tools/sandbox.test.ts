@@ -1,6 +1,8 @@
-import { stat } from 'node:fs/promises';
+import { mkdtemp, rm, stat } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sandboxTools } from '../../src/tools/sandbox/host.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -82,7 +84,6 @@ describe('the sandbox cannot hold up the server', () => {
     // The fault happened: the command did heavy work (or hit a limit) for a while, and health was asked often.
     expect(took).toBeGreaterThan(300);
     expect(latencies.length).toBeGreaterThan(5);
-    console.log(latencies.map((l) => Math.round(l)).join(" "));
     expect(Math.max(...latencies)).toBeLessThan(100);
     expect(['done', 'failed']).toContain(result.state);
   }, 60_000);
@@ -119,6 +120,31 @@ describe('the sandbox cannot hold up the server', () => {
       await expect(stat(folder)).rejects.toThrow();
     } finally {
       await app.db.sql`update village_settings set sandbox_quota_mb = 100`;
+    }
+  }, 60_000);
+});
+
+describe('the sandbox process', () => {
+  it('is stopped when it runs out of its memory, with a clear reason, and the next command runs', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-'));
+    try {
+      const tools = await sandboxTools(dir, 'c', {
+        timeoutMs: 20_000,
+        quotaBytes: 200 * 1024 * 1024,
+        maxOutputBytes: 65_536,
+        memoryMb: 64,
+      });
+      const execute = tools.bash!.execute! as (
+        input: unknown,
+        options: unknown,
+      ) => Promise<{ stdout: string }>;
+      const run = (command: string) => execute({ command }, { toolCallId: 'x', messages: [] });
+      await expect(run('x=abcdefgh; for i in $(seq 1 30); do x="$x$x"; done; echo done')).rejects.toThrow(
+        /ran out of memory \(64 MB\)/,
+      );
+      expect((await run('echo still here')).stdout).toBe('still here\n');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -12,12 +12,13 @@ it('an admin changes the Village settings; invalid values are refused and nothin
   const ok = await app.api('/api/village', {
     method: 'PUT',
     cookie,
-    body: { hopLimit: 3, historyBudget: 20000 },
+    body: { hopLimit: 3, historyBudget: 20000, sandboxQuotaMb: 50 },
   });
   expect(ok.status).toBe(200);
   expect(((await ok.json()) as { settings: unknown }).settings).toMatchObject({
     hopLimit: 3,
     historyBudget: 20000,
+    sandboxQuotaMb: 50,
   });
   const bad = await app.api('/api/village', { method: 'PUT', cookie, body: { historyBudget: 5 } });
   expect(bad.status).toBe(400);

@@ -66,6 +66,16 @@ export function VillagePage() {
               onChange={(e) => setForm({ ...form, historyBudget: Number(e.target.value) })}
             />
           </label>
+          <label>
+            Sandbox space per Conversation (MB)
+            <input
+              type="number"
+              min={1}
+              max={10000}
+              value={form.sandboxQuotaMb}
+              onChange={(e) => setForm({ ...form, sandboxQuotaMb: Number(e.target.value) })}
+            />
+          </label>
           <button type="submit">Save</button>
         </fieldset>
         <ErrorNote error={save.error} />

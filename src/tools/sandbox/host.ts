@@ -1,7 +1,9 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
+import { type ChildProcess, fork } from 'node:child_process';
 import { mkdir, rm } from 'node:fs/promises';
+import { setPriority } from 'node:os';
 import path from 'node:path';
-import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import type { ToolSet } from 'ai';
 import { createBashTool, createToolPrompt, type Sandbox } from 'bash-tool';
 import { Bash } from 'just-bash';
@@ -16,7 +18,7 @@ export interface SandboxLimits {
   quotaBytes: number;
   /** Largest output a command returns to the model. */
   maxOutputBytes: number;
-  /** Heap of a command's thread. */
+  /** Heap of a command's process. */
   memoryMb: number;
 }
 
@@ -29,60 +31,89 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
 
 export class SandboxError extends Error {}
 
-const WORKER = new URL('./worker.ts', import.meta.url);
+const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const IDLE_MAX = 2;
+/** Sandbox processes yield the CPU to the server: a busy command cannot slow anyone's request. */
+const NICENESS = 10;
 
 /**
- * Threads that run sandbox commands. One command has a thread to itself; a thread that finished cleanly is kept
+ * Processes that run sandbox commands. One command has a process to itself; one that finished cleanly is kept
  * (a couple at most) for the next command, one that was killed never is. Loading just-bash takes a while, so a
- * thread is started ahead of need whenever the idle ones run out.
+ * process is started ahead of need whenever the idle ones run out.
  */
-class Threads {
-  private idle: Worker[] = [];
+class Processes {
+  private idle: ChildProcess[] = [];
   constructor(private readonly memoryMb: number) {}
 
-  private spawn(): Worker {
-    const worker = new Worker(WORKER, {
-      execArgv: ['--import', 'tsx'],
-      resourceLimits: { maxOldGenerationSizeMb: this.memoryMb, maxYoungGenerationSizeMb: 32 },
-      stdout: true,
-      stderr: true,
+  private spawn(): ChildProcess {
+    const child = fork(WORKER, [], {
+      execArgv: ['--import', 'tsx', `--max-old-space-size=${this.memoryMb}`],
+      // Nothing of the server's environment (keys, database URL) reaches a sandbox.
+      env: { PATH: process.env.PATH ?? '', NODE_ENV: 'production' },
+      stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
+      serialization: 'advanced',
     });
-    worker.unref();
-    // A thread that dies while idle (or is killed) leaves the pool.
-    worker.once('exit', () => {
-      this.idle = this.idle.filter((w) => w !== worker);
+    if (child.pid) {
+      try {
+        setPriority(child.pid, NICENESS);
+      } catch {
+        // Not permitted here: the process still runs, at the server's priority.
+      }
+    }
+    // The last words of a process that dies (an out-of-memory abort says so on stderr).
+    let said = '';
+    child.stderr?.on('data', (d: Buffer) => {
+      said = (said + d.toString()).slice(-2000);
     });
-    worker.on('error', () => {});
-    return worker;
+    (child as ChildProcess & { lastWords: () => string }).lastWords = () => said;
+    child.once('exit', () => {
+      this.idle = this.idle.filter((c) => c !== child);
+    });
+    child.on('error', () => {});
+    idleRef(child, false);
+    return child;
   }
 
   warm() {
     if (this.idle.length === 0) this.idle.push(this.spawn());
   }
 
-  take(): Worker {
-    const worker = this.idle.pop() ?? this.spawn();
+  take(): ChildProcess {
+    const child = this.idle.pop() ?? this.spawn();
     this.warm();
-    return worker;
+    idleRef(child, true);
+    return child;
   }
 
-  give(worker: Worker) {
-    if (this.idle.length < IDLE_MAX) this.idle.push(worker);
-    else void worker.terminate();
+  give(child: ChildProcess) {
+    idleRef(child, false);
+    if (this.idle.length < IDLE_MAX && child.connected) this.idle.push(child);
+    else child.kill('SIGKILL');
   }
 }
 
-const pools = new Map<number, Threads>();
-const threadsFor = (memoryMb: number) => {
-  const pool = pools.get(memoryMb) ?? new Threads(memoryMb);
+/** An idle process never keeps the server running; a busy one does, until its answer arrives. */
+function idleRef(child: ChildProcess, busy: boolean) {
+  const channel = (child as unknown as { channel?: { ref(): void; unref(): void } }).channel;
+  if (busy) {
+    child.ref();
+    channel?.ref();
+  } else {
+    child.unref();
+    channel?.unref();
+  }
+}
+
+const pools = new Map<number, Processes>();
+const processesFor = (memoryMb: number) => {
+  const pool = pools.get(memoryMb) ?? new Processes(memoryMb);
   pools.set(memoryMb, pool);
   return pool;
 };
 
-/** Runs one job on a thread of its own; kills the thread on the signal or past the time limit. */
-function runJob(threads: Threads, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
-  const worker = threads.take();
+/** Runs one job in a process of its own; kills the process on the signal or past the time limit. */
+function runJob(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
+  const child = pool.take();
   return new Promise((resolve, reject) => {
     let settled = false;
     const settle = (fn: () => void, keep: boolean) => {
@@ -90,14 +121,13 @@ function runJob(threads: Threads, job: Job, limits: SandboxLimits, signal?: Abor
       settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-      if (keep) threads.give(worker);
-      else void worker.terminate();
+      child.off('message', onMessage);
+      child.off('exit', onExit);
+      if (keep) pool.give(child);
+      else child.kill('SIGKILL');
       fn();
     };
-    // Killing the thread is what stops the work: V8 interrupts even a loop that never yields.
+    // Killing the process is what stops the work, whatever the command is doing.
     const kill = (message: string) => settle(() => reject(new SandboxError(message)), false);
     const onAbort = () => kill('The command was stopped.');
     const timer = setTimeout(
@@ -114,19 +144,19 @@ function runJob(threads: Threads, job: Job, limits: SandboxLimits, signal?: Abor
               ),
         true,
       );
-    const onError = (e: Error & { code?: string }) =>
+    const onExit = () =>
       kill(
-        e.code === 'ERR_WORKER_OUT_OF_MEMORY'
+        /heap out of memory|Allocation failed/i.test(
+          (child as ChildProcess & { lastWords(): string }).lastWords(),
+        )
           ? `The command ran out of memory (${limits.memoryMb} MB) and was stopped.`
-          : 'The sandbox failed.',
+          : 'The sandbox stopped unexpectedly.',
       );
-    const onExit = () => kill('The sandbox stopped.');
     if (signal?.aborted) return onAbort();
     signal?.addEventListener('abort', onAbort, { once: true });
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-    worker.postMessage(job);
+    child.on('message', onMessage);
+    child.on('exit', onExit);
+    child.send(job);
   });
 }
 
@@ -157,7 +187,8 @@ export const sandboxFolder = (dataDir: string, conversationId: string) =>
 
 /**
  * An isolated shell per Conversation: just-bash, a simulated bash over a virtual filesystem, never the host's
- * shell, each command on a thread of its own with a time limit that kills it, a heap cap and a byte quota. Only
+ * shell, each command in a process of its own with a time limit that kills it, a heap cap, a lower priority and
+ * a byte quota. Only
  * the Conversation's own folder is mounted, at /home/npc, so files persist across turns; no network.
  */
 export async function sandboxTools(
@@ -167,8 +198,8 @@ export async function sandboxTools(
 ): Promise<ToolSet> {
   const root = sandboxFolder(dataDir, conversationId);
   await mkdir(root, { recursive: true });
-  const threads = threadsFor(limits.memoryMb);
-  threads.warm();
+  const pool = processesFor(limits.memoryMb);
+  pool.warm();
   const base = {
     root,
     home: SANDBOX_HOME,
@@ -176,7 +207,7 @@ export async function sandboxTools(
     maxOutputBytes: limits.maxOutputBytes,
   };
   const run = (job: Omit<Job, keyof typeof base>) =>
-    runJob(threads, { ...base, ...job }, limits, callSignal.getStore());
+    runJob(pool, { ...base, ...job }, limits, callSignal.getStore());
   const sandbox: Sandbox = {
     executeCommand: async (command) =>
       (await run({ op: 'exec', command })) as Awaited<ReturnType<Sandbox['executeCommand']>>,

@@ -1,12 +1,11 @@
-import { parentPort } from 'node:worker_threads';
 import { Bash, InMemoryFs, MountableFs } from 'just-bash';
 import { QuotaExceededError, QuotaFs, usage } from './quota.ts';
 
 /**
- * A sandbox command's thread: just-bash over the Conversation's folder (mounted at the home folder, under a
- * byte quota) and an empty in-memory tree, off the server's event loop. The host kills the whole thread when
- * the command runs past its time or the Player stops it, and the thread's heap is capped: nothing here can
- * hold up anyone else's request.
+ * A sandbox command's process: just-bash over the Conversation's folder (mounted at the home folder, under a
+ * byte quota) and an empty in-memory tree, off the server's event loop. The host kills the whole process when
+ * the command runs past its time or the Player stops it; its heap is capped and it runs at a lower priority,
+ * with no secrets in its environment: nothing here can hold up anyone else's request.
  */
 export interface Job {
   op: 'exec' | 'read' | 'write';
@@ -53,11 +52,11 @@ async function run(job: Job): Promise<unknown> {
   return { stdout: clip(result.stdout), stderr: clip(result.stderr), exitCode: result.exitCode };
 }
 
-parentPort!.on('message', (job: Job) => {
+process.on('message', (job: Job) => {
   run(job).then(
-    (value) => parentPort!.postMessage({ ok: true, value } satisfies Answer),
+    (value) => process.send!({ ok: true, value } satisfies Answer),
     (e: Error) =>
-      parentPort!.postMessage({
+      process.send!({
         ok: false,
         message: e.message,
         quota: e instanceof QuotaExceededError,
