@@ -17,6 +17,7 @@ import {
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
 import { resume, unfinishedPublications } from './publish/index.ts';
+import { stopSandboxes } from './tools/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
 export interface Running {
@@ -178,6 +179,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await indexer?.stop();
+      stopSandboxes();
       await localnet?.close();
       await instance.release();
       await lockSql.end({ timeout: 5 });

@@ -98,10 +98,10 @@ export function createOutbound(o: {
       const addresses = literal
         ? [literal]
         : (await resolve(url.hostname).catch(() => [])).map((a) => a.address);
-      if (addresses.length === 0) throw new BlockedUrlError(`${url.hostname} does not resolve.`);
-      if (!addresses.every(policy)) {
+      // One answer for "does not resolve" and "resolves somewhere private": no probing of internal names.
+      if (addresses.length === 0 || !addresses.every(policy)) {
         throw new BlockedUrlError(
-          `${url.hostname} is a private, loopback or reserved address, which this instance does not allow.`,
+          `${url.hostname} does not resolve to a public address, so this server cannot use it.`,
         );
       }
       return url;

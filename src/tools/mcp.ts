@@ -29,6 +29,7 @@ export async function mcpTools(
     const client = await withTimeout(
       createMCPClient({ transport: { type: 'http', url: server.url, headers: server.headers, fetch } }),
       o.timeoutMs,
+      (late) => late.close(),
     );
     try {
       const tools = (await withTimeout(client.tools(), o.timeoutMs)) as ToolSet;
@@ -87,13 +88,25 @@ function withShortErrors(t: ToolSet[string], serverName: string): ToolSet[string
 
 class TimeoutError extends Error {}
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+/** `p`, or a TimeoutError after `ms`; what `p` brings after that is handed to `late` (e.g. to close it). */
+function withTimeout<T>(p: Promise<T>, ms: number, late?: (value: T) => unknown): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  let timedOut = false;
+  p.then(
+    (value) => {
+      if (timedOut) void Promise.resolve(late?.(value)).catch(() => {});
+    },
+    () => {},
+  );
   return Promise.race([
     p,
-    new Promise<never>((_, reject) =>
-      setTimeout(() => reject(new TimeoutError(`no answer in ${ms} ms`)), ms),
-    ),
-  ]);
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        timedOut = true;
+        reject(new TimeoutError(`no answer in ${ms} ms`));
+      }, ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
 }
 
 /**

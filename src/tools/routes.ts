@@ -33,6 +33,8 @@ const McpBody = z
   .strict();
 
 /** Grants, Skills, Memory and MCP Servers: what the Player manages. Mounted behind requireSession. */
+const MAX_MCP_SERVERS = 20;
+
 export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   const { sql } = deps;
   const router = Router();
@@ -134,6 +136,18 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
     } catch (e) {
       if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
       throw e;
+    }
+    const [{ count }] =
+      (await sql`select count(*)::int as count from mcp_servers where player_id = ${player.id}`) as [
+        { count: number },
+      ];
+    // Every one is asked for its tools at each turn of an NPC granted it: a Player has a bounded number.
+    if (count >= MAX_MCP_SERVERS) {
+      throw new AppError(
+        400,
+        'TOO_MANY_MCP_SERVERS',
+        `You have ${MAX_MCP_SERVERS} MCP Servers, the most one Player can add. Remove one first.`,
+      );
     }
     const [server] = await sql`insert into mcp_servers (player_id, name, url, headers)
       values (${player.id}, ${body.name}, ${body.url}, ${sql.json(body.headers as JsonValue)}) returning id, name, url`;

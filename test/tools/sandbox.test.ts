@@ -147,4 +147,38 @@ describe('the sandbox process', () => {
       await rm(dir, { recursive: true, force: true });
     }
   }, 60_000);
+
+  it('counts every byte once: no hard links, parallel commands share one quota, files cost a block each', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-'));
+    try {
+      const tools = await sandboxTools(dir, 'c', {
+        timeoutMs: 20_000,
+        quotaBytes: 1024 * 1024,
+        maxOutputBytes: 65_536,
+        memoryMb: 128,
+      });
+      const execute = tools.bash!.execute! as (
+        input: unknown,
+        options: unknown,
+      ) => Promise<{ stdout: string; stderr: string; exitCode: number }>;
+      const run = (command: string) => execute({ command }, { toolCallId: 'x', messages: [] });
+      // The refund trick: a second name for a file, truncated, would give back bytes the first still holds.
+      await run(`head -c 600000 /dev/zero > a.bin 2>/dev/null || printf '%*s' 600000 '' > a.bin`);
+      const link = await run('ln a.bin b.bin; echo $?');
+      expect(link.stdout.trim()).not.toBe('0');
+      await expect(run(`printf '%*s' 600000 '' > c.bin`)).rejects.toThrow(/No space left/);
+      // Two commands at once each see what the other wrote.
+      await run('rm -f a.bin c.bin');
+      const both = await Promise.allSettled([
+        run(`printf '%*s' 600000 '' > d.bin`),
+        run(`printf '%*s' 600000 '' > e.bin`),
+      ]);
+      expect(both.map((r) => r.status).sort()).toEqual(['fulfilled', 'rejected']);
+      // Empty files are not free.
+      await run('rm -f d.bin e.bin');
+      await expect(run('for i in $(seq 1 300); do : > f$i; done')).rejects.toThrow(/No space left/);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });

@@ -85,6 +85,10 @@ class Processes {
     return child;
   }
 
+  stop() {
+    for (const child of this.idle.splice(0)) child.kill('SIGKILL');
+  }
+
   give(child: ChildProcess) {
     idleRef(child, false);
     if (this.idle.length < IDLE_MAX && child.connected) this.idle.push(child);
@@ -111,8 +115,42 @@ const processesFor = (memoryMb: number) => {
   return pool;
 };
 
+/** Sandbox commands running at once, across all Conversations; more wait their turn. */
+const MAX_RUNNING = 4;
+let running = 0;
+const waiting: (() => void)[] = [];
+/** One command at a time per folder: two at once would each count the quota as theirs. */
+const folders = new Map<string, Promise<unknown>>();
+
+async function inTurn<T>(root: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  const before = folders.get(root) ?? Promise.resolve();
+  const mine = before
+    .catch(() => {})
+    .then(async () => {
+      if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
+      running++;
+      try {
+        if (signal?.aborted) throw new SandboxError('The command was stopped.');
+        return await work();
+      } finally {
+        running--;
+        waiting.shift()?.();
+      }
+    });
+  folders.set(root, mine);
+  try {
+    return await mine;
+  } finally {
+    if (folders.get(root) === mine) folders.delete(root);
+  }
+}
+
 /** Runs one job in a process of its own; kills the process on the signal or past the time limit. */
 function runJob(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
+  return inTurn(job.root, signal, () => runNow(pool, job, limits, signal));
+}
+
+function runNow(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
   const child = pool.take();
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -205,6 +243,7 @@ export async function sandboxTools(
     home: SANDBOX_HOME,
     quotaBytes: limits.quotaBytes,
     maxOutputBytes: limits.maxOutputBytes,
+    timeoutMs: limits.timeoutMs,
   };
   const run = (job: Omit<Job, keyof typeof base>) =>
     runJob(pool, { ...base, ...job }, limits, callSignal.getStore());
@@ -240,4 +279,9 @@ export async function sandboxTools(
 /** Deletes a Conversation's sandbox folder (when the Conversation is deleted). */
 export async function removeSandbox(dataDir: string, conversationId: string): Promise<void> {
   await rm(sandboxFolder(dataDir, conversationId), { recursive: true, force: true });
+}
+
+/** Ends the idle sandbox processes (at shutdown; busy ones end with their command or their server). */
+export function stopSandboxes(): void {
+  for (const pool of pools.values()) pool.stop();
 }

@@ -7,18 +7,31 @@ export class QuotaExceededError extends Error {
   readonly code = 'ENOSPC';
 }
 
-/** Bytes the files under `root` hold (a sandbox is bounded by its quota, so the walk is too). */
-export async function usage(root: string): Promise<number> {
-  let total = 0;
+/** Files and folders one sandbox may hold, whatever their size. */
+export const MAX_ENTRIES = 10_000;
+/** What an entry costs at least: the disk keeps a block for it, however small. */
+const BLOCK = 4096;
+
+export interface Usage {
+  bytes: number;
+  entries: number;
+}
+
+/** What the files under `root` cost: each file's bytes (a block at least), each folder a block. */
+export async function usage(root: string): Promise<Usage> {
+  const used: Usage = { bytes: 0, entries: 0 };
   const walk = async (dir: string) => {
     for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
       const full = path.join(dir, entry.name);
-      if (entry.isDirectory()) await walk(full);
-      else total += (await lstat(full).catch(() => ({ size: 0 }))).size;
+      used.entries++;
+      if (entry.isDirectory()) {
+        used.bytes += BLOCK;
+        await walk(full);
+      } else used.bytes += Math.max(BLOCK, (await lstat(full).catch(() => ({ size: 0 }))).size);
     }
   };
   await walk(root);
-  return total;
+  return used;
 }
 
 const bytes = (content: FileContent, encoding?: unknown) =>
@@ -27,36 +40,44 @@ const bytes = (content: FileContent, encoding?: unknown) =>
     : content.byteLength;
 
 /**
- * The Conversation's folder with a byte quota: every write that adds bytes is counted first, and one that would
- * pass the quota is refused before a byte of it is written.
+ * The Conversation's folder with a quota: every write that adds bytes or entries is counted first, and one that
+ * would pass the quota is refused before a byte of it is written. Hard links are refused outright, so every
+ * file has one name and one size to count (a second link would let a truncation refund bytes still held).
  */
 export class QuotaFs extends ReadWriteFs {
   onRefused: (() => void) | undefined;
   constructor(
     private readonly rootDir: string,
     private readonly quota: number,
-    private used: number,
+    private readonly used: Usage,
   ) {
     super({ root: rootDir });
   }
 
-  private async sizeOf(p: string): Promise<number> {
+  /** The cost of what is at `p` now, or null when nothing is. */
+  private async costOf(p: string): Promise<number | null> {
     try {
       const s = await this.stat(p);
-      return s.isFile ? s.size : 0;
+      return s.isFile ? Math.max(BLOCK, s.size) : BLOCK;
     } catch {
-      return 0;
+      return null;
     }
   }
 
-  private reserve(delta: number) {
-    if (this.used + delta > this.quota) {
-      this.onRefused?.();
-      throw new QuotaExceededError(
-        `No space left: this sandbox may hold ${Math.round(this.quota / 1_048_576)} MB of files.`,
+  private refuse(message: string): never {
+    this.onRefused?.();
+    throw new QuotaExceededError(message);
+  }
+
+  private reserve(delta: number, entries = 0) {
+    if (this.used.bytes + delta > this.quota)
+      this.refuse(`No space left: this sandbox may hold ${Math.round(this.quota / 1_048_576)} MB of files.`);
+    if (this.used.entries + entries > MAX_ENTRIES)
+      this.refuse(
+        `No space left: this sandbox may hold ${MAX_ENTRIES.toLocaleString('en')} files and folders.`,
       );
-    }
-    this.used += delta;
+    this.used.bytes += delta;
+    this.used.entries += entries;
   }
 
   override async writeFile(
@@ -64,8 +85,9 @@ export class QuotaFs extends ReadWriteFs {
     content: FileContent,
     options?: Parameters<ReadWriteFs['writeFile']>[2],
   ) {
-    const next = bytes(content, typeof options === 'string' ? options : options?.encoding);
-    this.reserve(next - (await this.sizeOf(p)));
+    const next = Math.max(BLOCK, bytes(content, typeof options === 'string' ? options : options?.encoding));
+    const prior = await this.costOf(p);
+    this.reserve(next - (prior ?? 0), prior === null ? 1 : 0);
     return super.writeFile(p, content, options);
   }
 
@@ -74,14 +96,28 @@ export class QuotaFs extends ReadWriteFs {
     content: FileContent,
     options?: Parameters<ReadWriteFs['appendFile']>[2],
   ) {
-    this.reserve(bytes(content, typeof options === 'string' ? options : options?.encoding));
+    const prior = await this.costOf(p);
+    const added = bytes(content, typeof options === 'string' ? options : options?.encoding);
+    this.reserve(prior === null ? Math.max(BLOCK, added) : added, prior === null ? 1 : 0);
     return super.appendFile(p, content, options);
+  }
+
+  override async mkdir(p: string, options?: Parameters<ReadWriteFs['mkdir']>[1]) {
+    if ((await this.costOf(p)) === null) this.reserve(BLOCK, 1);
+    return super.mkdir(p, options);
+  }
+
+  override async link(_existing: string, _new: string): Promise<void> {
+    throw Object.assign(new Error('Hard links are not allowed in the sandbox.'), { code: 'EPERM' });
   }
 
   override async cp(src: string, dest: string, options?: Parameters<ReadWriteFs['cp']>[2]) {
     // A tree copy is counted as the bytes under the source.
     const s = await this.stat(src);
-    this.reserve(s.isFile ? s.size : await usage(path.join(this.rootDir, src)));
+    const copied = s.isFile
+      ? { bytes: Math.max(BLOCK, s.size), entries: 1 }
+      : await usage(path.join(this.rootDir, src));
+    this.reserve(copied.bytes, copied.entries);
     return super.cp(src, dest, options);
   }
 }

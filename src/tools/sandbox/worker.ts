@@ -13,6 +13,7 @@ export interface Job {
   home: string;
   quotaBytes: number;
   maxOutputBytes: number;
+  timeoutMs: number;
   command?: string;
   path?: string;
   files?: { path: string; content: string | Uint8Array }[];
@@ -25,15 +26,23 @@ async function run(job: Job): Promise<unknown> {
   home.onRefused = () => {
     refused = true;
   };
-  const fs = new MountableFs({ base: new InMemoryFs() });
+  // The scratch tree outside the home folder is memory: bounded like everything else.
+  const fs = new MountableFs({ base: new InMemoryFs(undefined, { maxTotalBytes: 32 * 1024 * 1024 }) });
   fs.mount(job.home, home);
   const bash = new Bash({
     fs,
     cwd: job.home,
     // What one command may write in all is just past the quota, so the quota is what a Player meets.
-    executionLimits: { maxCallDepth: 50, maxOutputSize: job.quotaBytes + 1024 * 1024 },
+    executionLimits: {
+      maxCallDepth: 50,
+      maxOutputSize: job.quotaBytes + 1024 * 1024,
+      maxLiveBytes: 128 * 1024 * 1024,
+      maxFileSystemBytes: 32 * 1024 * 1024,
+      // The host kills the process at the same time; this ends the work even if the host is gone.
+      maxExecutionTimeMs: job.timeoutMs,
+    },
   });
-  if (job.op === 'read') return fs.readFile(job.path!);
+  if (job.op === 'read') return clip(await fs.readFile(job.path!), job.maxOutputBytes);
   if (job.op === 'write') {
     for (const f of job.files ?? []) await fs.writeFile(f.path, f.content);
     return null;
@@ -44,13 +53,20 @@ async function run(job: Job): Promise<unknown> {
     throw new QuotaExceededError(
       `No space left: this sandbox may hold ${Math.round(job.quotaBytes / 1_048_576)} MB of files.`,
     );
-  // Only what the model can be shown crosses to the server's thread (bash-tool clips it further).
-  const clip = (text: string) =>
-    text.length > job.maxOutputBytes * 2
-      ? `${text.slice(0, job.maxOutputBytes * 2)}\n[output clipped]`
-      : text;
-  return { stdout: clip(result.stdout), stderr: clip(result.stderr), exitCode: result.exitCode };
+  return {
+    stdout: clip(result.stdout, job.maxOutputBytes),
+    stderr: clip(result.stderr, job.maxOutputBytes),
+    exitCode: result.exitCode,
+  };
 }
+
+/** Only what the model can be shown crosses to the server (bash-tool and the tool limits clip it further). */
+function clip(text: string, max: number): string {
+  return text.length > max * 2 ? `${text.slice(0, max * 2)}\n[output clipped]` : text;
+}
+
+// The server went away (crashed, restarted): nothing is left running on its behalf.
+process.on('disconnect', () => process.exit(1));
 
 process.on('message', (job: Job) => {
   run(job).then(
