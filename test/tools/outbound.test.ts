@@ -20,11 +20,17 @@ async function internalServer(
     res.writeHead(500, { 'content-type': 'text/plain' });
     res.end('internal error: secret=hunter2 token=abc');
   });
+  // Connections, not only requests: a TLS hello to this plain-HTTP server is a connection all the same.
+  const connections = { count: 0 };
+  server.on('connection', () => {
+    connections.count++;
+  });
   await new Promise<void>((r) => server.listen(0, host, () => r()));
   const { port } = server.address() as AddressInfo;
   return {
     port,
     seen,
+    connections,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -256,6 +262,7 @@ describe('MCP Servers through the policy', () => {
       await strict.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'hi' } }),
     );
     expect(inside.seen).toEqual([]);
+    expect(inside.connections.count).toBe(0);
     expect(resolveCalls).toBeGreaterThan(1); // the rebinding answer was asked for at turn time
     const system = strict.fake.requests.filter((r) => r.body.stream).at(-1)!.body.messages[0]!
       .content as string;
@@ -299,6 +306,33 @@ describe('what a failing server said never reaches a prompt', () => {
       expect(request).toContain('Internal (answered HTTP 500)');
       expect(request).not.toContain('hunter2');
     } finally {
+      await inside.close();
+    }
+  }, 60_000);
+});
+
+describe('the ATProto network through the policy', () => {
+  it('a sign-in identifier that is a private URL, or a handle that resolves to one, is never fetched', async () => {
+    const inside = await internalServer();
+    const app = await startTestApp(
+      {},
+      {},
+      // Every name resolves to the loopback server: a DNS answer an attacker controls.
+      { resolve: async () => [{ address: '127.0.0.1', family: 4 }] },
+    );
+    try {
+      for (const identifier of [
+        `http://127.0.0.1:${inside.port}`,
+        `https://[::ffff:127.0.0.1]:${inside.port}`,
+        `https://pds.example.org:${inside.port}`,
+        'someone.example.org',
+      ]) {
+        const res = await app.api('/api/auth/login', { body: { identifier } });
+        expect(res.status, identifier).toBeGreaterThanOrEqual(400);
+      }
+      expect(inside.connections.count).toBe(0);
+    } finally {
+      await app.close();
       await inside.close();
     }
   }, 60_000);
