@@ -1,5 +1,7 @@
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { type NodeOAuthClient, OAuthCallbackError, OAuthResolverError } from '@atproto/oauth-client-node';
 import { isValidDid, isValidHandle } from '@atproto/syntax';
+import { parseCookie } from 'cookie';
 import { type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
@@ -42,8 +44,20 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
 
   router.post('/api/auth/login', async (req, res) => {
     const { identifier } = parseBody(req, LoginBody);
+    // The sign-in is bound to this browser: a nonce in the OAuth state and in a short-lived cookie, compared at
+    // the callback. Someone else's unfinished callback URL, opened here, signs nobody in (login CSRF).
+    const nonce = randomBytes(24).toString('base64url');
     try {
-      const url = await deps.oauth().authorize(identifier, { signal: AbortSignal.timeout(15_000) });
+      const url = await deps
+        .oauth()
+        .authorize(identifier, { signal: AbortSignal.timeout(15_000), state: nonce });
+      res.cookie(LOGIN_COOKIE, nonce, {
+        httpOnly: true,
+        sameSite: 'lax',
+        secure: deps.secureCookies,
+        path: '/oauth',
+        maxAge: LOGIN_TTL_MS,
+      });
       res.json({ url: url.toString() });
     } catch (e) {
       throw loginError(identifier, e);
@@ -52,8 +66,21 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
 
   router.get('/oauth/callback', async (req, res) => {
     const params = new URLSearchParams(req.originalUrl.split('?')[1] ?? '');
+    const started = parseCookie(req.headers.cookie ?? '')[LOGIN_COOKIE];
+    if (started) res.clearCookie(LOGIN_COOKIE, { path: '/oauth' });
     try {
-      const { session } = await deps.oauth().callback(params);
+      const { session, state } = await deps.oauth().callback(params);
+      if (!started || !state || !sameNonce(started, state)) {
+        res
+          .status(400)
+          .type('html')
+          .send(
+            errorPage(
+              'This sign-in was not started in this browser, so it does not sign you in here. Start again from AgentsVille.',
+            ),
+          );
+        return;
+      }
       const handle = await handleOf(session.did, (url) => session.fetchHandler(url));
       const player = await upsertPlayer(deps.sql, session.did, handle);
       setSessionCookie(res, await createSession(deps.sql, player.id), deps.secureCookies);
@@ -107,6 +134,15 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
 
   return router;
 }
+
+const LOGIN_COOKIE = 'av_login';
+const LOGIN_TTL_MS = 15 * 60 * 1000;
+
+const sameNonce = (a: string, b: string) => {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+};
 
 function setSessionCookie(res: Response, token: string, secure: boolean) {
   res.cookie(SESSION_COOKIE, token, {

@@ -120,6 +120,38 @@ describe('signing in with a demo account through the local PDS', () => {
     await expect(app.running.oauth.restore(alice.did)).rejects.toThrow();
   }, 120_000);
 
+  it('login CSRF: a victim who opens an attacker’s unfinished callback URL gets no session', async () => {
+    const bob = account('bob.test');
+    const attacker = await openBrowser();
+    const victim = await openBrowser();
+    try {
+      // The attacker signs in as far as the PDS's redirect back, and keeps the callback URL instead.
+      let callbackUrl = '';
+      // The PDS redirects to the callback; Playwright does not route redirects, so Chromium's own Fetch
+      // interception holds the request back.
+      const cdp = await attacker.context.newCDPSession(attacker.page);
+      cdp.on('Fetch.requestPaused', (e: { requestId: string; request: { url: string } }) => {
+        callbackUrl = e.request.url;
+        void cdp.send('Fetch.failRequest', { requestId: e.requestId, errorReason: 'Aborted' });
+      });
+      await cdp.send('Fetch.enable', {
+        patterns: [{ urlPattern: '*/oauth/callback*', requestStage: 'Request' }],
+      });
+      await signInThroughPds(attacker.page, app.url, bob.handle, bob.password).catch(() => {});
+      await expect.poll(() => callbackUrl, { timeout: 15_000 }).toContain('/oauth/callback?');
+      const sessions = await count('sessions');
+
+      const res = await victim.page.goto(callbackUrl);
+      expect(res?.status()).toBe(400);
+      expect(await victim.page.getByRole('alert').textContent()).toContain('not started in this browser');
+      expect((await victim.context.cookies(app.url)).find((c) => c.name === 'av_session')).toBeUndefined();
+      expect(await count('sessions')).toBe(sessions);
+    } finally {
+      await attacker.close();
+      await victim.close();
+    }
+  }, 90_000);
+
   it('denying consent signs nobody in and says so', async () => {
     const bob = account('bob.test');
     const players = await count('players');
