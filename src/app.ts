@@ -4,7 +4,7 @@ import { type Network, readerRoutes, readThread } from './appview/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
-import { errorHandler, notFound, readJsonBody } from './http/index.ts';
+import { errorHandler, notFound, readJsonBody, requireIntent, securityHeaders } from './http/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes } from './publish/index.ts';
 import { toolRoutes } from './tools/index.ts';
@@ -45,6 +45,7 @@ export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
+  app.use(securityHeaders);
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -73,6 +74,7 @@ export function createApp(deps: AppDeps): Express {
 
   const api = express.Router();
   api.use(requireSession(deps.sql));
+  api.use(requireIntent);
   api.use(sessionAuthRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(conversationRoutes(deps));

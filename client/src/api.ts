@@ -15,7 +15,8 @@ export async function api<T>(
 ): Promise<T> {
   const res = await fetch(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
-    headers: init.body === undefined ? {} : { 'content-type': 'application/json' },
+    // The server refuses a change that carries neither JSON nor this header (see http/security.ts).
+    headers: init.body === undefined ? { 'x-agentsville': '1' } : { 'content-type': 'application/json' },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
     signal: init.signal,
   });

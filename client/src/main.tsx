@@ -1,3 +1,5 @@
+// First: it configures zod before any schema is built (see the file).
+import './noEval.ts';
 import { QueryClient, QueryClientProvider } from '@tanstack/react-query';
 import { lazy, StrictMode, Suspense } from 'react';
 import { createRoot } from 'react-dom/client';

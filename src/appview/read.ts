@@ -1,5 +1,6 @@
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
 import { indexRecord } from './store.ts';
@@ -104,7 +105,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
     const [row] = await sql<{ json: string; handle: string | null }[]>`
       select a.handle, '{"session":' || json_build_object(
-          'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_json(s.indexed_at),
+          'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
         || ',"messages":[' || coalesce((select string_agg(m.view, ',' order by m.rkey) from index_messages m
           where m.session_uri = s.uri), '') || ']}' as json
@@ -169,14 +170,26 @@ export async function getThread(
   return read();
 }
 
+/** A listSessions cursor back into its (indexedAt, uri); anything else is the client's mistake (400). */
+function readCursor(cursor: string): [string, string] {
+  const [at, uri, extra] = Buffer.from(cursor, 'base64url').toString().split('|');
+  const valid =
+    extra === undefined &&
+    at !== undefined &&
+    /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(at) &&
+    !Number.isNaN(Date.parse(at)) &&
+    uri !== undefined &&
+    /^at:\/\/[^/\s]+\/click\.aligned\.chat\.session\/[a-z2-7]{13}$/.test(uri);
+  if (!valid) throw new AppError(400, 'InvalidRequest', 'The cursor is not one this server gave out.');
+  return [at, uri];
+}
+
 export async function listSessions(
   sql: Sql,
   network: Network,
   opts: { did?: string; limit: number; cursor?: string },
 ): Promise<{ sessions: SessionView[]; cursor?: string }> {
-  const [at, uri] = opts.cursor
-    ? (Buffer.from(opts.cursor, 'base64url').toString().split('|') as [string, string])
-    : [];
+  const [at, uri] = opts.cursor ? readCursor(opts.cursor) : [];
   const rows = await sql<SessionRow[]>`
     select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did
     where true ${opts.did ? sql`and s.did = ${opts.did}` : sql``}

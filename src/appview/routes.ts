@@ -1,4 +1,4 @@
-import { Router } from 'express';
+import { type ErrorRequestHandler, Router } from 'express';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound } from '../http/index.ts';
 import { lexicons } from '../lexicon/generated/lexicons.ts';
@@ -63,6 +63,17 @@ export function readerRoutes(deps: { sql: Sql; reader: Network }): Router {
     });
     res.json(lexicons.assertValidXrpcOutput(LIST_SESSIONS, page));
   });
+
+  // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
+  router.use('/xrpc', ((err, _req, res, next) => {
+    if (res.headersSent) return next(err);
+    if (err instanceof AppError) {
+      res.status(err.status).json({ error: err.code, message: err.message });
+      return;
+    }
+    res.status(500).json({ error: 'InternalServerError', message: 'Something went wrong on our side.' });
+    next(err);
+  }) as ErrorRequestHandler);
 
   router.get('/api/reader/threads/:actor/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;

@@ -38,7 +38,8 @@ function withMeta(html: string, meta: { title: string; description: string; url:
     `<meta name="twitter:description" content="${escapeHtml(meta.description)}">`,
     `<meta name="description" content="${escapeHtml(meta.description)}">`,
   ].join('\n    ');
-  return html.replace(/<title>[^<]*<\/title>/, tags);
+  // A function, not a replacement string: `$'` or `$&` in a title must stay text, not splice the document.
+  return html.replace(/<title>[^<]*<\/title>/, () => tags);
 }
 
 /**
@@ -78,8 +79,10 @@ export function webRoutes(deps: WebDeps): Router {
       .type('html')
       .send(withMeta(await readFile(index, 'utf8'), meta));
   });
+  // Any page a browser navigates to is the app (a handle such as alice.test has a dot, so the path's shape
+  // cannot tell); a missing asset fetched by a script asks for something other than HTML and gets a 404.
   router.get(/^\/(?!api\/|oauth\/|xrpc\/|healthz$).*/, (req: Request, res: Response, next) => {
-    if (path.extname(req.path)) return next();
+    if (!(req.get('accept') ?? '').includes('text/html')) return next();
     const index = path.join(dir, 'index.html');
     if (!existsSync(index)) {
       res
@@ -88,7 +91,8 @@ export function webRoutes(deps: WebDeps): Router {
         .send('The web app is not built yet: run `npm run build` (npm start does it).');
       return;
     }
-    res.set('Cache-Control', 'no-cache').sendFile(index);
+    // Relative to `root`: sendFile refuses a dot-folder anywhere in an absolute path (a clone under ~/.local).
+    res.set('Cache-Control', 'no-cache').sendFile('index.html', { root: dir });
   });
   return router;
 }

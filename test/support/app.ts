@@ -87,7 +87,8 @@ export async function startTestApp(
       return { cookie: `av_session=${token}`, playerId: player.id, did };
     },
     api(path, init = {}) {
-      const headers: Record<string, string> = { ...init.headers };
+      // As the web app does: a change carries JSON or the intent header.
+      const headers: Record<string, string> = { 'x-agentsville': '1', ...init.headers };
       if (init.cookie) headers.cookie = init.cookie;
       if (init.body !== undefined && !headers['content-type']) headers['content-type'] = 'application/json';
       return fetch(`${running.listenUrl}${path}`, {

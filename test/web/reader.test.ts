@@ -1,6 +1,9 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Browser, openBrowser } from '../support/browser.ts';
+import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 let local: LocalApp;
@@ -99,3 +102,48 @@ it('a reader with only a link sees the thread as seed 001 intends, and can brows
   await page.getByRole('link', { name: 'The map question' }).click();
   await turns.first().waitFor();
 }, 90_000);
+
+it('a title with replacement patterns stays text in the page, and an image in published text is never fetched', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app } = local;
+  let pixelRequests = 0;
+  const pixel = http.createServer((_req, res) => {
+    pixelRequests++;
+    res.end();
+  });
+  await new Promise<void>((r) => pixel.listen(0, '127.0.0.1', () => r()));
+  const image = `http://127.0.0.1:${(pixel.address() as AddressInfo).port}/pixel.png`;
+  try {
+    const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+      turns: [
+        {
+          role: 'player',
+          parts: [{ type: 'text', text: `Look: ![a tracking pixel](${image}) and tell me.` }],
+        },
+        { role: 'npc', parts: [{ type: 'text', text: 'A pixel.' }] },
+      ],
+    });
+    const title = "Costs $' and $& and $` here";
+    const res = await app.api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      cookie: alice.cookie,
+      body: { title },
+    });
+    expect(res.status).toBe(200);
+    const rkey = ((await res.json()) as { uri: string }).uri.split('/').pop()!;
+    const url = `${app.url}/profile/alice.test/thread/${rkey}`;
+    const html = await (await fetch(url, { headers: { accept: 'text/html' } })).text();
+    expect(html.match(/<title>/g)).toHaveLength(1);
+    expect(html).toContain(`<title>Costs $&#39; and $&amp; and $\` here · AgentsVille</title>`);
+    expect(html).toContain(`<meta property="og:title" content="Costs $&#39; and $&amp; and $\` here">`);
+
+    await reader.page.goto(url);
+    const link = reader.page.locator('ol.thread a.image-link');
+    await link.waitFor();
+    expect(await link.getAttribute('href')).toBe(image);
+    expect(await reader.page.locator('ol.thread img').count()).toBe(0);
+    expect(pixelRequests).toBe(0);
+  } finally {
+    await new Promise<void>((r) => pixel.close(() => r()));
+  }
+}, 60_000);

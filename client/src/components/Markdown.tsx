@@ -17,6 +17,18 @@ export function Markdown({ text }: { text: string }) {
               {children}
             </a>
           ),
+          // An image in someone's text is not fetched by every reader's browser (it would tell its host who
+          // read what, and when): it is shown as a link to open on purpose.
+          img: ({ src, alt }) => (
+            <a
+              className="image-link"
+              href={typeof src === 'string' ? src : undefined}
+              target="_blank"
+              rel="noopener noreferrer nofollow"
+            >
+              🖼 {alt || 'image'}
+            </a>
+          ),
         }}
       >
         {text}
