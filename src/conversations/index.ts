@@ -17,5 +17,6 @@ export {
   messageIds,
   readHistoryTail,
   releaseTurn,
+  type SpendingLimits,
   saveSummary,
 } from './store.ts';

@@ -4,6 +4,7 @@ import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody, parseQuery } from '../http/index.ts';
 import { removeSandbox } from '../tools/index.ts';
+import { getVillageSettings } from '../village/index.ts';
 import {
   createConversation,
   deleteConversation,
@@ -63,7 +64,14 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
   router.post('/conversations', async (req, res) => {
     const player = currentPlayer(res);
     const body = parseBody(req, CreateBody);
-    const conversation = await createConversation(sql, player.id, body.npcIds, body.title ?? null);
+    const { maxConversations } = await getVillageSettings(sql);
+    const conversation = await createConversation(
+      sql,
+      player.id,
+      body.npcIds,
+      body.title ?? null,
+      maxConversations,
+    );
     res.status(201).json({ conversation, participants: await getParticipants(sql, conversation.id) });
   });
 

@@ -1,7 +1,7 @@
 import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
-import { listNpcs, type Npc } from '../village/index.ts';
+import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
 import {
   type Message,
   type MessageRow,
@@ -33,13 +33,24 @@ export async function createConversation(
   playerId: string,
   npcIds: string[],
   title: string | null,
+  max: number,
 ): Promise<Conversation> {
   const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
   const unknown = npcIds.find((id) => !own.has(id));
   if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
   return sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
     const [c] = await tx<Conversation[]>`
-      insert into conversations (player_id, title) values (${playerId}, ${title}) returning ${conversationColumns(tx)}`;
+      insert into conversations (player_id, title) select ${playerId}, ${title}
+      where (select count(*) from conversations where player_id = ${playerId}) < ${max}
+      returning ${conversationColumns(tx)}`;
+    if (!c) {
+      throw new AppError(
+        429,
+        'TOO_MANY_CONVERSATIONS',
+        `You have ${max.toLocaleString('en')} Conversations, the most this Village allows. Delete one to start another.`,
+      );
+    }
     const rows = [...new Set(npcIds)].map((npc_id, position) => ({
       conversation_id: c!.id,
       npc_id,
@@ -139,22 +150,109 @@ const turnInProgress = () =>
     'An NPC is still answering in this Conversation. Wait for it or stop it first.',
   );
 
+/** What one Player may spend (Village settings), checked before a turn reaches a Provider. */
+export interface SpendingLimits {
+  turnsPerMinute: number;
+  concurrentStreams: number;
+  playerDailyTokens: number;
+  villageDailyTokens: number;
+}
+
+/** Arbitrary but fixed: the advisory lock class under which one Player's turns are admitted one at a time. */
+const SPENDING_LOCK = 7_240_002;
+
 /**
- * Claims the Conversation for one turn and writes the Player's Message, in one statement (one round trip on
- * the hot path): when the claim fails nothing is inserted and the answer is 409.
+ * Refuses a turn the Player (or the Village) cannot afford now, with when to try again. Runs under a lock per
+ * Player, in the transaction that claims the turn, so 25 turns sent at once are judged one after another.
+ */
+async function checkSpending(
+  tx: Queryable,
+  playerId: string,
+  conversationId: string,
+  limits: SpendingLimits,
+) {
+  await tx`select pg_advisory_xact_lock(${SPENDING_LOCK}, hashtext(${playerId}))`;
+  const [u] = await tx<
+    { recent: number; wait: number; streams: number; mine: number; village: number; untilMidnight: number }[]
+  >`
+    with today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
+    turns as (
+      select m.created_at from messages m join conversations c on c.id = m.conversation_id
+      where c.player_id = ${playerId} and m.role = 'player' and m.created_at > now() - interval '1 minute')
+    select
+      (select count(*)::int from turns) as recent,
+      coalesce((select extract(epoch from min(created_at) + interval '1 minute' - now()) from turns), 0)::float8 as wait,
+      (select count(*)::int from conversations where player_id = ${playerId} and id <> ${conversationId}
+        and turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)})) as streams,
+      (select coalesce(sum(coalesce(m.input_tokens, 0) + coalesce(m.output_tokens, 0)), 0)::float8
+        from messages m join conversations c on c.id = m.conversation_id, today
+        where c.player_id = ${playerId} and m.role = 'npc' and m.created_at >= today.start) as mine,
+      (select coalesce(sum(coalesce(m.input_tokens, 0) + coalesce(m.output_tokens, 0)), 0)::float8
+        from messages m, today where m.role = 'npc' and m.created_at >= today.start) as village,
+      (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"`;
+  if (u!.streams >= limits.concurrentStreams) {
+    throw new AppError(
+      429,
+      'TOO_MANY_STREAMS',
+      `You already have ${u!.streams} replies on the way, the most at once. Wait for one to finish.`,
+      undefined,
+      5,
+    );
+  }
+  if (u!.recent >= limits.turnsPerMinute) {
+    throw new AppError(
+      429,
+      'RATE_LIMITED',
+      `You sent ${limits.turnsPerMinute} Messages in the last minute, the most this Village allows. Try again shortly.`,
+      undefined,
+      u!.wait,
+    );
+  }
+  if (u!.mine >= limits.playerDailyTokens) {
+    throw new AppError(
+      429,
+      'TOKEN_BUDGET',
+      `You have used today's ${limits.playerDailyTokens.toLocaleString('en')} tokens. The budget renews at midnight UTC.`,
+      undefined,
+      u!.untilMidnight,
+    );
+  }
+  if (u!.village >= limits.villageDailyTokens) {
+    throw new AppError(
+      429,
+      'VILLAGE_TOKEN_BUDGET',
+      "The Village has used today's tokens. The budget renews at midnight UTC.",
+      undefined,
+      u!.untilMidnight,
+    );
+  }
+}
+
+/**
+ * Checks what the Player may spend, claims the Conversation for one turn and writes the Player's Message, in
+ * one transaction: when the claim fails nothing is inserted and the answer is 409; over a limit, 429.
  */
 export async function beginPlayerTurn(
   sql: Sql,
-  args: { conversationId: string; playerId: string; instanceId: number; text: string },
+  args: {
+    conversationId: string;
+    playerId: string;
+    instanceId: number;
+    text: string;
+    limits: SpendingLimits;
+  },
 ): Promise<Message> {
-  const parts = sql.json([{ type: 'text', text: args.text }]);
-  const [row] = await sql<MessageRow[]>`
-    with claimed as (${claimSql(sql, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))})
-    insert into messages (conversation_id, role, parts, text)
-    select id, 'player', ${parts}, ${args.text} from claimed
-    returning ${messageColumns(sql)}`;
-  if (!row) throw turnInProgress();
-  return toMessage(row);
+  return sql.begin(async (tx) => {
+    await checkSpending(tx, args.playerId, args.conversationId, args.limits);
+    const parts = tx.json([{ type: 'text', text: args.text }]);
+    const [row] = await tx<MessageRow[]>`
+      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))})
+      insert into messages (conversation_id, role, parts, text)
+      select id, 'player', ${parts}, ${args.text} from claimed
+      returning ${messageColumns(tx)}`;
+    if (!row) throw turnInProgress();
+    return toMessage(row);
+  });
 }
 
 /**
@@ -163,9 +261,10 @@ export async function beginPlayerTurn(
  */
 export async function beginRegenerate(
   sql: Sql,
-  args: { conversationId: string; playerId: string; instanceId: number },
+  args: { conversationId: string; playerId: string; instanceId: number; limits: SpendingLimits },
 ): Promise<Message> {
   return sql.begin(async (tx) => {
+    await checkSpending(tx, args.playerId, args.conversationId, args.limits);
     const [last] = await tx<MessageRow[]>`
       select ${messageColumns(tx)} from messages
       where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`;

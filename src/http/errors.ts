@@ -8,6 +8,8 @@ export class AppError extends Error {
     readonly code: string,
     message: string,
     readonly details?: unknown,
+    /** Seconds until trying again can succeed (a 429 sends it as Retry-After). */
+    readonly retryAfter?: number,
   ) {
     super(message);
   }
@@ -39,6 +41,8 @@ export function errorHandler(log: (message: string, error: unknown) => void): Er
       return;
     }
     if (err instanceof AppError) {
+      if (err.retryAfter !== undefined)
+        res.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
       res.status(err.status).json({ error: { code: err.code, message: err.message, details: err.details } });
       return;
     }

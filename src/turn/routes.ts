@@ -36,12 +36,13 @@ export function turnRoutes(deps: TurnRouteDeps): Router {
   router.post('/conversations/:id/messages', async (req, res) => {
     const player = currentPlayer(res);
     const body = parseBody(req, MessageBody);
-    const prepared = await prepare(deps, req, player.id, body.text, body.npcId);
+    const prepared = await prepare(deps, req, player.id, body.text, body.npcId, true);
     const playerMessage = await beginPlayerTurn(deps.sql, {
       conversationId: prepared.conversation.id,
       playerId: player.id,
       instanceId: deps.instanceId,
       text: body.text,
+      limits: prepared.settings,
     });
     await stream(deps, res, { ...prepared, playerMessage });
   });
@@ -55,6 +56,7 @@ export function turnRoutes(deps: TurnRouteDeps): Router {
       conversationId: prepared.conversation.id,
       playerId: player.id,
       instanceId: deps.instanceId,
+      limits: prepared.settings,
     });
     await stream(deps, res, { ...prepared, playerMessage });
   });
@@ -63,7 +65,15 @@ export function turnRoutes(deps: TurnRouteDeps): Router {
 }
 
 /** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */
-async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text: string, npcId?: string) {
+async function prepare(
+  deps: TurnRouteDeps,
+  req: Request,
+  playerId: string,
+  text: string,
+  npcId?: string,
+  /** A new Message (its size is checked); a regenerate answers one already accepted. */
+  fresh = false,
+) {
   const id = req.params.id;
   if (!isUuid(id)) throw notFound('Conversation');
   // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
@@ -73,6 +83,13 @@ async function prepare(deps: TurnRouteDeps, req: Request, playerId: string, text
     getVillageSettings(deps.sql),
   ]);
   if (!conversation) throw notFound('Conversation');
+  if (fresh && text.length > settings.maxMessageChars) {
+    throw new AppError(
+      400,
+      'MESSAGE_TOO_LONG',
+      `A Message may be at most ${settings.maxMessageChars.toLocaleString('en')} characters; this one has ${text.length.toLocaleString('en')}.`,
+    );
+  }
   if (participants.length === 0) {
     throw new AppError(400, 'NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
   }

@@ -1,5 +1,6 @@
 import { z } from 'zod';
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
 
 export interface Npc {
   id: string;
@@ -31,7 +32,7 @@ export type NpcInput = z.infer<typeof NpcInput>;
 export const NpcPatch = NpcInput.partial().strict();
 export type NpcPatch = z.infer<typeof NpcPatch>;
 
-const columns = (sql: Sql) => sql`
+const columns = (sql: Queryable) => sql`
   id, player_id as "playerId", name, job_title as "jobTitle", description, prompt, provider, model, thinking,
   created_at as "createdAt", updated_at as "updatedAt"`;
 
@@ -52,13 +53,29 @@ export async function getNpcs(sql: Sql, ids: string[]): Promise<Npc[]> {
   return sql<Npc[]>`select ${columns(sql)} from npcs where id = any(${ids}::uuid[])`;
 }
 
-export async function createNpc(sql: Sql, playerId: string, input: NpcInput): Promise<Npc> {
-  const [row] = await sql<Npc[]>`
-    insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
-    values (${playerId}, ${input.name}, ${input.jobTitle}, ${input.description}, ${input.prompt},
-      ${input.provider}, ${input.model}, ${input.thinking})
-    returning ${columns(sql)}`;
-  return row!;
+/** Arbitrary but fixed: the advisory lock class under which one Player's NPCs and Conversations are counted. */
+export const COUNT_LOCK = 7_240_003;
+
+/** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
+export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max: number): Promise<Npc> {
+  const row = await sql.begin(async (tx) => {
+    await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
+    const [created] = await tx<Npc[]>`
+      insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
+      select ${playerId}, ${input.name}, ${input.jobTitle}, ${input.description}, ${input.prompt},
+        ${input.provider}, ${input.model}, ${input.thinking}
+      where (select count(*) from npcs where player_id = ${playerId}) < ${max}
+      returning ${columns(tx)}`;
+    return created;
+  });
+  if (!row) {
+    throw new AppError(
+      429,
+      'TOO_MANY_NPCS',
+      `You have ${max.toLocaleString('en')} NPCs, the most this Village allows. Delete one to make another.`,
+    );
+  }
+  return row;
 }
 
 export async function updateNpc(

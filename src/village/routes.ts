@@ -56,7 +56,8 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const player = currentPlayer(res);
     const input = parseBody(req, NpcInput);
     checkProvider(input.provider);
-    res.status(201).json({ npc: await createNpc(sql, player.id, input) });
+    const { maxNpcs } = await getVillageSettings(sql);
+    res.status(201).json({ npc: await createNpc(sql, player.id, input, maxNpcs) });
   });
 
   router.get('/npcs/:id', async (req, res) => {

@@ -8,6 +8,15 @@ export interface VillageSettings {
   historyBudget: number;
   /** Megabytes of files one Conversation's sandbox may hold. */
   sandboxQuotaMb: number;
+  /** Spending limits: Player turns a minute, replies streaming at once, tokens a day (per Player and for the
+   * whole Village), the longest Message, and how many NPCs and Conversations one Player may have. */
+  turnsPerMinute: number;
+  concurrentStreams: number;
+  playerDailyTokens: number;
+  villageDailyTokens: number;
+  maxMessageChars: number;
+  maxNpcs: number;
+  maxConversations: number;
 }
 
 export const VillageSettingsPatch = z
@@ -17,6 +26,13 @@ export const VillageSettingsPatch = z
     hopLimit: z.number().int().min(0).max(100),
     historyBudget: z.number().int().min(1000).max(10_000_000),
     sandboxQuotaMb: z.number().int().min(1).max(10_000),
+    turnsPerMinute: z.number().int().min(1).max(10_000),
+    concurrentStreams: z.number().int().min(1).max(1000),
+    playerDailyTokens: z.number().int().min(1).max(1e12),
+    villageDailyTokens: z.number().int().min(1).max(1e13),
+    maxMessageChars: z.number().int().min(1).max(100_000),
+    maxNpcs: z.number().int().min(1).max(100_000),
+    maxConversations: z.number().int().min(1).max(1_000_000),
   })
   .partial()
   .strict();
@@ -25,7 +41,10 @@ export type VillageSettingsPatch = z.infer<typeof VillageSettingsPatch>;
 export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
   const [row] = await sql<VillageSettings[]>`
     select default_provider as "defaultProvider", default_model as "defaultModel",
-      hop_limit as "hopLimit", history_budget as "historyBudget", sandbox_quota_mb as "sandboxQuotaMb"
+      hop_limit as "hopLimit", history_budget as "historyBudget", sandbox_quota_mb as "sandboxQuotaMb",
+      turns_per_minute as "turnsPerMinute", concurrent_streams as "concurrentStreams",
+      player_daily_tokens::float8 as "playerDailyTokens", village_daily_tokens::float8 as "villageDailyTokens",
+      max_message_chars as "maxMessageChars", max_npcs as "maxNpcs", max_conversations as "maxConversations"
     from village_settings where id`;
   return row!;
 }
@@ -40,7 +59,10 @@ export async function updateVillageSettings(
   await sql`update village_settings set
       default_provider = ${next.defaultProvider}, default_model = ${next.defaultModel},
       hop_limit = ${next.hopLimit}, history_budget = ${next.historyBudget},
-      sandbox_quota_mb = ${next.sandboxQuotaMb},
+      sandbox_quota_mb = ${next.sandboxQuotaMb}, turns_per_minute = ${next.turnsPerMinute},
+      concurrent_streams = ${next.concurrentStreams}, player_daily_tokens = ${next.playerDailyTokens},
+      village_daily_tokens = ${next.villageDailyTokens}, max_message_chars = ${next.maxMessageChars},
+      max_npcs = ${next.maxNpcs}, max_conversations = ${next.maxConversations},
       updated_at = now(), updated_by = ${by}
     where id`;
   return next;

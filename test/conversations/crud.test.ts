@@ -170,6 +170,13 @@ describe('Village settings', () => {
       hopLimit: 6,
       historyBudget: 60000,
       sandboxQuotaMb: 100,
+      turnsPerMinute: 20,
+      concurrentStreams: 3,
+      playerDailyTokens: 2_000_000,
+      villageDailyTokens: 50_000_000,
+      maxMessageChars: 20_000,
+      maxNpcs: 100,
+      maxConversations: 2000,
     });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);
