@@ -82,6 +82,13 @@ export interface VillageView {
     hopLimit: number;
     historyBudget: number;
     sandboxQuotaMb: number;
+    turnsPerMinute: number;
+    concurrentStreams: number;
+    playerDailyTokens: number;
+    villageDailyTokens: number;
+    maxMessageChars: number;
+    maxNpcs: number;
+    maxConversations: number;
   };
   providers: { id: string; kind: string }[];
   isAdmin: boolean;

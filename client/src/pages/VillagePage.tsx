@@ -66,6 +66,17 @@ export function VillagePage() {
               onChange={(e) => setForm({ ...form, historyBudget: Number(e.target.value) })}
             />
           </label>
+          {LIMITS.map(([key, label]) => (
+            <label key={key}>
+              {label}
+              <input
+                type="number"
+                min={1}
+                value={form[key]}
+                onChange={(e) => setForm({ ...form, [key]: Number(e.target.value) })}
+              />
+            </label>
+          ))}
           <label>
             Sandbox space per Conversation (MB)
             <input
@@ -84,3 +95,14 @@ export function VillagePage() {
     </div>
   );
 }
+
+/** The spending limits an admin sets (what each Player may use; see the HTTP API doc). */
+const LIMITS = [
+  ['turnsPerMinute', 'Messages per Player per minute'],
+  ['concurrentStreams', 'Replies streaming at once per Player'],
+  ['playerDailyTokens', 'Tokens per Player per day'],
+  ['villageDailyTokens', 'Tokens for the whole Village per day'],
+  ['maxMessageChars', 'Longest Message (characters)'],
+  ['maxNpcs', 'NPCs per Player'],
+  ['maxConversations', 'Conversations per Player'],
+] as const;
