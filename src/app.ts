@@ -54,7 +54,7 @@ export function createApp(deps: AppDeps): Express {
     webRoutes({
       ...deps,
       threadMeta: async (actor, rkey) => {
-        if (!/^[a-zA-Z0-9._:~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) return null;
+        if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) return null;
         const thread = await readThread(deps.sql, deps.reader, actor, rkey);
         if (!thread) return null;
         const first = thread.messages.find((m) => typeof m.record.text === 'string')?.record.text as

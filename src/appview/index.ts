@@ -1,8 +1,10 @@
 // appview/: our AppView of click.aligned.chat.*: the firehose indexer, the index, XRPC queries and the
 // reader's API (with backfill from an author's repo when the index has not seen them).
+
+export { backfillActor } from './backfill.ts';
 export { type Indexer, startIndexer } from './indexer.ts';
 export { Network, type NetworkOptions } from './network.ts';
-export { backfillActor, getThread, listSessions } from './read.ts';
+export { getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
 export { indexRecord, indexRecords, removeRecord } from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

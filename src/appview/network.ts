@@ -32,30 +32,52 @@ export class Network {
     }
   }
 
+  /**
+   * A DID's PDS and handle. The handle is the one its DID document claims only when that handle also resolves
+   * back to this DID (bidirectional verification): a document can claim any name, so an unverified one is
+   * never shown (null: readers see the DID).
+   */
   async identity(did: string): Promise<{ did: string; handle: string | null; pds: string } | null> {
     try {
       const data = await this.resolver().did.resolveAtprotoData(did);
       if (!this.o.local && !data.pds.startsWith('https://')) return null;
-      return { did, handle: data.handle === 'handle.invalid' ? null : data.handle, pds: data.pds };
+      const claimed = data.handle === 'handle.invalid' ? null : data.handle.toLowerCase();
+      const handle = claimed && (await this.handleDid(claimed)) === did ? claimed : null;
+      return { did, handle, pds: data.pds };
     } catch {
       return null;
     }
   }
 
-  async *listRecords(pds: string, did: string, collection: string) {
+  /** Who a handle says it is: DNS and the well-known file (the local PDS offline, where `.test` lives). */
+  private async handleDid(handle: string): Promise<string | null> {
+    if (this.o.local) return this.didOf(handle);
+    return (
+      (await this.resolver()
+        .handle.resolve(handle)
+        .catch(() => undefined)) ?? null
+    );
+  }
+
+  /** A repo's records, oldest first, at most `maxPages` pages of 100, until `signal` aborts. */
+  async *listRecords(
+    pds: string,
+    did: string,
+    collection: string,
+    o: { maxPages?: number; signal?: AbortSignal } = {},
+  ) {
     const agent = new AtpAgent({ service: pds, fetch: this.o.fetch });
     let cursor: string | undefined;
-    do {
-      const res = await agent.com.atproto.repo.listRecords({
-        repo: did,
-        collection,
-        limit: 100,
-        cursor,
-        reverse: true,
-      });
+    for (let page = 0; page < (o.maxPages ?? Number.POSITIVE_INFINITY); page++) {
+      o.signal?.throwIfAborted();
+      const res = await agent.com.atproto.repo.listRecords(
+        { repo: did, collection, limit: 100, cursor, reverse: true },
+        { signal: o.signal },
+      );
       yield* res.data.records;
       cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
-    } while (cursor);
+      if (!cursor) return;
+    }
   }
 
   async record(uri: string): Promise<{ cid: string; value: unknown } | null> {

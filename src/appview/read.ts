@@ -1,9 +1,8 @@
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { backfillActor } from './backfill.ts';
 import type { Network } from './network.ts';
-import { indexRecord } from './store.ts';
 
 export interface SessionView {
   uri: string;
@@ -46,29 +45,11 @@ export async function resolveActor(sql: Sql, network: Network, actor: string): P
   >`select did from index_actors where handle = ${actor.toLowerCase()}`;
   if (row) return row.did;
   const did = await network.didOf(actor);
-  if (did)
+  // Kept as this DID's handle only when its DID document claims it back (bidirectional verification).
+  if (did && (await network.identity(did))?.handle === actor.toLowerCase())
     await sql`insert into index_actors (did, handle) values (${did}, ${actor.toLowerCase()})
     on conflict (did) do update set handle = excluded.handle`;
   return did;
-}
-
-/**
- * Reads an author's click.aligned.chat.* records straight from their PDS into the index: how the reader
- * learns of a thread the event stream has not brought (published before the indexer ran, or elsewhere).
- */
-export async function backfillActor(sql: Sql, network: Network, did: string): Promise<number> {
-  const id = await network.identity(did);
-  if (!id) return 0;
-  let n = 0;
-  for (const collection of [SESSION, MESSAGE]) {
-    for await (const r of network.listRecords(id.pds, did, collection)) {
-      await indexRecord(sql, { did, collection, rkey: r.uri.split('/').pop()!, cid: r.cid, record: r.value });
-      n++;
-    }
-  }
-  await sql`insert into index_actors (did, handle, backfilled_at) values (${did}, ${id.handle}, now())
-    on conflict (did) do update set handle = coalesce(excluded.handle, index_actors.handle), backfilled_at = now()`;
-  return n;
 }
 
 /** Handles for authors the index knows only by DID, looked up once and kept. */

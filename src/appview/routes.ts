@@ -77,7 +77,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network }): Router {
 
   router.get('/api/reader/threads/:actor/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
-    if (!/^[a-zA-Z0-9._:~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
+    if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
     const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
     res.set('Cache-Control', 'public, max-age=15').json({ thread });

@@ -1,0 +1,131 @@
+import type { Sql } from '../db/index.ts';
+import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import type { Network } from './network.ts';
+import { indexRecord } from './store.ts';
+
+/**
+ * How much reading one author's repo may cost (pages are per collection). A backfill is triggered by anonymous readers and runs against a
+ * PDS anyone can run, so every dimension is bounded: pages, records, bytes and time per job; jobs at once on
+ * the instance; how soon the same author is read again.
+ */
+export interface BackfillLimits {
+  pages: number;
+  records: number;
+  bytes: number;
+  timeMs: number;
+  concurrency: number;
+  waiting: number;
+  cooldownMs: number;
+}
+
+export const BACKFILL_LIMITS: BackfillLimits = {
+  pages: 10,
+  records: 1000,
+  bytes: 5 * 1024 * 1024,
+  timeMs: 20_000,
+  concurrency: 4,
+  waiting: 100,
+  cooldownMs: 10 * 60_000,
+};
+
+/** The backfills of one index (one database): one job per DID at a time, a few at once in all. */
+class Backfills {
+  private jobs = new Map<string, Promise<number>>();
+  private active = 0;
+  private queue: (() => void)[] = [];
+  constructor(
+    private readonly sql: Sql,
+    private readonly limits: BackfillLimits,
+  ) {}
+
+  /** Starts the DID's backfill, or joins the one running. It belongs to no request: a reader leaving ends nothing. */
+  start(network: Network, did: string): Promise<number> {
+    const running = this.jobs.get(did);
+    if (running) return running;
+    const job = this.run(network, did).finally(() => this.jobs.delete(did));
+    job.catch(() => {});
+    this.jobs.set(did, job);
+    return job;
+  }
+
+  private async run(network: Network, did: string): Promise<number> {
+    const [recent] = await this.sql`select 1 from index_actors where did = ${did}
+      and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
+    if (recent) return 0;
+    if (this.active >= this.limits.concurrency) {
+      if (this.queue.length >= this.limits.waiting) return 0; // busy: a later reader asks again
+      await new Promise<void>((r) => this.queue.push(r));
+    }
+    this.active++;
+    try {
+      return await readRepo(this.sql, network, did, this.limits);
+    } finally {
+      this.active--;
+      this.queue.shift()?.();
+    }
+  }
+}
+
+/** Reads an author's click.aligned.chat.* records into the index, within the limits. Returns how many. */
+async function readRepo(sql: Sql, network: Network, did: string, limits: BackfillLimits): Promise<number> {
+  const signal = AbortSignal.timeout(limits.timeMs);
+  const id = await network.identity(did);
+  let records = 0;
+  let bytes = 0;
+  try {
+    if (id) {
+      outer: for (const collection of [SESSION, MESSAGE]) {
+        if (records >= limits.records) break;
+        for await (const r of network.listRecords(id.pds, did, collection, {
+          maxPages: limits.pages,
+          signal,
+        })) {
+          bytes += JSON.stringify(r.value).length;
+          if (++records > limits.records || bytes > limits.bytes) break outer;
+          await indexRecord(sql, {
+            did,
+            collection,
+            rkey: r.uri.split('/').pop()!,
+            cid: r.cid,
+            record: r.value,
+          });
+        }
+      }
+    }
+  } finally {
+    // Even a partial or failed read counts: the same author is not read again before the cool-down.
+    await sql`insert into index_actors (did, handle, backfilled_at) values (${did}, ${id?.handle ?? null}, now())
+      on conflict (did) do update set handle = excluded.handle, backfilled_at = now()`;
+  }
+  return records;
+}
+
+const registries = new WeakMap<Sql, Backfills>();
+
+/** Starts (or joins) the backfill of `did` and waits for it at most `waitMs`; true when it has finished. */
+export async function backfillActor(
+  sql: Sql,
+  network: Network,
+  did: string,
+  waitMs = 5000,
+  limits = BACKFILL_LIMITS,
+): Promise<boolean> {
+  let registry = registries.get(sql);
+  if (!registry) {
+    registry = new Backfills(sql, limits);
+    registries.set(sql, registry);
+  }
+  const job = registry.start(network, did);
+  let timer: NodeJS.Timeout | undefined;
+  const finished = await Promise.race([
+    job.then(
+      () => true,
+      () => true,
+    ),
+    new Promise<false>((r) => {
+      timer = setTimeout(() => r(false), waitMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  return finished;
+}

@@ -1,0 +1,142 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { TID } from '@atproto/common-web';
+import { Secp256k1Keypair } from '@atproto/crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { freePort } from '../support/ports.ts';
+
+/**
+ * A PDS and DID document an attacker runs: the document claims someone else's handle, and the repo answers
+ * every listRecords with 100 valid records and another cursor, for ever.
+ */
+async function hostilePds() {
+  const key = await Secp256k1Keypair.create();
+  const served = { pages: 0, didDocs: 0 };
+  let rkey = TID.nextStr();
+  let did = '';
+  const server = http.createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname === '/.well-known/did.json') {
+      served.didDocs++;
+      res.setHeader('content-type', 'application/json');
+      res.end(
+        JSON.stringify({
+          '@context': ['https://www.w3.org/ns/did/v1'],
+          id: did,
+          alsoKnownAs: ['at://alice.test'],
+          verificationMethod: [
+            {
+              id: `${did}#atproto`,
+              type: 'Multikey',
+              controller: did,
+              publicKeyMultibase: key.did().slice(8),
+            },
+          ],
+          service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: base }],
+        }),
+      );
+      return;
+    }
+    if (url.pathname === '/xrpc/com.atproto.repo.listRecords') {
+      served.pages++;
+      const collection = url.searchParams.get('collection')!;
+      const records = Array.from({ length: 100 }, () => {
+        rkey = TID.nextStr(rkey);
+        return {
+          uri: `at://${did}/${collection}/${rkey}`,
+          cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+          value: { $type: 'click.aligned.chat.session', title: 'Spam', createdAt: new Date().toISOString() },
+        };
+      });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ records, cursor: `page-${served.pages}` }));
+      return;
+    }
+    res.statusCode = 404;
+    res.end(JSON.stringify({ error: 'NotFound' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  const base = `http://localhost:${port}`;
+  did = `did:web:localhost%3A${port}`;
+  return { did, served, close: () => new Promise<void>((r) => server.close(() => r())) };
+}
+
+let app: TestApp;
+let dataDir: string;
+let pds: Awaited<ReturnType<typeof hostilePds>>;
+beforeAll(async () => {
+  dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-hostile-'));
+  app = await startTestApp(
+    {},
+    {
+      ATPROTO_NETWORK: 'local',
+      DATA_DIR: dataDir,
+      LOCALNET_PDS_PORT: String(await freePort()),
+      LOCALNET_PLC_PORT: String(await freePort()),
+    },
+  );
+  pds = await hostilePds();
+}, 120_000);
+afterAll(async () => {
+  await pds?.close();
+  await app?.close();
+  await rm(dataDir, { recursive: true, force: true });
+});
+
+const get = (p: string) => fetch(`${app.running.listenUrl}${p}`);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe('an anonymous reader pointed at a hostile PDS', () => {
+  it('backfill stops at its caps, goes on without the reader, and is not repeated at once', async () => {
+    const uri = `at://${pds.did}/click.aligned.chat.session/${TID.nextStr()}`;
+    const first = await get(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`);
+    expect(first.status).toBe(400);
+    // The job runs to its caps in the background (time cap 20 s); give it time, then look.
+    for (let i = 0; i < 100 && pds.served.pages < 10; i++) await sleep(100);
+    await sleep(1000);
+    const pages = pds.served.pages;
+    // The fault was real (the PDS kept offering more), and the caps held: 10 pages, 1,000 records.
+    expect(pages).toBe(10);
+    const [{ n }] = (await app.db
+      .sql`select count(*)::int as n from index_sessions where did = ${pds.did}`) as [{ n: number }];
+    expect(n).toBeLessThanOrEqual(1000);
+    expect(n).toBeGreaterThan(0);
+    await sleep(1500);
+    expect(pds.served.pages).toBe(pages);
+    // Asked again at once: the author was read moments ago, so nothing more is fetched.
+    await get(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`);
+    await get(`/api/reader/threads/${encodeURIComponent(pds.did)}/${TID.nextStr()}`);
+    await sleep(500);
+    expect(pds.served.pages).toBe(pages);
+  }, 60_000);
+
+  it('a DID document that claims someone else’s handle is shown by its DID', async () => {
+    const list = (await (
+      await get(`/xrpc/click.aligned.chat.listSessions?actor=${encodeURIComponent(pds.did)}&limit=5`)
+    ).json()) as { sessions: { uri: string; author: { did: string; handle?: string } }[] };
+    expect(list.sessions.length).toBeGreaterThan(0);
+    for (const s of list.sessions) expect(s.author).toEqual({ did: pds.did });
+    const [actor] = await app.db.sql`select handle from index_actors where did = ${pds.did}`;
+    expect(actor?.handle).toBeNull();
+    // The document was read (the claim was seen) and refused.
+    expect(pds.served.didDocs).toBeGreaterThan(0);
+    const rkey = list.sessions[0]!.uri.split('/').pop()!;
+    const html = await (
+      await fetch(`${app.running.listenUrl}/profile/${encodeURIComponent(pds.did)}/thread/${rkey}`, {
+        headers: { accept: 'text/html' },
+      })
+    ).text();
+    expect(html).not.toContain('alice.test');
+    expect(html).toContain(pds.did);
+    // Looking the spoofed name up finds alice's own DID, never this one.
+    const alice = (await (
+      await get('/xrpc/click.aligned.chat.listSessions?actor=alice.test&limit=100')
+    ).json()) as { sessions: { author: { did: string } }[] };
+    expect(alice.sessions.every((s) => s.author.did !== pds.did)).toBe(true);
+  }, 60_000);
+});
