@@ -4,7 +4,14 @@ import { type Network, readerRoutes, readThread } from './appview/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
-import { errorHandler, notFound, readJsonBody, requireIntent, securityHeaders } from './http/index.ts';
+import {
+  errorHandler,
+  notFound,
+  publicRateLimit,
+  readJsonBody,
+  requireIntent,
+  securityHeaders,
+} from './http/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes } from './publish/index.ts';
 import { toolRoutes } from './tools/index.ts';
@@ -37,6 +44,8 @@ export interface AppDeps {
   /** Outbound requests to MCP Servers (ALLOW_PRIVATE_TOOL_URLS decides whether private addresses pass). */
   toolOutbound: Outbound;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
+  /** Requests a minute one address may make to the public routes. */
+  publicRequestsPerMinute: number;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -46,6 +55,9 @@ export function createApp(deps: AppDeps): Express {
   app.disable('x-powered-by');
   app.set('trust proxy', 'loopback');
   app.use(securityHeaders);
+  // What anyone may ask for without signing in is rationed per client address.
+  const rationed = publicRateLimit(deps.publicRequestsPerMinute);
+  app.use(['/xrpc', '/api/reader', '/profile', '/oauth', '/api/auth/login'], rationed);
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });

@@ -53,6 +53,8 @@ const Env = z.object({
   /** Limits on every tool call: time, and the size of what it returns to the model. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
+  /** Requests a minute one client address may make to the public reading routes (XRPC, reader, thread pages). */
+  PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
   ALLOW_PRIVATE_TOOL_URLS: z.enum(['true', 'false']).default('false'),
   /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
@@ -81,6 +83,7 @@ export interface Config {
   defaultProvider?: string;
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
+  publicRequestsPerMinute: number;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   indexerRelayUrl?: string;
   atproto: AtprotoConfig;
@@ -144,6 +147,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
+    publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,
     atproto: {

@@ -108,6 +108,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     localNetwork: Boolean(localnet),
     dataDir: config.dataDir,
     toolOutbound,
+    publicRequestsPerMinute: config.publicRequestsPerMinute,
     toolLimits: config.toolLimits,
     reader: new Network({
       handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,

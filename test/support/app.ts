@@ -61,6 +61,8 @@ export async function startTestApp(
       CHECKPOINT_MS: '50',
       DATA_DIR: dataDir,
       ALLOW_PRIVATE_TOOL_URLS: 'true',
+      // Suites and benchmarks read the public routes far faster than a person; one test narrows it.
+      PUBLIC_REQUESTS_PER_MINUTE: '1000000',
       // No ATProto network unless a test asks for the local one.
       ATPROTO_NETWORK: 'public',
       ...env,

@@ -100,3 +100,28 @@ describe('changes need JSON or the app’s own header', () => {
     ).toBe(204);
   });
 });
+
+describe('the public routes are rationed per address', () => {
+  it('past the limit: 429 with Retry-After, in each route’s own error shape', async () => {
+    const strict = await startTestApp({ publicRequestsPerMinute: 5 });
+    try {
+      const hit = (path: string) =>
+        fetch(`${strict.running.listenUrl}${path}`, { headers: { accept: 'text/html' } });
+      const answers = [];
+      for (let i = 0; i < 7; i++) answers.push(await hit('/xrpc/click.aligned.chat.listSessions'));
+      expect(answers.slice(0, 5).map((a) => a.status)).toEqual([200, 200, 200, 200, 200]);
+      const over = answers[5]!;
+      expect(over.status).toBe(429);
+      expect(Number(over.headers.get('retry-after'))).toBeGreaterThan(0);
+      expect(await over.json()).toMatchObject({ error: 'RateLimitExceeded' });
+      const reader = await hit('/api/reader/threads/alice.test/3kaaaaaaaaaa2');
+      expect(reader.status).toBe(429);
+      expect(await reader.json()).toMatchObject({ error: { code: 'RATE_LIMITED' } });
+      // A signed-in Player's own API is not rationed this way.
+      const { cookie } = await strict.signIn();
+      expect((await strict.api('/api/conversations', { cookie })).status).toBe(200);
+    } finally {
+      await strict.close();
+    }
+  });
+});

@@ -1,0 +1,26 @@
+import type { RequestHandler } from 'express';
+import { rateLimit } from 'express-rate-limit';
+
+/**
+ * Per client address, for routes anyone may call without signing in: `perMinute` requests a minute, then 429
+ * with Retry-After. XRPC routes answer in the spec's error shape. Counted in this instance's memory: several
+ * instances behind one address each allow the limit (a shared store would be PostgreSQL's job; not needed yet).
+ */
+export function publicRateLimit(perMinute: number): RequestHandler {
+  return rateLimit({
+    windowMs: 60_000,
+    limit: perMinute,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    handler: (req, res, _next, options) => {
+      const message = `Too many requests from your address: at most ${perMinute} a minute. Try again shortly.`;
+      res
+        .status(options.statusCode)
+        .json(
+          req.originalUrl.startsWith('/xrpc/')
+            ? { error: 'RateLimitExceeded', message }
+            : { error: { code: 'RATE_LIMITED', message } },
+        );
+    },
+  });
+}
