@@ -53,6 +53,8 @@ const Env = z.object({
   /** Limits on every tool call: time, and the size of what it returns to the model. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
+  /** How long a ref's current state and a mention's handle, looked up for a reader, are reused (ms). */
+  LOOKUP_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Requests a minute one client address may make to the public reading routes (XRPC, reader, thread pages). */
   PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
@@ -84,6 +86,7 @@ export interface Config {
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
   publicRequestsPerMinute: number;
+  lookupCacheMs: number;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   indexerRelayUrl?: string;
   atproto: AtprotoConfig;
@@ -148,6 +151,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,
+    lookupCacheMs: e.LOOKUP_CACHE_MS,
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,
     atproto: {

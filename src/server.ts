@@ -2,7 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
-import { type Indexer, Network, startIndexer } from './appview/index.ts';
+import { type Indexer, Network, setLookupTtl, startIndexer } from './appview/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -83,6 +83,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
 
   // Every URL a user or the network supplies is fetched through one policy: MCP Servers may reach private
   // addresses only when the instance says so; the ATProto network only offline, where it is on loopback.
+  setLookupTtl(config.lookupCacheMs);
   const toolOutbound = createOutbound({
     allowPrivate: config.allowPrivateToolUrls,
     resolve: options.resolve,

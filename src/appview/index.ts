@@ -3,6 +3,7 @@
 
 export { backfillActor } from './backfill.ts';
 export { type Indexer, startIndexer } from './indexer.ts';
+export { setLookupTtl } from './lookups.ts';
 export { Network, type NetworkOptions } from './network.ts';
 export { getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';

@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index.ts';
 import { SESSION } from '../lexicon/index.ts';
+import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
 import { getThread, resolveActor } from './read.ts';
 
@@ -11,7 +12,13 @@ export interface ThreadView {
     uri: string;
     rkey: string;
     record: Record<string, unknown>;
-    refs: { uri: string; cid: string; state: 'same' | 'changed' | 'deleted'; text: string | null }[];
+    /** `unchecked`: past the lookups one read may make (see lookups.ts). */
+    refs: {
+      uri: string;
+      cid: string;
+      state: 'same' | 'changed' | 'deleted' | 'unchecked';
+      text: string | null;
+    }[];
     mentions: { did: string; handle: string | null }[];
   }[];
 }
@@ -31,43 +38,41 @@ export async function readThread(
   if (!did) return null;
   const thread = await getThread(sql, network, `at://${did}/${SESSION}/${rkey}`);
   if (!thread) return null;
-  const handles = new Map<string, string | null>();
-  const handleOf = async (d: string) => {
-    if (!handles.has(d)) handles.set(d, (await network.identity(d))?.handle ?? null);
-    return handles.get(d) ?? null;
-  };
-  const messages = await Promise.all(
-    thread.messages.map(async (m) => {
-      const record = m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] };
+  // Every ref and mention of the thread, looked up once each, within the per-read bound (lookups.ts).
+  const records = thread.messages.map(
+    (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
+  );
+  const UNCHECKED = Symbol('unchecked');
+  const refsNow = await lookUpAll<string, RefNow | null | typeof UNCHECKED>(
+    records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
+    (uri) => recordNow(network, uri),
+    UNCHECKED,
+  );
+  const handlesNow = await lookUpAll(
+    [did, ...records.flatMap((r) => r.mentions ?? [])],
+    (d) => handleNow(network, d),
+    null,
+  );
+  const messages = thread.messages.map((m, i) => ({
+    uri: m.uri,
+    rkey: m.uri.split('/').pop()!,
+    record: m.record,
+    refs: (records[i]!.refs ?? []).map((ref) => {
+      const now = refsNow.get(ref.uri);
+      if (now === UNCHECKED || now === undefined)
+        return { uri: ref.uri, cid: ref.cid, state: 'unchecked' as const, text: null };
       return {
-        uri: m.uri,
-        rkey: m.uri.split('/').pop()!,
-        record: m.record,
-        refs: await Promise.all(
-          (record.refs ?? []).map(async (ref) => {
-            const now = await network.record(ref.uri);
-            const text = (now?.value as { text?: unknown } | undefined)?.text;
-            return {
-              uri: ref.uri,
-              cid: ref.cid,
-              state: !now
-                ? ('deleted' as const)
-                : now.cid === ref.cid
-                  ? ('same' as const)
-                  : ('changed' as const),
-              text: typeof text === 'string' ? text : null,
-            };
-          }),
-        ),
-        mentions: await Promise.all(
-          (record.mentions ?? []).map(async (d) => ({ did: d, handle: await handleOf(d) })),
-        ),
+        uri: ref.uri,
+        cid: ref.cid,
+        state: !now ? ('deleted' as const) : now.cid === ref.cid ? ('same' as const) : ('changed' as const),
+        text: now?.text ?? null,
       };
     }),
-  );
+    mentions: (records[i]!.mentions ?? []).map((d) => ({ did: d, handle: handlesNow.get(d) ?? null })),
+  }));
   return {
     uri: thread.session.uri,
-    author: { did, handle: thread.session.author.handle ?? (await handleOf(did)) },
+    author: { did, handle: thread.session.author.handle ?? handlesNow.get(did) ?? null },
     session: thread.session.record,
     messages,
   };

@@ -13,9 +13,10 @@ import { freePort } from '../support/ports.ts';
  * A PDS and DID document an attacker runs: the document claims someone else's handle, and the repo answers
  * every listRecords with 100 valid records and another cursor, for ever.
  */
-async function hostilePds() {
+async function hostilePds(mode: 'flood' | 'refs' = 'flood') {
   const key = await Secp256k1Keypair.create();
-  const served = { pages: 0, didDocs: 0 };
+  const served = { pages: 0, didDocs: 0, getRecord: 0 };
+  const sessionRkey = TID.nextStr();
   let rkey = TID.nextStr();
   let did = '';
   const server = http.createServer((req, res) => {
@@ -41,6 +42,52 @@ async function hostilePds() {
       );
       return;
     }
+    if (mode === 'refs' && url.pathname === '/xrpc/com.atproto.repo.listRecords') {
+      // One session of 10 turns, each about 50 posts: 500 refs in one thread.
+      const collection = url.searchParams.get('collection')!;
+      const sessionUri = `at://${did}/click.aligned.chat.session/${sessionRkey}`;
+      const records =
+        collection === 'click.aligned.chat.session'
+          ? [
+              {
+                uri: sessionUri,
+                cid: CID,
+                value: {
+                  $type: 'click.aligned.chat.session',
+                  title: 'Many refs',
+                  createdAt: new Date().toISOString(),
+                },
+              },
+            ]
+          : Array.from({ length: 10 }, (_, t) => {
+              rkey = TID.nextStr(rkey);
+              return {
+                uri: `at://${did}/click.aligned.chat.message/${rkey}`,
+                cid: CID,
+                value: {
+                  $type: 'click.aligned.chat.message',
+                  session: sessionUri,
+                  role: 'user',
+                  text: `turn ${t}`,
+                  createdAt: new Date().toISOString(),
+                  refs: Array.from({ length: 50 }, (_, i) => ({
+                    uri: `at://${did}/app.bsky.feed.post/p${t}x${i}`,
+                    cid: CID,
+                  })),
+                },
+              };
+            });
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ records }));
+      return;
+    }
+    if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
+      served.getRecord++;
+      res.setHeader('content-type', 'application/json');
+      const uri = `at://${did}/${url.searchParams.get('collection')}/${url.searchParams.get('rkey')}`;
+      res.end(JSON.stringify({ uri, cid: CID, value: { text: 'a post' } }));
+      return;
+    }
     if (url.pathname === '/xrpc/com.atproto.repo.listRecords') {
       served.pages++;
       const collection = url.searchParams.get('collection')!;
@@ -48,7 +95,7 @@ async function hostilePds() {
         rkey = TID.nextStr(rkey);
         return {
           uri: `at://${did}/${collection}/${rkey}`,
-          cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+          cid: CID,
           value: { $type: 'click.aligned.chat.session', title: 'Spam', createdAt: new Date().toISOString() },
         };
       });
@@ -63,8 +110,9 @@ async function hostilePds() {
   const port = (server.address() as AddressInfo).port;
   const base = `http://localhost:${port}`;
   did = `did:web:localhost%3A${port}`;
-  return { did, served, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return { did, served, sessionRkey, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
 
 let app: TestApp;
 let dataDir: string;
@@ -78,6 +126,7 @@ beforeAll(async () => {
       DATA_DIR: dataDir,
       LOCALNET_PDS_PORT: String(await freePort()),
       LOCALNET_PLC_PORT: String(await freePort()),
+      LOOKUP_CACHE_MS: '60000',
     },
   );
   pds = await hostilePds();
@@ -138,5 +187,33 @@ describe('an anonymous reader pointed at a hostile PDS', () => {
       await get('/xrpc/click.aligned.chat.listSessions?actor=alice.test&limit=100')
     ).json()) as { sessions: { author: { did: string } }[] };
     expect(alice.sessions.every((s) => s.author.did !== pds.did)).toBe(true);
+  }, 60_000);
+});
+
+describe('a thread that points at hundreds of records', () => {
+  it('one read looks up at most 40 of them; reading again reuses what was learnt', async () => {
+    const refs = await hostilePds('refs');
+    try {
+      const read = async () =>
+        (await (
+          await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}`)
+        ).json()) as {
+          thread: { messages: { refs: { state: string }[] }[] };
+        };
+      const first = await read();
+      const states = first.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
+      expect(states).toHaveLength(500);
+      // The fault was offered (500 refs), the bound held: 40 looked up, the rest marked unchecked.
+      expect(refs.served.getRecord).toBe(40);
+      expect(states.filter((s) => s === 'same')).toHaveLength(40);
+      expect(states.filter((s) => s === 'unchecked')).toHaveLength(460);
+      await read();
+      expect(refs.served.getRecord).toBe(40 + 40);
+      // …because the first 40 were remembered and the bound let 40 more be looked up.
+      const third = await read();
+      expect(third.thread.messages.flatMap((m) => m.refs).filter((r) => r.state === 'same').length).toBe(120);
+    } finally {
+      await refs.close();
+    }
   }, 60_000);
 });

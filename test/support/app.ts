@@ -63,6 +63,8 @@ export async function startTestApp(
       ALLOW_PRIVATE_TOOL_URLS: 'true',
       // Suites and benchmarks read the public routes far faster than a person; one test narrows it.
       PUBLIC_REQUESTS_PER_MINUTE: '1000000',
+      // Tests change a record and read its state back at once; one test turns the reuse on.
+      LOOKUP_CACHE_MS: '0',
       // No ATProto network unless a test asks for the local one.
       ATPROTO_NETWORK: 'public',
       ...env,

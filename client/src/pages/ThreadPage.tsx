@@ -24,7 +24,7 @@ interface ThreadView {
       model?: string;
       steps?: { name: string; summary?: string; failed?: boolean }[];
     };
-    refs: { uri: string; state: 'same' | 'changed' | 'deleted'; text: string | null }[];
+    refs: { uri: string; state: 'same' | 'changed' | 'deleted' | 'unchecked'; text: string | null }[];
     mentions: { did: string; handle: string | null }[];
   }[];
 }
@@ -93,7 +93,11 @@ export function ThreadPage() {
                 {m.record.text && <Markdown text={m.record.text} />}
                 {m.refs.map((r) => (
                   <blockquote key={r.uri} className={`ref ${r.state}`}>
-                    {r.state === 'deleted' ? 'This record has been deleted.' : r.text}
+                    {r.state === 'deleted'
+                      ? 'This record has been deleted.'
+                      : r.state === 'unchecked'
+                        ? r.uri
+                        : r.text}
                     {r.state === 'changed' && <span className="meta"> (changed since)</span>}
                     <br />
                     <small>{r.uri}</small>
