@@ -63,8 +63,15 @@ export function startIndexer(o: IndexerOptions): Indexer {
     if (stopped) return;
     // Events are buffered and written in bulk, in order, every 50 ms or 500 events; the cursor saved is
     // the last event written, so a restart replays only what was not yet in the index.
-    const batcher = new Batcher(o.sql, (e) => o.log('indexer: a batch could not be written', e));
-    flushCursor = () => batcher.flush();
+    const batcher = new Batcher(o.sql, (e) => o.log('indexer: a batch could not be written; retrying', e));
+    flushCursor = async () => {
+      // One last try to store what has arrived, then give up: an unstored batch is replayed next time.
+      const last = batcher.flush();
+      const timer = setTimeout(() => batcher.stop(), 2000);
+      await last;
+      clearTimeout(timer);
+      batcher.stop();
+    };
     const idResolver = new IdResolver({
       plcUrl: o.plcUrl,
       didCache: new MemoryCache(),
@@ -115,6 +122,7 @@ class Batcher {
   private ops: Op[] = [];
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
+  private stopped = false;
 
   constructor(
     private readonly sql: Sql,
@@ -123,6 +131,7 @@ class Batcher {
 
   async add(evt: Event): Promise<void> {
     this.ops.push(toOp(evt));
+    // Waiting here holds the event stream back while a batch cannot be written, so nothing piles up.
     if (this.ops.length >= 500) await this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), 50);
   }
@@ -132,10 +141,29 @@ class Batcher {
     this.timer = undefined;
     const ops = this.ops;
     this.ops = [];
-    this.writing = this.writing
-      .then(() => (ops.length ? apply(this.sql, ops) : undefined))
-      .catch(this.onError);
+    this.writing = this.writing.then(() => (ops.length ? this.write(ops) : undefined));
     return this.writing;
+  }
+
+  /**
+   * Writes a batch, and on a storage failure writes the same batch again (backing off) until it is stored:
+   * the cursor is saved with the batch, so it never moves past an event that is not in the index. Stopping
+   * gives up the batch without saving its cursor; the next start replays it (every op is idempotent).
+   */
+  private async write(ops: Op[]): Promise<void> {
+    for (let attempt = 0; !this.stopped; attempt++) {
+      try {
+        await apply(this.sql, ops);
+        return;
+      } catch (e) {
+        this.onError(e);
+        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+      }
+    }
+  }
+
+  stop() {
+    this.stopped = true;
   }
 }
 

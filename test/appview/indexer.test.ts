@@ -204,6 +204,79 @@ describe('the indexer', () => {
     await until(() => indexed(fine.uri), 'a valid record after the junk');
   });
 
+  it('a storage failure mid-stream is retried, never skipped: the index ends equal to the repo', async () => {
+    const db = sql();
+    // A real failure at the database: while a row is in the switch table, writing a turn to the index fails.
+    await db.unsafe(`
+      create table if not exists fail_switch (on_ boolean);
+      create sequence if not exists fail_fired;
+      create or replace function fail_when_switched() returns trigger language plpgsql as $$
+      begin
+        if exists (select 1 from fail_switch) then
+          perform nextval('fail_fired');
+          raise exception 'injected storage failure';
+        end if;
+        return new;
+      end $$;
+      drop trigger if exists fail_index on index_messages;
+      create trigger fail_index before insert or update on index_messages
+        for each row execute function fail_when_switched();`);
+    const sessionRkey = TID.nextStr();
+    const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
+    await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.session',
+      rkey: sessionRkey,
+      record: { $type: 'click.aligned.chat.session', title: 'Failing', createdAt: new Date().toISOString() },
+    });
+    await until(() => indexed(uri), 'the session');
+    await db`insert into fail_switch values (true)`;
+    try {
+      for (let i = 0; i < 30; i++) {
+        await bob.com.atproto.repo.createRecord({
+          repo: bobDid,
+          collection: 'click.aligned.chat.message',
+          rkey: TID.nextStr(),
+          record: {
+            $type: 'click.aligned.chat.message',
+            session: uri,
+            role: 'user',
+            createdAt: new Date().toISOString(),
+            text: `f${i}`,
+          },
+        });
+      }
+      // The fault fired, more than once (retries), and nothing of it is in the index yet.
+      await until(
+        async () => Number((await db`select last_value from fail_fired`)[0]!.last_value) > 2,
+        'failures',
+      );
+      expect(await db`select 1 from index_messages where session_uri = ${uri}`).toHaveLength(0);
+    } finally {
+      await db`delete from fail_switch`;
+    }
+    await until(
+      async () =>
+        (await db`select count(*)::int as n from index_messages where session_uri = ${uri}`)[0]!.n === 30,
+      'all 30 turns after the failure',
+    );
+    const inIndex = (
+      await db`select uri, cid from index_messages where session_uri = ${uri} order by uri`
+    ).map((r) => `${r.uri} ${r.cid}`);
+    const inRepo = (
+      await bob.com.atproto.repo.listRecords({
+        repo: bobDid,
+        collection: 'click.aligned.chat.message',
+        limit: 100,
+      })
+    ).data.records
+      .filter((r) => (r.value as { session: string }).session === uri)
+      .map((r) => `${r.uri} ${r.cid}`)
+      .sort();
+    expect(inIndex).toEqual(inRepo);
+    await db.unsafe('drop trigger fail_index on index_messages');
+  });
+
   it('stopped mid-stream and restarted, it resumes from its cursor: nothing lost, nothing doubled', async () => {
     const sessionRkey = TID.nextStr();
     const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
