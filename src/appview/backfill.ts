@@ -94,8 +94,10 @@ async function readRepo(sql: Sql, network: Network, did: string, limits: Backfil
     }
   } finally {
     // Even a partial or failed read counts: the same author is not read again before the cool-down.
-    await sql`insert into index_actors (did, handle, backfilled_at) values (${did}, ${id?.handle ?? null}, now())
-      on conflict (did) do update set handle = excluded.handle, backfilled_at = now()`;
+    const handle = id?.handle ?? null;
+    await sql`insert into index_actors (did, handle, backfilled_at, verified_at)
+      values (${did}, ${handle}, now(), ${handle ? new Date() : null})
+      on conflict (did) do update set handle = excluded.handle, backfilled_at = now(), verified_at = excluded.verified_at`;
   }
   return records;
 }

@@ -114,7 +114,7 @@ type Op =
     }
   | { kind: 'delete'; seq: number; uri: string }
   | { kind: 'purge'; seq: number; did: string }
-  | { kind: 'handle'; seq: number; did: string; handle: string }
+  | { kind: 'handle'; seq: number; did: string; handle: string | null }
   | { kind: 'skip'; seq: number };
 
 /** Buffers events and applies them in order, consecutive upserts as one bulk statement. */
@@ -187,9 +187,8 @@ function toOp(evt: Event): Op {
         ? { kind: 'purge', seq: evt.seq, did: evt.did }
         : { kind: 'skip', seq: evt.seq };
     case 'identity':
-      return evt.handle
-        ? { kind: 'handle', seq: evt.seq, did: evt.did, handle: evt.handle }
-        : { kind: 'skip', seq: evt.seq };
+      // @atproto/sync verified the handle both ways; none means it did not verify (hidden until re-checked).
+      return { kind: 'handle', seq: evt.seq, did: evt.did, handle: evt.handle ?? null };
     default:
       return { kind: 'skip', seq: (evt as { seq: number }).seq };
   }

@@ -2,6 +2,7 @@ import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { backfillActor } from './backfill.ts';
+import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
 
 export interface SessionView {
@@ -23,6 +24,7 @@ interface SessionRow {
   cid: string;
   did: string;
   handle: string | null;
+  verified_at: Date | null;
   record: Record<string, unknown>;
   turns: number;
   indexed_at: Date;
@@ -47,26 +49,34 @@ export async function resolveActor(sql: Sql, network: Network, actor: string): P
   const did = await network.didOf(actor);
   // Kept as this DID's handle only when its DID document claims it back (bidirectional verification).
   if (did && (await network.identity(did))?.handle === actor.toLowerCase())
-    await sql`insert into index_actors (did, handle) values (${did}, ${actor.toLowerCase()})
-    on conflict (did) do update set handle = excluded.handle`;
+    await sql`insert into index_actors (did, handle, verified_at) values (${did}, ${actor.toLowerCase()}, now())
+    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
   return did;
 }
 
-/** Handles for authors the index knows only by DID, looked up once and kept. */
+/** How long a verified handle is shown before it is verified again. */
+const REVERIFY_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Handles for authors the index knows only by DID, or whose handle is due to be verified again (never, after
+ * an identity event that did not verify, or a day ago): looked up within the per-read bound and kept.
+ */
 async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
-  const missing = [...new Set(rows.filter((r) => !r.handle).map((r) => r.did))];
-  await Promise.all(
-    missing.map(async (did) => {
-      const handle = (await network.identity(did))?.handle ?? null;
-      if (!handle) return;
-      await sql`update index_actors set handle = ${handle} where did = ${did}`;
-      for (const r of rows) if (r.did === did) r.handle = handle;
-    }),
-  );
+  const due = (r: SessionRow) =>
+    !r.handle || !r.verified_at || Date.now() - r.verified_at.getTime() > REVERIFY_MS;
+  const dids = [...new Set(rows.filter(due).map((r) => r.did))];
+  if (!dids.length) return;
+  const found = await lookUpAll(dids, (did) => handleNow(network, did), undefined);
+  for (const [did, handle] of found) {
+    if (handle === undefined) continue; // past the bound: left for a later read
+    await sql`update index_actors set handle = ${handle}, verified_at = ${handle ? new Date() : null}
+      where did = ${did}`;
+    for (const r of rows) if (r.did === did) r.handle = handle;
+  }
 }
 
 const sessionColumns = (sql: Sql) => sql`
-  s.uri, s.cid, s.did, a.handle, s.record, s.indexed_at,
+  s.uri, s.cid, s.did, a.handle, a.verified_at, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri) as turns`;
 
 /**

@@ -110,9 +110,13 @@ export async function purgeActor(sql: Queryable, did: string) {
   await sql`delete from index_actors where did = ${did}`;
 }
 
+/**
+ * An identity event's handle: verified both ways by the event stream's reader, or null when it no longer
+ * verifies — then the handle is hidden and checked again before it is next shown.
+ */
 export async function setHandle(sql: Queryable, did: string, handle: string | null) {
-  await sql`insert into index_actors (did, handle) values (${did}, ${handle})
-    on conflict (did) do update set handle = excluded.handle`;
+  await sql`insert into index_actors (did, handle, verified_at) values (${did}, ${handle}, ${handle ? new Date() : null})
+    on conflict (did) do update set handle = excluded.handle, verified_at = excluded.verified_at`;
 }
 
 export async function readCursor(sql: Sql): Promise<number | undefined> {

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -215,5 +216,35 @@ describe('a thread that points at hundreds of records', () => {
     } finally {
       await refs.close();
     }
+  }, 60_000);
+});
+
+describe('handles are verified again', () => {
+  it('a handle verified long ago is checked again before it is shown, and a wrong one corrected', async () => {
+    const bob = app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+    const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
+    await agent.login({ identifier: bob.handle, password: bob.password });
+    const rkey = TID.nextStr();
+    await agent.com.atproto.repo.createRecord({
+      repo: bob.did,
+      collection: 'click.aligned.chat.session',
+      rkey,
+      record: { $type: 'click.aligned.chat.session', title: 'Mine', createdAt: new Date().toISOString() },
+    });
+    const list = async () =>
+      (await (
+        await get(`/xrpc/click.aligned.chat.listSessions?actor=${encodeURIComponent(bob.did)}`)
+      ).json()) as {
+        sessions: { author: { handle?: string } }[];
+      };
+    for (let i = 0; i < 100 && (await list()).sessions.length === 0; i++) await sleep(100);
+    // The index holds a stale, wrong handle, verified two days ago.
+    await app.db.sql`insert into index_actors (did, handle, verified_at)
+      values (${bob.did}, 'mallory.test', now() - interval '2 days')
+      on conflict (did) do update set handle = 'mallory.test', verified_at = now() - interval '2 days'`;
+    expect((await list()).sessions[0]!.author.handle).toBe('bob.test');
+    const [row] = await app.db.sql`select handle, verified_at > now() - interval '1 minute' as fresh
+      from index_actors where did = ${bob.did}`;
+    expect(row).toEqual({ handle: 'bob.test', fresh: true });
   }, 60_000);
 });
