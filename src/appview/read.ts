@@ -131,13 +131,24 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
   if (!session) {
     const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
     if (!did || !isDid(did)) return null;
-    await backfillActor(sql, network, did);
+    const finished = await backfillActor(sql, network, did);
     session = await read();
+    if (!session && !finished) throw indexing();
     if (!session) return null;
   }
   await ensureHandles(sql, network, [session]);
   return toSessionView(session);
 }
+
+/** The author's repo is still being read (a backfill outlasted the request): what is indexed, and when to ask. */
+const indexing = () =>
+  new AppError(
+    404,
+    'INDEXING',
+    "This thread is not in the index yet: the author's records are being read. Try again in a few seconds.",
+    undefined,
+    5,
+  );
 
 export async function getThread(
   sql: Sql,
@@ -157,7 +168,11 @@ export async function getThread(
   if (found) return found;
   const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
   if (!did || !isDid(did)) return null;
-  await backfillActor(sql, network, did);
+  if (!(await backfillActor(sql, network, did))) {
+    const late = await read();
+    if (!late) throw indexing();
+    return late;
+  }
   return read();
 }
 
