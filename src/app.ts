@@ -1,6 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { type Network, readerRoutes, readThread } from './appview/index.ts';
+import { type Network, readerRoutes, threadOutline } from './appview/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
@@ -67,14 +67,17 @@ export function createApp(deps: AppDeps): Express {
       ...deps,
       threadMeta: async (actor, rkey) => {
         if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) return null;
-        const thread = await readThread(deps.sql, deps.reader, actor, rkey);
+        // The index only (no ref or mention lookups): a link preview needs a title and a line.
+        const thread = await threadOutline(deps.sql, deps.reader, actor, rkey);
         if (!thread) return null;
         const first = thread.messages.find((m) => typeof m.record.text === 'string')?.record.text as
           | string
           | undefined;
-        const who = thread.author.handle ? `@${thread.author.handle}` : thread.author.did;
+        const who = thread.session.author.handle
+          ? `@${thread.session.author.handle}`
+          : thread.session.author.did;
         return {
-          title: String(thread.session.title ?? 'A conversation'),
+          title: String(thread.session.record.title ?? 'A conversation'),
           description: `${who} published a conversation with AI characters${first ? `: “${first.slice(0, 160)}”` : '.'}`,
           url: `${deps.baseUrl()}/profile/${actor}/thread/${rkey}`,
         };

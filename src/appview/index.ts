@@ -8,4 +8,4 @@ export { Network, type NetworkOptions } from './network.ts';
 export { getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
 export { indexRecord, indexRecords, removeRecord } from './store.ts';
-export { readThread, type ThreadView } from './thread.ts';
+export { readThread, type ThreadView, threadOutline } from './thread.ts';

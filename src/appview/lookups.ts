@@ -68,7 +68,8 @@ export const recordNow = (network: Network, uri: string) =>
     const now = await network.record(uri);
     if (!now) return null;
     const text = (now.value as { text?: unknown } | undefined)?.text;
-    return { cid: now.cid, text: typeof text === 'string' ? text : null };
+    // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
+    return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 1000) : null };
   });
 
 export const handleNow = (network: Network, did: string) =>

@@ -115,8 +115,9 @@ export async function purgeActor(sql: Queryable, did: string) {
  * verifies — then the handle is hidden and checked again before it is next shown.
  */
 export async function setHandle(sql: Queryable, did: string, handle: string | null) {
-  await sql`insert into index_actors (did, handle, verified_at) values (${did}, ${handle}, ${handle ? new Date() : null})
-    on conflict (did) do update set handle = excluded.handle, verified_at = excluded.verified_at`;
+  // Only authors the index already knows: the stream carries every account's identity events.
+  await sql`update index_actors set handle = ${handle}, verified_at = ${handle ? new Date() : null}
+    where did = ${did}`;
 }
 
 export async function readCursor(sql: Sql): Promise<number | undefined> {

@@ -71,6 +71,11 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
     try {
       const { session, state } = await deps.oauth().callback(params);
       if (!started || !state || !sameNonce(started, state)) {
+        // The tokens just issued belong to whoever started this sign-in elsewhere: they are given back.
+        await deps
+          .oauth()
+          .revoke(session.did)
+          .catch(() => {});
         res
           .status(400)
           .type('html')

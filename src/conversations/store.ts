@@ -158,6 +158,9 @@ export interface SpendingLimits {
   villageDailyTokens: number;
 }
 
+/** The `daily_spend` row that counts the whole Village. */
+const VILLAGE = '00000000-0000-0000-0000-000000000000';
+
 /** Arbitrary but fixed: the advisory lock class under which one Player's turns are admitted one at a time. */
 const SPENDING_LOCK = 7_240_002;
 
@@ -176,19 +179,16 @@ async function checkSpending(
     { recent: number; wait: number; streams: number; mine: number; village: number; untilMidnight: number }[]
   >`
     with today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
-    turns as (
-      select m.created_at from messages m join conversations c on c.id = m.conversation_id
-      where c.player_id = ${playerId} and m.role = 'player' and m.created_at > now() - interval '1 minute')
+    turns as (select at from turn_log where player_id = ${playerId} and at > now() - interval '1 minute')
     select
       (select count(*)::int from turns) as recent,
-      coalesce((select extract(epoch from min(created_at) + interval '1 minute' - now()) from turns), 0)::float8 as wait,
+      coalesce((select extract(epoch from min(at) + interval '1 minute' - now()) from turns), 0)::float8 as wait,
       (select count(*)::int from conversations where player_id = ${playerId} and id <> ${conversationId}
         and turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)})) as streams,
-      (select coalesce(sum(coalesce(m.input_tokens, 0) + coalesce(m.output_tokens, 0)), 0)::float8
-        from messages m join conversations c on c.id = m.conversation_id, today
-        where c.player_id = ${playerId} and m.role = 'npc' and m.created_at >= today.start) as mine,
-      (select coalesce(sum(coalesce(m.input_tokens, 0) + coalesce(m.output_tokens, 0)), 0)::float8
-        from messages m, today where m.role = 'npc' and m.created_at >= today.start) as village,
+      (select coalesce(sum(tokens), 0)::float8 from daily_spend
+        where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
+      (select coalesce(sum(tokens), 0)::float8 from daily_spend
+        where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
       (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"`;
   if (u!.streams >= limits.concurrentStreams) {
     throw new AppError(
@@ -226,6 +226,9 @@ async function checkSpending(
       u!.untilMidnight,
     );
   }
+  // Admitted: counted for the next minute (rows older than an hour are no use to anyone).
+  await tx`with gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour')
+    insert into turn_log (player_id) values (${playerId})`;
 }
 
 /**
@@ -342,15 +345,27 @@ export async function finishMessage(
     error: string | null;
     usage: Usage | null;
     costUsd: number | null;
+    /** Charged to the daily budgets when the Provider reported no usage (a reply stopped early). */
+    estimatedTokens?: number | null;
   },
 ): Promise<void> {
   const { parts, text } = settle(end.parts, end.status);
   const u = end.usage;
-  await sql`update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
-      error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
-      reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
-      cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
-    where id = ${id}`;
+  const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) || (end.estimatedTokens ?? 0);
+  // One statement: the reply's row, and what it cost added to its Player's and the Village's day.
+  await sql`
+    with done as (
+      update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
+        error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
+        reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
+        cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
+      where id = ${id} returning conversation_id)
+    insert into daily_spend (day, player_id, tokens)
+    select (now() at time zone 'utc')::date, who, ${tokens}::bigint
+    from (select c.player_id as who from conversations c join done on c.id = done.conversation_id
+          union all select ${VILLAGE}::uuid from done) spenders
+    where ${tokens}::bigint > 0
+    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
 }
 
 /**

@@ -151,6 +151,8 @@ async function* runReply(
     (e) => deps.log('checkpoint failed', e),
   );
   let closeTools = async () => {};
+  // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
+  let promptChars = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
   let errorCode = 'INTERNAL';
   try {
@@ -166,6 +168,7 @@ async function* runReply(
       handoff,
       signal,
     });
+    promptChars = context.instructions.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
     const result = streamText({
       model: speaker.model,
@@ -217,7 +220,20 @@ async function* runReply(
     await checkpointer.stop();
     usage ??= stepUsage;
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage);
-    await finishMessage(sql, message.id, { parts, status, error, usage, costUsd: cost });
+    // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate then,
+    // at four characters a token, so a reply stopped before the Provider reports usage still counts.
+    const spent =
+      usage?.inputTokens != null || usage?.outputTokens != null
+        ? null
+        : Math.ceil((promptChars + JSON.stringify(parts).length) / 4);
+    await finishMessage(sql, message.id, {
+      parts,
+      status,
+      error,
+      usage,
+      costUsd: cost,
+      estimatedTokens: spent,
+    });
   }
   if (status === 'failed') {
     yield {

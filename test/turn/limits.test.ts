@@ -2,7 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
-import { setupConversation } from '../support/turns.ts';
+import { sendAndStop, settled, setupConversation } from '../support/turns.ts';
 
 let app: TestApp;
 beforeAll(async () => {
@@ -128,6 +128,50 @@ describe('spending limits per Player, before any Provider call', () => {
     );
     expect(made.filter((r) => r.status === 201)).toHaveLength(4);
     expect(made.filter((r) => r.status === 429)).toHaveLength(6);
+  });
+});
+
+describe('what was spent cannot be undone', () => {
+  it('a regenerate is a turn, and deleting a Conversation gives no tokens back', async () => {
+    await app.db.sql`update village_settings set turns_per_minute = 2`;
+    const { cookie } = await app.signIn();
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(quick, quick);
+    await collectFrames(await send(cookie, conversationId));
+    const again = await app.api(`/api/conversations/${conversationId}/regenerate`, { cookie, body: {} });
+    expect(again.status).toBe(200);
+    await collectFrames(again);
+    const third = await send(cookie, conversationId);
+    expect(third.status).toBe(429);
+
+    await app.db.sql`update village_settings set turns_per_minute = 1000, player_daily_tokens = 16`;
+    // Two replies of 8 tokens were spent; the Conversation (and its replies) goes; the day's spend stays.
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(
+      204,
+    );
+    const fresh = await setupConversation(app, cookie);
+    const refused = await send(cookie, fresh.conversationId);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOKEN_BUDGET');
+  });
+
+  it('a reply stopped before the Provider reports usage is charged an estimate of what was sent', async () => {
+    const { cookie, playerId } = await app.signIn();
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue(async (r: Reply) => {
+      for (let i = 0; i < 200 && !r.clientGone; i++) {
+        r.text('word ');
+        await r.wait(10);
+      }
+    });
+    await sendAndStop(app, cookie, conversationId, 'x'.repeat(4000), (f) => f.some((x) => x.type === 'part'));
+    const [reply] = (await settled(app, cookie, conversationId)).slice(-1);
+    expect(reply?.status).toBe('stopped');
+    expect(reply?.usage).toBeNull();
+    const [spent] = await app.db.sql`select tokens::int as tokens from daily_spend
+      where player_id = ${playerId} and day = (now() at time zone 'utc')::date`;
+    // At least the 4,000 characters sent, at four a token.
+    expect(spent!.tokens).toBeGreaterThanOrEqual(1000);
   });
 });
 
