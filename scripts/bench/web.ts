@@ -48,7 +48,11 @@ export async function* webFigures(adminDatabaseUrl: string): AsyncGenerator<Figu
       const older = page.locator('button.older');
       if (!(await older.count())) break;
       await older.click();
-      await page.waitForFunction(`Number(document.querySelector('.transcript').dataset.count) > ${loaded}`);
+      // Polled from here: a string predicate would be eval'd in the page, which its Content-Security-Policy forbids.
+      const before = loaded;
+      for (let i = 0; i < 500 && Number(await transcript.getAttribute('data-count')) <= before; i++) {
+        await new Promise((r) => setTimeout(r, 10));
+      }
       loaded = Number(await transcript.getAttribute('data-count'));
     }
     const cdp = await page.context().newCDPSession(page);

@@ -16,7 +16,9 @@ interface Folded {
   to: number[];
 }
 
-const ASCII = /^[\t\n\r\x20-\x7e]*$/;
+// Printable ASCII and the bar itself (which folds to itself): one code unit each, no segmentation needed.
+const ASCII = /^[\t\n\r\x20-\x7e\u2588]*$/;
+const ASCII_BREAKS = /[ \t\n\r_-]+/g;
 const INVISIBLE = /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}]/gu;
 const BREAK = /^[\s\p{Pd}\p{Pc}\u2212]+$/u;
 const QUOTES = /[\u2018\u2019\u201a\u201b\u2032\u02bc\uff07]/gu;
@@ -75,7 +77,7 @@ function fold(s: string): Folded {
     }
   };
   if (ASCII.test(s)) {
-    // Printable ASCII (most text): one code unit each, no segmentation; folds as foldGrapheme would.
+    // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
     for (let i = 0; i < s.length; i++) {
       const c = s[i]!;
       const breaks = c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r';
@@ -119,6 +121,12 @@ export function makeCover(words: Iterable<string>): Cover {
   const needles = [...set].sort((a, b) => b.length - a.length);
   const find = (s: string): Span[] => {
     if (!needles.length || !s) return [];
+    // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
+    // printable ASCII that most text is), and the full fold only where a needle may be.
+    if (ASCII.test(s)) {
+      const quick = s.toLowerCase().replace(ASCII_BREAKS, ' ');
+      if (!needles.some((n) => quick.includes(n))) return [];
+    }
     const f = fold(s);
     const hits: Span[] = [];
     for (const needle of needles) {
