@@ -127,12 +127,21 @@ async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { pla
   res.on('close', () => {
     if (!done) abort.abort();
   });
+  // A frame that may be the turn's last (a finish or an error) is held until the next one arrives: the last
+  // is sent only after the claim is released, so reading it means the Conversation is ready for the next Message.
+  let held: Frame | undefined;
+  const send = (frame: Frame) => {
+    if (held) sse.send(held);
+    held = undefined;
+    if (frame.type === 'finish' || frame.type === 'error') held = frame;
+    else sse.send(frame);
+  };
   try {
     sse.open();
-    for await (const frame of runTurn(deps, plan, abort.signal)) sse.send(frame);
+    for await (const frame of runTurn(deps, plan, abort.signal)) send(frame);
   } catch (e) {
     deps.log('turn failed', e);
-    sse.send({
+    send({
       type: 'error',
       messageId: null,
       code: 'INTERNAL',
@@ -140,7 +149,10 @@ async function stream(deps: TurnRouteDeps, res: Response, plan: TurnPlan & { pla
     });
   } finally {
     done = true;
+    await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId).catch((e) =>
+      deps.log('turn claim not released', e),
+    );
+    if (held) sse.send(held);
     sse.end();
-    await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId);
   }
 }
