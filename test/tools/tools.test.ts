@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
@@ -138,7 +140,24 @@ describe('the Sandbox', () => {
     expect((await run('cat notes.txt')).output).toMatchObject({ stdout: 'kept\n', exitCode: 0 });
     expect((await run('cat /etc/passwd')).output).toMatchObject({ exitCode: 1 });
     expect((await run('cat ../../../../../etc/hostname')).output).toMatchObject({ exitCode: 1 });
-    expect((await run('curl http://127.0.0.1:1/')).output).not.toMatchObject({ exitCode: 0 });
+    // A server that is really listening: the sandbox must not reach it (no network), not merely fail to.
+    let connections = 0;
+    const listener = http.createServer((_req, res) => res.end('reached'));
+    listener.on('connection', () => {
+      connections++;
+    });
+    await new Promise<void>((r) => listener.listen(0, '127.0.0.1', () => r()));
+    const port = (listener.address() as AddressInfo).port;
+    try {
+      for (const command of [`curl http://127.0.0.1:${port}/`, `wget -O- http://127.0.0.1:${port}/`]) {
+        const out = (await run(command)).output as { stdout: string; exitCode: number };
+        expect(out.exitCode).not.toBe(0);
+        expect(out.stdout).not.toContain('reached');
+      }
+      expect(connections).toBe(0);
+    } finally {
+      await new Promise<void>((r) => listener.close(() => r()));
+    }
     const bomb = await run(':(){ :|:& };:');
     expect((bomb.output as { exitCode: number }).exitCode).not.toBe(0);
     const huge = await run('seq 1 200000');
