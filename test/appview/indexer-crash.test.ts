@@ -5,6 +5,7 @@ import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { indexFailureSwitch } from '../support/faults.ts';
 import { freePort } from '../support/ports.ts';
 import { type ServerProcess, spawnServer } from '../support/process.ts';
 
@@ -50,19 +51,7 @@ it('storage failing mid-stream, then the indexer’s process killed: after a res
   const did = agent.session!.did;
 
   // A real failure at the database, switched on while the turns are written.
-  await db.sql.unsafe(`
-    create table fail_switch (on_ boolean);
-    create sequence fail_fired;
-    create function fail_when_switched() returns trigger language plpgsql as $$
-    begin
-      if exists (select 1 from fail_switch) then
-        perform nextval('fail_fired');
-        raise exception 'injected storage failure';
-      end if;
-      return new;
-    end $$;
-    create trigger fail_index before insert or update on index_messages
-      for each row execute function fail_when_switched();`);
+  const failures = await indexFailureSwitch(db.sql);
   const sessionRkey = TID.nextStr();
   const uri = `at://${did}/click.aligned.chat.session/${sessionRkey}`;
   await agent.com.atproto.repo.createRecord({
@@ -75,7 +64,7 @@ it('storage failing mid-stream, then the indexer’s process killed: after a res
     async () => (await db.sql`select 1 from index_sessions where uri = ${uri}`).length > 0,
     'the session',
   );
-  await db.sql`insert into fail_switch values (true)`;
+  await failures.on();
   for (let i = 0; i < 30; i++) {
     await agent.com.atproto.repo.createRecord({
       repo: did,
@@ -91,13 +80,10 @@ it('storage failing mid-stream, then the indexer’s process killed: after a res
     });
   }
   // The fault fired (and was retried) before the process dies.
-  await until(
-    async () => Number((await db.sql`select last_value from fail_fired`)[0]!.last_value) > 2,
-    'failures',
-  );
+  await until(async () => (await failures.fired()) > 2, 'failures');
   await first.kill('SIGKILL');
   expect(await db.sql`select 1 from index_messages where session_uri = ${uri}`).toHaveLength(0);
-  await db.sql`delete from fail_switch`;
+  await failures.off();
 
   const second = await spawnServer(env);
   servers.push(second);

@@ -2,6 +2,7 @@ import { Agent, AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIndexer } from '../../src/appview/index.ts';
+import { indexFailureSwitch } from '../support/faults.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 let local: LocalApp;
@@ -206,21 +207,7 @@ describe('the indexer', () => {
 
   it('a storage failure mid-stream is retried, never skipped: the index ends equal to the repo', async () => {
     const db = sql();
-    // A real failure at the database: while a row is in the switch table, writing a turn to the index fails.
-    await db.unsafe(`
-      create table if not exists fail_switch (on_ boolean);
-      create sequence if not exists fail_fired;
-      create or replace function fail_when_switched() returns trigger language plpgsql as $$
-      begin
-        if exists (select 1 from fail_switch) then
-          perform nextval('fail_fired');
-          raise exception 'injected storage failure';
-        end if;
-        return new;
-      end $$;
-      drop trigger if exists fail_index on index_messages;
-      create trigger fail_index before insert or update on index_messages
-        for each row execute function fail_when_switched();`);
+    const failures = await indexFailureSwitch(db);
     const sessionRkey = TID.nextStr();
     const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
     await bob.com.atproto.repo.createRecord({
@@ -230,7 +217,7 @@ describe('the indexer', () => {
       record: { $type: 'click.aligned.chat.session', title: 'Failing', createdAt: new Date().toISOString() },
     });
     await until(() => indexed(uri), 'the session');
-    await db`insert into fail_switch values (true)`;
+    await failures.on();
     try {
       for (let i = 0; i < 30; i++) {
         await bob.com.atproto.repo.createRecord({
@@ -247,13 +234,10 @@ describe('the indexer', () => {
         });
       }
       // The fault fired, more than once (retries), and nothing of it is in the index yet.
-      await until(
-        async () => Number((await db`select last_value from fail_fired`)[0]!.last_value) > 2,
-        'failures',
-      );
+      await until(async () => (await failures.fired()) > 2, 'failures');
       expect(await db`select 1 from index_messages where session_uri = ${uri}`).toHaveLength(0);
     } finally {
-      await db`delete from fail_switch`;
+      await failures.off();
     }
     await until(
       async () =>
@@ -274,7 +258,7 @@ describe('the indexer', () => {
       .map((r) => `${r.uri} ${r.cid}`)
       .sort();
     expect(inIndex).toEqual(inRepo);
-    await db.unsafe('drop trigger fail_index on index_messages');
+    await failures.remove();
   });
 
   it('stopped mid-stream and restarted, it resumes from its cursor: nothing lost, nothing doubled', async () => {
