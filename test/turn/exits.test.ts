@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Frame, foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { words } from '../support/fakeProvider.ts';
+import { type Reply, words } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
 import { sendAndStop, settled, setupConversation } from '../support/turns.ts';
 
@@ -165,6 +165,83 @@ describe('the Provider fails', () => {
     expect((frames[1] as { message: string }).message).toContain('does not exist');
     const [, reply] = await settled(app, cookie, conversationId);
     expect(reply).toMatchObject({ status: 'failed', parts: [], usage: null });
+  });
+});
+
+describe('usage on the failure paths (ADR 0003)', () => {
+  /** Step 1 finishes (an ungranted call fails, so there is a step 2) and reports usage; then `second` runs. */
+  const afterOneStep = (second: (r: Reply) => void | Promise<void>) => [
+    (r: Reply) => {
+      r.toolCallStart(0, 'call_f', 'lookup', '{}');
+      r.finish('tool_calls', { prompt_tokens: 13, completion_tokens: 4 });
+    },
+    second,
+  ];
+  const usageAfter = async (a: TestApp, c: string, scripts: ((r: Reply) => void | Promise<void>)[]) => {
+    const { conversationId } = await setupConversation(a, c);
+    a.fake.enqueue(...scripts);
+    await collectFrames(
+      await a.api(`/api/conversations/${conversationId}/messages`, { cookie: c, body: { text: 'Go' } }),
+    );
+    const [, reply] = await settled(a, c, conversationId);
+    return reply!;
+  };
+
+  it('a Provider error keeps the usage of the steps that finished', async () => {
+    const reply = await usageAfter(
+      app,
+      cookie,
+      afterOneStep((r) => {
+        r.text('Partial');
+        r.streamError('upstream overloaded');
+      }),
+    );
+    expect(reply.status).toBe('failed');
+    expect(reply.usage).toMatchObject({ inputTokens: 13, outputTokens: 4 });
+  });
+
+  it('a dropped socket keeps the usage of the steps that finished', async () => {
+    const reply = await usageAfter(
+      app,
+      cookie,
+      afterOneStep(async (r) => {
+        r.text('Half');
+        await r.wait(20);
+        r.drop();
+      }),
+    );
+    expect(reply.status).toBe('failed');
+    expect(reply.usage).toMatchObject({ inputTokens: 13, outputTokens: 4 });
+  });
+
+  it('a silent Provider keeps the usage of the steps that finished', async () => {
+    const quiet = await startTestApp({ providerChunkTimeoutMs: 300 });
+    try {
+      const { cookie: c } = await quiet.signIn();
+      const reply = await usageAfter(
+        quiet,
+        c,
+        afterOneStep(async (r) => {
+          r.text('Going quiet');
+          await r.gone;
+        }),
+      );
+      expect(reply.status).toBe('failed');
+      expect(reply.usage).toMatchObject({ inputTokens: 13, outputTokens: 4 });
+    } finally {
+      await quiet.close();
+    }
+  });
+
+  it('a clean finish that reports no usage stores null, not zeros', async () => {
+    const reply = await usageAfter(app, cookie, [
+      (r: Reply) => {
+        r.text('No usage here.');
+        r.finish('stop', null);
+      },
+    ]);
+    expect(reply.status).toBe('complete');
+    expect(reply.usage).toBeNull();
   });
 });
 
