@@ -22,8 +22,19 @@ export function NpcsPage() {
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>(empty);
   const save = useMutation({
-    mutationFn: (d: Draft) =>
-      editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body: d }) : api('/api/npcs', { body: d }),
+    mutationFn: (d: Draft) => {
+      // Only the fields a Player edits: the server refuses any other key (the NPC as listed carries more).
+      const body: Draft = {
+        name: d.name,
+        jobTitle: d.jobTitle,
+        description: d.description,
+        prompt: d.prompt,
+        provider: d.provider,
+        model: d.model,
+        thinking: d.thinking,
+      };
+      return editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body }) : api('/api/npcs', { body });
+    },
     onSuccess: () => {
       queryClient.invalidateQueries({ queryKey: ['npcs'] });
       setEditing(null);
