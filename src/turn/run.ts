@@ -239,7 +239,8 @@ async function* runReply(
     yield {
       type: 'error',
       messageId: message.id,
-      code: 'PROVIDER_ERROR',
+      // Ours when the reply failed before the Provider was called (its tools or context could not be made).
+      code: errorCode,
       message: error ?? 'The Provider failed.',
     };
   }
