@@ -2,6 +2,7 @@ import { IdResolver, MemoryCache } from '@atproto/identity';
 import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
+import { LOCKS } from '../db/index.ts';
 import {
   COLLECTIONS,
   indexRecords,
@@ -12,7 +13,7 @@ import {
   setHandle,
 } from './store.ts';
 
-const LEADER_LOCK = 7_240_004;
+const LEADER_LOCK = LOCKS.indexerLeader;
 
 export interface IndexerOptions {
   sql: Sql;

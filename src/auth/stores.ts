@@ -7,6 +7,7 @@ import {
   requestLocalLock,
 } from '@atproto/oauth-client-node';
 import type { JsonValue, Sql } from '../db/index.ts';
+import { LOCKS } from '../db/index.ts';
 
 /** Pending authorizations older than this are dropped: a Player who wandered off starts again. */
 const STATE_TTL = '1 hour';
@@ -55,7 +56,7 @@ export function sessionStore(sql: Sql): NodeSavedSessionStore {
   };
 }
 
-const LOCK_CLASS = 7_240_003;
+const LOCK_CLASS = LOCKS.oauthRequest;
 
 /**
  * The OAuth client's request lock as a PostgreSQL advisory lock, so two server processes never spend the same

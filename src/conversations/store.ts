@@ -1,4 +1,4 @@
-import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
+import { type JsonValue, LIVE_INSTANCES, LOCKS, type Queryable, type Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
@@ -162,7 +162,7 @@ export interface SpendingLimits {
 const VILLAGE = '00000000-0000-0000-0000-000000000000';
 
 /** Arbitrary but fixed: the advisory lock class under which one Player's turns are admitted one at a time. */
-const SPENDING_LOCK = 7_240_002;
+const SPENDING_LOCK = LOCKS.spending;
 
 /**
  * Refuses a turn the Player (or the Village) cannot afford now, with when to try again. Runs under a lock per

@@ -2,4 +2,5 @@
 export { connect, type JsonValue, type Queryable, type Sql } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
+export { LOCKS } from './locks.ts';
 export { MIGRATIONS_DIR, migrate } from './migrate.ts';

@@ -1,8 +1,9 @@
 import { randomInt } from 'node:crypto';
 import type { Sql } from './client.ts';
+import { LOCKS } from './locks.ts';
 
 /** The advisory-lock class under which each running server holds one lock named by its instance id. */
-export const INSTANCE_LOCK_CLASS = 7_240_002;
+export const INSTANCE_LOCK_CLASS = LOCKS.instance;
 
 export interface Instance {
   /** A positive int4, unique among live servers on this database. */

@@ -1,11 +1,12 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
 import type { Sql } from './client.ts';
+import { LOCKS } from './locks.ts';
 
 export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '../../migrations');
 
 /** Arbitrary but fixed: the advisory lock key every server takes to apply migrations. */
-const MIGRATION_LOCK = 7_240_001;
+const MIGRATION_LOCK = LOCKS.migrations;
 
 /**
  * Applies every forward-only SQL file in `migrations/` not yet applied, in name order, in one transaction under

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import type { Queryable, Sql } from '../db/index.ts';
+import { LOCKS } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 
 export interface Npc {
@@ -54,7 +55,7 @@ export async function getNpcs(sql: Sql, ids: string[]): Promise<Npc[]> {
 }
 
 /** Arbitrary but fixed: the advisory lock class under which one Player's NPCs and Conversations are counted. */
-export const COUNT_LOCK = 7_240_003;
+export const COUNT_LOCK = LOCKS.counts;
 
 /** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
 export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max: number): Promise<Npc> {

@@ -1,0 +1,19 @@
+/**
+ * Every PostgreSQL advisory-lock class the server takes, in one place, so no two mean the same lock. Two-key
+ * locks (class, id) show in pg_locks by class: the instance-liveness query counts every lock of its class, so
+ * sharing a class would make something else look like a live server.
+ */
+export const LOCKS = {
+  /** Applying migrations (one key). */
+  migrations: 7_240_001,
+  /** A live server instance, keyed by its id (see instance.ts). */
+  instance: 7_240_002,
+  /** The OAuth client's request lock, keyed by a hash of the lock name. */
+  oauthRequest: 7_240_003,
+  /** The one indexer (one key). */
+  indexerLeader: 7_240_004,
+  /** Admitting one Player's turns one at a time (spending limits), keyed by a hash of the Player id. */
+  spending: 7_240_005,
+  /** Counting one Player's NPCs and Conversations, keyed by a hash of the Player id. */
+  counts: 7_240_006,
+} as const;
