@@ -65,6 +65,11 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const instance = await registerInstance(sql);
   const interrupted = await markInterrupted(sql);
   if (interrupted) log(`Marked ${interrupted} reply(s) left mid-stream as interrupted.`);
+  // And while this server runs: a server that dies while others keep running leaves replies streaming.
+  const sweep = setInterval(() => {
+    markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
+  }, 30_000);
+  sweep.unref();
 
   const providers = new ProviderRegistry(config.providers);
   if (providers.demoOnly()) await seedVillageDefaults(sql, DEMO_PROVIDER, DEMO_MODEL);
@@ -178,6 +183,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     localnet,
     indexer,
     async close() {
+      clearInterval(sweep);
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await indexer?.stop();

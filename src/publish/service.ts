@@ -2,7 +2,7 @@ import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { indexRecords, removeRecord } from '../appview/index.ts';
-import { allMessages, getConversation, getParticipants } from '../conversations/index.ts';
+import { allMessages, getConversation, getParticipants, markInterrupted } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
@@ -77,7 +77,12 @@ async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; ag
 }
 
 async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[]> {
-  const messages = await allMessages(sql, conversationId);
+  let messages = await allMessages(sql, conversationId);
+  // A reply left streaming by a server that has since died is not in progress: it is marked interrupted here
+  // (as every server does at start), so it cannot block publishing while the others keep running.
+  if (messages.some((m) => m.status === 'streaming') && (await markInterrupted(sql)) > 0) {
+    messages = await allMessages(sql, conversationId);
+  }
   if (messages.some((m) => m.status === 'streaming')) {
     throw new AppError(
       409,

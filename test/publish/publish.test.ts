@@ -471,4 +471,27 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     expect(await preview(false)).toEqual([{ name: 'Mallory', role: 'Fixer', description: 'Knows people.' }]);
     expect(await preview(true)).toEqual([]);
   }, 60_000);
+
+  it('a reply left streaming by a server that died does not block publishing', async () => {
+    const { conversationId } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Hello?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Half an ans' }] },
+      ],
+    });
+    // The reply's server (instance 1, never registered here) is gone; a live server's would be refused.
+    await local.app.db.sql`update messages set status = 'streaming', instance_id = 1
+      where conversation_id = ${conversationId} and role = 'npc'`;
+    const res = await api(`/api/conversations/${conversationId}/publication/preview`, { body: {} });
+    expect(res.status).toBe(200);
+    const [reply] = await local.app.db.sql`select status from messages
+      where conversation_id = ${conversationId} and role = 'npc'`;
+    expect(reply!.status).toBe('interrupted');
+    // The control: a reply a live server is writing still refuses.
+    await local.app.db
+      .sql`update messages set status = 'streaming', instance_id = ${local.app.running.instanceId}
+      where conversation_id = ${conversationId} and role = 'npc'`;
+    const busy = await api(`/api/conversations/${conversationId}/publication/preview`, { body: {} });
+    expect(busy.status).toBe(409);
+  }, 60_000);
 });
