@@ -5,7 +5,7 @@ import type { Network } from './network.ts';
  * read, a few at a time, and remembered for a while, so a thread with 500 refs (or a page read twice, HTML
  * then API) cannot turn one anonymous request into hundreds of outbound ones.
  */
-export const MAX_LOOKUPS = 40;
+const MAX_LOOKUPS = 40;
 const AT_ONCE = 8;
 const KEPT = 5000;
 

@@ -3,7 +3,7 @@ import type { Sql } from './client.ts';
 import { LOCKS } from './locks.ts';
 
 /** The advisory-lock class under which each running server holds one lock named by its instance id. */
-export const INSTANCE_LOCK_CLASS = LOCKS.instance;
+const INSTANCE_LOCK_CLASS = LOCKS.instance;
 
 export interface Instance {
   /** A positive int4, unique among live servers on this database. */

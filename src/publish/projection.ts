@@ -8,7 +8,14 @@ import {
   type StepRecord,
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
-import { type Choices, type Cover, coverOf, type Problem, type TurnChoice } from '../redaction/index.ts';
+import {
+  type Choices,
+  type Cover,
+  coveredWords,
+  makeCover,
+  type Problem,
+  type TurnChoice,
+} from '../redaction/index.ts';
 import {
   findMentions,
   findRecordPointers,
@@ -66,6 +73,8 @@ export interface Published {
   cover: Cover;
   /** By Message id: the turn's text as published (text Parts only, covered); absent for withheld turns. */
   texts: Map<string, string>;
+  /** By Message id: the words each turn's redactions cover (kept in the draft for turns that later go). */
+  words: Record<string, string[]>;
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
@@ -77,13 +86,18 @@ export function publishedTexts(
   more: readonly string[] = [],
 ): Published {
   const flat = turns.map((t) => ({ id: t.messageId, text: flattenText(t.parts) }));
-  const cover = coverOf(flat, choices, more);
+  const words: Record<string, string[]> = {};
+  for (const { id, text } of flat) {
+    const redactions = choices[id]?.redactions;
+    if (redactions?.length) words[id] = coveredWords(text, redactions);
+  }
+  const cover = makeCover([...Object.values(words).flat(), ...more]);
   const texts = new Map<string, string>();
   for (const { id, text } of flat) {
     const choice = choices[id];
     if (!choice?.withheld) texts.set(id, cover.apply(text, choice?.redactions ?? []));
   }
-  return { cover, texts };
+  return { cover, texts, words };
 }
 
 /**

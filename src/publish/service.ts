@@ -6,8 +6,7 @@ import { allMessages, getConversation, getParticipants, markInterrupted } from '
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
-import { flattenText } from '../parts/index.ts';
-import { type Choices, coveredWords, type Preview } from '../redaction/index.ts';
+import type { Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
@@ -138,12 +137,8 @@ async function plan(
   }
   // Words the Player covered in turns that have since gone still cover, until the Player lets them go.
   const removed = input.forgetRemoved ? {} : removedWords(draft, known);
-  const words: Record<string, string[]> = { ...removed };
-  for (const t of turns) {
-    const redactions = choices[t.messageId]?.redactions;
-    if (redactions?.length) words[t.messageId] = coveredWords(flattenText(t.parts), redactions);
-  }
   const published = publishedTexts(turns, choices, Object.values(removed).flat());
+  const words = { ...removed, ...published.words };
   const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
@@ -279,9 +274,7 @@ function sortKeys(v: unknown): unknown {
   return v;
 }
 
-export type PreviewResult = Preview;
-
-function toPreview(p: Planned): PreviewResult {
+function toPreview(p: Planned): Preview {
   const writes = p.records.filter((r) => r.pending).map((r) => ({ action: r.pending! }));
   return {
     uri: `at://${p.did}/${SESSION}/${p.sessionRkey}`,

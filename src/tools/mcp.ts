@@ -55,7 +55,7 @@ export async function mcpTools(
 }
 
 /** Why a server failed, in our words: never the text it answered with, which could be anything. */
-export function reasonFor(e: unknown): string {
+function reasonFor(e: unknown): string {
   if (e instanceof TimeoutError) return 'did not answer in time';
   for (let c: unknown = e; c; c = (c as { cause?: unknown }).cause) {
     // Refused by the outbound policy, before or at connect: first, since these carry a status of their own.

@@ -2,12 +2,12 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
-import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { indexFailureSwitch } from '../support/faults.ts';
 import { freePort } from '../support/ports.ts';
 import { type ServerProcess, spawnServer } from '../support/process.ts';
+import { writeSession, writeTurns } from '../support/records.ts';
 
 let db: TestDatabase;
 let dataDir: string;
@@ -52,33 +52,13 @@ it('storage failing mid-stream, then the indexer’s process killed: after a res
 
   // A real failure at the database, switched on while the turns are written.
   const failures = await indexFailureSwitch(db.sql);
-  const sessionRkey = TID.nextStr();
-  const uri = `at://${did}/click.aligned.chat.session/${sessionRkey}`;
-  await agent.com.atproto.repo.createRecord({
-    repo: did,
-    collection: 'click.aligned.chat.session',
-    rkey: sessionRkey,
-    record: { $type: 'click.aligned.chat.session', title: 'Crash', createdAt: new Date().toISOString() },
-  });
+  const uri = await writeSession(agent, did, 'Crash');
   await until(
     async () => (await db.sql`select 1 from index_sessions where uri = ${uri}`).length > 0,
     'the session',
   );
   await failures.on();
-  for (let i = 0; i < 30; i++) {
-    await agent.com.atproto.repo.createRecord({
-      repo: did,
-      collection: 'click.aligned.chat.message',
-      rkey: TID.nextStr(),
-      record: {
-        $type: 'click.aligned.chat.message',
-        session: uri,
-        role: 'user',
-        createdAt: new Date().toISOString(),
-        text: `k${i}`,
-      },
-    });
-  }
+  await writeTurns(agent, did, uri, 30, 'k');
   // The fault fired (and was retried) before the process dies.
   await until(async () => (await failures.fired()) > 2, 'failures');
   await first.kill('SIGKILL');

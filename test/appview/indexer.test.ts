@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIndexer } from '../../src/appview/index.ts';
 import { indexFailureSwitch } from '../support/faults.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { writeSession, writeTurns } from '../support/records.ts';
 
 let local: LocalApp;
 let alice: { cookie: string; did: string; playerId: string };
@@ -208,31 +209,11 @@ describe('the indexer', () => {
   it('a storage failure mid-stream is retried, never skipped: the index ends equal to the repo', async () => {
     const db = sql();
     const failures = await indexFailureSwitch(db);
-    const sessionRkey = TID.nextStr();
-    const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
-    await bob.com.atproto.repo.createRecord({
-      repo: bobDid,
-      collection: 'click.aligned.chat.session',
-      rkey: sessionRkey,
-      record: { $type: 'click.aligned.chat.session', title: 'Failing', createdAt: new Date().toISOString() },
-    });
+    const uri = await writeSession(bob, bobDid, 'Failing');
     await until(() => indexed(uri), 'the session');
     await failures.on();
     try {
-      for (let i = 0; i < 30; i++) {
-        await bob.com.atproto.repo.createRecord({
-          repo: bobDid,
-          collection: 'click.aligned.chat.message',
-          rkey: TID.nextStr(),
-          record: {
-            $type: 'click.aligned.chat.message',
-            session: uri,
-            role: 'user',
-            createdAt: new Date().toISOString(),
-            text: `f${i}`,
-          },
-        });
-      }
+      await writeTurns(bob, bobDid, uri, 30, 'f');
       // The fault fired, more than once (retries), and nothing of it is in the index yet.
       await until(async () => (await failures.fired()) > 2, 'failures');
       expect(await db`select 1 from index_messages where session_uri = ${uri}`).toHaveLength(0);
@@ -262,30 +243,8 @@ describe('the indexer', () => {
   });
 
   it('stopped mid-stream and restarted, it resumes from its cursor: nothing lost, nothing doubled', async () => {
-    const sessionRkey = TID.nextStr();
-    const uri = `at://${bobDid}/click.aligned.chat.session/${sessionRkey}`;
-    await bob.com.atproto.repo.createRecord({
-      repo: bobDid,
-      collection: 'click.aligned.chat.session',
-      rkey: sessionRkey,
-      record: { $type: 'click.aligned.chat.session', title: 'Resume', createdAt: new Date().toISOString() },
-    });
-    const write = async (n: number) => {
-      for (let i = 0; i < n; i++) {
-        await bob.com.atproto.repo.createRecord({
-          repo: bobDid,
-          collection: 'click.aligned.chat.message',
-          rkey: TID.nextStr(),
-          record: {
-            $type: 'click.aligned.chat.message',
-            session: uri,
-            role: 'user',
-            createdAt: new Date().toISOString(),
-            text: `m${i}`,
-          },
-        });
-      }
-    };
+    const uri = await writeSession(bob, bobDid, 'Resume');
+    const write = (n: number) => writeTurns(bob, bobDid, uri, n, 'm');
     const writing = write(60);
     await until(
       async () => (await sql()`select 1 from index_messages where session_uri = ${uri}`).length >= 5,

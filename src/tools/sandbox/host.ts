@@ -29,7 +29,7 @@ export const DEFAULT_SANDBOX_LIMITS: SandboxLimits = {
   memoryMb: 256,
 };
 
-export class SandboxError extends Error {}
+class SandboxError extends Error {}
 
 const WORKER = fileURLToPath(new URL('./worker.ts', import.meta.url));
 const IDLE_MAX = 2;

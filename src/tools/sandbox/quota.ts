@@ -8,7 +8,7 @@ export class QuotaExceededError extends Error {
 }
 
 /** Files and folders one sandbox may hold, whatever their size. */
-export const MAX_ENTRIES = 10_000;
+const MAX_ENTRIES = 10_000;
 /** What an entry costs at least: the disk keeps a block for it, however small. */
 const BLOCK = 4096;
 
