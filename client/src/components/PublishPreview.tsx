@@ -52,8 +52,10 @@ export function PreviewView({ preview }: { preview: Preview }) {
         </ul>
       )}
       <p className="meta">
-        About {preview.points} of your PDS's write points. Each <mark className="bar">{REDACTION_BAR}</mark>{' '}
-        covers words that are never published.
+        {preview.points > 0
+          ? `About ${preview.points} of your PDS's write points. `
+          : 'Nothing left to write. '}
+        Each <mark className="bar">{REDACTION_BAR}</mark> covers words that are never published.
       </p>
       {s && (
         <div className="preview-session" data-testid="preview-session">
