@@ -4,25 +4,9 @@ import { currentPlayer } from '../auth/index.ts';
 import type { JsonValue, Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
-import { getNpc } from '../village/index.ts';
 import { listMemories } from './memory.ts';
 import { SkillInput } from './skills.ts';
-import { listGrants, setGrants } from './store.ts';
 
-const GrantsBody = z
-  .object({
-    grants: z
-      .array(
-        z.discriminatedUnion('kind', [
-          z.object({ kind: z.literal('sandbox') }),
-          z.object({ kind: z.literal('memory') }),
-          z.object({ kind: z.literal('skill'), skillId: z.uuid() }),
-          z.object({ kind: z.literal('mcp'), mcpServerId: z.uuid() }),
-        ]),
-      )
-      .max(50),
-  })
-  .strict();
 const MemoryBody = z.object({ text: z.string().trim().min(1).max(2000) }).strict();
 const McpBody = z
   .object({
@@ -32,38 +16,13 @@ const McpBody = z
   })
   .strict();
 
-/** Grants, Skills, Memory and MCP Servers: what the Player manages. Mounted behind requireSession. */
 const MAX_MCP_SERVERS = 20;
+
+/** Skills, Memory and MCP Servers: what the Player manages (grants are saved with the NPC). Behind requireSession. */
 
 export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   const { sql } = deps;
   const router = Router();
-  const ownNpc = async (playerId: string, id: string) => {
-    const npc = isUuid(id) ? await getNpc(sql, playerId, id) : undefined;
-    if (!npc) throw notFound('NPC');
-    return npc;
-  };
-
-  router.get('/npcs/:id/grants', async (req, res) => {
-    const npc = await ownNpc(currentPlayer(res).id, req.params.id);
-    res.json({ grants: await listGrants(sql, npc.id) });
-  });
-  router.put('/npcs/:id/grants', async (req, res) => {
-    const player = currentPlayer(res);
-    const body = parseBody(req, GrantsBody);
-    const npc = await ownNpc(player.id, req.params.id);
-    await setGrants(
-      sql,
-      player.id,
-      npc.id,
-      body.grants.map((g) => ({
-        kind: g.kind,
-        skillId: 'skillId' in g ? g.skillId : null,
-        mcpServerId: 'mcpServerId' in g ? g.mcpServerId : null,
-      })),
-    );
-    res.json({ grants: await listGrants(sql, npc.id) });
-  });
 
   router.get('/skills', async (_req, res) => {
     const player = currentPlayer(res);

@@ -1,14 +1,7 @@
 import type { Sql } from '../db/index.ts';
-import { AppError } from '../http/index.ts';
+import type { GrantKind } from '../village/index.ts';
 import type { McpServer } from './mcp.ts';
 import type { Skill } from './skills.ts';
-
-export type GrantKind = 'sandbox' | 'memory' | 'skill' | 'mcp';
-export interface Grant {
-  kind: GrantKind;
-  skillId: string | null;
-  mcpServerId: string | null;
-}
 
 export interface GrantedTools {
   sandbox: boolean;
@@ -59,27 +52,4 @@ export async function grantedTools(sql: Sql, npcId: string): Promise<GrantedTool
 export async function skillNames(sql: Sql, playerId: string): Promise<string[]> {
   const rows = await sql<{ name: string }[]>`select name from skills where player_id = ${playerId}`;
   return rows.map((r) => r.name);
-}
-
-export async function listGrants(sql: Sql, npcId: string): Promise<Grant[]> {
-  return sql<Grant[]>`select kind, skill_id as "skillId", mcp_server_id as "mcpServerId" from grants
-    where npc_id = ${npcId} order by created_at`;
-}
-
-/** Replaces an NPC's grants. Skills and servers must be the same Player's (checked by the join). */
-export async function setGrants(sql: Sql, playerId: string, npcId: string, grants: Grant[]): Promise<void> {
-  await sql.begin(async (tx) => {
-    await tx`delete from grants where npc_id = ${npcId}`;
-    for (const g of grants) {
-      const rows = await tx`
-        insert into grants (npc_id, kind, skill_id, mcp_server_id)
-        select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId}
-        where (${g.skillId}::uuid is null or exists (select 1 from skills where id = ${g.skillId} and player_id = ${playerId}))
-          and (${g.mcpServerId}::uuid is null or exists (select 1 from mcp_servers where id = ${g.mcpServerId} and player_id = ${playerId}))
-        on conflict do nothing returning id`;
-      if (rows.length === 0 && (g.skillId || g.mcpServerId)) {
-        throw new AppError(400, 'UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');
-      }
-    }
-  });
 }

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable, Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { GrantList, toGrant, writeGrants } from './grants.ts';
 
 export interface Npc {
   id: string;
@@ -26,6 +27,8 @@ export const NpcInput = z
     provider: z.string().trim().min(1).max(64).nullable().default(null),
     model: z.string().trim().min(1).max(200).nullable().default(null),
     thinking: z.boolean().default(false),
+    /** Saved with the NPC in one transaction; left out, the grants stay as they are. */
+    grants: GrantList.optional(),
   })
   .strict();
 export type NpcInput = z.infer<typeof NpcInput>;
@@ -67,6 +70,7 @@ export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max
         ${input.provider}, ${input.model}, ${input.thinking}
       where (select count(*) from npcs where player_id = ${playerId}) < ${max}
       returning ${columns(tx)}`;
+    if (created && input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
     return created;
   });
   if (!row) {
@@ -87,14 +91,18 @@ export async function updateNpc(
 ): Promise<Npc | undefined> {
   const current = await getNpc(sql, playerId, id);
   if (!current) return undefined;
-  const n = { ...current, ...patch };
-  const [row] = await sql<Npc[]>`
-    update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
-      prompt = ${n.prompt}, provider = ${n.provider}, model = ${n.model}, thinking = ${n.thinking},
-      updated_at = now()
-    where id = ${id} and player_id = ${playerId}
-    returning ${columns(sql)}`;
-  return row;
+  const { grants, ...fields } = patch;
+  const n = { ...current, ...fields };
+  return sql.begin(async (tx) => {
+    const [row] = await tx<Npc[]>`
+      update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
+        prompt = ${n.prompt}, provider = ${n.provider}, model = ${n.model}, thinking = ${n.thinking},
+        updated_at = now()
+      where id = ${id} and player_id = ${playerId}
+      returning ${columns(tx)}`;
+    if (row && grants) await writeGrants(tx, playerId, id, grants.map(toGrant));
+    return row;
+  });
 }
 
 export async function deleteNpc(sql: Sql, playerId: string, id: string): Promise<boolean> {

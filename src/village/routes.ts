@@ -1,10 +1,14 @@
 import { Router } from 'express';
+import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, forbidden, isUuid, notFound, parseBody } from '../http/index.ts';
+import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
 import type { ProviderRegistry } from './providers.ts';
 import { getVillageSettings, updateVillageSettings, VillageSettingsPatch } from './settings.ts';
+
+const GrantsBody = z.object({ grants: GrantList }).strict();
 
 export interface VillageDeps {
   sql: Sql;
@@ -75,6 +79,24 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const npc = await updateNpc(sql, player.id, req.params.id, patch);
     if (!npc) throw notFound('NPC');
     res.json({ npc });
+  });
+
+  const ownNpc = async (playerId: string, id: string) => {
+    const npc = isUuid(id) ? await getNpc(sql, playerId, id) : undefined;
+    if (!npc) throw notFound('NPC');
+    return npc;
+  };
+  router.get('/npcs/:id/grants', async (req, res) => {
+    const npc = await ownNpc(currentPlayer(res).id, req.params.id);
+    res.json({ grants: await listGrants(sql, npc.id) });
+  });
+  // Kept for API clients; the web app saves grants with the NPC (PATCH /npcs/:id with `grants`).
+  router.put('/npcs/:id/grants', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, GrantsBody);
+    const npc = await ownNpc(player.id, req.params.id);
+    await sql.begin((tx) => writeGrants(tx, player.id, npc.id, body.grants.map(toGrant)));
+    res.json({ grants: await listGrants(sql, npc.id) });
   });
 
   router.delete('/npcs/:id', async (req, res) => {

@@ -1,9 +1,37 @@
+import { existsSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 
-export const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SYSTEM_BROWSERS = [
+  '/usr/bin/chromium',
+  '/usr/bin/chromium-browser',
+  '/usr/bin/google-chrome',
+  '/usr/bin/google-chrome-stable',
+  '/Applications/Google Chrome.app/Contents/MacOS/Google Chrome',
+];
+
+let found: Promise<{ path: string; args: string[] }> | undefined;
+/**
+ * The browser the tests drive: CHROME_PATH (or CHROMIUM_PATH) when set, else a system Chrome/Chromium, else the
+ * headless Chromium that ships inside the @sparticuz/chromium package (unpacked to the temp folder once), so
+ * `npm test` needs no apt step and no download.
+ */
+export function findBrowser(): Promise<{ path: string; args: string[] }> {
+  found ??= (async () => {
+    const chosen = process.env.CHROME_PATH ?? process.env.CHROMIUM_PATH;
+    if (chosen) return { path: chosen, args: [] };
+    const system = SYSTEM_BROWSERS.find((p) => existsSync(p));
+    if (system) return { path: system, args: [] };
+    const packaged = (await import('@sparticuz/chromium')).default;
+    packaged.setGraphicsMode = false;
+    // Not the package's own flag list: it is made for AWS Lambda and turns off web security, which the
+    // Content-Security-Policy tests must see enforced.
+    return { path: await packaged.executablePath(), args: ['--no-zygote'] };
+  })();
+  return found;
+}
 
 export interface Browser {
   context: BrowserContext;
@@ -11,13 +39,15 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Debian's Chromium, headless, in a fresh profile (PLATFORM.md lists the flags this machine needs). */
+/** A headless Chromium in a fresh profile (PLATFORM.md lists the flags these machines need). */
 export async function openBrowser(): Promise<Browser> {
+  const browser = await findBrowser();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'av-chromium-'));
   const context = await chromium.launchPersistentContext(dir, {
-    executablePath: CHROMIUM,
+    executablePath: browser.path,
     headless: true,
     args: [
+      ...browser.args,
       '--headless',
       '--no-sandbox',
       '--disable-gpu',
@@ -40,6 +70,20 @@ export async function openBrowser(): Promise<Browser> {
 }
 
 export const OUTPUT_DIR = path.resolve(import.meta.dirname, '../output');
+
+/** Saves what the page shows at 1280 px and 390 px (`<name>-<width>.png` under test/output/), whole. */
+export async function shoot(page: Page, name: string): Promise<void> {
+  // The page scrolls inside the app's frame: let it grow so the whole page is in the picture.
+  const style = await page.addStyleTag({
+    content: '.shell { height: auto !important } .page { overflow: visible !important }',
+  });
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 900 });
+    await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: true });
+  }
+  await style.evaluate((s) => s.remove());
+  await page.setViewportSize({ width: 1280, height: 900 });
+}
 
 /**
  * Signs in through the local PDS's real OAuth pages: the app's demo button (or handle form), the password,

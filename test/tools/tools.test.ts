@@ -76,6 +76,52 @@ describe('grants', () => {
     const res = await grant(npcIds[0]!, [{ kind: 'skill', skillId: skill.skill.id }]);
     expect(res.status).toBe(400);
   });
+
+  it('grants are saved with the NPC in one transaction: at creation, on edit, or not at all', async () => {
+    const grantsOf = async (id: string) =>
+      (
+        (await (await app.api(`/api/npcs/${id}/grants`, { cookie })).json()) as { grants: { kind: string }[] }
+      ).grants
+        .map((g) => g.kind)
+        .sort();
+    const made = await app.api('/api/npcs', { cookie, body: { name: 'Gran', grants: [{ kind: 'memory' }] } });
+    expect(made.status).toBe(201);
+    const { npc } = (await made.json()) as { npc: { id: string } };
+    expect(await grantsOf(npc.id)).toEqual(['memory']);
+
+    // A PATCH without `grants` leaves them; with them, replaces them together with the fields.
+    await app.api(`/api/npcs/${npc.id}`, { method: 'PATCH', cookie, body: { jobTitle: 'Baker' } });
+    expect(await grantsOf(npc.id)).toEqual(['memory']);
+    const edited = await app.api(`/api/npcs/${npc.id}`, {
+      method: 'PATCH',
+      cookie,
+      body: { name: 'Granny', grants: [{ kind: 'sandbox' }] },
+    });
+    expect(edited.status).toBe(200);
+    expect(await grantsOf(npc.id)).toEqual(['sandbox']);
+
+    // A refused grant refuses the whole save: no NPC made, no field changed.
+    const before = ((await (await app.api('/api/npcs', { cookie })).json()) as { npcs: unknown[] }).npcs
+      .length;
+    const foreign = { kind: 'mcp', mcpServerId: crypto.randomUUID() };
+    const refused = await app.api('/api/npcs', { cookie, body: { name: 'Nope', grants: [foreign] } });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('UNKNOWN_GRANT');
+    expect(((await (await app.api('/api/npcs', { cookie })).json()) as { npcs: unknown[] }).npcs.length).toBe(
+      before,
+    );
+    const patch = await app.api(`/api/npcs/${npc.id}`, {
+      method: 'PATCH',
+      cookie,
+      body: { name: 'Changed', grants: [{ kind: 'memory' }, foreign] },
+    });
+    expect(patch.status).toBe(400);
+    const after = (await (await app.api(`/api/npcs/${npc.id}`, { cookie })).json()) as {
+      npc: { name: string };
+    };
+    expect(after.npc.name).toBe('Granny');
+    expect(await grantsOf(npc.id)).toEqual(['sandbox']);
+  });
 });
 
 describe('Memory', () => {

@@ -1,8 +1,7 @@
-import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { OUTPUT_DIR } from '../support/browser.ts';
+import { shoot } from '../support/browser.ts';
 import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
@@ -30,18 +29,6 @@ async function select(page: Page, messageId: string, word: string) {
     }
     throw new Error('no such words in the turn');
   })()`);
-}
-
-async function shoot(page: Page, name: string) {
-  // The page scrolls inside the app's frame: let it grow so the whole editor is in the picture.
-  await page.addStyleTag({
-    content: '.shell { height: auto !important } .page { overflow: visible !important }',
-  });
-  for (const width of [1280, 390]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: true });
-  }
-  await page.setViewportSize({ width: 1280, height: 900 });
 }
 
 it('a word redacted in one turn is shown covered in the title, another turn and a step summary, then published so', async () => {

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { shoot } from '../support/browser.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { startMcpServer } from '../support/mcpServer.ts';
 import { openSignedIn } from '../support/webapp.ts';
@@ -32,34 +33,44 @@ it('a Player grants Tools in the NPC editor and watches them used; a Party hands
   await page.locator('code', { hasText: mcp.url }).waitFor();
 
   await page.goto(`${app.url}/npcs`);
-  for (const name of ['Ada', 'Bo']) {
-    await page.getByLabel('Name').fill(name);
-    await page.getByRole('button', { name: 'Create NPC' }).click();
-    await page.locator('.npc-list li', { hasText: name }).waitFor();
-  }
-  await page.locator('.npc-list li', { hasText: 'Ada' }).getByRole('button', { name: 'Edit' }).click();
-  for (const label of [
-    'Sandbox (a shell of its own for this Conversation)',
-    'Memory (remember and recall)',
-    'Skill: maps',
-    'MCP: Calc',
-  ]) {
-    await page.getByLabel(label).check();
-  }
+  // Grants are part of the NPC form: chosen at creation, saved by the one Save.
+  await page.getByLabel('Name').fill('Ada');
+  await page.getByLabel('Sandbox (a shell of its own for this Conversation)').check();
+  await page.getByLabel('Memory (remember and recall)').check();
+  await page.getByRole('button', { name: 'Create NPC' }).click();
+  await page.locator('.npc-list li', { hasText: 'Ada' }).waitFor();
+  await page.getByLabel('Name').fill('Bo');
+  await expect
+    .poll(() => page.getByLabel('Sandbox (a shell of its own for this Conversation)').isChecked())
+    .toBe(false);
+  await page.getByRole('button', { name: 'Create NPC' }).click();
+  await page.locator('.npc-list li', { hasText: 'Bo' }).waitFor();
+
   const npcs = (await (await app.api('/api/npcs', { cookie: browser.cookie })).json()) as {
     npcs: { id: string; name: string }[];
   };
-  const ada = npcs.npcs.find((n) => n.name === 'Ada')!;
-  await expect
-    .poll(
-      async () =>
-        (
-          (await (await app.api(`/api/npcs/${ada.id}/grants`, { cookie: browser.cookie })).json()) as {
-            grants: unknown[];
-          }
-        ).grants.length,
-    )
-    .toBe(4);
+  const grantsOf = async (name: string) => {
+    const id = npcs.npcs.find((n) => n.name === name)!.id;
+    const body = (await (await app.api(`/api/npcs/${id}/grants`, { cookie: browser.cookie })).json()) as {
+      grants: { kind: string }[];
+    };
+    return body.grants.map((g) => g.kind).sort();
+  };
+  expect(await grantsOf('Ada')).toEqual(['memory', 'sandbox']);
+  expect(await grantsOf('Bo')).toEqual([]);
+
+  // Editing shows the saved grants; ticking boxes quickly changes nothing until Save.
+  await page.locator('.npc-list li', { hasText: 'Ada' }).getByRole('button', { name: 'Edit' }).click();
+  await expect.poll(() => page.getByLabel('Memory (remember and recall)').isChecked()).toBe(true);
+  await page.getByLabel('Skill: maps').check();
+  await page.getByLabel('MCP: Calc').check();
+  await page.getByLabel('Memory (remember and recall)').uncheck();
+  await page.getByLabel('Memory (remember and recall)').check();
+  expect(await grantsOf('Ada')).toEqual(['memory', 'sandbox']);
+  await shoot(page, 'npc-grants');
+  await page.getByRole('button', { name: 'Save' }).click();
+  await page.getByRole('heading', { name: 'New NPC' }).waitFor();
+  expect(await grantsOf('Ada')).toEqual(['mcp', 'memory', 'sandbox', 'skill']);
 
   // A Party of Ada and Bo; Ada runs a command, then hands over to Bo.
   await page.goto(`${app.url}/`);

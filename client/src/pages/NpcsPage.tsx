@@ -1,10 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useState } from 'react';
+import { type FormEvent, useRef, useState } from 'react';
 import { api, type Npc, type VillageView } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { GrantsEditor } from '../components/GrantsEditor.tsx';
+import { type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 
-type Draft = Omit<Npc, 'id'>;
+type Draft = Omit<Npc, 'id'> & { grants?: ReturnType<typeof grantOf>[] };
 const empty: Draft = {
   name: '',
   jobTitle: '',
@@ -21,6 +21,29 @@ export function NpcsPage() {
   const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>(empty);
+  // The NPC's grants as form state; undefined while an edited NPC's are loading (then Save leaves them as
+  // they are). One Save writes the fields and the grants together.
+  const [grants, setGrants] = useState<Set<string> | undefined>(new Set());
+  const editingRef = useRef<string | null>(null);
+  const [loadError, setLoadError] = useState<unknown>(null);
+  const reset = () => {
+    editingRef.current = null;
+    setEditing(null);
+    setDraft(empty);
+    setGrants(new Set());
+  };
+  const startEdit = (n: Npc) => {
+    const { id, ...rest } = n;
+    editingRef.current = id;
+    setEditing(id);
+    setDraft(rest);
+    setGrants(undefined);
+    setLoadError(null);
+    api<{ grants: GrantRow[] }>(`/api/npcs/${id}/grants`).then(
+      (r) => editingRef.current === id && setGrants(new Set(r.grants.map(grantKey))),
+      (e: unknown) => editingRef.current === id && setLoadError(e),
+    );
+  };
   const save = useMutation({
     mutationFn: (d: Draft) => {
       // Only the fields a Player edits: the server refuses any other key (the NPC as listed carries more).
@@ -32,13 +55,13 @@ export function NpcsPage() {
         provider: d.provider,
         model: d.model,
         thinking: d.thinking,
+        ...(grants ? { grants: [...grants].map(grantOf) } : {}),
       };
       return editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body }) : api('/api/npcs', { body });
     },
     onSuccess: () => {
       queryClient.invalidateQueries({ queryKey: ['npcs'] });
-      setEditing(null);
-      setDraft(empty);
+      reset();
     },
   });
   const remove = useMutation({
@@ -102,20 +125,20 @@ export function NpcsPage() {
           />
           Thinking (show reasoning)
         </label>
-        {editing && <GrantsEditor npcId={editing} />}
+        {grants ? (
+          <GrantsEditor value={grants} onChange={setGrants} />
+        ) : (
+          <p className="meta" aria-live="polite">
+            Loading this NPC’s Tools…
+          </p>
+        )}
+        <ErrorNote error={loadError} />
         <div className="row">
           <button type="submit" disabled={save.isPending}>
             {editing ? 'Save' : 'Create NPC'}
           </button>
           {editing && (
-            <button
-              type="button"
-              className="secondary"
-              onClick={() => {
-                setEditing(null);
-                setDraft(empty);
-              }}
-            >
+            <button type="button" className="secondary" onClick={reset}>
               Cancel
             </button>
           )}
@@ -135,15 +158,7 @@ export function NpcsPage() {
               </div>
             </div>
             <span className="actions">
-              <button
-                type="button"
-                className="link"
-                onClick={() => {
-                  setEditing(n.id);
-                  const { id: _id, ...rest } = n;
-                  setDraft(rest);
-                }}
-              >
+              <button type="button" className="link" onClick={() => startEdit(n)}>
                 Edit
               </button>
               <button

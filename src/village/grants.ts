@@ -1,0 +1,55 @@
+import { z } from 'zod';
+import type { Queryable } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+
+/** One capability an NPC may use. Grants belong to the NPC, so they are saved with it, in one transaction. */
+export const GrantInput = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('sandbox') }).strict(),
+  z.object({ kind: z.literal('memory') }).strict(),
+  z.object({ kind: z.literal('skill'), skillId: z.uuid() }).strict(),
+  z.object({ kind: z.literal('mcp'), mcpServerId: z.uuid() }).strict(),
+]);
+export type GrantInput = z.infer<typeof GrantInput>;
+export const GrantList = z.array(GrantInput).max(50);
+
+export type GrantKind = GrantInput['kind'];
+export interface Grant {
+  kind: GrantKind;
+  skillId: string | null;
+  mcpServerId: string | null;
+}
+
+export const toGrant = (g: GrantInput): Grant => ({
+  kind: g.kind,
+  skillId: 'skillId' in g ? g.skillId : null,
+  mcpServerId: 'mcpServerId' in g ? g.mcpServerId : null,
+});
+
+export async function listGrants(sql: Queryable, npcId: string): Promise<Grant[]> {
+  return sql<Grant[]>`select kind, skill_id as "skillId", mcp_server_id as "mcpServerId" from grants
+    where npc_id = ${npcId} order by created_at`;
+}
+
+/**
+ * Replaces an NPC's grants inside the caller's transaction. Skills and servers must be the same Player's
+ * (checked by the insert), so a refused grant rolls back everything saved with it.
+ */
+export async function writeGrants(
+  tx: Queryable,
+  playerId: string,
+  npcId: string,
+  grants: Grant[],
+): Promise<void> {
+  await tx`delete from grants where npc_id = ${npcId}`;
+  for (const g of grants) {
+    const rows = await tx`
+      insert into grants (npc_id, kind, skill_id, mcp_server_id)
+      select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId}
+      where (${g.skillId}::uuid is null or exists (select 1 from skills where id = ${g.skillId} and player_id = ${playerId}))
+        and (${g.mcpServerId}::uuid is null or exists (select 1 from mcp_servers where id = ${g.mcpServerId} and player_id = ${playerId}))
+      on conflict do nothing returning id`;
+    if (rows.length === 0 && (g.skillId || g.mcpServerId)) {
+      throw new AppError(400, 'UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');
+    }
+  }
+}
