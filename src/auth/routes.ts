@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, escapeHtml, parseBody } from '../http/index.ts';
 import { currentPlayer } from './requireSession.ts';
+import { restoreSession } from './restore.ts';
 import { createSession, endSessions, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
 
 const LoginBody = z
@@ -106,21 +107,25 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
 
   router.get('/me', async (_req, res) => {
     const player = currentPlayer(res);
-    try {
-      // Loads (and refreshes when due) the OAuth session: one revoked or expired elsewhere surfaces here.
-      // A web session is only ever made by a callback, and deleting an OAuth session deletes its web
-      // sessions (stores.ts), so a Player without one is a session made directly (tests, admin tools).
-      const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
-      if (held) await deps.oauth().restore(player.did, 'auto');
-    } catch (e) {
-      await endSessions(deps.sql, player.id);
-      res.clearCookie(SESSION_COOKIE, { path: '/' });
-      deps.log('oauth session ended', e);
-      throw new AppError(
-        401,
-        'SESSION_ENDED',
-        'Your sign-in with your PDS has ended (it was revoked or expired). Sign in again to continue.',
-      );
+    // Loads (and refreshes when due) the OAuth session: one revoked or expired elsewhere surfaces here.
+    // A web session is only ever made by a callback, and deleting an OAuth session deletes its web
+    // sessions (stores.ts), so a Player without one is a session made directly (tests, admin tools).
+    const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
+    if (held) {
+      await restoreSession(deps.oauth(), player.did, 'continue').catch(async (e: unknown) => {
+        deps.log('oauth session not restored', (e as Error).cause ?? e);
+        // Only an ended sign-in signs the Player out; an unreachable PDS keeps everything (502).
+        if (e instanceof AppError && e.code === 'SESSION_ENDED') {
+          await endSessions(deps.sql, player.id);
+          res.clearCookie(SESSION_COOKIE, { path: '/' });
+          throw new AppError(
+            401,
+            'SESSION_ENDED',
+            'Your sign-in with your PDS has ended (it was revoked or expired). Sign in again to continue.',
+          );
+        }
+        throw e;
+      });
     }
     res.json({ did: player.did, handle: player.handle });
   });

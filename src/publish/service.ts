@@ -2,6 +2,7 @@ import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { indexRecords, removeRecord } from '../appview/index.ts';
+import { restoreSession } from '../auth/index.ts';
 import { allMessages, getConversation, getParticipants, markInterrupted } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
@@ -63,16 +64,8 @@ interface Planned {
 }
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
-  try {
-    const agent = new Agent(await deps.oauth().restore(did));
-    return { repo: agentRepo(agent, did), agent };
-  } catch {
-    throw new AppError(
-      401,
-      'SESSION_ENDED',
-      'Your sign-in with your PDS has ended. Sign in again to publish.',
-    );
-  }
+  const agent = new Agent(await restoreSession(deps.oauth(), did, 'publish'));
+  return { repo: agentRepo(agent, did), agent };
 }
 
 async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[]> {

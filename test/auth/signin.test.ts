@@ -1,10 +1,11 @@
+import { spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import { createInterface } from 'node:readline';
 import { Agent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOAuthClient } from '../../src/auth/index.ts';
-import { connect } from '../../src/db/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { type Browser, OUTPUT_DIR, openBrowser, signInThroughPds } from '../support/browser.ts';
 import { freePort } from '../support/ports.ts';
@@ -162,50 +163,56 @@ describe('signing in with a demo account through the local PDS', () => {
   }, 60_000);
 });
 
-describe('two server instances on one database', () => {
+describe('two server processes on one database', () => {
   it('refresh the same OAuth session at once: one refresh reaches the PDS, both keep working', async () => {
     const bob = account('bob.test');
     await signInThroughPds(browser.page, app.url, bob.handle, bob.password);
     await browser.page.waitForURL(`${app.url}/`);
+    // Nothing else may refresh it meanwhile (the open app asks /api/me, which refreshes when due).
+    await browser.page.goto('about:blank');
     // Make the stored access token due for a refresh.
     await app.db
       .sql`update oauth_sessions set value = jsonb_set(value, '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"')
       where did = ${bob.did}`;
-    let refreshes = 0;
-    // A refresh is a token request the PDS grants (a first try refused for a DPoP nonce is not one).
-    const counting: typeof fetch = async (input, init) => {
-      const req = new Request(input, init);
-      const res = await fetch(req);
-      if (req.method === 'POST' && new URL(req.url).pathname === '/oauth/token' && res.ok) refreshes++;
-      return res;
-    };
-    const instances = [connect(app.db.url), connect(app.db.url)];
-    try {
-      const clients = await Promise.all(
-        instances.map((sql) =>
-          createOAuthClient(sql, {
-            baseUrl: app.url,
-            privateKeys: [],
-            handleResolver: app.running.localnet!.pdsUrl,
-            plcUrl: app.running.localnet!.plcUrl,
-            allowHttp: true,
-            fetch: counting,
-          }),
-        ),
-      );
-      const sessions = await Promise.all(clients.map((c) => c.restore(bob.did, 'auto')));
-      expect(refreshes).toBe(1);
-      const tokens = await Promise.all(sessions.map((s) => s.getTokenInfo(false)));
-      expect(tokens[0]!.expiresAt?.getTime()).toBe(tokens[1]!.expiresAt?.getTime());
-      expect(tokens[0]!.expiresAt!.getTime()).toBeGreaterThan(Date.now());
-      for (const session of sessions) {
-        const agent = new Agent(session);
-        const res = await agent.com.atproto.repo.describeRepo({ repo: bob.did });
-        expect(res.data.handle).toBe('bob.test');
-      }
-    } finally {
-      await Promise.all(instances.map((sql) => sql.end()));
-    }
+    // Each its own OS process: the OAuth library's in-process lock cannot serialise them, only PostgreSQL can.
+    const children = [0, 1].map(() =>
+      spawn(
+        process.execPath,
+        ['--import', 'tsx', path.join(import.meta.dirname, '../support/oauthRefresher.ts')],
+        {
+          env: {
+            PATH: process.env.PATH ?? '',
+            DATABASE_URL: app.db.url,
+            BASE_URL: app.url,
+            PDS_URL: app.running.localnet!.pdsUrl,
+            PLC_URL: app.running.localnet!.plcUrl,
+            DID: bob.did,
+          },
+          stdio: ['pipe', 'pipe', 'inherit'],
+        },
+      ),
+    );
+    const lines = children.map((child) => {
+      const read = createInterface({ input: child.stdout! });
+      return read[Symbol.asyncIterator]();
+    });
+    for (const line of lines) expect((await line.next()).value).toBe('ready');
+    for (const child of children) child.stdin!.write('go\n');
+    const seen = (await Promise.all(
+      lines.map(async (l) => JSON.parse((await l.next()).value as string)),
+    )) as {
+      refreshes: number;
+      expiresAt?: string;
+      handle?: string;
+      error?: string;
+    }[];
+    expect(seen.map((s) => s.error)).toEqual([undefined, undefined]);
+    expect(seen[0]!.refreshes + seen[1]!.refreshes).toBe(1);
+    expect(seen[0]!.expiresAt).toBe(seen[1]!.expiresAt);
+    expect(new Date(seen[0]!.expiresAt!).getTime()).toBeGreaterThan(Date.now());
+    expect(seen.map((s) => s.handle)).toEqual(['bob.test', 'bob.test']);
+    // And the session is still there for the web app.
+    expect(await count('oauth_sessions')).toBeGreaterThan(0);
   }, 60_000);
 });
 
@@ -242,6 +249,42 @@ describe('an OAuth session revoked elsewhere', () => {
     expect(body.error.code).toBe('SESSION_ENDED');
     expect(body.error.message).toMatch(/revoked or expired/);
     expect((await me(cookie)).status).toBe(401);
+  }, 60_000);
+});
+
+describe('a PDS that cannot be reached for a moment', () => {
+  it('answers 502 PDS_UNREACHABLE and keeps the sign-in; once the PDS answers again, all works', async () => {
+    const alice = account('alice.test');
+    await signInThroughPds(browser.page, app.url, alice.handle, alice.password);
+    await browser.page.waitForURL(`${app.url}/`);
+    const token = (await browser.context.cookies(app.url)).find((c) => c.name === 'av_session')!.value;
+    const cookie = `av_session=${token}`;
+    const { conversationId } = await setupConversation(app, cookie);
+    const [row] = await app.db.sql`select value from oauth_sessions where did = ${alice.did}`;
+    // Due for a refresh, at an authorization server that does not answer (a closed port).
+    const gone = `http://127.0.0.1:${await freePort()}`;
+    await app.db.sql`update oauth_sessions set value = jsonb_set(jsonb_set(value,
+        '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"'), '{tokenSet,iss}', ${app.db.sql.json(gone)})
+      where did = ${alice.did}`;
+    const [sessions, oauthSessions] = [await count('sessions'), await count('oauth_sessions')];
+
+    const blip = await me(cookie);
+    expect(blip.status).toBe(502);
+    expect(((await blip.json()) as { error: { code: string } }).error.code).toBe('PDS_UNREACHABLE');
+    const publish = await app.api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      cookie,
+      body: { choices: {} },
+    });
+    expect(publish.status).toBe(502);
+    expect(((await publish.json()) as { error: { code: string } }).error.code).toBe('PDS_UNREACHABLE');
+    expect([await count('sessions'), await count('oauth_sessions')]).toEqual([sessions, oauthSessions]);
+    expect(blip.headers.get('set-cookie')).toBeNull();
+
+    // The PDS is back: the same cookie works, no new sign-in.
+    await app.db
+      .sql`update oauth_sessions set value = ${app.db.sql.json(row!.value)} where did = ${alice.did}`;
+    expect((await me(cookie)).status).toBe(200);
   }, 60_000);
 });
 

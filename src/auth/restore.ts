@@ -1,0 +1,45 @@
+import { isExpectedSessionError, type NodeOAuthClient, type OAuthSession } from '@atproto/oauth-client-node';
+import { AppError } from '../http/index.ts';
+
+/**
+ * Loads (and refreshes when due) a Player's OAuth session, telling apart a sign-in that has ended from a PDS
+ * that could not be reached. Only the OAuth client's token errors (refresh refused, revoked, invalid, or no
+ * session stored) end a sign-in; a timeout or a 5xx on the way keeps everything and answers 502, so a network
+ * blip never signs anyone out.
+ */
+export async function restoreSession(
+  oauth: NodeOAuthClient,
+  did: string,
+  action: string,
+): Promise<OAuthSession> {
+  try {
+    return await oauth.restore(did, 'auto');
+  } catch (e) {
+    if (isSessionEnded(e)) {
+      throw withCause(
+        new AppError(
+          401,
+          'SESSION_ENDED',
+          `Your sign-in with your PDS has ended. Sign in again to ${action}.`,
+        ),
+        e,
+      );
+    }
+    throw withCause(
+      new AppError(
+        502,
+        'PDS_UNREACHABLE',
+        `We could not reach your PDS to ${action}. Your sign-in is kept; try again in a moment.`,
+      ),
+      e,
+    );
+  }
+}
+
+export function isSessionEnded(e: unknown): boolean {
+  // The library's own classification, plus its "nothing stored" answer (a session deleted elsewhere).
+  return isExpectedSessionError(e) || (e instanceof Error && /session.*(not found|deleted)/i.test(e.message));
+}
+
+/** Kept for the log only: the client sees the message, never the cause. */
+const withCause = (error: AppError, cause: unknown) => Object.assign(error, { cause });
