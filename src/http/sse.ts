@@ -1,21 +1,21 @@
 import type { Response } from 'express';
 
 /**
- * Writes Server-Sent Events. Frames queued within one short window are sent in one socket write, so a
- * Provider streaming thousands of tiny deltas does not cost a syscall each (DESIGN: coalesce, don't pay I/O
- * per token). An optional `merge` joins a frame into the one queued before it (adjacent text deltas), so
- * they are serialised once too.
+ * Writes Server-Sent Events, coalescing only under pressure (DESIGN: don't pay I/O per token, and don't make
+ * the reader wait either). A frame sent while the stream is idle goes out at the end of the current event-loop
+ * turn, so the deltas parsed from one Provider chunk share a write and a lone delta waits for no timer. While
+ * the socket is backed up (a write returned false), frames queue and go out together on 'drain'. An optional
+ * `merge` joins a frame into the one queued before it (adjacent text deltas), so they are serialised once too.
  */
 export class SseWriter<F> {
   private queue: F[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  private scheduled = false;
+  private draining = false;
   private closed = false;
 
   constructor(
     private readonly res: Response,
     private readonly merge: (prev: F, next: F) => F | undefined = () => undefined,
-    private readonly windowMs = 16,
-    private readonly maxFrames = 512,
   ) {}
 
   open(): void {
@@ -35,24 +35,38 @@ export class SseWriter<F> {
     const merged = last === undefined ? undefined : this.merge(last, frame);
     if (merged !== undefined) this.queue[this.queue.length - 1] = merged;
     else this.queue.push(frame);
-    if (this.queue.length >= this.maxFrames) this.flush();
-    else this.timer ??= setTimeout(() => this.flush(), this.windowMs);
+    if (this.scheduled || this.draining) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      this.flush();
+    });
   }
 
+  /** Writes what is queued, unless the socket is still draining (then 'drain' writes it). */
   flush(): void {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    if (this.queue.length && !this.closed && !this.res.writableEnded) {
-      let out = '';
-      for (const frame of this.queue) out += `data: ${JSON.stringify(frame)}\n\n`;
-      this.res.write(out);
+    if (this.draining || !this.queue.length || this.closed || this.res.writableEnded) return;
+    const out = this.serialise();
+    if (!this.res.write(out)) {
+      this.draining = true;
+      this.res.once('drain', () => {
+        this.draining = false;
+        this.flush();
+      });
     }
-    this.queue = [];
   }
 
   end(): void {
-    this.flush();
+    if (this.closed) return;
     this.closed = true;
-    if (!this.res.writableEnded) this.res.end();
+    // Whatever is queued goes with the end, drained or not: Node buffers it, and nothing may be dropped.
+    if (!this.res.writableEnded) this.res.end(this.queue.length ? this.serialise() : undefined);
+  }
+
+  private serialise(): string {
+    let out = '';
+    for (const frame of this.queue) out += `data: ${JSON.stringify(frame)}\n\n`;
+    this.queue = [];
+    return out;
   }
 }

@@ -12,8 +12,16 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-const say = async (conversationId: string, text: string) =>
-  collectFrames(await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } }));
+// Each Message must be taken: a refused one (a 409 while the last turn's claim was still held — the cause of
+// this file's old flake, fixed by releasing the claim before the last frame) must fail here, not later as a
+// missing summary.
+const say = async (conversationId: string, text: string) => {
+  const res = await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } });
+  expect(res.status, await res.clone().text()).toBe(200);
+  const frames = await collectFrames(res);
+  expect(frames.at(-1)?.type).toBe('finish');
+  return frames;
+};
 const streamed = () => app.fake.requests.filter((r) => r.body.stream);
 const summaries = () => app.fake.requests.filter((r) => !r.body.stream);
 const promptOf = (r: { body: { messages: { role: string; content: unknown }[] } }) =>
