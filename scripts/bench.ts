@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { appviewFigures } from './bench/appview.ts';
+import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
 import { sandboxFigures } from './bench/sandbox.ts';
 import { turnFigures } from './bench/turn.ts';
@@ -36,6 +37,7 @@ if (!adminUrl) {
 
 try {
   for await (const figure of turnFigures(adminUrl)) print(figure);
+  for await (const figure of latencyFigures(adminUrl)) print(figure);
   for await (const figure of webFigures(adminUrl)) print(figure);
   for await (const figure of publishFigures(adminUrl)) print(figure);
   for await (const figure of appviewFigures(adminUrl)) print(figure);

@@ -51,7 +51,7 @@ async function turn(app: TestApp, cookie: string, conversationId: string): Promi
 }
 
 /** A bare streamText -> SSE pipe over the same fake Provider: the floor a turn's overhead is measured against. */
-async function startBarePipe(baseURL: string) {
+export async function startBarePipe(baseURL: string) {
   const model = createOpenAICompatible({ name: 'fake', baseURL, includeUsage: true })('fake-model');
   const server = http.createServer(async (_req, res) => {
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
@@ -64,11 +64,16 @@ async function startBarePipe(baseURL: string) {
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
   return {
+    url,
     async request() {
       const res = await fetch(url, { method: 'POST' });
       await res.text();
     },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
   };
 }
 
@@ -115,9 +120,11 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
       deltas: DELTAS,
     };
 
-    // history_growth
+    // history_growth: the steady state of a long Conversation, where every turn's window drops the oldest
+    // turns and folds them into the rolling summary first (a blocking summary call), against a short one.
     const small = await seeded(app, cookie, 10);
     const big = await seeded(app, cookie, 10_000);
+    const summariesBefore = app.fake.requests.filter((r) => !r.body.stream).length;
     const growth = await sideBySide(
       15,
       3,
@@ -132,6 +139,9 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
         await small.reset();
       },
     );
+    const summaryCalls = app.fake.requests.filter((r) => !r.body.stream).length - summariesBefore;
+    if (summaryCalls < 18)
+      throw new Error(`history_growth: only ${summaryCalls} summary calls in 18 long turns`);
     yield {
       figure: 'history_growth',
       value: round(growth.a / growth.b),
@@ -139,6 +149,7 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
       target: '<= 1.2',
       turn_10000_ms: round(growth.a, 1),
       turn_10_ms: round(growth.b, 1),
+      summary_calls: summaryCalls,
     };
 
     // writes_per_reply
@@ -151,7 +162,7 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     const counted = statements;
     statements = undefined;
     const checkpoints = counted.filter(
-      (q) => /^update messages set parts/.test(q.trim()) && /status = 'streaming'/.test(q),
+      (q) => /^update messages m set parts/.test(q.trim()) && /status = 'streaming'/.test(q),
     ).length;
     yield {
       figure: 'writes_per_reply',
@@ -169,8 +180,9 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
 }
 
 /**
- * A Conversation with `n` prior Messages of about 1,000 characters, its rolling summary caught up so the
- * tail within the 60,000-token budget is what a turn reads: the steady state of a long Conversation.
+ * A Conversation with `n` prior Messages of about 1,000 characters. A long one has its rolling summary caught
+ * up to just past where the 60,000-token window starts, so the next turn's window drops the oldest turns and
+ * summarises them: the path every turn of a long Conversation takes. `reset` puts it back after each turn.
  */
 async function seeded(app: TestApp, cookie: string, n: number) {
   const id = await newConversation(app, cookie);
@@ -185,15 +197,17 @@ async function seeded(app: TestApp, cookie: string, n: number) {
     (await sql`select max(seq)::text as max from messages where conversation_id = ${id}`) as unknown as [
       { max: string },
     ];
-  // Keep the last 200 Messages (about 50,000 tokens) in the window; the rest is summarised.
-  if (n > 200) {
-    await sql`update conversations set summary = 'Earlier: many things were said.',
-      summary_through = ${(BigInt(max) - 200n).toString()} where id = ${id}`;
-  }
+  // About 253 tokens a Message: the last 240 (about 60,700 tokens) overflow the 60,000 budget by a few.
+  const through = n > 240 ? (BigInt(max) - 240n).toString() : '0';
+  const summary = n > 240 ? 'Earlier: many things were said.' : '';
+  const restore = () =>
+    sql`update conversations set summary = ${summary}, summary_through = ${through} where id = ${id}`;
+  await restore();
   return {
     id,
     reset: async () => {
       await sql`delete from messages where conversation_id = ${id} and seq > ${max}`;
+      await restore();
     },
   };
 }

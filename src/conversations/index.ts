@@ -6,7 +6,7 @@ export {
   beginPlayerTurn,
   beginRegenerate,
   type Conversation,
-  checkpointMessage,
+  checkpointMessages,
   finishMessage,
   getConversation,
   getParticipants,

@@ -174,10 +174,20 @@ async function checkSpending(
   conversationId: string,
   limits: SpendingLimits,
 ) {
-  await tx`select pg_advisory_xact_lock(${SPENDING_LOCK}, hashtext(${playerId}))`;
-  const [u] = await tx<
-    { recent: number; wait: number; streams: number; mine: number; village: number; untilMidnight: number }[]
-  >`
+  // Pipelined (one round trip): the server runs the lock to completion before the read starts, so the read's
+  // snapshot sees every turn admitted before it.
+  const [, [u]] = await Promise.all([
+    tx`select pg_advisory_xact_lock(${SPENDING_LOCK}, hashtext(${playerId}))`,
+    tx<
+      {
+        recent: number;
+        wait: number;
+        streams: number;
+        mine: number;
+        village: number;
+        untilMidnight: number;
+      }[]
+    >`
     with today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
     turns as (select at from turn_log where player_id = ${playerId} and at > now() - interval '1 minute')
     select
@@ -189,7 +199,8 @@ async function checkSpending(
         where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
       (select coalesce(sum(tokens), 0)::float8 from daily_spend
         where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
-      (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"`;
+      (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"`,
+  ]);
   if (u!.streams >= limits.concurrentStreams) {
     throw new AppError(
       429,
@@ -226,10 +237,25 @@ async function checkSpending(
       u!.untilMidnight,
     );
   }
-  // Admitted: counted for the next minute (rows older than an hour are no use to anyone).
-  await tx`with gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour')
-    insert into turn_log (player_id) values (${playerId})`;
 }
+
+/** Admitted: the turn is counted for the next minute (rows older than an hour are no use to anyone). */
+const logTurn = (q: Queryable, playerId: string) => q`
+  gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour'),
+  logged as (insert into turn_log (player_id) select ${playerId} from claimed)`;
+
+/** The first reply's row, written with the claim: its id is in the start frame, with no further round trip. */
+export interface FirstReply {
+  npc: Pick<Npc, 'id' | 'name'>;
+  provider: string;
+  model: string;
+}
+const insertReply = (q: Queryable, r: FirstReply, instanceId: number) => q`
+  insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
+  select (select id from claimed), 'npc', ${r.npc.id}, ${r.npc.name}, '[]', '', 'streaming', ${r.provider}, ${r.model},
+    ${instanceId}
+  where exists (select 1 from claimed)
+  returning id`;
 
 /**
  * Checks what the Player may spend, claims the Conversation for one turn and writes the Player's Message, in
@@ -243,29 +269,41 @@ export async function beginPlayerTurn(
     instanceId: number;
     text: string;
     limits: SpendingLimits;
+    reply: FirstReply;
   },
-): Promise<Message> {
+): Promise<{ playerMessage: Message; replyId: string }> {
   return sql.begin(async (tx) => {
     await checkSpending(tx, args.playerId, args.conversationId, args.limits);
     const parts = tx.json([{ type: 'text', text: args.text }]);
-    const [row] = await tx<MessageRow[]>`
-      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))})
-      insert into messages (conversation_id, role, parts, text)
-      select id, 'player', ${parts}, ${args.text} from claimed
-      returning ${messageColumns(tx)}`;
+    // One statement: the claim, the turn counted, the Player's Message, and the reply's row after it.
+    const [row] = await tx<(MessageRow & { reply_id: string })[]>`
+      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))}),
+      ${logTurn(tx, args.playerId)},
+      player as (
+        insert into messages (conversation_id, role, parts, text)
+        select id, 'player', ${parts}, ${args.text} from claimed
+        returning ${messageColumns(tx)}),
+      reply as (${insertReply(tx, args.reply, args.instanceId)})
+      select player.*, (select id from reply) as reply_id from player`;
     if (!row) throw turnInProgress();
-    return toMessage(row);
+    return { playerMessage: toMessage(row), replyId: row.reply_id };
   });
 }
 
 /**
  * Claims the Conversation to answer its last Player Message again: deletes the NPC Messages after it.
- * Returns the Player Message, which is not written again.
+ * Returns the Player Message, which is not written again, and the new reply's row.
  */
 export async function beginRegenerate(
   sql: Sql,
-  args: { conversationId: string; playerId: string; instanceId: number; limits: SpendingLimits },
-): Promise<Message> {
+  args: {
+    conversationId: string;
+    playerId: string;
+    instanceId: number;
+    limits: SpendingLimits;
+    reply: FirstReply;
+  },
+): Promise<{ playerMessage: Message; replyId: string }> {
   return sql.begin(async (tx) => {
     await checkSpending(tx, args.playerId, args.conversationId, args.limits);
     const [last] = await tx<MessageRow[]>`
@@ -273,9 +311,14 @@ export async function beginRegenerate(
       where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`;
     if (!last)
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
-    await claim(tx, args.conversationId, args.playerId, args.instanceId, null);
-    await tx`delete from messages where conversation_id = ${args.conversationId} and seq > ${last.seq}`;
-    return toMessage(last);
+    const [row] = await tx<{ reply_id: string }[]>`
+      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
+      ${logTurn(tx, args.playerId)},
+      dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
+      reply as (${insertReply(tx, args.reply, args.instanceId)})
+      select id as reply_id from reply`;
+    if (!row) throw turnInProgress();
+    return { playerMessage: toMessage(last), replyId: row.reply_id };
   });
 }
 
@@ -295,17 +338,6 @@ const claimSql = (
   where id = ${conversationId} and player_id = ${playerId}
     and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
   returning id`;
-
-async function claim(
-  q: Queryable,
-  conversationId: string,
-  playerId: string,
-  instanceId: number,
-  title: string | null,
-) {
-  const rows = await claimSql(q, conversationId, playerId, instanceId, title);
-  if (rows.length === 0) throw turnInProgress();
-}
 
 export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number): Promise<void> {
   await sql`update conversations set turn_owner = null where id = ${conversationId} and turn_owner = ${instanceId}`;
@@ -330,10 +362,15 @@ export async function insertNpcMessage(
   return toMessage(row!);
 }
 
-/** A checkpoint of a reply still streaming: what has arrived so far. */
-export async function checkpointMessage(sql: Sql, id: string, parts: Part[], text: string): Promise<void> {
-  await sql`update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, updated_at = now()
-    where id = ${id} and status = 'streaming'`;
+/** Checkpoints of replies still streaming, in one statement: what has arrived so far of each. */
+export async function checkpointMessages(
+  sql: Sql,
+  rows: { id: string; parts: Part[]; text: string }[],
+): Promise<void> {
+  if (!rows.length) return;
+  await sql`update messages m set parts = v.parts, text = v.text, updated_at = now()
+    from jsonb_to_recordset(${sql.json(rows as unknown as JsonValue)}) as v(id uuid, parts jsonb, text text)
+    where m.id = v.id and m.status = 'streaming'`;
 }
 
 export async function finishMessage(

@@ -1,37 +1,39 @@
 /**
- * Writes a streaming reply to its row at most once per interval, and only when something changed, so a
- * 2,000-delta reply costs a handful of writes and a killed process loses at most one interval.
- * Writes never overlap; `stop()` waits for the one in flight.
+ * Writes every streaming reply of this process to its row at most once per interval, all of them in one
+ * statement per tick, and only those that changed: a 2,000-delta reply costs a handful of writes, 200 replies
+ * at once cost one statement a tick instead of 200 (which queued behind each other and ran late), and a
+ * killed process loses at most about one interval. Writes never overlap.
  */
-export class Checkpointer<T> {
-  private latest: T | undefined;
-  private dirty = false;
+export class CheckpointBatch<T> {
+  private dirty = new Map<string, T>();
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly intervalMs: number,
-    private readonly write: (value: T) => Promise<void>,
+    private readonly write: (rows: { id: string; value: T }[]) => Promise<void>,
     private readonly onError: (error: unknown) => void,
   ) {}
 
-  update(value: T): void {
-    this.latest = value;
-    this.dirty = true;
+  update(id: string, value: T): void {
+    this.dirty.set(id, value);
     this.timer ??= setTimeout(() => this.tick(), this.intervalMs);
   }
 
   private tick(): void {
     this.timer = undefined;
-    if (!this.dirty || this.latest === undefined) return;
-    const value = this.latest;
-    this.dirty = false;
-    this.inFlight = this.inFlight.then(() => this.write(value)).catch(this.onError);
+    if (!this.dirty.size) return;
+    const rows = [...this.dirty].map(([id, value]) => ({ id, value }));
+    this.dirty.clear();
+    this.inFlight = this.inFlight.then(() => this.write(rows)).catch(this.onError);
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
+  /**
+   * The reply `id` is ending: its pending value is dropped (the final write supersedes it) and the write in
+   * flight, which may hold an older one, is awaited, so no checkpoint lands after the final write.
+   */
+  async settle(id: string): Promise<void> {
+    this.dirty.delete(id);
     await this.inFlight;
   }
 }

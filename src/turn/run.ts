@@ -2,7 +2,6 @@ import { hasToolCall, isStepCount, type LanguageModel, streamText } from 'ai';
 import type { ProviderKind } from '../config.ts';
 import {
   type Conversation,
-  checkpointMessage,
   finishMessage,
   getConversation,
   insertNpcMessage,
@@ -15,14 +14,15 @@ import type { Outbound } from '../outbound/index.ts';
 import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts';
 import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
-import { Checkpointer } from './checkpoint.ts';
+import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
 
 export interface TurnDeps {
   sql: Sql;
   instanceId: number;
-  checkpointMs: number;
+  /** Shared by every reply of this process (turnRoutes makes it). */
+  checkpoints: CheckpointBatch<Part[]>;
   chunkTimeoutMs: number;
   dataDir: string;
   toolOutbound: Outbound;
@@ -44,6 +44,8 @@ export interface TurnPlan {
   participants: Npc[];
   speaker: Speaker;
   playerMessage: Message;
+  /** The first reply's row, written with the claim (see beginPlayerTurn). */
+  replyId: string;
   settings: VillageSettings;
   playerId: string;
   /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
@@ -68,7 +70,9 @@ export async function* runTurn(deps: TurnDeps, plan: TurnPlan, signal: AbortSign
   let conversation = plan.conversation;
   let handoff: Handoff | undefined;
   for (let hops = 0; ; hops++) {
-    const end = yield* runReply(deps, { ...plan, conversation, speaker }, handoff, signal);
+    // The first reply's row was written with the claim; each hand-over writes its own.
+    const replyId = hops === 0 ? plan.replyId : undefined;
+    const end = yield* runReply(deps, { ...plan, conversation, speaker }, replyId, handoff, signal);
     if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
     if (hops >= plan.settings.hopLimit) {
       yield {
@@ -101,6 +105,7 @@ export async function* runTurn(deps: TurnDeps, plan: TurnPlan, signal: AbortSign
 async function* runReply(
   deps: TurnDeps,
   plan: TurnPlan,
+  replyId: string | undefined,
   handoff: Handoff | undefined,
   signal: AbortSignal,
 ): AsyncGenerator<Frame, ReplyEnd> {
@@ -124,13 +129,15 @@ async function* runReply(
     question: handoff?.message ?? plan.playerMessage.text,
   });
   toolsReady.catch(() => {});
-  const message = await insertNpcMessage(sql, {
-    conversationId: conversation.id,
-    npc: speaker.npc,
-    provider: speaker.resolved.provider,
-    model: speaker.resolved.model,
-    instanceId: deps.instanceId,
-  });
+  const message = replyId
+    ? { id: replyId }
+    : await insertNpcMessage(sql, {
+        conversationId: conversation.id,
+        npc: speaker.npc,
+        provider: speaker.resolved.provider,
+        model: speaker.resolved.model,
+        instanceId: deps.instanceId,
+      });
   yield {
     type: 'start',
     messageId: message.id,
@@ -145,11 +152,6 @@ async function* runReply(
   let error: string | null = null;
   let usage: Usage | null = null;
   let stepUsage: Usage | null = null;
-  const checkpointer = new Checkpointer<Part[]>(
-    deps.checkpointMs,
-    (p) => checkpointMessage(sql, message.id, p, flattenText(p)),
-    (e) => deps.log('checkpoint failed', e),
-  );
   let closeTools = async () => {};
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
@@ -187,7 +189,7 @@ async function* runReply(
       const fragment = toFragment(chunk, tools.descriptions);
       if (fragment) {
         parts = foldPart(parts, fragment);
-        checkpointer.update(parts);
+        deps.checkpoints.update(message.id, parts);
         yield { type: 'part', messageId: message.id, part: fragment };
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
       else if (chunk.type === 'finish') usage = toUsage(chunk.totalUsage);
@@ -217,7 +219,7 @@ async function* runReply(
     }
   } finally {
     await closeTools();
-    await checkpointer.stop();
+    await deps.checkpoints.settle(message.id);
     usage ??= stepUsage;
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage);
     // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate then,

@@ -42,6 +42,8 @@ export async function startTestApp(
     resolve?: Resolve;
     /** Leave the Village defaults to the server (the demo Model when no key is configured). */
     serverDefaults?: boolean;
+    /** The server's log (quiet unless given). */
+    log?: (message: string, error?: unknown) => void;
   } = {},
 ): Promise<TestApp> {
   // db.ts reads vitest's provided context; benchmarks pass their own server instead.
@@ -74,7 +76,7 @@ export async function startTestApp(
   if (!options.serverDefaults) {
     await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
   }
-  const running = await start(config, () => {}, {
+  const running = await start(config, options.log ?? (() => {}), {
     onQuery: options.onQuery,
     oauthFetch: options.oauthFetch,
     resolve: options.resolve,

@@ -54,7 +54,7 @@ export async function sendAndStop(
   cookie: string,
   conversationId: string,
   text: string,
-  stopWhen: (frames: Frame[]) => boolean,
+  stopWhen: (frames: Frame[]) => boolean | Promise<boolean>,
 ): Promise<Frame[]> {
   const controller = new AbortController();
   const res = await fetch(`${app.url}/api/conversations/${conversationId}/messages`, {
@@ -68,7 +68,7 @@ export async function sendAndStop(
   try {
     for await (const frame of readFrames(res)) {
       frames.push(frame);
-      if (stopWhen(frames)) {
+      if (await stopWhen(frames)) {
         controller.abort();
         break;
       }

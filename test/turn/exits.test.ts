@@ -23,13 +23,23 @@ describe('the Player stops the reply', () => {
   it('before the first token: the reply is kept, empty, as stopped', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     let providerSawClose = false;
+    let arrived!: () => void;
+    const providerHasIt = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
     app.fake.enqueue(async (r) => {
       r.chunk({ role: 'assistant' });
+      arrived();
       await r.gone;
       providerSawClose = true;
     });
-    const frames = await sendAndStop(app, cookie, conversationId, 'Hello?', (f) =>
-      f.some((x) => x.type === 'start'),
+    // Stopped once the Provider has the request (the start frame comes before the call is made).
+    const frames = await sendAndStop(
+      app,
+      cookie,
+      conversationId,
+      'Hello?',
+      async (f) => f.some((x) => x.type === 'start') && (await providerHasIt, true),
     );
     expect(frames.map((f) => f.type)).toEqual(['start']);
     const [player, reply] = await settled(app, cookie, conversationId);

@@ -1,0 +1,202 @@
+// Latency under concurrency, side by side with a bare streamText → SSE pipe over the same fake Provider. A load
+// driver in its own process (loadDriver.ts) hosts the fake Provider and the clients, so every delta's added
+// delay is read on one clock; the server and the pipe are measured alternately, 3 repetitions, medians.
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { startTestApp } from '../../test/support/app.ts';
+import type { Figure } from '../bench.ts';
+import type { Phase, PhaseResult } from './loadDriver.ts';
+import { median, round } from './stats.ts';
+import { startBarePipe } from './turn.ts';
+
+const REPS = 3;
+const CHECKPOINT_MS = 250;
+
+function percentile(xs: number[], p: number): number {
+  if (!xs.length) return Number.NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))]!;
+}
+
+async function startDriver() {
+  const child: ChildProcess = spawn(
+    process.execPath,
+    ['--import', 'tsx', path.join(import.meta.dirname, 'loadDriver.ts')],
+    { stdio: ['pipe', 'pipe', 'inherit'] },
+  );
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value as string) as unknown;
+  const { fakeBaseURL } = (await next()) as { fakeBaseURL: string };
+  return {
+    fakeBaseURL,
+    async run(phase: Phase): Promise<PhaseResult> {
+      child.stdin!.write(`${JSON.stringify(phase)}\n`);
+      const result = (await next()) as PhaseResult;
+      if (result.errors.length)
+        throw new Error(`${phase.target} phase failed: ${result.errors.slice(0, 3).join('; ')}`);
+      return result;
+    },
+    close: () => {
+      child.stdin!.end();
+      child.kill();
+    },
+  };
+}
+
+export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
+  const driver = await startDriver();
+  const app = await startTestApp(
+    { checkpointMs: CHECKPOINT_MS },
+    {
+      COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: driver.fakeBaseURL, apiKey: 'bench' }]),
+    },
+    // Failures are the bench's business: printed, so a refused turn says why.
+    { adminDatabaseUrl, log: (message, error) => error !== undefined && console.error(message, error) },
+  );
+  const pipe = await startBarePipe(driver.fakeBaseURL);
+  try {
+    await app.db.sql`update village_settings set turns_per_minute = 10000, concurrent_streams = 1000,
+      player_daily_tokens = 1000000000000, village_daily_tokens = 1000000000000, max_conversations = 1000000`;
+    // Load comes from many Players at once (one Player's turns are admitted one at a time, by design).
+    const conversations: string[] = [];
+    const cookies: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      const { cookie } = await app.signIn();
+      const npc = (await (await app.api('/api/npcs', { cookie, body: { name: 'Bench' } })).json()) as {
+        npc: { id: string };
+      };
+      const res = await app.api('/api/conversations', { cookie, body: { npcIds: [npc.npc.id] } });
+      conversations.push(((await res.json()) as { conversation: { id: string } }).conversation.id);
+      cookies.push(cookie);
+    }
+    const serverUrls = (n: number) =>
+      conversations.slice(0, n).map((id) => `${app.url}/api/conversations/${id}/messages`);
+    const phase = (
+      target: 'server' | 'pipe',
+      n: number,
+      deltas: number,
+      extra: Partial<Phase> = {},
+    ): Phase => ({
+      target,
+      urls: target === 'server' ? serverUrls(n) : Array.from({ length: n }, () => pipe.url),
+      cookies: cookies.slice(0, n),
+      deltas,
+      paceMs: 20,
+      ...extra,
+    });
+    /** Both sides, alternately, REPS times; what `pick` reads from each run, medians. */
+    const sideBySide = async (
+      n: number,
+      deltas: number,
+      pick: (r: PhaseResult) => number,
+      during?: () => () => Promise<void>,
+    ) => {
+      const server: number[] = [];
+      const bare: number[] = [];
+      let lost = 0;
+      for (let rep = 0; rep < REPS; rep++) {
+        for (const target of rep % 2 ? (['pipe', 'server'] as const) : (['server', 'pipe'] as const)) {
+          const stop = target === 'server' ? during?.() : undefined;
+          const r = await driver.run(phase(target, n, deltas));
+          await stop?.();
+          (target === 'server' ? server : bare).push(pick(r));
+          if (target === 'server') lost += r.lost;
+        }
+      }
+      return { server: median(server), bare: median(bare), lost };
+    };
+
+    // Warm both sides (connections, JIT, the database's caches) at the largest load first.
+    await driver.run(phase('server', 200, 20));
+    await driver.run(phase('pipe', 200, 20));
+
+    const idle = await sideBySide(1, 100, (r) => percentile(r.delays, 50));
+    yield {
+      figure: 'idle_added_delay_ratio',
+      value: round(idle.server / idle.bare),
+      unit: 'ratio',
+      target: '<= 2',
+      server_p50_ms: round(idle.server, 2),
+      pipe_p50_ms: round(idle.bare, 2),
+    };
+
+    const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50));
+    yield {
+      figure: 'start_frame_ratio',
+      value: round(start.server / start.bare),
+      unit: 'ratio',
+      target: '<= 2',
+      server_start_p50_ms: round(start.server, 2),
+      pipe_first_byte_p50_ms: round(start.bare, 2),
+    };
+
+    // At 200 at once: added delay p99, and how old a streaming row gets between checkpoints.
+    const ages: number[] = [];
+    const sampleAges = () => {
+      let on = true;
+      const loop = (async () => {
+        while (on) {
+          const rows = await app.db.sql<{ age: number }[]>`
+            select extract(epoch from clock_timestamp() - updated_at)::float8 * 1000 as age
+            from messages where status = 'streaming'`;
+          for (const r of rows) ages.push(r.age);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      })();
+      return async () => {
+        on = false;
+        await loop;
+      };
+    };
+    const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges);
+    yield {
+      figure: 'concurrent_200_p99_ratio',
+      value: round(load.server / load.bare),
+      unit: 'ratio',
+      target: '<= 1.5',
+      server_p99_ms: round(load.server, 1),
+      pipe_p99_ms: round(load.bare, 1),
+    };
+    yield { figure: 'concurrent_200_frames_lost', value: load.lost, unit: 'deltas', target: '0' };
+    yield {
+      figure: 'checkpoint_lag_200_ms_ratio',
+      value: round(percentile(ages, 50) / CHECKPOINT_MS),
+      unit: 'ratio',
+      target: '<= 1.5',
+      age_p50_ms: round(percentile(ages, 50), 1),
+      age_p99_ms: round(percentile(ages, 99), 1),
+      checkpoint_ms: CHECKPOINT_MS,
+    };
+
+    // Half of 100 streams stopped mid-reply: each stopped row must hold every delta its client saw.
+    const stopped = await driver.run(phase('server', 100, 100, { stopAfter: 30 }));
+    const ids = stopped.stopped.map((s) => s.messageId);
+    for (let i = 0; i < 100; i++) {
+      const [busy] = await app.db
+        .sql`select 1 from messages where id = any(${ids}::uuid[]) and status = 'streaming'`;
+      if (!busy) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const rows = await app.db.sql<{ id: string; text: string; status: string }[]>`
+      select id, text, status from messages where id = any(${ids}::uuid[])`;
+    const textOf = new Map(rows.map((r) => [r.id, r]));
+    let lost = stopped.lost;
+    for (const s of stopped.stopped) {
+      const row = textOf.get(s.messageId);
+      lost += s.seen.filter((i) => !row?.text.includes(`[${i}:`)).length;
+    }
+    yield {
+      figure: 'stop_under_load_lost',
+      value: lost,
+      unit: 'deltas',
+      target: '0',
+      stopped: stopped.stopped.length,
+      statuses: [...new Set(rows.map((r) => r.status))].join(','),
+    };
+  } finally {
+    await pipe.close();
+    await app.close();
+    driver.close();
+  }
+}
