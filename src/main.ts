@@ -11,6 +11,7 @@ try {
     console.log('Sign in with a demo account:');
     for (const a of running.localnet.accounts) console.log(`  ${a.handle}  password: ${a.password}`);
   }
+  console.log(`\nOpen ${running.url} in your browser.`);
   let stopping = false;
   const shutdown = async (signal: string) => {
     if (stopping) return;

@@ -58,7 +58,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   if (!url) {
     embedded = await startEmbeddedPostgres(path.join(config.dataDir, 'postgres'));
     url = embedded.url;
-    log(`Embedded PostgreSQL running (data in ${path.join(config.dataDir, 'postgres')})`);
+    log(`Embedded PostgreSQL running (data in ${embedded.dataDir})`);
   }
   const sql = connect(url, { onQuery: options.onQuery });
   await migrate(sql);

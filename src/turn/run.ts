@@ -11,7 +11,7 @@ import {
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
-import { type Frame, flattenText, foldPart, type Part } from '../parts/index.ts';
+import { type Frame, foldPart, type Part } from '../parts/index.ts';
 import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
 import type { CheckpointBatch } from './checkpoint.ts';

@@ -1,8 +1,9 @@
-import { chmod, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
+import { connect, startEmbeddedPostgres } from '../../src/db/index.ts';
 import { start } from '../../src/server.ts';
 
 let dir: string;
@@ -35,3 +36,32 @@ it('starts a real embedded PostgreSQL when DATABASE_URL is unset, and keeps its 
     await second.close();
   }
 }, 60_000);
+
+// As root, PostgreSQL runs as the system user "postgres": a clone in a folder only root may enter (root's
+// home, mode 700) must still start, with the binaries and data kept where that user can reach them.
+it.runIf(process.getuid?.() === 0)(
+  'as root, starts from a clone in a folder only root can enter, and keeps its data across restarts',
+  async () => {
+    const home = path.join(dir, 'pg-home');
+    const privateClone = path.join(dir, 'root-only');
+    await mkdir(privateClone, { mode: 0o700 });
+    process.env.EMBEDDED_PG_HOME = home;
+    try {
+      const first = await startEmbeddedPostgres(path.join(privateClone, 'data/postgres'));
+      expect(first.dataDir.startsWith(home)).toBe(true);
+      const sql = connect(first.url);
+      await sql`create table kept (v text)`;
+      await sql`insert into kept values ('still here')`;
+      await sql.end();
+      await first.stop();
+      const second = await startEmbeddedPostgres(path.join(privateClone, 'data/postgres'));
+      const again = connect(second.url);
+      expect((await again`select v from kept`).map((r) => r.v)).toEqual(['still here']);
+      await again.end();
+      await second.stop();
+    } finally {
+      delete process.env.EMBEDDED_PG_HOME;
+    }
+  },
+  120_000,
+);

@@ -34,13 +34,11 @@ describe('the Player stops the reply', () => {
       providerSawClose = true;
     });
     // Stopped once the Provider has the request (the start frame comes before the call is made).
-    const frames = await sendAndStop(
-      app,
-      cookie,
-      conversationId,
-      'Hello?',
-      async (f) => f.some((x) => x.type === 'start') && (await providerHasIt, true),
-    );
+    const frames = await sendAndStop(app, cookie, conversationId, 'Hello?', async (f) => {
+      if (!f.some((x) => x.type === 'start')) return false;
+      await providerHasIt;
+      return true;
+    });
     expect(frames.map((f) => f.type)).toEqual(['start']);
     const [player, reply] = await settled(app, cookie, conversationId);
     expect(player?.text).toBe('Hello?');
