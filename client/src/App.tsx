@@ -34,6 +34,9 @@ export function App() {
         <NavLink to="/tools">Tools &amp; Memory</NavLink>
         <NavLink to="/usage">Usage</NavLink>
         <NavLink to="/village">Village</NavLink>
+        <span className="nav-split" aria-hidden="true" />
+        <NavLink to={`/profile/${me.data.handle ?? me.data.did}`}>My published</NavLink>
+        <NavLink to="/threads">All published</NavLink>
         <div className="who">
           <span>@{me.data.handle ?? me.data.did}</span>
           <button type="button" className="link" onClick={() => logout.mutate()}>

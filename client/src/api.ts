@@ -52,6 +52,8 @@ export interface Conversation {
   updatedAt: string;
   createdAt: string;
   npcIds?: string[];
+  /** The publication's state when it has one (listed Conversations only). */
+  publication?: 'publishing' | 'published' | 'unpublishing' | 'failed' | null;
 }
 export interface Usage {
   inputTokens: number | null;

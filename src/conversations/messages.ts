@@ -94,14 +94,17 @@ export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; t
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
-/** A Conversation's title from the Player's first Message: its first 80 characters, on one line. */
+/**
+ * A Conversation's title from the Player's first Message: at most 80 characters (graphemes) on one line, cut
+ * at a word boundary with "…" when the Message is longer (a word is split only when it alone is too long).
+ */
 export function titleFrom(text: string, max = 80): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  let out = '';
-  let count = 0;
-  for (const { segment } of segmenter.segment(line)) {
-    if (count++ === max) break;
-    out += segment;
-  }
-  return out.trimEnd();
+  const graphemes = Array.from(segmenter.segment(line), (s) => s.segment);
+  if (graphemes.length <= max) return line;
+  const head = graphemes.slice(0, max - 1);
+  // The head ends on a whole word when the next character is a space; else back to the last space in it.
+  const space = graphemes[max - 1] === ' ' ? head.length : head.lastIndexOf(' ');
+  const cut = space > max / 2 ? head.slice(0, space) : head;
+  return `${cut.join('').trimEnd()}…`;
 }

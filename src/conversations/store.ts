@@ -65,12 +65,13 @@ export async function listConversations(
   sql: Sql,
   playerId: string,
   opts: { limit: number; before?: { updatedAt: Date; id: string } },
-): Promise<(Conversation & { npcIds: string[] })[]> {
+): Promise<(Conversation & { npcIds: string[]; publication: string | null })[]> {
   const b = opts.before;
-  return sql<(Conversation & { npcIds: string[] })[]>`
+  return sql<(Conversation & { npcIds: string[]; publication: string | null })[]>`
     select ${conversationColumns(sql)},
       coalesce((select array_agg(p.npc_id order by p.position) from conversation_participants p
-        where p.conversation_id = c.id), '{}') as "npcIds"
+        where p.conversation_id = c.id), '{}') as "npcIds",
+      (select pub.status from publications pub where pub.conversation_id = c.id) as publication
     from conversations c
     where player_id = ${playerId}
       ${b ? sql`and (updated_at, id) < (${b.updatedAt}, ${b.id})` : sql``}
@@ -111,8 +112,11 @@ export async function renameConversation(
 
 export async function deleteConversation(sql: Sql, playerId: string, id: string): Promise<boolean> {
   try {
-    const rows =
-      await sql`delete from conversations where id = ${id} and player_id = ${playerId} returning id`;
+    // One statement: what its replies cost is kept (usage counts what was paid for), then it goes.
+    const rows = await sql`
+      with gone as (delete from conversations where id = ${id} and player_id = ${playerId} returning id, title),
+      ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
+      select id from gone`;
     return rows.length > 0;
   } catch (e) {
     // A published Conversation is referenced by its publication: deleting it here would orphan the records
@@ -244,6 +248,27 @@ const logTurn = (q: Queryable, playerId: string) => q`
   gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour'),
   logged as (insert into turn_log (player_id) select ${playerId} from claimed)`;
 
+/**
+ * A CTE keeping the usage of replies about to be deleted (those of `conversation` matching `which`, as `m`):
+ * the Provider was paid for them, so Usage still counts them.
+ */
+const keepUsage = (
+  q: Queryable,
+  playerId: string,
+  conversation: PendingFragment,
+  title: PendingFragment,
+  which: PendingFragment,
+) => q`
+  kept_usage as (
+    insert into discarded_usage (player_id, conversation_id, conversation_title, npc_id, npc_name, created_at,
+      input_tokens, output_tokens, cost_usd)
+    select ${playerId}, m.conversation_id, ${title}, m.npc_id, m.npc_name, m.created_at, m.input_tokens,
+      m.output_tokens, m.cost_usd
+    from messages m
+    where m.conversation_id = ${conversation} and m.role = 'npc' and ${which}
+      and (m.input_tokens is not null or m.output_tokens is not null or m.cost_usd is not null))`;
+type PendingFragment = ReturnType<Queryable>;
+
 /** The first reply's row, written with the claim: its id is in the start frame, with no further round trip. */
 export interface FirstReply {
   npc: Pick<Npc, 'id' | 'name'>;
@@ -314,6 +339,7 @@ export async function beginRegenerate(
     const [row] = await tx<{ reply_id: string }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
+      ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
       dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
       reply as (${insertReply(tx, args.reply, args.instanceId)})
       select id as reply_id from reply`;

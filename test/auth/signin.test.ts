@@ -168,8 +168,11 @@ describe('two server processes on one database', () => {
     const bob = account('bob.test');
     await signInThroughPds(browser.page, app.url, bob.handle, bob.password);
     await browser.page.waitForURL(`${app.url}/`);
-    // Nothing else may refresh it meanwhile (the open app asks /api/me, which refreshes when due).
+    // Nothing else may refresh it meanwhile (the open app asks /api/me, which refreshes when due): the page
+    // has finished asking, and the browser holds no session any more.
+    await browser.page.waitForLoadState('networkidle');
     await browser.page.goto('about:blank');
+    await browser.context.clearCookies();
     // Make the stored access token due for a refresh.
     await app.db
       .sql`update oauth_sessions set value = jsonb_set(value, '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"')

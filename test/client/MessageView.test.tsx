@@ -2,6 +2,7 @@
 import { cleanup, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
+import { speakerOf } from '../../client/src/pages/ThreadPage.tsx';
 
 afterEach(cleanup);
 
@@ -92,5 +93,26 @@ describe('MessageView', () => {
   it('says when a reply was stopped or interrupted', () => {
     render(<MessageView message={reply([{ type: 'text', text: 'half' }], { status: 'interrupted' })} />);
     expect(screen.getByText(/Interrupted/)).toBeTruthy();
+  });
+
+  it('offers Copy only when there is text to copy (a reply stopped before any has none)', () => {
+    render(<MessageView message={reply([], { status: 'stopped', usage: null })} />);
+    expect(screen.queryByRole('button', { name: 'Copy' })).toBeNull();
+    cleanup();
+    render(<MessageView message={reply([{ type: 'reasoning', text: 'thinking only' }])} />);
+    expect(screen.queryByRole('button', { name: 'Copy' })).toBeNull();
+    cleanup();
+    render(<MessageView message={reply([{ type: 'text', text: 'words' }])} />);
+    expect(screen.getByRole('button', { name: 'Copy' })).toBeTruthy();
+  });
+});
+
+describe('who a published turn is from', () => {
+  it('names the one agent, says "AI character" for several, and marks roles it does not know', () => {
+    expect(speakerOf('user', '@alice.test', [{ name: 'Ada' }])).toBe('@alice.test');
+    expect(speakerOf('assistant', '@alice.test', [{ name: 'Ada' }])).toBe('Ada');
+    expect(speakerOf('assistant', '@alice.test', [{ name: 'Ada' }, { name: 'Bo' }])).toBe('AI character');
+    expect(speakerOf('assistant', '@alice.test', undefined)).toBe('AI character');
+    expect(speakerOf('narrator', '@alice.test', [{ name: 'Ada' }])).toBe('narrator (unknown role)');
   });
 });

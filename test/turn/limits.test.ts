@@ -153,6 +153,15 @@ describe('what was spent cannot be undone', () => {
     const refused = await send(cookie, fresh.conversationId);
     expect(refused.status).toBe(429);
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOKEN_BUDGET');
+
+    // Usage counts both replies, the regenerated-away one and the one deleted with its Conversation.
+    const usage = (await (await app.api('/api/usage?by=conversation&days=1', { cookie })).json()) as {
+      points: { key: string; label: string; replies: number; inputTokens: number; outputTokens: number }[];
+      totals: { replies: number; inputTokens: number; outputTokens: number };
+    };
+    const gone = usage.points.find((p) => p.key === conversationId);
+    expect(gone?.replies).toBe(2);
+    expect(usage.totals.inputTokens + usage.totals.outputTokens).toBe(16);
   });
 
   it('a reply stopped before the Provider reports usage is charged an estimate of what was sent', async () => {

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { titleFrom } from '../../src/conversations/index.ts';
 import {
@@ -148,9 +149,24 @@ describe('model resolution', () => {
 });
 
 describe('titles', () => {
-  it('are the first 80 characters on one line, never splitting a grapheme', () => {
+  it('are at most 80 characters on one line, cut at a word with an ellipsis, never splitting a grapheme', () => {
     expect(titleFrom('  Hello\n\nworld  ')).toBe('Hello world');
     const emoji = '👩‍👩‍👧'.repeat(100);
-    expect([...new Intl.Segmenter().segment(titleFrom(emoji))].length).toBe(80);
+    const cut = titleFrom(emoji);
+    expect([...new Intl.Segmenter().segment(cut)].length).toBe(80);
+    expect(cut.endsWith('👩‍👩‍👧…')).toBe(true);
+    fc.assert(
+      fc.property(fc.array(fc.stringMatching(/^[a-zé]{1,12}$/), { minLength: 1, maxLength: 40 }), (words) => {
+        const text = words.join(' ');
+        const title = titleFrom(text);
+        expect([...new Intl.Segmenter().segment(title)].length).toBeLessThanOrEqual(80);
+        if (text.length <= 80) expect(title).toBe(text);
+        else {
+          // Whole words only, then the ellipsis.
+          expect(title.endsWith('…')).toBe(true);
+          expect(`${text} `.startsWith(`${title.slice(0, -1)} `)).toBe(true);
+        }
+      }),
+    );
   });
 });

@@ -159,7 +159,7 @@ describe('one turn at a time', () => {
 });
 
 describe('the Player Message', () => {
-  it('sets the title from the first 80 characters once, and bumps updatedAt every turn', async () => {
+  it('sets the title from the first Message once (at most 80 characters, whole words), and bumps updatedAt every turn', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     const long = `${'word '.repeat(30)}\nsecond line`;
     await collectFrames(await post(conversationId, { cookie, body: { text: long } }));
@@ -170,7 +170,7 @@ describe('the Player Message', () => {
         }
       ).conversation;
     const one = await read();
-    expect(one.title).toBe('word '.repeat(16).trim());
+    expect(one.title).toBe(`${'word '.repeat(16).trim()}…`);
     expect(one.title.length).toBeLessThanOrEqual(80);
     await collectFrames(await post(conversationId, { cookie, body: { text: 'Another question entirely' } }));
     const two = await read();

@@ -67,6 +67,7 @@ describe('the conversation page', () => {
         r.text(`w${i} `);
         await r.wait(40);
       }
+      r.finish();
     });
     await send('Talk until I stop you');
     await expect
@@ -80,7 +81,7 @@ describe('the conversation page', () => {
     await stopped.waitFor();
     expect(await partsOnPage(browser.page)).toEqual(before);
     expect(before[0]![0]![1]).toMatch(/^w0 w1 /);
-  });
+  }, 60_000);
 
   it('a reloaded transcript equals the streamed one, Part for Part', async () => {
     await openConversation({ name: 'Ada', thinking: true });

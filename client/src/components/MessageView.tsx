@@ -92,20 +92,23 @@ function PartView({ part }: { part: Part }) {
 function Footer({ message, parts }: { message: ViewMessage; parts: Part[] }) {
   const [copied, setCopied] = useState(false);
   const u = message.usage;
+  // The flat text: text Parts only, so reasoning never reaches the clipboard. Nothing to copy, no button.
+  const text = flattenText(parts);
   return (
     <footer>
-      <button
-        type="button"
-        className="link"
-        onClick={async () => {
-          // The flat text: text Parts only, so reasoning never reaches the clipboard.
-          await navigator.clipboard.writeText(flattenText(parts));
-          setCopied(true);
-          setTimeout(() => setCopied(false), 1500);
-        }}
-      >
-        {copied ? 'Copied' : 'Copy'}
-      </button>
+      {text && (
+        <button
+          type="button"
+          className="link"
+          onClick={async () => {
+            await navigator.clipboard.writeText(text);
+            setCopied(true);
+            setTimeout(() => setCopied(false), 1500);
+          }}
+        >
+          {copied ? 'Copied' : 'Copy'}
+        </button>
+      )}
       {u && (
         <span className="usage">
           {u.inputTokens ?? '?'} in · {u.outputTokens ?? '?'} out

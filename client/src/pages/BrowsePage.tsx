@@ -2,6 +2,8 @@ import { useInfiniteQuery } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { ReaderHeader } from '../components/ReaderHeader.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 interface SessionView {
   uri: string;
@@ -13,6 +15,7 @@ interface SessionView {
 /** Published threads: the most recent from everyone, or one author's. Readers need no account. */
 export function BrowsePage() {
   const { actor } = useParams();
+  useDocumentTitle(actor ? `Published by ${actor}` : 'Published conversations');
   const list = useInfiniteQuery({
     queryKey: ['sessions', actor ?? ''],
     queryFn: ({ pageParam }) =>
@@ -29,6 +32,7 @@ export function BrowsePage() {
   const sessions = list.data?.pages.flatMap((p) => p.sessions) ?? [];
   return (
     <main className="reader" id="main">
+      <ReaderHeader />
       <h1>{actor ? `Conversations published by ${actor}` : 'Recently published conversations'}</h1>
       {list.isPending && <p className="loading">{actor ? `Reading ${actor}'s repository…` : 'Loading…'}</p>}
       <ErrorNote error={list.error} />

@@ -7,6 +7,7 @@ import { api, type Conversation, type Message, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
 import { streamTurn } from '../stream.ts';
+import { useDocumentTitle } from '../title.ts';
 
 interface Page {
   conversation?: Conversation;
@@ -42,6 +43,7 @@ export function ConversationPage() {
       q.state.data?.pages.some((p) => p.messages.some((m) => m.status === 'streaming')) ? 500 : false,
   });
   const first = query.data?.pages[0];
+  useDocumentTitle(first?.conversation?.title ?? 'Conversation');
   const stored = (query.data?.pages ?? [])
     .slice()
     .reverse()

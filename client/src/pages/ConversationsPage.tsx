@@ -3,8 +3,17 @@ import { type FormEvent, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { api, type Conversation, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { useDocumentTitle } from '../title.ts';
+
+const PUBLICATION_LABEL = {
+  publishing: 'Publishing…',
+  published: 'Published',
+  unpublishing: 'Unpublishing…',
+  failed: 'Publishing paused',
+} as const;
 
 export function ConversationsPage() {
+  useDocumentTitle('Conversations');
   const queryClient = useQueryClient();
   const navigate = useNavigate();
   const list = useQuery({
@@ -73,6 +82,9 @@ export function ConversationsPage() {
             <Link to={`/c/${c.id}`} className="title">
               {c.title ?? 'New conversation'}
             </Link>
+            {c.publication && (
+              <span className={`badge ${c.publication}`}>{PUBLICATION_LABEL[c.publication]}</span>
+            )}
             <span className="meta">
               {(c.npcIds ?? []).map((id) => names.get(id) ?? '…').join(', ')} ·{' '}
               {new Date(c.updatedAt).toLocaleString()}

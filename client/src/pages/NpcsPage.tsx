@@ -3,6 +3,7 @@ import { type FormEvent, useRef, useState } from 'react';
 import { api, type Npc, type VillageView } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 type Draft = Omit<Npc, 'id'> & { grants?: ReturnType<typeof grantOf>[] };
 const empty: Draft = {
@@ -16,6 +17,7 @@ const empty: Draft = {
 };
 
 export function NpcsPage() {
+  useDocumentTitle('NPCs');
   const queryClient = useQueryClient();
   const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => api<{ npcs: Npc[] }>('/api/npcs') });
   const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });

@@ -14,6 +14,7 @@ import {
 import { api, type Conversation, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { Barred, type Preview, PreviewView } from '../components/PublishPreview.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 interface PublicationView {
   status: string;
@@ -52,6 +53,7 @@ async function allMessages(id: string) {
 
 export function PublishPage() {
   const { id } = useParams() as { id: string };
+  useDocumentTitle('Publish');
   const queryClient = useQueryClient();
   const data = useQuery({ queryKey: ['publish-source', id], queryFn: () => allMessages(id) });
   const publication = useQuery({

@@ -4,6 +4,8 @@ import { Link, useParams } from 'react-router';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { Markdown } from '../components/Markdown.tsx';
+import { ReaderHeader } from '../components/ReaderHeader.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 interface ThreadView {
   uri: string;
@@ -30,6 +32,16 @@ interface ThreadView {
 }
 
 /** A published thread as a reader sees it, with only its link: no sign-in. */
+/**
+ * Who a turn is from: the author for `user`; for `assistant`, the agent's name when the session names exactly
+ * one (else "AI character"); any other role, from a third-party client, is shown as it is, marked unknown.
+ */
+export function speakerOf(role: string, author: string, agents: { name: string }[] | undefined): string {
+  if (role === 'user') return author;
+  if (role === 'assistant') return agents?.length === 1 ? agents[0]!.name : 'AI character';
+  return `${role} (unknown role)`;
+}
+
 export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
   // A long thread renders a page of turns at a time.
@@ -38,9 +50,11 @@ export function ThreadPage() {
     queryKey: ['thread', actor, rkey],
     queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
   });
+  useDocumentTitle(thread.data?.thread.session.title ?? 'A published conversation');
   if (!thread.data)
     return (
       <main className="reader">
+        <ReaderHeader />
         {thread.error ? (
           <ErrorNote error={thread.error} />
         ) : (
@@ -55,6 +69,7 @@ export function ThreadPage() {
   const author = t.author.handle ? `@${t.author.handle}` : t.author.did;
   return (
     <main className="reader" id="main">
+      <ReaderHeader />
       <h1>{t.session.title}</h1>
       <p className="meta">
         A conversation <Link to={`/profile/${t.author.handle ?? t.author.did}`}>{author}</Link> published ·
@@ -74,7 +89,7 @@ export function ThreadPage() {
             data-rkey={m.rkey}
           >
             <header>
-              <span className="speaker">{m.record.role === 'user' ? author : 'AI'}</span>
+              <span className="speaker">{speakerOf(m.record.role, author, t.session.agents)}</span>
               {m.record.model && <span className="model">{m.record.model}</span>}
             </header>
             {m.record.withheld ? (

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 export interface SkillView {
   id: string;
@@ -22,6 +23,7 @@ interface MemoryView {
 
 /** What NPCs can be granted (Skills, MCP Servers) and what they remember (Memory). */
 export function ToolsPage() {
+  useDocumentTitle('Tools, Skills and Memory');
   return (
     <div className="narrow">
       <h1>Tools, Skills and Memory</h1>

@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { useDocumentTitle } from '../title.ts';
 
 interface UsageData {
   points: {
@@ -20,6 +21,7 @@ interface UsageData {
 const COLORS = ['#1d4ed8', '#b45309', '#047857', '#9d174d', '#6d28d9', '#0e7490', '#4d7c0f', '#be123c'];
 
 export function UsagePage() {
+  useDocumentTitle('Usage');
   const [by, setBy] = useState<'npc' | 'conversation'>('npc');
   const usage = useQuery({
     queryKey: ['usage', by],
