@@ -4,6 +4,8 @@ export class ApiError extends Error {
     readonly status: number,
     readonly code: string,
     message: string,
+    /** What the server attached (e.g. PUBLISH_PROBLEMS' list of problems). */
+    readonly details?: unknown,
   ) {
     super(message);
   }
@@ -21,12 +23,15 @@ export async function api<T>(
     signal: init.signal,
   });
   if (res.status === 204) return undefined as T;
-  const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+  const body = (await res.json().catch(() => null)) as {
+    error?: { code: string; message: string; details?: unknown };
+  } | null;
   if (!res.ok) {
     throw new ApiError(
       res.status,
       body?.error?.code ?? 'HTTP_ERROR',
       body?.error?.message ?? `The server answered ${res.status}.`,
+      body?.error?.details,
     );
   }
   return body as T;

@@ -90,9 +90,14 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
   await shoot(page, 'publish-editor');
 
   await page.getByRole('button', { name: 'Publish', exact: true }).click();
-  const status = page.getByRole('status').filter({ hasText: 'Published 5 records' });
+  // What was written is said at the top, with focus, and the link readers will use.
+  const outcome = page.locator('#publish-outcome');
+  await outcome.waitFor();
+  expect(await outcome.textContent()).toContain('Wrote 5 record(s)');
+  await expect.poll(() => outcome.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
+  const status = page.getByRole('status').filter({ hasText: 'Published (published) at' });
   await status.waitFor();
-  const uri = /at:\/\/\S+?(?=\.?$)/.exec((await status.textContent())!.trim())![0];
+  const uri = /at:\/\/\S+/.exec((await status.locator('code').textContent())!)![0];
 
   const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
   const mine = async () => {
@@ -129,10 +134,63 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
       .inputValue(),
   ).toBe('Saved pelican-7731 for later');
   await page.getByRole('button', { name: 'Publish', exact: true }).click();
-  await page.getByRole('status').filter({ hasText: 'Published 5 records' }).waitFor();
+  await page.locator('#publish-outcome', { hasText: 'Wrote 5 record(s)' }).waitFor();
   const again = await mine();
   expect(again).toHaveLength(5);
   expect(again[0]!.uri).toBe(uri);
   expect(JSON.stringify(again).toLowerCase()).not.toMatch(/pelican|lisbon/);
   await shoot(page, 'publish-republished');
 }, 120_000);
+
+it('by keyboard: words typed are redacted, each redaction removable; problems link to their turn', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+    title: 'Plans',
+    turns: [
+      {
+        role: 'player',
+        parts: [{ type: 'text', text: 'Meet me at the Harbour Gate, then the harbour gate again.' }],
+      },
+      { role: 'npc', parts: [{ type: 'text', text: 'The Harbour Gate it is.' }] },
+    ],
+  });
+  await page.goto(`${app.url}/c/${conversationId}/publish`);
+  const turns = page.locator('.publish-turn');
+  await expect.poll(() => turns.count()).toBe(2);
+
+  // Nothing selected: the button says what to do instead of doing nothing.
+  await turns.nth(0).getByRole('button', { name: 'Redact selection' }).click();
+  await turns.nth(0).getByRole('status').filter({ hasText: 'Select words' }).waitFor();
+
+  const words = turns.nth(0).getByLabel('Words to redact in this turn');
+  await words.focus();
+  await page.keyboard.type('harbour gate');
+  await page.keyboard.press('Enter');
+  // Both places in this turn (any case), and — covered everywhere — the reply too.
+  const chips = turns.nth(0).locator('ul.redactions li');
+  await expect.poll(() => chips.count()).toBe(2);
+  await turns.nth(1).locator('mark.also-covered').waitFor();
+  const preview = page.locator('section.preview');
+  await expect.poll(async () => (await preview.textContent())?.toLowerCase().includes('harbour')).toBe(false);
+
+  // One removed: the other still covers the words everywhere.
+  await chips
+    .nth(0)
+    .getByRole('button', { name: /Stop redacting/ })
+    .click();
+  await expect.poll(() => chips.count()).toBe(1);
+  await expect.poll(async () => (await preview.textContent())?.toLowerCase().includes('harbour')).toBe(false);
+
+  // A problem (a ref that is no record link) is listed with a link that takes the focus to its turn.
+  await turns.nth(1).getByLabel('Also about (record links, comma-separated)').fill('not a link');
+  await page.getByRole('button', { name: 'Publish', exact: true }).click();
+  const link = page.locator('.problems a').first();
+  await link.waitFor();
+  expect(await link.textContent()).toBe('Turn 2');
+  await link.click();
+  await expect.poll(() => turns.nth(1).evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
+  await turns.nth(1).locator('ul.error').waitFor();
+  await shoot(page, 'publish-problems');
+}, 60_000);

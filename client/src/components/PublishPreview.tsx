@@ -1,6 +1,38 @@
-import { type Preview, REDACTION_BAR } from '../../../src/redaction/index.ts';
+import { type Preview, type Problem, REDACTION_BAR } from '../../../src/redaction/index.ts';
 
-export type { Preview };
+export type { Preview, Problem };
+
+/** What must be fixed before publishing, each linked to its turn (which takes the focus). */
+export function ProblemList({ problems }: { problems: Problem[] }) {
+  if (!problems.length) return null;
+  return (
+    <div className="error problems" role="alert">
+      <p>{problems.length === 1 ? 'One thing' : `${problems.length} things`} to fix before publishing:</p>
+      <ul>
+        {problems.map((p) => (
+          <li key={`${p.messageId}-${p.code}-${p.message}`}>
+            {p.messageId ? (
+              <a
+                href={`#turn-${p.messageId}`}
+                onClick={(e) => {
+                  e.preventDefault();
+                  const turn = document.getElementById(`turn-${p.messageId}`);
+                  turn?.scrollIntoView({ block: 'center' });
+                  turn?.focus();
+                }}
+              >
+                {p.turn != null ? `Turn ${p.turn}` : 'A turn'}
+              </a>
+            ) : (
+              'The session'
+            )}
+            : {p.message}
+          </li>
+        ))}
+      </ul>
+    </div>
+  );
+}
 
 interface SessionValue {
   title: string;
@@ -44,13 +76,7 @@ export function PreviewView({ preview }: { preview: Preview }) {
   return (
     <section aria-labelledby="preview-heading" className="card preview">
       <h2 id="preview-heading">Exactly what will be written ({preview.records.length} records)</h2>
-      {preview.problems.length > 0 && (
-        <ul className="error" role="alert">
-          {preview.problems.map((p) => (
-            <li key={`${p.messageId}-${p.message}`}>{p.message}</li>
-          ))}
-        </ul>
-      )}
+      <ProblemList problems={preview.problems} />
       <p className="meta">
         {preview.points > 0
           ? `About ${preview.points} of your PDS's write points. `

@@ -11,9 +11,15 @@ import {
   type Span,
   type TurnChoice,
 } from '../../../src/redaction/index.ts';
-import { api, type Conversation, type Message } from '../api.ts';
+import { ApiError, api, type Conversation, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { Barred, type Preview, PreviewView } from '../components/PublishPreview.tsx';
+import {
+  Barred,
+  type Preview,
+  PreviewView,
+  type Problem,
+  ProblemList,
+} from '../components/PublishPreview.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 interface PublicationView {
@@ -105,11 +111,22 @@ export function PublishPage() {
   }, [signature, data.data, loaded, previewNow]);
 
   const publish = useMutation({
-    mutationFn: () => api<Preview>(`/api/conversations/${id}/publication`, { method: 'PUT', body: body() }),
+    mutationFn: () =>
+      api<Preview & { calls: number }>(`/api/conversations/${id}/publication`, {
+        method: 'PUT',
+        body: body(),
+      }),
+    // How many records this publish writes: the preview's count of new and changed ones.
+    onMutate: () => ({ writes: shown?.records.filter((r) => r.write).length ?? null }),
     // What is shown after a publish is the new state, not the preview from before it.
     onSuccess: setShown,
     onSettled: () => queryClient.invalidateQueries({ queryKey: ['publication', id] }),
   });
+  // The outcome is said at the top of the page, where the eye (and a screen reader) is sent.
+  const outcomeRef = useRef<HTMLParagraphElement>(null);
+  useEffect(() => {
+    if (publish.data) outcomeRef.current?.focus();
+  }, [publish.data]);
   const unpublish = useMutation({
     mutationFn: () => api(`/api/conversations/${id}/publication`, { method: 'DELETE' }),
     onSuccess: () => {
@@ -123,6 +140,12 @@ export function PublishPage() {
 
   if (!data.data) return <ErrorNote error={data.error} />;
   const current = publication.data?.publication;
+  const publishProblems =
+    publish.error instanceof ApiError && publish.error.code === 'PUBLISH_PROBLEMS'
+      ? ((publish.error.details as { problems?: Problem[] } | undefined)?.problems ?? null)
+      : null;
+  const problemsOf = (messageId: string) =>
+    (publishProblems ?? shown?.problems ?? []).filter((p) => p.messageId === messageId);
   const stepDefaults = (messageId: string) =>
     (shown?.records.find((r) => r.messageId === messageId)?.record as { steps?: { summary: string }[] })
       ?.steps;
@@ -132,6 +155,14 @@ export function PublishPage() {
         <Link to={`/c/${id}`}>← Back to the conversation</Link>
       </p>
       <h1>Publish</h1>
+      {publish.data && !publish.isPending && (
+        <p role="status" className="notice" id="publish-outcome" tabIndex={-1} ref={outcomeRef}>
+          {publish.context?.writes === 0
+            ? 'Nothing had changed: no record was written.'
+            : `Wrote ${publish.context?.writes ?? publish.data.records.length} record(s) in ${publish.data.calls} call(s).`}{' '}
+          <Link to={readerPath(publish.data.uri)}>Read it as readers will</Link>
+        </p>
+      )}
       {current ? (
         <p className="notice" role="status">
           Published ({current.status}) at <code>{current.uri}</code> —{' '}
@@ -178,6 +209,7 @@ export function PublishPage() {
             cover={cover}
             choice={choices[m.id] ?? {}}
             defaults={stepDefaults(m.id)}
+            problems={problemsOf(m.id)}
             onChange={(patch) => set(m.id, patch)}
           />
         ))}
@@ -208,15 +240,21 @@ export function PublishPage() {
         )}
       </div>
       {publish.isPending && <progress aria-label="Publishing" />}
-      <ErrorNote error={publish.error ?? unpublish.error ?? preview.error} />
-      {publish.data && !publish.isPending && (
-        <p role="status" className="notice">
-          Published {publish.data.records.length} records at <code>{publish.data.uri}</code>.
-        </p>
+      {publishProblems ? (
+        <ProblemList problems={publishProblems} />
+      ) : (
+        <ErrorNote error={publish.error ?? unpublish.error ?? preview.error} />
       )}
       {shown && <PreviewView preview={shown} />}
     </div>
   );
+}
+
+/** Every place `phrase` appears in `text`, ignoring case (offsets in `text` itself). */
+function findAll(text: string, phrase: string): Span[] {
+  if (!phrase) return [];
+  const pattern = new RegExp(phrase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'giu');
+  return Array.from(text.matchAll(pattern), (m) => ({ start: m.index, end: m.index + m[0].length }));
 }
 
 /** Offsets of the current selection within `container`'s text, or null when it is not inside it. */
@@ -239,6 +277,7 @@ function TurnEditor({
   cover,
   choice,
   defaults,
+  problems,
   onChange,
 }: {
   message: Message;
@@ -246,20 +285,44 @@ function TurnEditor({
   cover: Cover;
   choice: TurnChoice;
   defaults: { summary: string }[] | undefined;
+  problems: Problem[];
   onChange: (c: Partial<TurnChoice>) => void;
 }) {
   const textRef = useRef<HTMLParagraphElement>(null);
   const tools = readParts(message.parts).filter((p) => p.type === 'tool');
   const own = choice.redactions ?? [];
   const extra = extraPlaces(text, own, cover);
+  const [hint, setHint] = useState<string | null>(null);
+  const [phrase, setPhrase] = useState('');
   const redactSelection = () => {
     const span = selectionIn(textRef.current);
-    if (!span) return;
+    if (!span) {
+      setHint('Select words in this turn’s text first, or type them in the field beside the button.');
+      return;
+    }
+    setHint(null);
     onChange({ redactions: [...own, span] });
     window.getSelection()?.removeAllRanges();
   };
+  // By keyboard: the words typed are redacted where they appear in this turn (and so, like every
+  // redaction, covered everywhere they appear).
+  const redactPhrase = () => {
+    const spans = findAll(text, phrase.trim());
+    if (!spans.length) {
+      setHint(`“${phrase.trim()}” is not in this turn’s text.`);
+      return;
+    }
+    setHint(null);
+    setPhrase('');
+    onChange({ redactions: [...own, ...spans] });
+  };
   return (
-    <li className={`card publish-turn ${choice.withheld ? 'withheld' : ''}`} data-message-id={message.id}>
+    <li
+      className={`card publish-turn ${choice.withheld ? 'withheld' : ''}`}
+      data-message-id={message.id}
+      id={`turn-${message.id}`}
+      tabIndex={-1}
+    >
       <div className="row">
         <strong>{message.role === 'npc' ? (message.npcName ?? 'NPC') : 'You'}</strong>
         <label className="check">
@@ -281,18 +344,59 @@ function TurnEditor({
           redacted the same words elsewhere.
         </p>
       )}
-      <div className="row">
-        {!choice.withheld && (
+      {problems.length > 0 && (
+        <ul className="error">
+          {problems.map((p) => (
+            <li key={`${p.code}-${p.message}`}>{p.message}</li>
+          ))}
+        </ul>
+      )}
+      {!choice.withheld && (
+        <div className="row redact-row">
           <button type="button" className="secondary" onClick={redactSelection}>
             Redact selection
           </button>
-        )}
-        {own.length > 0 && (
-          <button type="button" className="link" onClick={() => onChange({ redactions: [] })}>
-            Clear {own.length} redaction(s)
+          <label className="inline">
+            <span className="visually-hidden">Words to redact in this turn</span>
+            <input
+              value={phrase}
+              placeholder="or type words to redact"
+              onChange={(e) => setPhrase(e.target.value)}
+              onKeyDown={(e) => {
+                if (e.key === 'Enter') {
+                  e.preventDefault();
+                  redactPhrase();
+                }
+              }}
+            />
+          </label>
+          <button type="button" className="secondary" onClick={redactPhrase} disabled={!phrase.trim()}>
+            Redact these words
           </button>
-        )}
-      </div>
+        </div>
+      )}
+      {hint && (
+        <p className="meta" role="status">
+          {hint}
+        </p>
+      )}
+      {own.length > 0 && (
+        <ul className="chips redactions" aria-label="Your redactions in this turn">
+          {own.map((r, i) => (
+            <li key={`${r.start}-${r.end}`} className="chip">
+              “{text.slice(r.start, r.end)}”
+              <button
+                type="button"
+                className="link"
+                aria-label={`Stop redacting “${text.slice(r.start, r.end)}”`}
+                onClick={() => onChange({ redactions: own.filter((_, j) => j !== i) })}
+              >
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
       {!choice.withheld && (
         <>
           {tools.map((t, i) => (
