@@ -70,3 +70,38 @@ it('calls a granted tool once, then answers, so every Part kind can be seen offl
   expect(parts.map((p) => p.type)).toEqual(['reasoning', 'tool', 'text']);
   expect(parts[1]).toMatchObject({ type: 'tool', name: 'remember', state: 'done' });
 });
+
+it('is a believable character: uses a tool only when asked, takes up the Player’s words, says it is a demo once', async () => {
+  const { conversationId, npcIds } = await setupConversation(app, cookie, [
+    { name: 'Wren', jobTitle: 'Ferrywoman' },
+  ]);
+  await app.api(`/api/npcs/${npcIds[0]}/grants`, {
+    method: 'PUT',
+    cookie,
+    body: { grants: [{ kind: 'sandbox' }, { kind: 'memory' }] },
+  });
+  const turn = async (text: string) => {
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } }),
+    );
+    return foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+  };
+  const first = await turn('How deep is the river tonight?');
+  expect(first.map((p) => p.type)).toEqual(['text']);
+  const hello = first[0]!.type === 'text' ? first[0]!.text : '';
+  expect(hello).toContain('Wren, Ferrywoman');
+  expect(hello).toMatch(/demo Model/);
+
+  const second = await turn('Tell me about the lighthouse keeper');
+  expect(second.map((p) => p.type)).toEqual(['text']);
+  const said = second[0]!.type === 'text' ? second[0]!.text : '';
+  expect(said.toLowerCase()).toMatch(/lighthouse|keeper/);
+  expect(said).not.toMatch(/demo Model/);
+
+  // Asked to run something: the sandbox runs a command made of the Player's words, then she answers with it.
+  const third = await turn('Run the tally of boats, please');
+  expect(third.map((p) => p.type)).toEqual(['tool', 'text']);
+  expect(third[0]).toMatchObject({ type: 'tool', name: 'bash', state: 'done' });
+  expect(JSON.stringify(third[0])).toContain('tally of boats');
+  expect(third[1]!.type === 'text' ? third[1]!.text : '').toContain('the tool answered');
+});
