@@ -107,6 +107,28 @@ describe('MessageView', () => {
   });
 });
 
+describe('code in a reply', () => {
+  it('is highlighted when its block names the language, with a button that copies exactly the code', () => {
+    const { container } = render(
+      <MessageView
+        message={reply([
+          {
+            type: 'text',
+            text: 'Try:\n\n```ts\nconst x: number = 42; // answer\n```\n\nand\n\n```\nplain text\n```',
+          },
+        ])}
+      />,
+    );
+    const [typed, plain] = [...container.querySelectorAll('pre code')];
+    expect(typed?.querySelector('.hljs-keyword')?.textContent).toBe('const');
+    expect(typed?.querySelector('.hljs-number')?.textContent).toBe('42');
+    expect(typed?.textContent).toBe('const x: number = 42; // answer\n');
+    // No language named: shown as it is, not guessed at.
+    expect(plain?.querySelector('[class^="hljs-"]')).toBeNull();
+    expect(screen.getAllByRole('button', { name: 'Copy code' })).toHaveLength(2);
+  });
+});
+
 describe('who a published turn is from', () => {
   it('names the one agent, says "AI character" for several, and marks roles it does not know', () => {
     expect(speakerOf('user', '@alice.test', [{ name: 'Ada' }])).toBe('@alice.test');

@@ -1,5 +1,29 @@
+import { type ReactNode, useRef, useState } from 'react';
 import ReactMarkdown from 'react-markdown';
+import rehypeHighlight from 'rehype-highlight';
 import remarkGfm from 'remark-gfm';
+
+/** A code block with a button that copies exactly its text. */
+function CodeBlock({ children }: { children?: ReactNode }) {
+  const ref = useRef<HTMLPreElement>(null);
+  const [copied, setCopied] = useState(false);
+  return (
+    <div className="code-block">
+      <button
+        type="button"
+        className="link copy-code"
+        onClick={async () => {
+          await navigator.clipboard.writeText(ref.current?.textContent ?? '');
+          setCopied(true);
+          setTimeout(() => setCopied(false), 1500);
+        }}
+      >
+        {copied ? 'Copied' : 'Copy code'}
+      </button>
+      <pre ref={ref}>{children}</pre>
+    </div>
+  );
+}
 
 /**
  * Text as Markdown, shown literally: raw HTML in it is shown as the text it is (escaped), never rendered and
@@ -11,7 +35,10 @@ export function Markdown({ text }: { text: string }) {
     <div className="markdown">
       <ReactMarkdown
         remarkPlugins={[remarkGfm]}
+        // Blocks that name their language are highlighted; no guessing (slow, and often wrong).
+        rehypePlugins={[[rehypeHighlight, { detect: false }]]}
         components={{
+          pre: ({ children }) => <CodeBlock>{children}</CodeBlock>,
           a: ({ href, children }) => (
             <a href={href} target="_blank" rel="noopener noreferrer nofollow">
               {children}
