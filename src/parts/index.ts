@@ -4,3 +4,4 @@ export { foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
 export { ErrorFrame, FinishFrame, Frame, mergeFrames, PartFrame, StartFrame, UsageSchema } from './frames.ts';
 export { readFrameStream } from './sse.ts';
 export { Part, ReasoningPart, TextPart, ToolPart, ToolState } from './types.ts';
+export { wellFormed } from './wellFormed.ts';

@@ -11,7 +11,7 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
-import { type Frame, flattenText, mergeFrames } from '../parts/index.ts';
+import { type Frame, flattenText, mergeFrames, wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type Npc, type ProviderRegistry, resolveModel } from '../village/index.ts';
 import { CheckpointBatch } from './checkpoint.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
@@ -19,7 +19,8 @@ import { chooseSpeaker } from './speaker.ts';
 
 const MessageBody = z
   .object({
-    text: z.string().trim().min(1, 'a Message needs some text').max(100_000),
+    // Made storable (no NUL, no half surrogate pairs), as everything the Provider sends is.
+    text: z.string().trim().min(1, 'a Message needs some text').max(100_000).transform(wellFormed),
     /** The NPC the Player addresses; otherwise chosen from the text (seed 003, step 4). */
     npcId: z.uuid().optional(),
   })
@@ -39,11 +40,14 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     ...routeDeps,
     checkpoints: new CheckpointBatch(
       routeDeps.checkpointMs,
-      (rows) =>
-        checkpointMessages(
-          routeDeps.sql,
-          rows.map((r) => ({ id: r.id, parts: r.value, text: flattenText(r.value) })),
-        ),
+      async (rows) => {
+        const values = rows.map((r) => ({ id: r.id, parts: r.value, text: flattenText(r.value) }));
+        // One statement for all; should it fail, each alone, so one reply's problem is never everyone's.
+        await checkpointMessages(routeDeps.sql, values).catch(async (e) => {
+          routeDeps.log('checkpoint batch failed; writing each reply alone', e);
+          for (const v of values) await checkpointMessages(routeDeps.sql, [v]).catch(() => {});
+        });
+      },
       (e) => routeDeps.log('checkpoint failed', e),
     ),
   };

@@ -11,7 +11,7 @@ import {
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
-import { type Frame, foldPart, type Part } from '../parts/index.ts';
+import { type Frame, foldPart, type Part, wellFormed } from '../parts/index.ts';
 import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
@@ -186,7 +186,9 @@ async function* runReply(
       onError: () => {},
     });
     for await (const chunk of result.stream) {
-      const fragment = toFragment(chunk, tools.descriptions);
+      // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
+      const raw = toFragment(chunk, tools.descriptions);
+      const fragment = raw && wellFormed(raw);
       if (fragment) {
         parts = foldPart(parts, fragment);
         deps.checkpoints.update(message.id, parts);

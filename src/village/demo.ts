@@ -181,7 +181,7 @@ function lastToolResult(prompt: LanguageModelV4Prompt): string | undefined {
   const last = prompt.at(-1);
   if (last?.role !== 'tool') return undefined;
   const result = last.content.find((p) => p.type === 'tool-result');
-  if (!result || result.type !== 'tool-result') return '';
+  if (result?.type !== 'tool-result') return '';
   const output = result.output as { type: string; value?: unknown };
   return typeof output.value === 'string' ? output.value : JSON.stringify(output.value ?? '');
 }

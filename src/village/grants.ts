@@ -40,8 +40,11 @@ export async function writeGrants(
   npcId: string,
   grants: Grant[],
 ): Promise<void> {
+  // One writer at a time per NPC (two saves at once would otherwise leave the union of both lists).
+  await tx`select 1 from npcs where id = ${npcId} for update`;
   await tx`delete from grants where npc_id = ${npcId}`;
-  for (const g of grants) {
+  const unique = new Map(grants.map((g) => [`${g.kind}:${g.skillId ?? ''}:${g.mcpServerId ?? ''}`, g]));
+  for (const g of unique.values()) {
     const rows = await tx`
       insert into grants (npc_id, kind, skill_id, mcp_server_id)
       select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId}

@@ -18,22 +18,33 @@ export interface Npc {
   updatedAt: Date;
 }
 
+const npcFields = {
+  name: z.string().trim().min(1, 'an NPC needs a name').max(100),
+  jobTitle: z.string().trim().max(100),
+  description: z.string().max(2000),
+  prompt: z.string().max(20_000),
+  provider: z.string().trim().min(1).max(64).nullable(),
+  model: z.string().trim().min(1).max(200).nullable(),
+  thinking: z.boolean(),
+  /** Saved with the NPC in one transaction; left out, the grants stay as they are. */
+  grants: GrantList,
+};
 export const NpcInput = z
   .object({
-    name: z.string().trim().min(1, 'an NPC needs a name').max(100),
-    jobTitle: z.string().trim().max(100).default(''),
-    description: z.string().max(2000).default(''),
-    prompt: z.string().max(20_000).default(''),
-    provider: z.string().trim().min(1).max(64).nullable().default(null),
-    model: z.string().trim().min(1).max(200).nullable().default(null),
-    thinking: z.boolean().default(false),
-    /** Saved with the NPC in one transaction; left out, the grants stay as they are. */
-    grants: GrantList.optional(),
+    ...npcFields,
+    jobTitle: npcFields.jobTitle.default(''),
+    description: npcFields.description.default(''),
+    prompt: npcFields.prompt.default(''),
+    provider: npcFields.provider.default(null),
+    model: npcFields.model.default(null),
+    thinking: npcFields.thinking.default(false),
+    grants: npcFields.grants.optional(),
   })
   .strict();
 export type NpcInput = z.infer<typeof NpcInput>;
 
-export const NpcPatch = NpcInput.partial().strict();
+// No defaults here: a field left out of a PATCH keeps its value (zod's .partial() would keep the defaults).
+export const NpcPatch = z.object(npcFields).partial().strict();
 export type NpcPatch = z.infer<typeof NpcPatch>;
 
 const columns = (sql: Queryable) => sql`

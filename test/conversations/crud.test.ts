@@ -117,6 +117,34 @@ describe('Conversations', () => {
   });
 });
 
+describe('a Conversation whose reply is being written', () => {
+  it('cannot be deleted until the reply ends (it would go uncharged): 409, then 204', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    app.fake.enqueue(async (r) => {
+      r.text('Still talking');
+      await held;
+      r.finish();
+    });
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Hi' },
+    });
+    const frames = collectFrames(res);
+    const busy = await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie });
+    expect(busy.status).toBe(409);
+    expect(((await busy.json()) as { error: { code: string } }).error.code).toBe('TURN_IN_PROGRESS');
+    release();
+    await frames;
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(
+      204,
+    );
+  });
+});
+
 describe('NPCs', () => {
   it('are created with defaults, edited and deleted, scoped to their Player', async () => {
     const created = await json<{ npc: Record<string, unknown> & { id: string } }>(
@@ -140,6 +168,21 @@ describe('NPCs', () => {
       }),
     );
     expect(edited.npc).toMatchObject({ name: 'Mira', jobTitle: 'Cartographer', thinking: true });
+    // A field a PATCH leaves out keeps its value (no defaults sneak back in).
+    await app.api(`/api/npcs/${created.npc.id}`, {
+      method: 'PATCH',
+      cookie,
+      body: { prompt: 'Speak in rhyme.' },
+    });
+    const kept = await json<{ npc: Record<string, unknown> }>(
+      await app.api(`/api/npcs/${created.npc.id}`, { method: 'PATCH', cookie, body: { name: 'Mira II' } }),
+    );
+    expect(kept.npc).toMatchObject({
+      name: 'Mira II',
+      jobTitle: 'Cartographer',
+      thinking: true,
+      prompt: 'Speak in rhyme.',
+    });
     const list = await json<{ npcs: { id: string }[] }>(await app.api('/api/npcs', { cookie: other.cookie }));
     expect(list.npcs.map((n) => n.id)).not.toContain(created.npc.id);
     expect((await app.api(`/api/npcs/${created.npc.id}`, { method: 'DELETE', cookie })).status).toBe(204);

@@ -14,20 +14,27 @@ afterEach(async () => {
 });
 
 /** A real HTTP server whose one route hands its SseWriter to the test. */
-async function serve(): Promise<{ url: string; writer: Promise<SseWriter<Delta>> }> {
+async function serve(
+  stalledMs?: number,
+): Promise<{ url: string; writer: Promise<SseWriter<Delta>>; closed: Promise<void> }> {
   let give!: (w: SseWriter<Delta>) => void;
   const writer = new Promise<SseWriter<Delta>>((r) => {
     give = r;
   });
+  let closedNow!: () => void;
+  const closed = new Promise<void>((r) => {
+    closedNow = r;
+  });
   const app = express();
   app.get('/', (_req, res) => {
-    const sse = new SseWriter<Delta>(res, join);
+    res.on('close', () => closedNow());
+    const sse = new SseWriter<Delta>(res, join, stalledMs);
     sse.open();
     give(sse);
   });
   server = http.createServer(app);
   await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, writer };
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, writer, closed };
 }
 
 it('writes a lone frame at once, waiting on no timer', async () => {
@@ -74,4 +81,27 @@ it('under backpressure merges what queues, loses nothing, and ends with it', asy
   // 40 MB cannot all sit in socket buffers: once the socket backed up, what queued went out merged, so far
   // fewer writes than the 2,000 turns that sent frames.
   expect(events.length).toBeLessThan(FRAMES / 100 / 2);
+});
+
+it('closes the connection of a reader that stops reading, instead of holding it and its data forever', async () => {
+  const { url, writer, closed } = await serve(300);
+  const reply = await new Promise<http.IncomingMessage>((resolve) => {
+    http.get(url, (res) => {
+      res.pause();
+      resolve(res);
+    });
+  });
+  const sse = await writer;
+  let gone = false;
+  void closed.then(() => {
+    gone = true;
+  });
+  // Far more than socket buffers hold, so the writer waits on a drain that never comes.
+  for (let i = 0; i < 2_000; i++) {
+    sse.send({ text: `${i}`.padEnd(20_000, '.') });
+    if (i % 50 === 49) await new Promise((r) => setImmediate(r));
+  }
+  await closed;
+  expect(gone).toBe(true);
+  reply.destroy();
 });

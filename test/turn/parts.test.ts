@@ -71,4 +71,23 @@ describe('every Part kind over the one part frame', () => {
     expect(reply?.text).toBe('Public answer.');
     expect(JSON.stringify(reply?.parts)).toContain('PRIVATE THOUGHT');
   });
+
+  it('keeps what jsonb cannot store, made storable: NUL and half surrogate pairs from the Provider or the Player', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    app.fake.enqueue((r) => {
+      r.text('nul:\u0000 ');
+      r.text('half:\uD83D end');
+      r.finish();
+    });
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, {
+        cookie,
+        body: { text: 'odd \u0000 input' },
+      }),
+    );
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+    const [player, reply] = await messages(app, cookie, conversationId);
+    expect(player?.text).toBe('odd \uFFFD input');
+    expect(reply).toMatchObject({ status: 'complete', text: 'nul:\uFFFD half:\uFFFD end' });
+  });
 });

@@ -7,6 +7,7 @@ import {
   type Cover,
   coverOf,
   extraPlaces,
+  makeCover,
   mergeSpans,
   type Span,
   type TurnChoice,
@@ -250,11 +251,13 @@ export function PublishPage() {
   );
 }
 
-/** Every place `phrase` appears in `text`, ignoring case (offsets in `text` itself). */
-function findAll(text: string, phrase: string): Span[] {
-  if (!phrase) return [];
-  const pattern = new RegExp(phrase.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'), 'giu');
-  return Array.from(text.matchAll(pattern), (m) => ({ start: m.index, end: m.index + m[0].length }));
+/**
+ * Where the typed words are in `text`, found the way the covering pass finds them (case, accents, curly
+ * quotes, widths folded alike): the first place only — the cover takes every other place, in every turn.
+ */
+function findFirst(text: string, phrase: string): Span[] {
+  const [first] = makeCover([phrase]).find(text);
+  return first ? [first] : [];
 }
 
 /** Offsets of the current selection within `container`'s text, or null when it is not inside it. */
@@ -301,20 +304,22 @@ function TurnEditor({
       return;
     }
     setHint(null);
-    onChange({ redactions: [...own, span] });
+    if (!own.some((r) => r.start === span.start && r.end === span.end))
+      onChange({ redactions: [...own, span] });
     window.getSelection()?.removeAllRanges();
   };
   // By keyboard: the words typed are redacted where they appear in this turn (and so, like every
   // redaction, covered everywhere they appear).
   const redactPhrase = () => {
-    const spans = findAll(text, phrase.trim());
-    if (!spans.length) {
+    const [span] = findFirst(text, phrase.trim());
+    if (!span) {
       setHint(`“${phrase.trim()}” is not in this turn’s text.`);
       return;
     }
     setHint(null);
     setPhrase('');
-    onChange({ redactions: [...own, ...spans] });
+    if (!own.some((r) => r.start === span.start && r.end === span.end))
+      onChange({ redactions: [...own, span] });
   };
   return (
     <li
