@@ -7,7 +7,7 @@ import {
   requestLocalLock,
 } from '@atproto/oauth-client-node';
 import type { JsonValue, Sql } from '../db/index.ts';
-import { LOCKS } from '../db/index.ts';
+import { LOCKS, transaction } from '../db/index.ts';
 
 /** Pending authorizations older than this are dropped: a Player who wandered off starts again. */
 const STATE_TTL = '1 hour';
@@ -48,7 +48,7 @@ export function sessionStore(sql: Sql): NodeSavedSessionStore {
       return row?.value;
     },
     async del(did) {
-      await sql.begin(async (tx) => {
+      await transaction(sql, async (tx) => {
         await tx`delete from oauth_sessions where did = ${did}`;
         await tx`delete from sessions where player_id in (select id from players where did = ${did})`;
       });

@@ -1,4 +1,4 @@
-import { type JsonValue, LIVE_INSTANCES, LOCKS, type Queryable, type Sql } from '../db/index.ts';
+import { type JsonValue, LIVE_INSTANCES, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
@@ -38,7 +38,7 @@ export async function createConversation(
   const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
   const unknown = npcIds.find((id) => !own.has(id));
   if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
     const [c] = await tx<Conversation[]>`
       insert into conversations (player_id, title) select ${playerId}, ${title}
@@ -305,7 +305,7 @@ export async function beginPlayerTurn(
     reply: FirstReply;
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await checkSpending(tx, args.playerId, args.conversationId, args.limits);
     const parts = tx.json([{ type: 'text', text: args.text }]);
     // One statement: the claim, the turn counted, the Player's Message, and the reply's row after it.
@@ -337,7 +337,7 @@ export async function beginRegenerate(
     reply: FirstReply;
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await checkSpending(tx, args.playerId, args.conversationId, args.limits);
     const [last] = await tx<MessageRow[]>`
       select ${messageColumns(tx)} from messages

@@ -1,6 +1,6 @@
 import { readdir, readFile } from 'node:fs/promises';
 import path from 'node:path';
-import type { Sql } from './client.ts';
+import { type Sql, transaction } from './client.ts';
 import { LOCKS } from './locks.ts';
 
 export const MIGRATIONS_DIR = path.resolve(import.meta.dirname, '../../migrations');
@@ -14,7 +14,7 @@ const MIGRATION_LOCK = LOCKS.migrations;
  */
 export async function migrate(sql: Sql, dir = MIGRATIONS_DIR): Promise<string[]> {
   const files = (await readdir(dir)).filter((f) => /^\d+_[a-z0-9_]+\.sql$/.test(f)).sort();
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     await tx`select pg_advisory_xact_lock(${MIGRATION_LOCK})`;
     await tx`create table if not exists schema_migrations (
       name text primary key,

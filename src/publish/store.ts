@@ -1,4 +1,5 @@
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import { transaction } from '../db/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
 
@@ -72,7 +73,7 @@ export async function savePlan(
 ): Promise<void> {
   const p = plan.publication;
   const d = plan.draft;
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx`
       insert into publication_drafts (conversation_id, session_rkey, title, choices, words)
       values (${p.conversationId}, ${d.sessionRkey}, ${d.title}, ${tx.json(d.choices as JsonValue)},
@@ -131,7 +132,7 @@ export async function markWritten(
   const written = writes.flatMap((w, i) =>
     w.action === 'delete' ? [] : [{ rkey: w.rkey, cid: cids[i] ?? null }],
   );
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     if (deleted.length) {
       await tx`delete from publication_records where conversation_id = ${conversationId} and rkey = any(${deleted})`;
     }
@@ -154,7 +155,7 @@ export async function setStatus(
 }
 
 export async function markAllForDeletion(sql: Sql, conversationId: string) {
-  await sql.begin(async (tx) => {
+  await transaction(sql, async (tx) => {
     await tx`update publications set status = 'unpublishing', updated_at = now() where conversation_id = ${conversationId}`;
     // Never written: nothing to delete on the PDS.
     await tx`delete from publication_records where conversation_id = ${conversationId} and cid is null and pending = 'create'`;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Queryable, Sql } from '../db/index.ts';
-import { LOCKS } from '../db/index.ts';
+import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { GrantList, toGrant, writeGrants } from './grants.ts';
 
@@ -73,7 +73,7 @@ export const COUNT_LOCK = LOCKS.counts;
 
 /** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
 export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max: number): Promise<Npc> {
-  const row = await sql.begin(async (tx) => {
+  const row = await transaction(sql, async (tx) => {
     await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
     const [created] = await tx<Npc[]>`
       insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
@@ -104,7 +104,7 @@ export async function updateNpc(
   if (!current) return undefined;
   const { grants, ...fields } = patch;
   const n = { ...current, ...fields };
-  return sql.begin(async (tx) => {
+  return transaction(sql, async (tx) => {
     const [row] = await tx<Npc[]>`
       update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
         prompt = ${n.prompt}, provider = ${n.provider}, model = ${n.model}, thinking = ${n.thinking},

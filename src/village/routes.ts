@@ -2,6 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
+import { transaction } from '../db/index.ts';
 import { AppError, forbidden, isUuid, notFound, parseBody } from '../http/index.ts';
 import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
@@ -95,7 +96,7 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const player = currentPlayer(res);
     const body = parseBody(req, GrantsBody);
     const npc = await ownNpc(player.id, req.params.id);
-    await sql.begin((tx) => writeGrants(tx, player.id, npc.id, body.grants.map(toGrant)));
+    await transaction(sql, (tx) => writeGrants(tx, player.id, npc.id, body.grants.map(toGrant)));
     res.json({ grants: await listGrants(sql, npc.id) });
   });
 
