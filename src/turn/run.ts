@@ -17,6 +17,7 @@ import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
+import { sectionBreak, thinkingOptions } from './thinking.ts';
 
 export interface TurnDeps {
   sql: Sql;
@@ -181,13 +182,15 @@ async function* runReply(
       stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
       abortSignal: signal,
       reasoning: speaker.npc.thinking ? 'medium' : undefined,
+      providerOptions: thinkingOptions(speaker.kind, speaker.npc.thinking),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
       // Errors arrive as stream parts and are handled below; the SDK's default would log them again.
       onError: () => {},
     });
     for await (const chunk of result.stream) {
       // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
-      const raw = toFragment(chunk, tools.descriptions);
+      const raw =
+        chunk.type === 'reasoning-start' ? sectionBreak(parts) : toFragment(chunk, tools.descriptions);
       const fragment = raw && wellFormed(raw);
       if (fragment) {
         parts = foldPart(parts, fragment);

@@ -1,0 +1,101 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { foldParts } from '../../src/parts/index.ts';
+import { sectionBreak } from '../../src/turn/thinking.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { collectFrames } from '../support/sse.ts';
+import { setupConversation } from '../support/turns.ts';
+
+// A fake Gemini over HTTP, speaking streamGenerateContent's SSE: one thought part (sent only when the request
+// asked for thoughts, as Gemini does), then the answer with usage.
+const bodies: {
+  generationConfig?: { thinkingConfig?: { includeThoughts?: boolean; thinkingBudget?: number } };
+}[] = [];
+let gemini: http.Server;
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  gemini = http.createServer(async (req, res) => {
+    let raw = '';
+    for await (const chunk of req) raw += chunk;
+    const body = JSON.parse(raw) as (typeof bodies)[number];
+    bodies.push(body);
+    const chunks = [
+      ...(body.generationConfig?.thinkingConfig?.includeThoughts
+        ? [
+            {
+              candidates: [
+                { content: { role: 'model', parts: [{ text: 'Weighing the tides.', thought: true }] } },
+              ],
+            },
+          ]
+        : []),
+      {
+        candidates: [
+          { content: { role: 'model', parts: [{ text: 'High tide is at six.' }] }, finishReason: 'STOP' },
+        ],
+        usageMetadata: {
+          promptTokenCount: 12,
+          candidatesTokenCount: 5,
+          thoughtsTokenCount: 7,
+          totalTokenCount: 24,
+        },
+      },
+    ];
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\r\n\r\n`);
+    res.end();
+  });
+  await new Promise<void>((r) => gemini.listen(0, '127.0.0.1', r));
+  const base = `http://127.0.0.1:${(gemini.address() as AddressInfo).port}/v1beta`;
+  app = await startTestApp({}, { GOOGLE_GENERATIVE_AI_API_KEY: 'test-key', GOOGLE_BASE_URL: base });
+  ({ cookie } = await app.signIn());
+});
+afterAll(async () => {
+  await app?.close();
+  gemini?.closeAllConnections();
+  await new Promise((r) => gemini?.close(r));
+});
+
+it('a Google NPC with thinking on asks for thoughts, and shows them as reasoning; with it off, does not', async () => {
+  const ask = async (thinking: boolean) => {
+    const { conversationId } = await setupConversation(app, cookie, [
+      { name: 'Tide', provider: 'google', model: 'gemini-2.5-flash', thinking },
+    ]);
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, {
+        cookie,
+        body: { text: 'When is high tide?' },
+      }),
+    );
+    return foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
+  };
+  const on = await ask(true);
+  expect(bodies.at(-1)?.generationConfig?.thinkingConfig?.includeThoughts).toBe(true);
+  expect(on).toEqual([
+    { type: 'reasoning', text: 'Weighing the tides.' },
+    { type: 'text', text: 'High tide is at six.' },
+  ]);
+  const off = await ask(false);
+  expect(bodies.at(-1)?.generationConfig?.thinkingConfig?.includeThoughts).toBeUndefined();
+  expect(off).toEqual([{ type: 'text', text: 'High tide is at six.' }]);
+});
+
+it('keeps reasoning sections apart: a new section after reasoning text starts after a blank line', () => {
+  const sections = [
+    '**Reading the chart**',
+    'The tide tables say six.',
+    '**Checking the moon**',
+    'Full moon.',
+  ];
+  const parts = foldParts([
+    { type: 'reasoning', text: sections[0] },
+    { type: 'reasoning', text: ` ${sections[1]}` },
+  ]);
+  const broken = foldParts([sectionBreak(parts), { type: 'reasoning', text: sections[2] }], parts);
+  expect(broken).toEqual([{ type: 'reasoning', text: `${sections[0]} ${sections[1]}\n\n${sections[2]}` }]);
+  // No break before the first section, or after text.
+  expect(sectionBreak([])).toBeNull();
+  expect(sectionBreak([{ type: 'text', text: 'Hello' }])).toBeNull();
+});
