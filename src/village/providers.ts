@@ -6,6 +6,7 @@ import type { LanguageModel } from 'ai';
 import type { ProviderConfig } from '../config.ts';
 import { AppError } from '../http/index.ts';
 import { demoModel } from './demo.ts';
+import { drainingFetch } from './drain.ts';
 import type { VillageSettings } from './settings.ts';
 
 export interface ResolvedModel {
@@ -88,17 +89,19 @@ export class ProviderRegistry {
 }
 
 function makeFactory(p: ProviderConfig): (model: string) => LanguageModel {
+  // Every Provider reads its stream through a body that keeps what arrived when the socket breaks.
+  const fetch = drainingFetch();
   switch (p.kind) {
     case 'openai': {
-      const provider = createOpenAI({ apiKey: p.apiKey, baseURL: p.baseURL });
+      const provider = createOpenAI({ apiKey: p.apiKey, baseURL: p.baseURL, fetch });
       return (model) => provider(model);
     }
     case 'anthropic': {
-      const provider = createAnthropic({ apiKey: p.apiKey, baseURL: p.baseURL });
+      const provider = createAnthropic({ apiKey: p.apiKey, baseURL: p.baseURL, fetch });
       return (model) => provider(model);
     }
     case 'google': {
-      const provider = createGoogleGenerativeAI({ apiKey: p.apiKey, baseURL: p.baseURL });
+      const provider = createGoogleGenerativeAI({ apiKey: p.apiKey, baseURL: p.baseURL, fetch });
       return (model) => provider(model);
     }
     case 'demo':
@@ -109,6 +112,7 @@ function makeFactory(p: ProviderConfig): (model: string) => LanguageModel {
         baseURL: p.baseURL!,
         apiKey: p.apiKey,
         includeUsage: true,
+        fetch,
       });
       return (model) => provider(model);
     }
