@@ -2,7 +2,7 @@
 
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
-export { type Grant, type GrantKind, listGrants } from './grants.ts';
+export type { GrantKind } from './grants.ts';
 export { COUNT_LOCK, getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';

@@ -2,10 +2,10 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
 import { api, type Npc, type VillageView } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
+import { type Grant, type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-type Draft = Omit<Npc, 'id'> & { grants?: ReturnType<typeof grantOf>[] };
+type Draft = Omit<Npc, 'id'>;
 const empty: Draft = {
   name: '',
   jobTitle: '',
@@ -49,7 +49,7 @@ export function NpcsPage() {
   const save = useMutation({
     mutationFn: (d: Draft) => {
       // Only the fields a Player edits: the server refuses any other key (the NPC as listed carries more).
-      const body: Draft = {
+      const body: Draft & { grants?: Grant[] } = {
         name: d.name,
         jobTitle: d.jobTitle,
         description: d.description,
