@@ -33,7 +33,9 @@ const now = () => performance.timeOrigin + performance.now();
 const TOKEN = /\[(\d+):(\d+(?:\.\d+)?)\]/g;
 // Kept-alive connections, warmed by the phases before: a cold burst would measure the accept queue (both
 // sides alike), not the servers.
-const agent = new http.Agent({ keepAlive: true, maxSockets: 1024 });
+// A free socket idle for 4 s is dropped: servers close idle keep-alive connections after 5 s, and reusing one
+// they just closed fails the request ("socket hang up").
+const agent = new http.Agent({ keepAlive: true, maxSockets: 1024, timeout: 4000 });
 const fake = await startFakeProvider();
 
 async function stream(

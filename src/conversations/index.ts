@@ -1,6 +1,7 @@
 // conversations/: Conversations and Messages. The store (the turn writes through it) and the CRUD routes.
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export { conversationRoutes } from './routes.ts';
+export type { SpendingLimits } from './spending.ts';
 export {
   allMessages,
   beginPlayerTurn,
@@ -17,6 +18,5 @@ export {
   messageIds,
   readHistoryTail,
   releaseTurn,
-  type SpendingLimits,
   saveSummary,
 } from './store.ts';

@@ -100,7 +100,12 @@ const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
  */
 export function titleFrom(text: string, max = 80): string {
   const line = text.replace(/\s+/g, ' ').trim();
-  const graphemes = Array.from(segmenter.segment(line), (s) => s.segment);
+  // Only the first max + 1 graphemes are looked at: a Message may be 100,000 characters long.
+  const graphemes: string[] = [];
+  for (const s of segmenter.segment(line)) {
+    graphemes.push(s.segment);
+    if (graphemes.length > max) break;
+  }
   if (graphemes.length <= max) return line;
   const head = graphemes.slice(0, max - 1);
   // The head ends on a whole word when the next character is a space; else back to the last space in it.

@@ -1,4 +1,11 @@
-import { type JsonValue, LIVE_INSTANCES, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
+import {
+  commitWith,
+  type JsonValue,
+  LIVE_INSTANCES,
+  type Queryable,
+  type Sql,
+  transaction,
+} from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
@@ -11,6 +18,15 @@ import {
   toMessage,
   type Usage,
 } from './messages.ts';
+import {
+  judgeSpending,
+  lockSpending,
+  logTurn,
+  type SpendingLimits,
+  type Spent,
+  spendingCtes,
+  VILLAGE,
+} from './spending.ts';
 
 export interface Conversation {
   id: string;
@@ -161,100 +177,6 @@ const turnInProgress = () =>
     'An NPC is still answering in this Conversation. Wait for it or stop it first.',
   );
 
-/** What one Player may spend (Village settings), checked before a turn reaches a Provider. */
-export interface SpendingLimits {
-  turnsPerMinute: number;
-  concurrentStreams: number;
-  playerDailyTokens: number;
-  villageDailyTokens: number;
-}
-
-/** The `daily_spend` row that counts the whole Village. */
-const VILLAGE = '00000000-0000-0000-0000-000000000000';
-
-/** Arbitrary but fixed: the advisory lock class under which one Player's turns are admitted one at a time. */
-const SPENDING_LOCK = LOCKS.spending;
-
-/**
- * Refuses a turn the Player (or the Village) cannot afford now, with when to try again. Runs under a lock per
- * Player, in the transaction that claims the turn, so 25 turns sent at once are judged one after another.
- */
-async function checkSpending(
-  tx: Queryable,
-  playerId: string,
-  conversationId: string,
-  limits: SpendingLimits,
-) {
-  // Pipelined (one round trip): the server runs the lock to completion before the read starts, so the read's
-  // snapshot sees every turn admitted before it.
-  const [, [u]] = await Promise.all([
-    tx`select pg_advisory_xact_lock(${SPENDING_LOCK}, hashtext(${playerId}))`,
-    tx<
-      {
-        recent: number;
-        wait: number;
-        streams: number;
-        mine: number;
-        village: number;
-        untilMidnight: number;
-      }[]
-    >`
-    with today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
-    turns as (select at from turn_log where player_id = ${playerId} and at > now() - interval '1 minute')
-    select
-      (select count(*)::int from turns) as recent,
-      coalesce((select extract(epoch from min(at) + interval '1 minute' - now()) from turns), 0)::float8 as wait,
-      (select count(*)::int from conversations where player_id = ${playerId} and id <> ${conversationId}
-        and turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)})) as streams,
-      (select coalesce(sum(tokens), 0)::float8 from daily_spend
-        where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
-      (select coalesce(sum(tokens), 0)::float8 from daily_spend
-        where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
-      (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"`,
-  ]);
-  if (u!.streams >= limits.concurrentStreams) {
-    throw new AppError(
-      429,
-      'TOO_MANY_STREAMS',
-      `You already have ${u!.streams} replies on the way, the most at once. Wait for one to finish.`,
-      undefined,
-      5,
-    );
-  }
-  if (u!.recent >= limits.turnsPerMinute) {
-    throw new AppError(
-      429,
-      'RATE_LIMITED',
-      `You sent ${limits.turnsPerMinute} Messages in the last minute, the most this Village allows. Try again shortly.`,
-      undefined,
-      u!.wait,
-    );
-  }
-  if (u!.mine >= limits.playerDailyTokens) {
-    throw new AppError(
-      429,
-      'TOKEN_BUDGET',
-      `You have used today's ${limits.playerDailyTokens.toLocaleString('en')} tokens. The budget renews at midnight UTC.`,
-      undefined,
-      u!.untilMidnight,
-    );
-  }
-  if (u!.village >= limits.villageDailyTokens) {
-    throw new AppError(
-      429,
-      'VILLAGE_TOKEN_BUDGET',
-      "The Village has used today's tokens. The budget renews at midnight UTC.",
-      undefined,
-      u!.untilMidnight,
-    );
-  }
-}
-
-/** Admitted: the turn is counted for the next minute (rows older than an hour are no use to anyone). */
-const logTurn = (q: Queryable, playerId: string) => q`
-  gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour'),
-  logged as (insert into turn_log (player_id) select ${playerId} from claimed)`;
-
 /**
  * A CTE keeping the usage of replies about to be deleted (those of `conversation` matching `which`, as `m`):
  * the Provider was paid for them, so Usage still counts them.
@@ -306,20 +228,28 @@ export async function beginPlayerTurn(
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
   return transaction(sql, async (tx) => {
-    await checkSpending(tx, args.playerId, args.conversationId, args.limits);
+    // The whole transaction in one round trip: BEGIN, the Player's lock, one statement, COMMIT. The statement
+    // reads what the Player has spent, and only when that admits the turn claims the Conversation, counts the
+    // turn, and writes the Player's Message and the reply's row after it. Nothing written means nothing to undo.
+    const locked = lockSpending(tx, args.playerId);
     const parts = tx.json([{ type: 'text', text: args.text }]);
-    // One statement: the claim, the turn counted, the Player's Message, and the reply's row after it.
-    const [row] = await tx<(MessageRow & { reply_id: string })[]>`
-      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text))}),
+    const [row] = await commitWith(
+      tx,
+      tx<(Spent & Partial<MessageRow> & { reply_id: string | null })[]>`
+      with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)},
+      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text), tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
       player as (
         insert into messages (conversation_id, role, parts, text)
         select id, 'player', ${parts}, ${args.text} from claimed
         returning ${messageColumns(tx)}),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
-      select player.*, (select id from reply) as reply_id from player`;
-    if (!row) throw turnInProgress();
-    return { playerMessage: toMessage(row), replyId: row.reply_id };
+      select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`,
+    );
+    await locked;
+    judgeSpending(row!, args.limits);
+    if (!row?.id || !row.reply_id) throw turnInProgress();
+    return { playerMessage: toMessage(row as MessageRow), replyId: row.reply_id };
   });
 }
 
@@ -338,19 +268,30 @@ export async function beginRegenerate(
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
   return transaction(sql, async (tx) => {
-    await checkSpending(tx, args.playerId, args.conversationId, args.limits);
-    const [last] = await tx<MessageRow[]>`
-      select ${messageColumns(tx)} from messages
-      where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`;
+    // BEGIN, the lock and both reads in one round trip; the claim and COMMIT in a second.
+    const locked = lockSpending(tx, args.playerId);
+    const [[spent], [last]] = await Promise.all([
+      tx<
+        Spent[]
+      >`with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)} select * from spend`,
+      tx<MessageRow[]>`
+        select ${messageColumns(tx)} from messages
+        where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`,
+    ]);
+    await locked;
+    judgeSpending(spent!, args.limits);
     if (!last)
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
-    const [row] = await tx<{ reply_id: string }[]>`
+    const [row] = await commitWith(
+      tx,
+      tx<{ reply_id: string }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
       ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
       dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`)})
-      select id as reply_id from reply`;
+      select id as reply_id from reply`,
+    );
     if (!row) throw turnInProgress();
     return { playerMessage: toMessage(last), replyId: row.reply_id };
   });
@@ -367,9 +308,11 @@ const claimSql = (
   playerId: string,
   instanceId: number,
   title: string | null,
+  /** A further condition (the spending check's `admitted`). */
+  when: PendingFragment = q`true`,
 ) => q`
   update conversations set turn_owner = ${instanceId}, updated_at = now(), title = coalesce(title, ${title})
-  where id = ${conversationId} and player_id = ${playerId}
+  where id = ${conversationId} and player_id = ${playerId} and ${when}
     and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
   returning id`;
 

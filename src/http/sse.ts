@@ -2,10 +2,10 @@ import type { Response } from 'express';
 
 /**
  * Writes Server-Sent Events, coalescing only under pressure (DESIGN: don't pay I/O per token, and don't make
- * the reader wait either). A frame sent while the stream is idle goes out at the end of the current event-loop
- * turn, so the deltas parsed from one Provider chunk share a write and a lone delta waits for no timer. While
- * the socket is backed up (a write returned false), frames queue and go out together on 'drain'. An optional
- * `merge` joins a frame into the one queued before it (adjacent text deltas), so they are serialised once too.
+ * the reader wait either). A frame sent while the socket is idle is written at once. While Node still holds
+ * bytes the socket has not taken, frames queue and go out together when the event loop comes round; once a
+ * write returned false (backed up), together on 'drain'. An optional `merge` joins a frame into the one queued
+ * before it (adjacent text deltas), so they are serialised once too.
  */
 export class SseWriter<F> {
   private queue: F[] = [];
@@ -37,7 +37,14 @@ export class SseWriter<F> {
     const merged = last === undefined ? undefined : this.merge(last, frame);
     if (merged !== undefined) this.queue[this.queue.length - 1] = merged;
     else this.queue.push(frame);
-    if (this.scheduled || this.draining) return;
+    if (this.draining || this.scheduled) return;
+    // Idle (the socket took everything written so far): written at once. Not deferred to a later tick when it
+    // need not be: under load one event-loop turn can be a long chain of stream microtasks, and a deferred
+    // write would wait for all of it. Bytes still unsent: what arrives merges until the loop comes round.
+    if (this.res.writableLength === 0) {
+      this.flush();
+      return;
+    }
     this.scheduled = true;
     setImmediate(() => {
       this.scheduled = false;

@@ -5,6 +5,17 @@
  */
 export function wellFormed<T>(value: T): T {
   if (typeof value === 'string') return clean(value) as T;
+  // Text and reasoning deltas are most of a stream: their two keys are known, only the text needs looking at.
+  const delta = value as { type?: unknown; text?: unknown };
+  if (
+    delta &&
+    (delta.type === 'text' || delta.type === 'reasoning') &&
+    typeof delta.text === 'string' &&
+    Object.keys(delta).length === 2
+  ) {
+    const text = clean(delta.text);
+    return (text === delta.text ? value : { type: delta.type, text }) as T;
+  }
   if (Array.isArray(value)) {
     let changed = false;
     const out = value.map((v) => {
@@ -28,6 +39,9 @@ export function wellFormed<T>(value: T): T {
   return value;
 }
 
-// A lone high surrogate (not followed by a low one), or a lone low one (not preceded by a high one).
-const LONE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g;
-const clean = (s: string) => s.replaceAll('\u0000', '\uFFFD').replace(LONE, '\uFFFD');
+// toWellFormed replaces each lone surrogate with U+FFFD; the checks first keep the common case free of copies.
+const clean = (s: string) => {
+  const nul = s.includes('\u0000');
+  if (!nul && s.isWellFormed()) return s;
+  return (nul ? s.replaceAll('\u0000', '\uFFFD') : s).toWellFormed();
+};

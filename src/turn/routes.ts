@@ -163,7 +163,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   };
   try {
     sse.open();
-    for await (const frame of runTurn(deps, plan, abort.signal)) send(frame);
+    await runTurn(deps, plan, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({

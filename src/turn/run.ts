@@ -66,28 +66,33 @@ interface ReplyEnd {
  * `message_npc`, all in the same stream. Each hand-over counts against the Village hop limit; reaching it ends
  * the turn with an error frame that says so.
  */
-export async function* runTurn(deps: TurnDeps, plan: TurnPlan, signal: AbortSignal): AsyncGenerator<Frame> {
+export async function runTurn(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  signal: AbortSignal,
+  emit: (frame: Frame) => void,
+): Promise<void> {
   let speaker = plan.speaker;
   let conversation = plan.conversation;
   let handoff: Handoff | undefined;
   for (let hops = 0; ; hops++) {
     // The first reply's row was written with the claim; each hand-over writes its own.
     const replyId = hops === 0 ? plan.replyId : undefined;
-    const end = yield* runReply(deps, { ...plan, conversation, speaker }, replyId, handoff, signal);
+    const end = await runReply(deps, { ...plan, conversation, speaker }, replyId, handoff, signal, emit);
     if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
     if (hops >= plan.settings.hopLimit) {
-      yield {
+      emit({
         type: 'error',
         messageId: end.messageId,
         code: 'HOP_LIMIT',
         message: `The NPCs handed the conversation over ${hops} time(s), the Village's hop limit, so it stops here. Reply to go on.`,
-      };
+      });
       return;
     }
     const next = plan.participants.find((p) => p.name === end.handoff!.npc);
     const nextSpeaker = next ? plan.speakerFor(next) : `There is no NPC named ${end.handoff.npc} here.`;
     if (typeof nextSpeaker === 'string') {
-      yield { type: 'error', messageId: end.messageId, code: 'HANDOFF_FAILED', message: nextSpeaker };
+      emit({ type: 'error', messageId: end.messageId, code: 'HANDOFF_FAILED', message: nextSpeaker });
       return;
     }
     handoff = { from: speaker.npc.name, message: end.handoff.message };
@@ -98,18 +103,20 @@ export async function* runTurn(deps: TurnDeps, plan: TurnPlan, signal: AbortSign
 }
 
 /**
- * One NPC reply, as the frames of the SSE stream. Every exit path (clean finish, the Player leaving, a
- * Provider error or a broken socket) persists what had arrived, with usage when the Provider reported it
- * (ADR 0003). The caller stops a reply by aborting `signal`; the generator unwinds at the next stream part
- * and still folds and stores everything produced until then.
+ * One NPC reply, as the frames of the SSE stream, handed to `emit` as they come (a callback, not an async
+ * generator: a generator layer costs promise hops on every delta). Every exit path (clean finish, the Player
+ * leaving, a Provider error or a broken socket) persists what had arrived, with usage when the Provider
+ * reported it (ADR 0003). The caller stops a reply by aborting `signal`; the loop unwinds at the next stream
+ * part and still folds and stores everything produced until then.
  */
-async function* runReply(
+async function runReply(
   deps: TurnDeps,
   plan: TurnPlan,
   replyId: string | undefined,
   handoff: Handoff | undefined,
   signal: AbortSignal,
-): AsyncGenerator<Frame, ReplyEnd> {
+  emit: (frame: Frame) => void,
+): Promise<ReplyEnd> {
   const { sql } = deps;
   const { conversation, speaker } = plan;
   // History is read and the Tool set built while the reply's row is inserted: history excludes rows still
@@ -139,14 +146,14 @@ async function* runReply(
         model: speaker.resolved.model,
         instanceId: deps.instanceId,
       });
-  yield {
+  emit({
     type: 'start',
     messageId: message.id,
     playerMessageId: plan.playerMessage.id,
     npc: { id: speaker.npc.id, name: speaker.npc.name },
     provider: speaker.resolved.provider,
     model: speaker.resolved.model,
-  };
+  });
 
   let parts: Part[] = [];
   let status: EndStatus = 'complete';
@@ -195,7 +202,7 @@ async function* runReply(
       if (fragment) {
         parts = foldPart(parts, fragment);
         deps.checkpoints.update(message.id, parts);
-        yield { type: 'part', messageId: message.id, part: fragment };
+        emit({ type: 'part', messageId: message.id, part: fragment });
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
       else if (chunk.type === 'finish') usage = toUsage(chunk.totalUsage);
       else if (chunk.type === 'abort') {
@@ -243,15 +250,15 @@ async function* runReply(
     });
   }
   if (status === 'failed') {
-    yield {
+    emit({
       type: 'error',
       messageId: message.id,
       // Ours when the reply failed before the Provider was called (its tools or context could not be made).
       code: errorCode,
       message: error ?? 'The Provider failed.',
-    };
+    });
   }
-  yield { type: 'finish', messageId: message.id, status, usage };
+  emit({ type: 'finish', messageId: message.id, status, usage });
   return { messageId: message.id, status, handoff: handoffIn(parts) };
 }
 

@@ -38,8 +38,9 @@ export function drainingFetch(base: typeof fetch = globalThis.fetch): typeof fet
           });
         }
         wake = undefined;
-        const next = queue.shift();
-        if (next) controller.enqueue(next);
+        // Everything that has arrived, at once (one pull per burst, not per chunk). Safe against loss: pull
+        // runs again only when the reader has taken all of it, so the error below never discards a chunk.
+        if (queue.length) for (const chunk of queue.splice(0)) controller.enqueue(chunk);
         else if (failure !== undefined) controller.error(failure);
         else controller.close();
       },

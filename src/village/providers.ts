@@ -28,10 +28,18 @@ export function resolveModel(
   return provider && model ? { provider, model } : undefined;
 }
 
+const MODEL_CACHE = 256;
+
 /** The Providers this instance has keys (or endpoints) for, read from its environment at start. */
 export class ProviderRegistry {
   private readonly byId = new Map<string, ProviderConfig>();
   private readonly factories = new Map<string, (model: string) => LanguageModel>();
+  /**
+   * Model instances are stateless and reusable, and making one is not free (the OpenAI-compatible one builds
+   * its zod chunk schemas, ~1 ms): one per Provider and Model, the most recently used kept. Bounded, because
+   * the Model name is whatever an NPC says.
+   */
+  private readonly models = new Map<string, LanguageModel>();
 
   constructor(providers: ProviderConfig[]) {
     for (const p of providers) this.byId.set(p.id, p);
@@ -74,7 +82,14 @@ export class ProviderRegistry {
         `The Provider "${resolved.provider}" has no API key on this instance, so the NPC cannot answer. Choose another Provider.`,
       );
     }
-    return factory(resolved.model);
+    const key = `${resolved.provider}\u0000${resolved.model}`;
+    let model = this.models.get(key);
+    if (model) this.models.delete(key);
+    else model = factory(resolved.model);
+    // Re-inserted last: a Map iterates in insertion order, so the first key is the least recently used.
+    this.models.set(key, model);
+    if (this.models.size > MODEL_CACHE) this.models.delete(this.models.keys().next().value!);
+    return model;
   }
 
   private factory(id: string): ((model: string) => LanguageModel) | undefined {

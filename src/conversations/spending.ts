@@ -1,0 +1,109 @@
+import { LIVE_INSTANCES, LOCKS, type Queryable } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+
+/** What one Player may spend (Village settings), checked before a turn reaches a Provider. */
+export interface SpendingLimits {
+  turnsPerMinute: number;
+  concurrentStreams: number;
+  playerDailyTokens: number;
+  villageDailyTokens: number;
+}
+
+/** The `daily_spend` row that counts the whole Village. */
+export const VILLAGE = '00000000-0000-0000-0000-000000000000';
+
+/** What the Player (and the Village) have spent, as read under the Player's lock. */
+export interface Spent {
+  recent: number;
+  wait: number;
+  streams: number;
+  mine: number;
+  village: number;
+  untilMidnight: number;
+}
+
+/**
+ * Takes the Player's spending lock for the rest of the transaction, without waiting for it: the statement
+ * sent next on the connection runs only once the lock is held, so its snapshot sees every turn admitted
+ * before it — one Player's turns sent at once are judged one after another. Await the result at the end.
+ */
+export function lockSpending(tx: Queryable, playerId: string): Promise<unknown> {
+  const locked = tx`select pg_advisory_xact_lock(${LOCKS.spending}, hashtext(${playerId}))`.execute();
+  locked.catch(() => {});
+  return locked;
+}
+
+/**
+ * CTEs for a turn's statement: `spend` (one row, the figures `judgeSpending` reads) and `admitted` (a row
+ * only when the turn is within every limit), so a claim can be conditioned on `admitted` in the same
+ * statement.
+ */
+export const spendingCtes = (
+  q: Queryable,
+  playerId: string,
+  conversationId: string,
+  limits: SpendingLimits,
+) => q`
+  today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
+  turns as (select at from turn_log where player_id = ${playerId} and at > now() - interval '1 minute'),
+  spend as (select
+    (select count(*)::int from turns) as recent,
+    coalesce((select extract(epoch from min(at) + interval '1 minute' - now()) from turns), 0)::float8 as wait,
+    (select count(*)::int from conversations where player_id = ${playerId} and id <> ${conversationId}
+      and turn_owner is not null and turn_owner in (${q.unsafe(LIVE_INSTANCES)})) as streams,
+    (select coalesce(sum(tokens), 0)::float8 from daily_spend
+      where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
+    (select coalesce(sum(tokens), 0)::float8 from daily_spend
+      where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
+    (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"),
+  admitted as (select 1 from spend
+    where streams < ${limits.concurrentStreams} and recent < ${limits.turnsPerMinute}
+      and mine < ${limits.playerDailyTokens}::float8 and village < ${limits.villageDailyTokens}::float8)`;
+
+/**
+ * Refuses a turn the Player (or the Village) cannot afford now, with when to try again: the same judgement
+ * as `admitted`, in the order the seed gives, so the refusal names the first limit reached.
+ */
+export function judgeSpending(u: Spent, limits: SpendingLimits): void {
+  if (u.streams >= limits.concurrentStreams) {
+    throw new AppError(
+      429,
+      'TOO_MANY_STREAMS',
+      `You already have ${u.streams} replies on the way, the most at once. Wait for one to finish.`,
+      undefined,
+      5,
+    );
+  }
+  if (u.recent >= limits.turnsPerMinute) {
+    throw new AppError(
+      429,
+      'RATE_LIMITED',
+      `You sent ${limits.turnsPerMinute} Messages in the last minute, the most this Village allows. Try again shortly.`,
+      undefined,
+      u.wait,
+    );
+  }
+  if (u.mine >= limits.playerDailyTokens) {
+    throw new AppError(
+      429,
+      'TOKEN_BUDGET',
+      `You have used today's ${limits.playerDailyTokens.toLocaleString('en')} tokens. The budget renews at midnight UTC.`,
+      undefined,
+      u.untilMidnight,
+    );
+  }
+  if (u.village >= limits.villageDailyTokens) {
+    throw new AppError(
+      429,
+      'VILLAGE_TOKEN_BUDGET',
+      "The Village has used today's tokens. The budget renews at midnight UTC.",
+      undefined,
+      u.untilMidnight,
+    );
+  }
+}
+
+/** Admitted: the turn is counted for the next minute (rows older than an hour are no use to anyone). */
+export const logTurn = (q: Queryable, playerId: string) => q`
+  gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour'),
+  logged as (insert into turn_log (player_id) select ${playerId} from claimed)`;
