@@ -6,12 +6,18 @@ export const median = (xs: number[]): number => {
 
 export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
 
-/** Runs a and b alternately `runs` times after `warmup` rounds; returns the medians of each side in ms. */
+export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
+
+/**
+ * Runs a and b alternately `runs` times after `warmup` rounds; returns the medians of each side in ms (or the
+ * means, where a rare slow run is part of what is measured).
+ */
 export async function sideBySide(
   runs: number,
   warmup: number,
   a: () => Promise<void>,
   b: () => Promise<void>,
+  stat: (xs: number[]) => number = median,
 ): Promise<{ a: number; b: number }> {
   const ta: number[] = [];
   const tb: number[] = [];
@@ -24,5 +30,5 @@ export async function sideBySide(
       if (i >= warmup) (fn === a ? ta : tb).push(dt);
     }
   }
-  return { a: median(ta), b: median(tb) };
+  return { a: stat(ta), b: stat(tb) };
 }

@@ -6,7 +6,7 @@ import { attributedText, toModelMessages } from './history.ts';
 import { assembleSystemPrompt } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
-import { windowHistory } from './window.ts';
+import { REFILL_SHARE, windowHistory } from './window.ts';
 
 export interface Handoff {
   from: string;
@@ -32,7 +32,12 @@ export async function assembleContext(
 ): Promise<{ instructions: string; messages: ModelMessage[] }> {
   const { conversation, participants, speaker, settings, tail, tools } = args;
   const party = participants.length > 1;
-  const { kept, dropped } = windowHistory(tail, settings.historyBudget, (t) => attributedText(t, party));
+  const { kept, dropped } = windowHistory(
+    tail,
+    settings.historyBudget,
+    (t) => attributedText(t, party),
+    Math.floor(settings.historyBudget * REFILL_SHARE),
+  );
   let summary = conversation.summary;
   if (dropped.length) {
     try {

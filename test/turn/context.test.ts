@@ -40,7 +40,8 @@ describe('windowing and the rolling summary', () => {
         app.fake.enqueue(textScript(filler(`R${i}`)));
         await say(conversationId, filler(`P${i}`));
       }
-      // Five turns of ~900 characters exceed the 4,000-character budget: the third Player turn drops P1.
+      // Five turns of ~900 characters exceed the 4,000-character budget: the third Player turn folds the
+      // oldest turns into the summary until the window is at three quarters of it (P1 and R1 go).
       expect(summaries().length).toBe(before);
       app.fake.enqueue(textScript(filler('R3')));
       app.fake.summaryText = 'SUMMARY-ONE';
@@ -49,13 +50,14 @@ describe('windowing and the rolling summary', () => {
       const firstSummaryPrompt = JSON.stringify(firstSummary.body.messages);
       expect(firstSummaryPrompt).toContain('(none yet)');
       expect(firstSummaryPrompt).toContain('P1 ');
-      expect(firstSummaryPrompt).not.toContain('R1 ');
+      expect(firstSummaryPrompt).toContain('R1 ');
+      expect(firstSummaryPrompt).not.toContain('P2 ');
 
       const third = streamed().at(-1)!;
       const sent = third.body.messages.filter((m) => m.role !== 'system').map((m) => String(m.content));
-      expect(sent.join('').length).toBeLessThanOrEqual(4000);
+      expect(sent.join('').length).toBeLessThanOrEqual(3000);
       expect(sent.at(-1)).toContain('P3 ');
-      expect(sent.some((s) => s.includes('P1 '))).toBe(false);
+      expect(sent.some((s) => s.includes('P1 ') || s.includes('R1 '))).toBe(false);
       expect(promptOf(third).endsWith('# Earlier in this conversation\nSUMMARY-ONE')).toBe(true);
 
       app.fake.enqueue(textScript(filler('R4')));
@@ -64,14 +66,33 @@ describe('windowing and the rolling summary', () => {
       const second = JSON.stringify(summaries().at(-1)!.body.messages);
       // Incremental: the summary so far plus only the newly dropped turns.
       expect(second).toContain('SUMMARY-ONE');
-      expect(second).toContain('R1 ');
       expect(second).toContain('P2 ');
+      expect(second).toContain('R2 ');
       expect(second).not.toContain('P1 ');
+      expect(second).not.toContain('R1 ');
+      expect(promptOf(streamed().at(-1)!)).toContain('SUMMARY-TWO');
+
+      // The fold left room: a short turn next fits the budget, and makes no summary call at all.
+      const folds = summaries().length;
+      app.fake.enqueue(textScript('R5'));
+      await say(conversationId, 'P5 short');
+      expect(summaries().length).toBe(folds);
       expect(promptOf(streamed().at(-1)!)).toContain('SUMMARY-TWO');
 
       // Nothing was deleted.
       const all = await messages(app, cookie, conversationId);
-      expect(all.map((m) => m.text.slice(0, 2))).toEqual(['P1', 'R1', 'P2', 'R2', 'P3', 'R3', 'P4', 'R4']);
+      expect(all.map((m) => m.text.slice(0, 2))).toEqual([
+        'P1',
+        'R1',
+        'P2',
+        'R2',
+        'P3',
+        'R3',
+        'P4',
+        'R4',
+        'P5',
+        'R5',
+      ]);
     } finally {
       await app.db.sql`update village_settings set history_budget = 60000`;
     }

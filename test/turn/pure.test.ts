@@ -36,6 +36,28 @@ describe('windowing', () => {
   it('drops nothing when everything fits', () => {
     expect(windowHistory([t('a'), t('b')], 60_000, (x) => x.text).dropped).toEqual([]);
   });
+
+  it('on overflow, folds down to the refill level; while everything fits, to nothing', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 1, max: 400 }), { minLength: 1, maxLength: 60 }),
+        fc.integer({ min: 50, max: 4000 }),
+        (sizes, budget) => {
+          const items = sizes.map((n) => t('x'.repeat(n * 4)));
+          const refill = Math.floor(budget * 0.75);
+          const { kept, dropped } = windowHistory(items, budget, (x) => x.text, refill);
+          const tokens = (xs: { text: string }[]) => xs.reduce((a, x) => a + x.text.length / 4, 0);
+          expect([...dropped, ...kept]).toEqual(items);
+          if (tokens(items) <= budget) expect(dropped).toEqual([]);
+          else if (kept.length > 1) {
+            expect(tokens(kept)).toBeLessThanOrEqual(refill);
+            // The longest such tail: one more turn would not fit.
+            if (dropped.length) expect(tokens([dropped.at(-1)!, ...kept])).toBeGreaterThan(refill);
+          } else expect(kept).toEqual([items.at(-1)]);
+        },
+      ),
+    );
+  });
 });
 
 describe('system prompt', () => {
