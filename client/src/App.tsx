@@ -1,13 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { NavLink, Outlet } from 'react-router';
-import { ApiError, api, type Me } from './api.ts';
+import { MeResponse } from '../../src/wire/index.ts';
+import { ApiError, api, fetchAs } from './api.ts';
 import { ErrorNote } from './components/ErrorNote.tsx';
 import { SignInPage } from './pages/SignInPage.tsx';
 
 /** The signed-in frame: navigation beside the page. Signed out (401), the sign-in page instead. */
 export function App() {
   const queryClient = useQueryClient();
-  const me = useQuery({ queryKey: ['me'], queryFn: () => api<Me>('/api/me') });
+  const me = useQuery({ queryKey: ['me'], queryFn: () => fetchAs(MeResponse, '/api/me') });
   const logout = useMutation({
     mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
     onSuccess: () => queryClient.clear(),

@@ -1,3 +1,15 @@
+import { z } from 'zod';
+import type { UsageSchema } from '../../src/parts/index.ts';
+import type {
+  ConversationListItem,
+  ConversationView,
+  MeResponse,
+  MessageView,
+  NpcView,
+  SignInOptions,
+  VillageView,
+} from '../../src/wire/index.ts';
+
 /** The one place the browser talks JSON to the server. Errors carry the server's code and message. */
 export class ApiError extends Error {
   constructor(
@@ -37,70 +49,32 @@ export async function api<T>(
   return body as T;
 }
 
-export interface Me {
-  did: string;
-  handle: string | null;
+/**
+ * GET (or send) and decode the answer through its wire schema (src/wire/, the one the route encodes with):
+ * times become Dates, and an answer that does not fit the contract is an error the page can show, not a
+ * field that is silently undefined further down.
+ */
+export async function fetchAs<S extends z.ZodType>(
+  schema: S,
+  path: string,
+  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<z.output<S>> {
+  const body = await api<unknown>(path, init);
+  const decoded = z.safeDecode(schema, body as z.input<S>);
+  if (!decoded.success) {
+    throw new ApiError(
+      200,
+      'UNEXPECTED_RESPONSE',
+      'The server answered in a form this page does not understand. Reload the page; if it persists, the server and this page are of different versions.',
+      decoded.error.issues,
+    );
+  }
+  return decoded.data;
 }
-export interface Npc {
-  id: string;
-  name: string;
-  jobTitle: string;
-  description: string;
-  prompt: string;
-  provider: string | null;
-  model: string | null;
-  thinking: boolean;
-}
-export interface Conversation {
-  id: string;
-  title: string | null;
-  updatedAt: string;
-  createdAt: string;
-  npcIds?: string[];
-  /** The publication's state when it has one (listed Conversations only). */
-  publication?: 'publishing' | 'published' | 'unpublishing' | 'failed' | null;
-}
-export interface Usage {
-  inputTokens: number | null;
-  outputTokens: number | null;
-  reasoningTokens: number | null;
-  cachedInputTokens: number | null;
-}
-export interface Message {
-  id: string;
-  seq: string;
-  role: 'player' | 'npc';
-  npcId: string | null;
-  npcName: string | null;
-  parts: unknown[];
-  text: string;
-  status: 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
-  error: string | null;
-  provider: string | null;
-  model: string | null;
-  usage: Usage | null;
-  costUsd: number | null;
-  createdAt: string;
-}
-export interface VillageView {
-  settings: {
-    defaultProvider: string | null;
-    defaultModel: string | null;
-    hopLimit: number;
-    historyBudget: number;
-    sandboxQuotaMb: number;
-    turnsPerMinute: number;
-    concurrentStreams: number;
-    playerDailyTokens: number;
-    villageDailyTokens: number;
-    maxMessageChars: number;
-    maxNpcs: number;
-    maxConversations: number;
-  };
-  providers: { id: string; kind: string }[];
-  isAdmin: boolean;
-}
-export interface SignInOptions {
-  network: 'local' | 'public';
-  demoAccounts: { handle: string; password: string }[];
-}
+
+export type Me = MeResponse;
+export type Npc = NpcView;
+export type Conversation = ConversationView & Partial<Pick<ConversationListItem, 'npcIds' | 'publication'>>;
+export type Usage = z.output<typeof UsageSchema>;
+export type Message = MessageView;
+export type { SignInOptions, VillageView };

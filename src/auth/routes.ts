@@ -5,7 +5,8 @@ import { parseCookie } from 'cookie';
 import { type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
-import { AppError, escapeHtml, parseBody } from '../http/index.ts';
+import { AppError, escapeHtml, parseBody, respond } from '../http/index.ts';
+import { MeResponse } from '../wire/index.ts';
 import { currentPlayer } from './requireSession.ts';
 import { restoreSession } from './restore.ts';
 import { createSession, endSessions, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
@@ -127,7 +128,7 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
         throw e;
       });
     }
-    res.json({ did: player.did, handle: player.handle });
+    respond(res, MeResponse, { did: player.did, handle: player.handle });
   });
 
   router.post('/auth/logout', async (_req, res) => {

@@ -2,9 +2,17 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, parseBody, parseQuery } from '../http/index.ts';
+import { AppError, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { removeSandbox } from '../tools/index.ts';
 import { getVillageSettings } from '../village/index.ts';
+import {
+  ConversationCreated,
+  ConversationListResponse,
+  ConversationPage,
+  ConversationResponse,
+  MessagePage,
+  UsageResponse,
+} from '../wire/index.ts';
 import {
   createConversation,
   deleteConversation,
@@ -72,7 +80,12 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
       body.title ?? null,
       maxConversations,
     );
-    res.status(201).json({ conversation, participants: await getParticipants(sql, conversation.id) });
+    respond(
+      res,
+      ConversationCreated,
+      { conversation, participants: await getParticipants(sql, conversation.id) },
+      201,
+    );
   });
 
   router.get('/conversations', async (req, res) => {
@@ -83,7 +96,10 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
       before: q.cursor ? decodeCursor(q.cursor) : undefined,
     });
     const last = rows.at(-1);
-    res.json({ conversations: rows, cursor: rows.length === q.limit && last ? encodeCursor(last) : null });
+    respond(res, ConversationListResponse, {
+      conversations: rows,
+      cursor: rows.length === q.limit && last ? encodeCursor(last) : null,
+    });
   });
 
   router.get('/conversations/:id', async (req, res) => {
@@ -94,14 +110,14 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
       getParticipants(sql, conversation.id),
       listMessages(sql, conversation.id, { limit: q.limit }),
     ]);
-    res.json({ conversation, participants, ...page });
+    respond(res, ConversationPage, { conversation, participants, ...page });
   });
 
   router.get('/conversations/:id/messages', async (req, res) => {
     const player = currentPlayer(res);
     const conversation = await owned(player.id, req.params.id);
     const q = parseQuery(req, MessagesQuery);
-    res.json(await listMessages(sql, conversation.id, { limit: q.limit, before: q.before }));
+    respond(res, MessagePage, await listMessages(sql, conversation.id, { limit: q.limit, before: q.before }));
   });
 
   router.patch('/conversations/:id', async (req, res) => {
@@ -110,13 +126,15 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     if (!isUuid(req.params.id) || !(await renameConversation(sql, player.id, req.params.id, body.title))) {
       throw notFound('Conversation');
     }
-    res.json({ conversation: await getConversation(sql, player.id, req.params.id) });
+    respond(res, ConversationResponse, {
+      conversation: (await getConversation(sql, player.id, req.params.id))!,
+    });
   });
 
   router.get('/usage', async (req, res) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, UsageQuery);
-    res.json(await usageByDay(sql, player.id, q.by, q.days));
+    respond(res, UsageResponse, await usageByDay(sql, player.id, q.by, q.days));
   });
 
   router.delete('/conversations/:id', async (req, res) => {

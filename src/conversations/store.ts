@@ -77,13 +77,18 @@ export async function createConversation(
   });
 }
 
+type ListedConversation = Conversation & {
+  npcIds: string[];
+  publication: 'publishing' | 'published' | 'unpublishing' | 'failed' | null;
+};
+
 export async function listConversations(
   sql: Sql,
   playerId: string,
   opts: { limit: number; before?: { updatedAt: Date; id: string } },
-): Promise<(Conversation & { npcIds: string[]; publication: string | null })[]> {
+): Promise<ListedConversation[]> {
   const b = opts.before;
-  return sql<(Conversation & { npcIds: string[]; publication: string | null })[]>`
+  return sql<ListedConversation[]>`
     select ${conversationColumns(sql)},
       coalesce((select array_agg(p.npc_id order by p.position) from conversation_participants p
         where p.conversation_id = c.id), '{}') as "npcIds",

@@ -3,7 +3,8 @@ import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
-import { AppError, forbidden, isUuid, notFound, parseBody } from '../http/index.ts';
+import { AppError, forbidden, isUuid, notFound, parseBody, respond } from '../http/index.ts';
+import { NpcListResponse, NpcResponse, VillageSettingsResponse, VillageView } from '../wire/index.ts';
 import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
 import type { ProviderRegistry } from './providers.ts';
@@ -38,7 +39,7 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
 
   router.get('/village', async (_req, res) => {
     const player = currentPlayer(res);
-    res.json({
+    respond(res, VillageView, {
       settings: await getVillageSettings(sql),
       providers: providers.list(),
       isAdmin: adminDids.includes(player.did),
@@ -50,11 +51,11 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     if (!adminDids.includes(player.did)) throw forbidden('Only a Village admin can change its settings.');
     const patch = parseBody(req, VillageSettingsPatch);
     checkProvider(patch.defaultProvider);
-    res.json({ settings: await updateVillageSettings(sql, patch, player.did) });
+    respond(res, VillageSettingsResponse, { settings: await updateVillageSettings(sql, patch, player.did) });
   });
 
   router.get('/npcs', async (_req, res) => {
-    res.json({ npcs: await listNpcs(sql, currentPlayer(res).id) });
+    respond(res, NpcListResponse, { npcs: await listNpcs(sql, currentPlayer(res).id) });
   });
 
   router.post('/npcs', async (req, res) => {
@@ -62,14 +63,14 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const input = parseBody(req, NpcInput);
     checkProvider(input.provider);
     const { maxNpcs } = await getVillageSettings(sql);
-    res.status(201).json({ npc: await createNpc(sql, player.id, input, maxNpcs) });
+    respond(res, NpcResponse, { npc: await createNpc(sql, player.id, input, maxNpcs) }, 201);
   });
 
   router.get('/npcs/:id', async (req, res) => {
     const player = currentPlayer(res);
     const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
     if (!npc) throw notFound('NPC');
-    res.json({ npc });
+    respond(res, NpcResponse, { npc });
   });
 
   router.patch('/npcs/:id', async (req, res) => {
@@ -79,7 +80,7 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     checkProvider(patch.provider);
     const npc = await updateNpc(sql, player.id, req.params.id, patch);
     if (!npc) throw notFound('NPC');
-    res.json({ npc });
+    respond(res, NpcResponse, { npc });
   });
 
   const ownNpc = async (playerId: string, id: string) => {

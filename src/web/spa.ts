@@ -2,7 +2,8 @@ import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import express, { type Request, type Response, Router } from 'express';
-import { escapeHtml } from '../http/index.ts';
+import { escapeHtml, respond } from '../http/index.ts';
+import { SignInOptions } from '../wire/index.ts';
 
 export const CLIENT_DIR = path.resolve(import.meta.dirname, '../../dist/client');
 
@@ -51,7 +52,7 @@ export function webRoutes(deps: WebDeps): Router {
   const router = Router();
 
   router.get('/api/auth/options', (_req, res) => {
-    res.json({ network: deps.network, demoAccounts: deps.demoAccounts() });
+    respond(res, SignInOptions, { network: deps.network, demoAccounts: deps.demoAccounts() });
   });
 
   // The local OAuth client returns to 127.0.0.1: a session cookie set there is not sent to "localhost".

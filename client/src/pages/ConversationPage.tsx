@@ -2,19 +2,17 @@ import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
+import type { z } from 'zod';
 import { type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
-import { api, type Conversation, type Message, type Npc } from '../api.ts';
+import { ConversationPage as FirstPage, MessagePage } from '../../../src/wire/index.ts';
+import { fetchAs, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
-interface Page {
-  conversation?: Conversation;
-  participants?: Npc[];
-  messages: Message[];
-  before: string | null;
-}
+/** A page of Messages; the first also carries the Conversation and its NPCs. */
+type Page = z.output<typeof MessagePage> & Partial<z.output<typeof FirstPage>>;
 
 /** What is streaming right now: the optimistic Player Message and the replies as their frames arrive. */
 interface Live {
@@ -32,10 +30,10 @@ export function ConversationPage() {
   const queryClient = useQueryClient();
   const query = useInfiniteQuery({
     queryKey: ['conversation', id],
-    queryFn: ({ pageParam }) =>
+    queryFn: ({ pageParam }): Promise<Page> =>
       pageParam
-        ? api<Page>(`/api/conversations/${id}/messages?before=${pageParam}&limit=${PAGE}`)
-        : api<Page>(`/api/conversations/${id}?limit=${PAGE}`),
+        ? fetchAs(MessagePage, `/api/conversations/${id}/messages?before=${pageParam}&limit=${PAGE}`)
+        : fetchAs(FirstPage, `/api/conversations/${id}?limit=${PAGE}`),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.before,
     // A reply still being written (stopped a moment ago, or streaming in another tab) is polled until it settles.

@@ -1,7 +1,8 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
-import { api, type Conversation, type Npc } from '../api.ts';
+import { ConversationCreated, ConversationListResponse, NpcListResponse } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -18,12 +19,12 @@ export function ConversationsPage() {
   const navigate = useNavigate();
   const list = useQuery({
     queryKey: ['conversations'],
-    queryFn: () => api<{ conversations: Conversation[] }>('/api/conversations?limit=100'),
+    queryFn: () => fetchAs(ConversationListResponse, '/api/conversations?limit=100'),
   });
-  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => api<{ npcs: Npc[] }>('/api/npcs') });
+  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => fetchAs(NpcListResponse, '/api/npcs') });
   const [picked, setPicked] = useState<string[]>([]);
   const create = useMutation({
-    mutationFn: () => api<{ conversation: Conversation }>('/api/conversations', { body: { npcIds: picked } }),
+    mutationFn: () => fetchAs(ConversationCreated, '/api/conversations', { body: { npcIds: picked } }),
     onSuccess: ({ conversation }) => {
       queryClient.invalidateQueries({ queryKey: ['conversations'] });
       navigate(`/c/${conversation.id}`);
@@ -86,8 +87,7 @@ export function ConversationsPage() {
               <span className={`badge ${c.publication}`}>{PUBLICATION_LABEL[c.publication]}</span>
             )}
             <span className="meta">
-              {(c.npcIds ?? []).map((id) => names.get(id) ?? '…').join(', ')} ·{' '}
-              {new Date(c.updatedAt).toLocaleString()}
+              {(c.npcIds ?? []).map((id) => names.get(id) ?? '…').join(', ')} · {c.updatedAt.toLocaleString()}
             </span>
             <span className="actions">
               <button

@@ -1,11 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
-import { api, type Npc, type VillageView } from '../api.ts';
+import { NpcListResponse, VillageView } from '../../../src/wire/index.ts';
+import { api, fetchAs, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-type Draft = Omit<Npc, 'id'>;
+type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt'>;
 const empty: Draft = {
   name: '',
   jobTitle: '',
@@ -19,8 +20,8 @@ const empty: Draft = {
 export function NpcsPage() {
   useDocumentTitle('NPCs');
   const queryClient = useQueryClient();
-  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => api<{ npcs: Npc[] }>('/api/npcs') });
-  const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });
+  const npcs = useQuery({ queryKey: ['npcs'], queryFn: () => fetchAs(NpcListResponse, '/api/npcs') });
+  const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   const [editing, setEditing] = useState<string | null>(null);
   const [draft, setDraft] = useState<Draft>(empty);
   // The NPC's grants as form state; undefined while an edited NPC's are loading (then Save leaves them as

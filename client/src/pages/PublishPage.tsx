@@ -12,7 +12,8 @@ import {
   type Span,
   type TurnChoice,
 } from '../../../src/redaction/index.ts';
-import { ApiError, api, type Conversation, type Message } from '../api.ts';
+import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
+import { ApiError, api, fetchAs, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import {
   Barred,
@@ -44,14 +45,10 @@ const readerPath = (uri: string) => {
 
 /** Loads every Message of the Conversation, oldest first (the editor shows them all). */
 async function allMessages(id: string) {
-  const first = await api<{ conversation: Conversation; messages: Message[]; before: string | null }>(
-    `/api/conversations/${id}?limit=200`,
-  );
+  const first = await fetchAs(ConversationPage, `/api/conversations/${id}?limit=200`);
   let messages = first.messages;
   for (let before = first.before; before; ) {
-    const page = await api<{ messages: Message[]; before: string | null }>(
-      `/api/conversations/${id}/messages?limit=200&before=${before}`,
-    );
+    const page = await fetchAs(MessagePage, `/api/conversations/${id}/messages?limit=200&before=${before}`);
     messages = [...page.messages, ...messages];
     before = page.before;
   }

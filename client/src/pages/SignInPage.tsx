@@ -1,13 +1,14 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { api, type SignInOptions } from '../api.ts';
+import { SignInOptions } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 
 export function SignInPage({ reason }: { reason?: string }) {
   const [identifier, setIdentifier] = useState('');
   const options = useQuery({
     queryKey: ['auth-options'],
-    queryFn: () => api<SignInOptions>('/api/auth/options'),
+    queryFn: () => fetchAs(SignInOptions, '/api/auth/options'),
   });
   const login = useMutation({
     mutationFn: (id: string) => api<{ url: string }>('/api/auth/login', { body: { identifier: id } }),

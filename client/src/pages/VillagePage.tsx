@@ -1,13 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useState } from 'react';
-import { api, type VillageView } from '../api.ts';
+import { VillageView } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 export function VillagePage() {
   useDocumentTitle('Village');
   const queryClient = useQueryClient();
-  const village = useQuery({ queryKey: ['village'], queryFn: () => api<VillageView>('/api/village') });
+  const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   const [form, setForm] = useState<VillageView['settings'] | null>(null);
   useEffect(() => {
     if (village.data) setForm(village.data.settings);

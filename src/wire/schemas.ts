@@ -1,0 +1,129 @@
+import { z } from 'zod';
+import { UsageSchema } from '../parts/index.ts';
+
+/**
+ * A time: a `Date` on either side, an ISO 8601 string on the wire. The routes `z.encode` their answers (Dates
+ * become strings; keys the contract does not name are dropped, so an internal field never leaks) and the web
+ * app `z.decode`s them (strings become Dates, and a malformed answer is an error, not a silent `undefined`).
+ */
+export const Time = z.codec(z.iso.datetime({ offset: true }), z.date(), {
+  decode: (s) => new Date(s),
+  encode: (d) => d.toISOString(),
+});
+
+export const MeResponse = z.object({ did: z.string(), handle: z.string().nullable() });
+
+export const SignInOptions = z.object({
+  network: z.enum(['local', 'public']),
+  demoAccounts: z.array(z.object({ handle: z.string(), password: z.string() })),
+});
+
+export const NpcView = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  jobTitle: z.string(),
+  description: z.string(),
+  prompt: z.string(),
+  provider: z.string().nullable(),
+  model: z.string().nullable(),
+  thinking: z.boolean(),
+  createdAt: Time,
+  updatedAt: Time,
+});
+export const NpcResponse = z.object({ npc: NpcView });
+export const NpcListResponse = z.object({ npcs: z.array(NpcView) });
+
+export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishing', 'failed']);
+
+/** A Conversation as its Player sees it (the rolling summary and the turn claim stay on the server). */
+export const ConversationView = z.object({
+  id: z.uuid(),
+  title: z.string().nullable(),
+  createdAt: Time,
+  updatedAt: Time,
+});
+export const ConversationListItem = ConversationView.extend({
+  npcIds: z.array(z.uuid()),
+  publication: PublicationStatus.nullable(),
+});
+export const ConversationListResponse = z.object({
+  conversations: z.array(ConversationListItem),
+  /** Pass back as `cursor` for the next page; null on the last. */
+  cursor: z.string().nullable(),
+});
+export const ConversationResponse = z.object({ conversation: ConversationView });
+export const ConversationCreated = z.object({
+  conversation: ConversationView,
+  participants: z.array(NpcView),
+});
+
+export const MessageStatus = z.enum(['streaming', 'complete', 'stopped', 'failed', 'interrupted']);
+export const MessageView = z.object({
+  id: z.uuid(),
+  /** A bigint, as a string: Messages are ordered by it. */
+  seq: z.string(),
+  role: z.enum(['player', 'npc']),
+  npcId: z.uuid().nullable(),
+  npcName: z.string().nullable(),
+  /** Parts as stored; a kind this build does not know is passed on and ignored by the fold (ADR 0007). */
+  parts: z.array(z.unknown()),
+  text: z.string(),
+  status: MessageStatus,
+  error: z.string().nullable(),
+  provider: z.string().nullable(),
+  model: z.string().nullable(),
+  usage: UsageSchema.nullable(),
+  costUsd: z.number().nullable(),
+  createdAt: Time,
+});
+export const MessagePage = z.object({
+  messages: z.array(MessageView),
+  /** Pass back as `before` for older Messages; null when there are none. */
+  before: z.string().nullable(),
+});
+export const ConversationPage = MessagePage.extend({
+  conversation: ConversationView,
+  participants: z.array(NpcView),
+});
+
+export const VillageView = z.object({
+  settings: z.object({
+    defaultProvider: z.string().nullable(),
+    defaultModel: z.string().nullable(),
+    hopLimit: z.number(),
+    historyBudget: z.number(),
+    sandboxQuotaMb: z.number(),
+    turnsPerMinute: z.number(),
+    concurrentStreams: z.number(),
+    playerDailyTokens: z.number(),
+    villageDailyTokens: z.number(),
+    maxMessageChars: z.number(),
+    maxNpcs: z.number(),
+    maxConversations: z.number(),
+  }),
+  providers: z.array(
+    z.object({ id: z.string(), kind: z.enum(['openai', 'anthropic', 'google', 'compatible', 'demo']) }),
+  ),
+  isAdmin: z.boolean(),
+});
+export const VillageSettingsResponse = VillageView.pick({ settings: true });
+
+const UsageFigures = {
+  inputTokens: z.number(),
+  outputTokens: z.number(),
+  costUsd: z.number().nullable(),
+  replies: z.number(),
+};
+export const UsageResponse = z.object({
+  points: z.array(z.object({ day: z.string(), key: z.string(), label: z.string(), ...UsageFigures })),
+  totals: z.object(UsageFigures),
+});
+
+export type MeResponse = z.output<typeof MeResponse>;
+export type SignInOptions = z.output<typeof SignInOptions>;
+export type NpcView = z.output<typeof NpcView>;
+export type ConversationView = z.output<typeof ConversationView>;
+export type ConversationListItem = z.output<typeof ConversationListItem>;
+export type MessageView = z.output<typeof MessageView>;
+export type VillageView = z.output<typeof VillageView>;
+export type UsageResponse = z.output<typeof UsageResponse>;

@@ -1,0 +1,111 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { z } from 'zod';
+import {
+  ConversationCreated,
+  ConversationListResponse,
+  ConversationPage,
+  ConversationResponse,
+  MeResponse,
+  MessagePage,
+  NpcListResponse,
+  NpcResponse,
+  SignInOptions,
+  UsageResponse,
+  VillageView,
+} from '../../src/wire/index.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+/**
+ * The answer fits its wire schema exactly: it decodes (as the web app decodes it), and encoding what was
+ * decoded gives back the very same JSON — so the route sent no key the contract does not name (an owner's
+ * id, the rolling summary) and every time is the ISO string the codec makes.
+ */
+async function expectContract<S extends z.ZodType>(res: Response, schema: S, status = 200) {
+  const text = await res.text();
+  expect(res.status, text).toBe(status);
+  const json = JSON.parse(text) as unknown;
+  const decoded = z.decode(schema, json as z.input<S>);
+  expect(JSON.parse(JSON.stringify(z.encode(schema, decoded)))).toEqual(json);
+  return decoded;
+}
+
+it('every answer of the app’s API fits the contract the web app decodes with', async () => {
+  await expectContract(await app.api('/api/me', { cookie }), MeResponse);
+  await expectContract(await app.api('/api/auth/options'), SignInOptions);
+  await expectContract(await app.api('/api/village', { cookie }), VillageView);
+
+  const created = await expectContract(
+    await app.api('/api/npcs', {
+      cookie,
+      body: { name: 'Wren', jobTitle: 'Cartographer', prompt: 'Be exact.' },
+    }),
+    NpcResponse,
+    201,
+  );
+  expect(created.npc.createdAt).toBeInstanceOf(Date);
+  const id = created.npc.id;
+  await expectContract(await app.api(`/api/npcs/${id}`, { cookie }), NpcResponse);
+  await expectContract(
+    await app.api(`/api/npcs/${id}`, { cookie, method: 'PATCH', body: { jobTitle: 'Surveyor' } }),
+    NpcResponse,
+  );
+  const listed = await expectContract(await app.api('/api/npcs', { cookie }), NpcListResponse);
+  expect(listed.npcs.map((n) => n.jobTitle)).toContain('Surveyor');
+
+  const conversation = await expectContract(
+    await app.api('/api/conversations', { cookie, body: { npcIds: [id] } }),
+    ConversationCreated,
+    201,
+  );
+  const cid = conversation.conversation.id;
+  app.fake.enqueue(textScript('Due north.'));
+  const turn = await app.api(`/api/conversations/${cid}/messages`, { cookie, body: { text: 'Which way?' } });
+  expect((await collectFrames(turn)).at(-1)?.type).toBe('finish');
+
+  const page = await expectContract(
+    await app.api(`/api/conversations/${cid}?limit=1`, { cookie }),
+    ConversationPage,
+  );
+  expect(page.messages.map((m) => m.text)).toEqual(['Due north.']);
+  expect(page.before).not.toBeNull();
+  const older = await expectContract(
+    await app.api(`/api/conversations/${cid}/messages?before=${page.before}`, { cookie }),
+    MessagePage,
+  );
+  expect(older.messages.map((m) => m.text)).toEqual(['Which way?']);
+  await expectContract(
+    await app.api(`/api/conversations/${cid}`, { cookie, method: 'PATCH', body: { title: 'Bearings' } }),
+    ConversationResponse,
+  );
+  const list = await expectContract(
+    await app.api('/api/conversations', { cookie }),
+    ConversationListResponse,
+  );
+  expect(list.conversations.find((c) => c.id === cid)).toMatchObject({
+    title: 'Bearings',
+    publication: null,
+  });
+  await expectContract(await app.api('/api/usage?by=npc&days=30', { cookie }), UsageResponse);
+});
+
+it('keeps what is internal on the server: no owner id on an NPC, no rolling summary on a Conversation', async () => {
+  const npc = (await (await app.api('/api/npcs', { cookie, body: { name: 'Moss' } })).json()) as {
+    npc: Record<string, unknown>;
+  };
+  expect(npc.npc).not.toHaveProperty('playerId');
+  const created = (await (
+    await app.api('/api/conversations', { cookie, body: { npcIds: [npc.npc.id] } })
+  ).json()) as { conversation: Record<string, unknown> };
+  expect(created.conversation).not.toHaveProperty('summary');
+  expect(created.conversation).not.toHaveProperty('summaryThrough');
+});
