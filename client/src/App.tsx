@@ -1,13 +1,27 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { NavLink, Outlet } from 'react-router';
+import { useEffect, useState } from 'react';
+import { NavLink, Outlet, useLocation } from 'react-router';
 import { MeResponse } from '../../src/wire/index.ts';
 import { ApiError, api, fetchAs } from './api.ts';
 import { ErrorNote } from './components/ErrorNote.tsx';
 import { SignInPage } from './pages/SignInPage.tsx';
 
-/** The signed-in frame: navigation beside the page. Signed out (401), the sign-in page instead. */
+/**
+ * The signed-in frame: navigation beside the page (on a phone, a bar with a Menu button that opens it, so the
+ * page keeps the screen). Signed out (401), the sign-in page instead.
+ */
 export function App() {
   const queryClient = useQueryClient();
+  const [menuOpen, setMenuOpen] = useState(false);
+  const { pathname } = useLocation();
+  // Going somewhere closes the menu; so does Escape.
+  useEffect(() => setMenuOpen(false), [pathname]);
+  useEffect(() => {
+    if (!menuOpen) return;
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && setMenuOpen(false);
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [menuOpen]);
   const me = useQuery({ queryKey: ['me'], queryFn: () => fetchAs(MeResponse, '/api/me') });
   const logout = useMutation({
     mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
@@ -26,23 +40,36 @@ export function App() {
       <a className="skip" href="#main">
         Skip to content
       </a>
-      <nav className="sidebar" aria-label="Main">
-        <div className="brand">AgentsVille</div>
-        <NavLink to="/" end>
-          Conversations
-        </NavLink>
-        <NavLink to="/npcs">NPCs</NavLink>
-        <NavLink to="/tools">Tools &amp; Memory</NavLink>
-        <NavLink to="/usage">Usage</NavLink>
-        <NavLink to="/village">Village</NavLink>
-        <span className="nav-split" aria-hidden="true" />
-        <NavLink to={`/profile/${me.data.handle ?? me.data.did}`}>My published</NavLink>
-        <NavLink to="/threads">All published</NavLink>
-        <div className="who">
-          <span>@{me.data.handle ?? me.data.did}</span>
-          <button type="button" className="link" onClick={() => logout.mutate()}>
-            Sign out
+      <nav className={menuOpen ? 'sidebar open' : 'sidebar'} aria-label="Main">
+        <div className="bar">
+          <div className="brand">AgentsVille</div>
+          <button
+            type="button"
+            className="menu-toggle"
+            aria-expanded={menuOpen}
+            aria-controls="nav-links"
+            onClick={() => setMenuOpen((open) => !open)}
+          >
+            {menuOpen ? 'Close' : 'Menu'}
           </button>
+        </div>
+        <div id="nav-links" className="nav-links">
+          <NavLink to="/" end>
+            Conversations
+          </NavLink>
+          <NavLink to="/npcs">NPCs</NavLink>
+          <NavLink to="/tools">Tools &amp; Memory</NavLink>
+          <NavLink to="/usage">Usage</NavLink>
+          <NavLink to="/village">Village</NavLink>
+          <span className="nav-split" aria-hidden="true" />
+          <NavLink to={`/profile/${me.data.handle ?? me.data.did}`}>My published</NavLink>
+          <NavLink to="/threads">All published</NavLink>
+          <div className="who">
+            <span>@{me.data.handle ?? me.data.did}</span>
+            <button type="button" className="link" onClick={() => logout.mutate()}>
+              Sign out
+            </button>
+          </div>
         </div>
       </nav>
       <main id="main" className="page">

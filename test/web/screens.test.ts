@@ -73,3 +73,32 @@ it('every page fits a 390 px phone: no sideways scrolling, its heading and prima
     await page.setViewportSize({ width: 390, height: 800 });
   }
 }, 120_000);
+
+it('on a phone the navigation is one bar whose Menu opens the links, and going somewhere closes it', async () => {
+  const { page } = browser;
+  await page.setViewportSize({ width: 390, height: 800 });
+  await page.goto(`${app.url}/`);
+  await page.locator('h1').first().waitFor();
+  const menu = page.getByRole('button', { name: 'Menu' });
+  const npcs = page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'NPCs' });
+  // Closed: the page's heading sits right under a one-row bar, and the links are out of the way.
+  expect(await npcs.isVisible()).toBe(false);
+  expect((await page.locator('h1').first().boundingBox())!.y).toBeLessThan(120);
+  await menu.click();
+  expect(await page.getByRole('button', { name: 'Close' }).getAttribute('aria-expanded')).toBe('true');
+  expect(await npcs.isVisible()).toBe(true);
+  await shoot(page, 'nav-menu-open');
+  await page.setViewportSize({ width: 390, height: 800 });
+  await npcs.click();
+  await page.getByRole('heading', { name: 'NPCs' }).waitFor();
+  expect(await npcs.isVisible()).toBe(false);
+  // Escape closes it too.
+  await page.getByRole('button', { name: 'Menu' }).click();
+  expect(await npcs.isVisible()).toBe(true);
+  await page.keyboard.press('Escape');
+  expect(await npcs.isVisible()).toBe(false);
+  // On a wide screen the links are always there, and there is no Menu.
+  await page.setViewportSize({ width: 1280, height: 800 });
+  expect(await npcs.isVisible()).toBe(true);
+  expect(await page.getByRole('button', { name: 'Menu' }).isVisible()).toBe(false);
+}, 60_000);
