@@ -7,7 +7,9 @@ import { build } from 'vite';
 const ROOT = path.resolve(import.meta.dirname, '..');
 const BUILT = path.join(ROOT, 'dist/client/index.html');
 // The client also bundles the pure cores it shares with the server.
-const SOURCES = ['client', 'src/parts', 'src/redaction', 'src/wire', 'package-lock.json'].map((p) => path.join(ROOT, p));
+const SOURCES = ['client', 'src/parts', 'src/redaction', 'src/wire', 'package-lock.json'].map((p) =>
+  path.join(ROOT, p),
+);
 
 /** The newest modification time under `target` (a file or a folder, walked whole). */
 async function newest(target: string): Promise<number> {

@@ -88,6 +88,11 @@ export function createApp(deps: AppDeps): Express {
   app.use(readerRoutes(deps));
 
   const api = express.Router();
+  // A Player's own data: never kept in a browser's or a proxy's cache (a shared computer's disk, a CDN).
+  api.use((_req, res, next) => {
+    res.set('Cache-Control', 'no-store');
+    next();
+  });
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
   api.use(sessionAuthRoutes(deps));

@@ -109,3 +109,15 @@ it('keeps what is internal on the server: no owner id on an NPC, no rolling summ
   expect(created.conversation).not.toHaveProperty('summary');
   expect(created.conversation).not.toHaveProperty('summaryThrough');
 });
+
+// A Player's conversations are theirs alone: no browser disk cache (a shared computer) or proxy keeps them.
+// (With only an ETag, Chromium also held each repeated GET of a URL until the one before it finished.)
+it('marks every answer of the app’s API as not to be stored', async () => {
+  for (const path of ['/api/me', '/api/npcs', '/api/conversations', '/api/usage?by=npc&days=30']) {
+    const res = await app.api(path, { cookie });
+    expect(res.headers.get('cache-control'), path).toBe('no-store');
+  }
+  const refused = await app.api('/api/conversations');
+  expect(refused.status).toBe(401);
+  expect(refused.headers.get('cache-control')).toBe('no-store');
+});

@@ -206,3 +206,38 @@ it('by keyboard: words typed are redacted, each redaction removable; problems li
   await turns.nth(1).locator('ul.error').waitFor();
   await shoot(page, 'publish-problems');
 }, 60_000);
+
+it('while publishing, the page says how many turns are written of how many, from the stored plan', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const turns = Array.from({ length: 6 }, (_, i) => ({
+    role: i % 2 ? ('npc' as const) : ('player' as const),
+    parts: [{ type: 'text' as const, text: `Turn number ${i + 1}.` }],
+  }));
+  const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+    title: 'Six turns',
+    turns,
+  });
+  // Each record marked written waits 300 ms in PostgreSQL itself, so the publish lasts long enough to watch.
+  await app.db.sql.unsafe(`
+    create or replace function slow_mark() returns trigger language plpgsql as $$
+    begin
+      if old.pending is not null and new.pending is null then perform pg_sleep(0.3); end if;
+      return new;
+    end $$;
+    create trigger slow_mark before update on publication_records for each row execute function slow_mark();`);
+  try {
+    await page.goto(`${app.url}/c/${conversationId}/publish`);
+    await page.getByRole('heading', { name: 'Publish', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Publish', exact: true }).click();
+    const status = page.locator('.publish-progress');
+    await expect.poll(async () => status.textContent(), { timeout: 10_000 }).toMatch(/Written 0 of 6 turns/);
+    expect(await status.locator('progress').getAttribute('max')).toBe('6');
+    await shoot(page, 'publish-progress');
+    await page.getByRole('button', { name: 'Update publication' }).waitFor({ timeout: 20_000 });
+    expect(await status.count()).toBe(0);
+  } finally {
+    await app.db.sql.unsafe('drop trigger if exists slow_mark on publication_records');
+  }
+}, 60_000);

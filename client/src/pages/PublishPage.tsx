@@ -29,6 +29,8 @@ interface PublicationView {
   uri: string;
   title: string;
   error: string | null;
+  /** A turn's record still to be written has `pending` set (the stored plan, written batch by batch). */
+  turns: { pending: string | null }[];
 }
 interface Draft {
   title: string | null;
@@ -60,13 +62,24 @@ export function PublishPage() {
   useDocumentTitle('Publish');
   const queryClient = useQueryClient();
   const data = useQuery({ queryKey: ['publish-source', id], queryFn: () => allMessages(id) });
+  // While publishing, the stored plan is read every 300 ms: how many turns are still to be written.
+  const [publishing, setPublishing] = useState(false);
   const publication = useQuery({
     queryKey: ['publication', id],
     queryFn: () =>
       api<{ publication: PublicationView | null; draft: Draft | null }>(
         `/api/conversations/${id}/publication`,
       ),
+    refetchInterval: publishing ? 300 : false,
   });
+  const plan = publication.data?.publication;
+  const remaining =
+    publishing && plan?.status === 'publishing' ? plan.turns.filter((t) => t.pending).length : undefined;
+  // The most seen still to write is the whole of this publish (the plan is stored before any write).
+  const [planned, setPlanned] = useState(0);
+  useEffect(() => {
+    if (remaining !== undefined) setPlanned((p) => Math.max(p, remaining));
+  }, [remaining]);
   const [choices, setChoices] = useState<Choices>({});
   const [title, setTitle] = useState('');
   const [forgetRemoved, setForgetRemoved] = useState(false);
@@ -115,10 +128,17 @@ export function PublishPage() {
         body: body(),
       }),
     // How many records this publish writes: the preview's count of new and changed ones.
-    onMutate: () => ({ writes: shown?.records.filter((r) => r.write).length ?? null }),
+    onMutate: () => {
+      setPlanned(0);
+      setPublishing(true);
+      return { writes: shown?.records.filter((r) => r.write).length ?? null };
+    },
     // What is shown after a publish is the new state, not the preview from before it.
     onSuccess: setShown,
-    onSettled: () => queryClient.invalidateQueries({ queryKey: ['publication', id] }),
+    onSettled: () => {
+      setPublishing(false);
+      return queryClient.invalidateQueries({ queryKey: ['publication', id] });
+    },
   });
   // The outcome is said at the top of the page, where the eye (and a screen reader) is sent.
   const outcomeRef = useRef<HTMLParagraphElement>(null);
@@ -237,7 +257,20 @@ export function PublishPage() {
           </button>
         )}
       </div>
-      {publish.isPending && <progress aria-label="Publishing" />}
+      {publish.isPending && (
+        <p className="publish-progress" role="status">
+          {planned > 0 ? (
+            <>
+              <progress aria-label="Publishing" value={planned - (remaining ?? 0)} max={planned} /> Written{' '}
+              {planned - (remaining ?? 0)} of {planned} turns to your PDS…
+            </>
+          ) : (
+            <>
+              <progress aria-label="Publishing" /> Preparing the records…
+            </>
+          )}
+        </p>
+      )}
       {publishProblems ? (
         <ProblemList problems={publishProblems} />
       ) : (
