@@ -16,7 +16,8 @@ import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts'
 import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { addUsage, errorMessage, toFragment, toUsage } from './fragments.ts';
+import { blocked, describeFailure, type Failure } from './failures.ts';
+import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { sectionBreak, thinkingOptions } from './thinking.ts';
 
 export interface TurnDeps {
@@ -164,7 +165,13 @@ async function runReply(
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
-  let errorCode = 'INTERNAL';
+  let errorCode: Failure['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
+  const { provider: providerId, model: modelId } = speaker.resolved;
+  const fail = (f: Failure) => {
+    status = 'failed';
+    errorCode = f.code;
+    error = f.message;
+  };
   try {
     const tools = await toolsReady;
     closeTools = tools.close;
@@ -181,6 +188,9 @@ async function runReply(
     promptChars = context.instructions.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
     const result = streamText({
+      // Before the first token, the SDK retries 408, 409, 429 and 5xx twice with backoff (2 s, then 4 s, or
+      // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
+      maxRetries: 2,
       model: speaker.model,
       instructions: context.instructions,
       messages: context.messages,
@@ -204,31 +214,35 @@ async function runReply(
         deps.checkpoints.update(message.id, parts);
         emit({ type: 'part', messageId: message.id, part: fragment });
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
-      else if (chunk.type === 'finish') usage = toUsage(chunk.totalUsage);
-      else if (chunk.type === 'abort') {
+      else if (chunk.type === 'finish') {
+        usage = toUsage(chunk.totalUsage);
+        // The Provider ended the reply itself: a safety filter or a refusal, said as such (what came is kept).
+        if (chunk.finishReason === 'content-filter' && status === 'complete')
+          fail(
+            blocked(
+              providerId,
+              parts.some((p) => p.type === 'text' && p.text.trim() !== ''),
+            ),
+          );
+      } else if (chunk.type === 'abort') {
         // Our signal is the Player stopping; any other abort is the SDK's own timeout on a silent Provider.
         if (signal.aborted) status = 'stopped';
         else {
           status = 'failed';
+          errorCode = 'PROVIDER_TIMEOUT';
           error = `The Provider sent nothing for ${Math.round(deps.chunkTimeoutMs / 1000)} s, so the reply was ended.`;
         }
-      } else if (chunk.type === 'error') {
-        status = 'failed';
-        error = errorMessage(chunk.error);
-      }
+      } else if (chunk.type === 'error') fail(describeFailure(chunk.error, providerId, modelId));
     }
     if (signal.aborted && status === 'complete') status = 'stopped';
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     if (signal.aborted) status = 'stopped';
-    else {
+    else if (errorCode === 'INTERNAL') {
       status = 'failed';
-      error =
-        errorCode === 'INTERNAL'
-          ? 'The reply could not be prepared. Nothing was lost; try again.'
-          : errorMessage(e);
-      if (errorCode === 'INTERNAL') deps.log('turn setup failed', e);
-    }
+      error = 'The reply could not be prepared. Nothing was lost; try again.';
+      deps.log('turn setup failed', e);
+    } else fail(describeFailure(e, providerId, modelId));
   } finally {
     await closeTools();
     await deps.checkpoints.settle(message.id);

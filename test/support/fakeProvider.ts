@@ -82,8 +82,8 @@ export class Reply {
     if (!this.goneFlag) this.res.end('data: [DONE]\n\n');
   }
   /** An HTTP error before any byte of the stream. */
-  fail(status: number, message: string): void {
-    this.res.writeHead(status, { 'content-type': 'application/json' });
+  fail(status: number, message: string, headers: Record<string, string> = {}): void {
+    this.res.writeHead(status, { 'content-type': 'application/json', ...headers });
     this.res.end(JSON.stringify({ error: { message, type: 'server_error', code: null } }));
   }
   /** An error chunk inside an open stream (how some gateways report a failure mid-reply). */

@@ -137,7 +137,8 @@ describe('the Provider fails', () => {
     });
     const frames = await collectFrames(res);
     const error = frames.find((f) => f.type === 'error');
-    expect(error).toMatchObject({ code: 'PROVIDER_ERROR' });
+    // Said as what it is, in the Provider's own words too.
+    expect(error).toMatchObject({ code: 'PROVIDER_OVERLOADED' });
     expect((error as { message: string }).message).toContain('upstream overloaded');
     expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
     const [, reply] = await settled(app, cookie, conversationId);

@@ -1,0 +1,93 @@
+import { APICallError, RetryError } from 'ai';
+
+/** A failed reply as the Player is told it: a stable code for the error frame and a sentence. */
+export interface Failure {
+  code:
+    | 'PROVIDER_AUTH'
+    | 'PROVIDER_RATE_LIMITED'
+    | 'PROVIDER_OVERLOADED'
+    | 'CONTEXT_TOO_LONG'
+    | 'MODEL_NOT_FOUND'
+    | 'PROVIDER_BLOCKED'
+    | 'PROVIDER_ERROR';
+  message: string;
+}
+
+const CONTEXT =
+  /context.{0,20}(length|window|limit)|too many tokens|prompt is too long|maximum.{0,30}tokens|input.{0,20}too long|exceeds.{0,30}(token|context)/i;
+const OVERLOADED = /overloaded|unavailable|capacity/i;
+
+/**
+ * What a Provider's failure means for the Player, named after the Provider (the NPC's Provider id). The AI SDK
+ * has already retried what is worth retrying — 408, 409, 429 and 5xx (529 included), with backoff and the
+ * Provider's Retry-After — before the first token; a RetryError carries the attempts and the last error. Pure.
+ */
+export function describeFailure(error: unknown, provider: string, model: string): Failure {
+  const attempts = RetryError.isInstance(error) ? error.errors.length : 1;
+  const last = RetryError.isInstance(error) ? error.lastError : error;
+  const still = attempts > 1 ? `, still after ${attempts} tries` : '';
+  const status = APICallError.isInstance(last) ? last.statusCode : undefined;
+  const detail = providerMessage(last);
+  // The Provider's own words, kept (never for a refused key: some Providers echo part of it back).
+  const said = detail ? ` (${status ? `${status}: ` : ''}${detail})` : status ? ` (${status})` : '';
+  if (status === 401 || status === 403) {
+    return {
+      code: 'PROVIDER_AUTH',
+      message: `The Provider "${provider}" refused this Village's API key (${status}). A Village admin needs to check the key.`,
+    };
+  }
+  if (status === 429) {
+    return {
+      code: 'PROVIDER_RATE_LIMITED',
+      message: `The Provider "${provider}" is limiting requests${said}${still}. Try again in a minute.`,
+    };
+  }
+  if ((status !== undefined && status >= 500 && status !== 501) || OVERLOADED.test(detail)) {
+    return {
+      code: 'PROVIDER_OVERLOADED',
+      message: `The Provider "${provider}" is overloaded or unavailable${said}${still}. Try again shortly.`,
+    };
+  }
+  if ((status === 400 || status === 413 || status === undefined) && CONTEXT.test(detail)) {
+    return {
+      code: 'CONTEXT_TOO_LONG',
+      message: `This Conversation is longer than the Model "${model}" accepts${said}. A Village admin can lower the history budget, or start a new Conversation.`,
+    };
+  }
+  if (status === 404) {
+    return {
+      code: 'MODEL_NOT_FOUND',
+      message: `The Provider "${provider}" does not offer the Model "${model}"${said}. Choose another Model for this NPC.`,
+    };
+  }
+  // A 200 that fails later is a stream that broke after it began.
+  if (status === 200) {
+    return { code: 'PROVIDER_ERROR', message: `The connection to the Provider broke mid-reply (${detail}).` };
+  }
+  return {
+    code: 'PROVIDER_ERROR',
+    message: status
+      ? `The Provider "${provider}" answered ${status}: ${detail}`
+      : detail || `The Provider "${provider}" failed without saying why.`,
+  };
+}
+
+/** A reply the Provider stopped itself: a safety filter or a refusal (the AI SDK's `content-filter`). */
+export function blocked(provider: string, hadText: boolean): Failure {
+  return {
+    code: 'PROVIDER_BLOCKED',
+    message: `The Provider "${provider}" withheld ${hadText ? 'the rest of ' : ''}this reply (a safety filter or a refusal).`,
+  };
+}
+
+/** The Provider's own words for a failure, whatever shape it came in (an Error, a stream error object, text). */
+function providerMessage(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  if (typeof error === 'string') return error;
+  const e = error as { message?: unknown; error?: { message?: unknown; type?: unknown } } | null;
+  const message = e?.message ?? e?.error?.message;
+  const type = e?.error?.type;
+  return [typeof type === 'string' ? type : '', typeof message === 'string' ? message : '']
+    .filter(Boolean)
+    .join(': ');
+}
