@@ -13,7 +13,13 @@ import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import { type Frame, foldPart, type Part, wellFormed } from '../parts/index.ts';
 import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
-import { costUsd, type Npc, type ResolvedModel, type VillageSettings } from '../village/index.ts';
+import {
+  costUsd,
+  type Npc,
+  type ResolvedModel,
+  thinkingSupport,
+  type VillageSettings,
+} from '../village/index.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { blocked, describeFailure, type Failure } from './failures.ts';
@@ -187,6 +193,9 @@ async function runReply(
     });
     promptChars = context.instructions.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
+    // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
+    const think =
+      speaker.npc.thinking && thinkingSupport(speaker.kind, providerId, modelId) !== 'unsupported';
     const result = streamText({
       // Before the first token, the SDK retries 408, 409, 429 and 5xx twice with backoff (2 s, then 4 s, or
       // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
@@ -198,8 +207,8 @@ async function runReply(
       // A hand-over ends the reply: the named NPC answers next.
       stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
       abortSignal: signal,
-      reasoning: speaker.npc.thinking ? 'medium' : undefined,
-      providerOptions: thinkingOptions(speaker.kind, speaker.npc.thinking),
+      reasoning: think ? 'medium' : undefined,
+      providerOptions: thinkingOptions(speaker.kind, think),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
       // Errors arrive as stream parts and are handled below; the SDK's default would log them again.
       onError: () => {},

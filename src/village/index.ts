@@ -1,5 +1,6 @@
 // village/: instance settings, NPCs, and which Providers and Models this instance can call.
 
+export { type ThinkingSupport, thinkingSupport } from './capabilities.ts';
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';

@@ -3,14 +3,24 @@ import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
-import { AppError, forbidden, isUuid, notFound, parseBody, respond } from '../http/index.ts';
-import { NpcListResponse, NpcResponse, VillageSettingsResponse, VillageView } from '../wire/index.ts';
+import { AppError, forbidden, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
+import {
+  ModelInfo,
+  NpcListResponse,
+  NpcResponse,
+  VillageSettingsResponse,
+  VillageView,
+} from '../wire/index.ts';
+import { thinkingSupport } from './capabilities.ts';
 import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
 import type { ProviderRegistry } from './providers.ts';
 import { getVillageSettings, updateVillageSettings, VillageSettingsPatch } from './settings.ts';
 
 const GrantsBody = z.object({ grants: GrantList }).strict();
+const ModelQuery = z
+  .object({ provider: z.string().min(1).max(64), model: z.string().min(1).max(200) })
+  .strict();
 
 export interface VillageDeps {
   sql: Sql;
@@ -52,6 +62,13 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const patch = parseBody(req, VillageSettingsPatch);
     checkProvider(patch.defaultProvider);
     respond(res, VillageSettingsResponse, { settings: await updateVillageSettings(sql, patch, player.did) });
+  });
+
+  router.get('/models', (req, res) => {
+    const q = parseQuery(req, ModelQuery);
+    checkProvider(q.provider);
+    const thinking = thinkingSupport(providers.kindOf(q.provider), q.provider, q.model);
+    respond(res, ModelInfo, { provider: q.provider, model: q.model, thinking });
   });
 
   router.get('/npcs', async (_req, res) => {

@@ -86,6 +86,14 @@ export const ConversationPage = MessagePage.extend({
   participants: z.array(NpcView),
 });
 
+/** What a Provider's Model can do, as far as this instance knows (GET /api/models). */
+export const ModelInfo = z.object({
+  provider: z.string(),
+  model: z.string(),
+  /** Whether it returns visible reasoning: an NPC's Thinking setting has no effect when it does not. */
+  thinking: z.enum(['supported', 'unsupported', 'unknown']),
+});
+
 export const VillageView = z.object({
   settings: z.object({
     defaultProvider: z.string().nullable(),

@@ -7,6 +7,7 @@ import {
   ConversationResponse,
   MeResponse,
   MessagePage,
+  ModelInfo,
   NpcListResponse,
   NpcResponse,
   SignInOptions,
@@ -43,6 +44,7 @@ it('every answer of the app’s API fits the contract the web app decodes with',
   await expectContract(await app.api('/api/me', { cookie }), MeResponse);
   await expectContract(await app.api('/api/auth/options'), SignInOptions);
   await expectContract(await app.api('/api/village', { cookie }), VillageView);
+  await expectContract(await app.api('/api/models?provider=fake&model=fake-model', { cookie }), ModelInfo);
 
   const created = await expectContract(
     await app.api('/api/npcs', {

@@ -26,6 +26,11 @@ it('a Player creates an NPC, then edits every field of it from the page, and the
     await edit.getByLabel('Prompt').fill('Be precise.');
     await edit.getByLabel('Model').fill('fake-model');
     await edit.getByLabel('Thinking (show reasoning)').check();
+    // The editor says when it cannot tell whether the Model thinks (an endpoint the registry does not list).
+    await edit
+      .getByRole('note')
+      .filter({ hasText: 'Whether fake-model can think is not known here' })
+      .waitFor();
     const saved = page.waitForResponse(
       (r) => r.url().includes('/api/npcs/') && r.request().method() === 'PATCH',
     );

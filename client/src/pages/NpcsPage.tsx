@@ -1,6 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
-import { NpcListResponse, VillageView } from '../../../src/wire/index.ts';
+import { ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
@@ -72,6 +72,21 @@ export function NpcsPage() {
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['npcs'] }),
   });
   const settings = village.data?.settings;
+  // The Model this NPC will use (its own, else the Village's, as the server resolves it), and whether it thinks.
+  const provider = draft.provider ?? settings?.defaultProvider ?? null;
+  const model =
+    draft.model ?? (provider === settings?.defaultProvider ? (settings?.defaultModel ?? null) : null);
+  const modelInfo = useQuery({
+    queryKey: ['model', provider, model],
+    queryFn: () =>
+      fetchAs(
+        ModelInfo,
+        `/api/models?provider=${encodeURIComponent(provider!)}&model=${encodeURIComponent(model!)}`,
+      ),
+    enabled: Boolean(provider && model),
+    staleTime: Number.POSITIVE_INFINITY,
+  });
+  const thinking = modelInfo.data?.thinking;
   const set = <K extends keyof Draft>(k: K, v: Draft[K]) => setDraft({ ...draft, [k]: v });
   const submit = (e: FormEvent) => {
     e.preventDefault();
@@ -128,6 +143,13 @@ export function NpcsPage() {
           />
           Thinking (show reasoning)
         </label>
+        {model && thinking && thinking !== 'supported' && (
+          <p className="meta thinking-note" role="note">
+            {thinking === 'unsupported'
+              ? `${model} cannot think: with it, this NPC answers without reasoning, whatever this setting says.`
+              : `Whether ${model} can think is not known here; if it cannot, this setting has no effect.`}
+          </p>
+        )}
         {grants ? (
           <GrantsEditor value={grants} onChange={setGrants} />
         ) : (
