@@ -3,7 +3,7 @@ import { type Conversation, type HistoryRow, saveSummary } from '../conversation
 import type { TurnTools } from '../tools/index.ts';
 import type { Npc, VillageSettings } from '../village/index.ts';
 import { attributedText, toModelMessages } from './history.ts';
-import { assembleSystemPrompt } from './prompt.ts';
+import { systemPromptParts } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
@@ -29,7 +29,7 @@ export async function assembleContext(
     handoff?: Handoff;
     signal: AbortSignal;
   },
-): Promise<{ instructions: string; messages: ModelMessage[] }> {
+): Promise<{ system: { head: string; tail: string }; messages: ModelMessage[] }> {
   const { conversation, participants, speaker, settings, tail, tools } = args;
   const party = participants.length > 1;
   const { kept, dropped } = windowHistory(
@@ -55,7 +55,7 @@ export async function assembleContext(
       deps.log('rolling summary failed', e);
     }
   }
-  const instructions = assembleSystemPrompt({
+  const system = systemPromptParts({
     identity: speaker.npc,
     playerPrompt: speaker.npc.prompt,
     skills: tools.skills,
@@ -67,5 +67,5 @@ export async function assembleContext(
   const messages = toModelMessages(kept, party);
   if (args.handoff)
     messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
-  return { instructions, messages };
+  return { system, messages };
 }

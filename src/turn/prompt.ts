@@ -1,3 +1,5 @@
+import type { SystemModelMessage } from 'ai';
+
 export interface Identity {
   name: string;
   jobTitle: string;
@@ -30,6 +32,16 @@ export function rosterLine(description: string, max = 160): string {
  * summary last. Empty slots are left out. Pure.
  */
 export function assembleSystemPrompt(p: PromptInput): string {
+  const { head, tail } = systemPromptParts(p);
+  return tail ? `${head}\n\n${tail}` : head;
+}
+
+/**
+ * The system prompt in two: the head that stays the same turn after turn (identity, the Player's prompt, the
+ * Skill index) and the tail that moves (unreachable servers, Memory, the roster, the summary). A Provider that
+ * caches prompts is told to cache the head. Pure.
+ */
+export function systemPromptParts(p: PromptInput): { head: string; tail: string } {
   const { name, jobTitle, description } = p.identity;
   const sections: string[] = [];
   const who = [`You are ${name}${jobTitle ? `, ${jobTitle}` : ''}.`];
@@ -42,6 +54,7 @@ export function assembleSystemPrompt(p: PromptInput): string {
       `# Skills\nLoad a Skill's instructions with the load_skill tool when it applies.\n${lines.join('\n')}`,
     );
   }
+  const head = sections.splice(0).join('\n\n');
   if (p.unreachableServers.length) {
     sections.push(
       `# Tools unavailable this turn\nThese Tool servers could not be reached, so their tools are missing: ${p.unreachableServers.join(', ')}. Say so if they would have helped.`,
@@ -56,5 +69,30 @@ export function assembleSystemPrompt(p: PromptInput): string {
     sections.push(`# Others in this conversation\n${lines.join('\n')}`);
   }
   if (p.summary.trim()) sections.push(`# Earlier in this conversation\n${p.summary.trim()}`);
-  return sections.join('\n\n');
+  return { head, tail: sections.join('\n\n') };
+}
+
+type SystemMessage = {
+  role: 'system';
+  content: string;
+  providerOptions?: Record<string, Record<string, unknown>>;
+};
+
+/**
+ * The system prompt as a Provider kind takes it. Anthropic caches a prompt prefix only where it is told to: the
+ * head is marked (`cache_control`), so from the second turn it is read from the cache at a tenth of the price
+ * (when it is long enough for Anthropic to cache at all, about 1,024 tokens). The others get one string; OpenAI
+ * and Gemini cache long prefixes on their own. The text is the same either way. Pure.
+ */
+export function instructionsFor(
+  kind: string | undefined,
+  parts: { head: string; tail: string },
+): string | SystemModelMessage[] {
+  if (kind !== 'anthropic') return parts.tail ? `${parts.head}\n\n${parts.tail}` : parts.head;
+  const cached: SystemModelMessage = {
+    role: 'system',
+    content: parts.head,
+    providerOptions: { anthropic: { cacheControl: { type: 'ephemeral' } } },
+  };
+  return parts.tail ? [cached, { role: 'system', content: parts.tail }] : [cached];
 }

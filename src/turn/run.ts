@@ -24,6 +24,7 @@ import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { blocked, describeFailure, type Failure } from './failures.ts';
 import { addUsage, toFragment, toUsage } from './fragments.ts';
+import { instructionsFor } from './prompt.ts';
 import { sectionBreak, thinkingOptions } from './thinking.ts';
 
 export interface TurnDeps {
@@ -191,7 +192,8 @@ async function runReply(
       handoff,
       signal,
     });
-    promptChars = context.instructions.length + JSON.stringify(context.messages).length;
+    promptChars =
+      context.system.head.length + context.system.tail.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
     // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
     const think =
@@ -201,7 +203,7 @@ async function runReply(
       // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
       maxRetries: 2,
       model: speaker.model,
-      instructions: context.instructions,
+      instructions: instructionsFor(speaker.kind, context.system),
       messages: context.messages,
       tools: tools.tools,
       // A hand-over ends the reply: the named NPC answers next.

@@ -4,7 +4,9 @@ import { titleFrom } from '../../src/conversations/index.ts';
 import {
   assembleSystemPrompt,
   chooseSpeaker,
+  instructionsFor,
   rosterLine,
+  systemPromptParts,
   toModelMessages,
   windowHistory,
 } from '../../src/turn/index.ts';
@@ -98,6 +100,28 @@ describe('system prompt', () => {
       summary: '',
     });
     expect(prompt).toBe('# Who you are\nYou are Ada, Librarian.\nKeeps the stacks.\n\nPLAYER PROMPT');
+  });
+
+  it('marks the stable head for an Anthropic prompt cache; the text sent is the same for every kind', () => {
+    const parts = systemPromptParts(all);
+    expect(parts.head).toContain('SKILL INDEX');
+    expect(parts.head).not.toContain('RECALLED MEMORY');
+    expect(parts.tail.startsWith('# Tools unavailable')).toBe(true);
+    const whole = assembleSystemPrompt(all);
+    expect(instructionsFor('openai', parts)).toBe(whole);
+    const blocks = instructionsFor('anthropic', parts) as { content: string; providerOptions?: unknown }[];
+    expect(blocks.map((b) => b.content).join('\n\n')).toBe(whole);
+    expect(blocks[0]!.providerOptions).toEqual({ anthropic: { cacheControl: { type: 'ephemeral' } } });
+    expect(blocks[1]!.providerOptions).toBeUndefined();
+    // Nothing after the head: one block.
+    const short = systemPromptParts({
+      ...all,
+      unreachableServers: [],
+      memories: [],
+      roster: [],
+      summary: '',
+    });
+    expect(instructionsFor('anthropic', short)).toHaveLength(1);
   });
 
   it('cuts roster descriptions to one sentence or 160 characters', () => {
