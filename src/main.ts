@@ -17,7 +17,15 @@ try {
     if (stopping) return;
     stopping = true;
     console.log(`${signal}: shutting down`);
-    await running.close();
+    // Ctrl-C reaches the whole process group, the embedded PostgreSQL too: it stops at once, and connections
+    // still open (ours, the local PDS's) fail while we close. Expected now, so said in a line, not a stack.
+    const quiet = (e: unknown) =>
+      console.log(`  (while stopping: ${e instanceof Error ? e.message : String(e)})`.slice(0, 200));
+    process.on('uncaughtException', quiet);
+    process.on('unhandledRejection', quiet);
+    // Bounded: a client whose server went first may never finish closing (postgres.js after a killed socket).
+    const bound = new Promise<void>((r) => setTimeout(r, 5_000).unref());
+    await Promise.race([running.close().catch(quiet), bound]);
     process.exit(0);
   };
   process.on('SIGINT', () => void shutdown('SIGINT'));

@@ -74,9 +74,10 @@ export function describeFailure(error: unknown, provider: string, model: string)
 
 /** A reply the Provider stopped itself: a safety filter or a refusal (the AI SDK's `content-filter`). */
 export function blocked(provider: string, hadText: boolean): Failure {
+  // Said without guessing whether text was cut: a refusal may be the whole of the text.
   return {
     code: 'PROVIDER_BLOCKED',
-    message: `The Provider "${provider}" withheld ${hadText ? 'the rest of ' : ''}this reply (a safety filter or a refusal).`,
+    message: `The Provider "${provider}" ended this reply itself (a safety filter or a refusal)${hadText ? '; what it sent is kept' : ''}.`,
   };
 }
 

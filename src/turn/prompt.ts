@@ -72,12 +72,6 @@ export function systemPromptParts(p: PromptInput): { head: string; tail: string 
   return { head, tail: sections.join('\n\n') };
 }
 
-type SystemMessage = {
-  role: 'system';
-  content: string;
-  providerOptions?: Record<string, Record<string, unknown>>;
-};
-
 /**
  * The system prompt as a Provider kind takes it. Anthropic caches a prompt prefix only where it is told to: the
  * head is marked (`cache_control`), so from the second turn it is read from the cache at a tenth of the price

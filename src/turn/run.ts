@@ -168,6 +168,8 @@ async function runReply(
   let error: string | null = null;
   let usage: Usage | null = null;
   let stepUsage: Usage | null = null;
+  // Cache writes are priced, not stored: Usage keeps the four counts every Provider reports.
+  let cacheWrites: number | null = null;
   let closeTools = async () => {};
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
@@ -227,6 +229,7 @@ async function runReply(
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
       else if (chunk.type === 'finish') {
         usage = toUsage(chunk.totalUsage);
+        cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
         // The Provider ended the reply itself: a safety filter or a refusal, said as such (what came is kept).
         if (chunk.finishReason === 'content-filter' && status === 'complete')
           fail(
@@ -258,7 +261,7 @@ async function runReply(
     await closeTools();
     await deps.checkpoints.settle(message.id);
     usage ??= stepUsage;
-    const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage);
+    const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage, cacheWrites);
     // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate then,
     // at four characters a token, so a reply stopped before the Provider reports usage still counts.
     const spent =

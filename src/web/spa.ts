@@ -82,8 +82,9 @@ export function webRoutes(deps: WebDeps): Router {
   });
   // Any page a browser navigates to is the app (a handle such as alice.test has a dot, so the path's shape
   // cannot tell); a missing asset fetched by a script asks for something other than HTML and gets a 404.
+  // The root is always the app, whatever the client accepts (`curl http://127.0.0.1:3000/` shows it too).
   router.get(/^\/(?!api\/|oauth\/|xrpc\/|healthz$).*/, (req: Request, res: Response, next) => {
-    if (!(req.get('accept') ?? '').includes('text/html')) return next();
+    if (req.path !== '/' && !(req.get('accept') ?? '').includes('text/html')) return next();
     const index = path.join(dir, 'index.html');
     if (!existsSync(index)) {
       res

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -26,9 +26,19 @@ export function findBrowser(): Promise<{ path: string; args: string[] }> {
     if (system) return { path: system, args: [] };
     const packaged = (await import('@sparticuz/chromium')).default;
     packaged.setGraphicsMode = false;
-    // Not the package's own flag list: it is made for AWS Lambda and turns off web security, which the
-    // Content-Security-Policy tests must see enforced.
-    return { path: await packaged.executablePath(), args: ['--no-zygote'] };
+    // The package unpacks to <temp>/chromium and reuses whatever is there, even another user's copy it may not
+    // run (root's, mode 700: spawn EACCES). So it unpacks into a folder of this user's own.
+    const shared = os.tmpdir();
+    const own = path.join(shared, `av-chromium-uid${process.getuid?.() ?? 0}`);
+    mkdirSync(own, { recursive: true, mode: 0o700 });
+    process.env.TMPDIR = own;
+    try {
+      // Not the package's own flag list: it is made for AWS Lambda and turns off web security, which the
+      // Content-Security-Policy tests must see enforced.
+      return { path: await packaged.executablePath(), args: ['--no-zygote'] };
+    } finally {
+      process.env.TMPDIR = shared;
+    }
   })();
   return found;
 }

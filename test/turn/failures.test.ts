@@ -100,7 +100,9 @@ it('a reply the Provider withholds (content filter): what came is kept, and it i
     r.finish('content_filter', { prompt_tokens: 9, completion_tokens: 4 });
   });
   expect(errorOf(frames)).toMatchObject({ code: 'PROVIDER_BLOCKED' });
-  expect(errorOf(frames)!.message).toContain('withheld the rest of this reply');
+  expect(errorOf(frames)!.message).toContain(
+    'ended this reply itself (a safety filter or a refusal); what it sent is kept',
+  );
   expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
   expect(reply).toMatchObject({ status: 'failed', text: 'Well, the recipe ' });
   expect(reply.usage).toMatchObject({ inputTokens: 9, outputTokens: 4 });

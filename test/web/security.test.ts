@@ -23,6 +23,14 @@ describe('what every answer tells the browser', () => {
     }
   });
 
+  it('the root is the app for any client (curl asks for */*); a missing asset a script fetches is a 404', async () => {
+    const root = await raw('/');
+    expect(root.status).toBe(200);
+    expect(root.headers.get('content-type')).toContain('text/html');
+    expect(await root.text()).toContain('<div id="root">');
+    expect((await raw('/assets/missing.js')).status).toBe(404);
+  });
+
   it('the built app runs under that policy without a single violation', async () => {
     const browser = await openSignedIn(app);
     try {
