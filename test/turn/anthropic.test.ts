@@ -66,6 +66,11 @@ it('streams two thinking blocks as two reasoning sections and the text as text, 
   expect(request.path).toBe('/v1/messages');
   expect(request.headers['x-api-key']).toBe('test-key');
   expect(request.body).toMatchObject({ model: MODEL, stream: true });
+  // The stable head of the system prompt (identity, the Player's prompt, the Skill index) is marked for
+  // Anthropic's prompt cache; this NPC has nothing after it, so it is the one block.
+  const system = request.body.system as { type: string; text: string; cache_control?: unknown }[];
+  expect(system[0]!.text.startsWith('# Who you are\nYou are Tide.')).toBe(true);
+  expect(system[0]!.cache_control).toEqual({ type: 'ephemeral' });
 
   // Each block is its own section: the server puts a blank line between them, never runs them together.
   const parts = [
