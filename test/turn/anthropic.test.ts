@@ -183,3 +183,51 @@ it('prices cache reads and writes at their own prices', async () => {
   });
   expect((reply as typeof reply & { costUsd: number }).costUsd).toBeCloseTo(right!, 10);
 });
+
+it('a tool call streamed as tool_use is run, its result goes back in a second request, and both are stored', async () => {
+  fake.enqueue(
+    () => [
+      ...anthropic.messageStart(MODEL, { input_tokens: 30 }),
+      ...anthropic.text(0, ['Let me note that.']),
+      ...anthropic.toolUse(1, 'toolu_1', 'remember', ['{"text": "High tide', ' is at six."}']),
+      ...anthropic.finish('tool_use', { output_tokens: 12 }),
+    ],
+    () => [
+      ...anthropic.messageStart(MODEL, { input_tokens: 50 }),
+      ...anthropic.text(0, ['Noted.']),
+      ...anthropic.finish('end_turn', { output_tokens: 2 }),
+    ],
+  );
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Tide', provider: 'anthropic', model: MODEL, grants: [{ kind: 'memory' }] },
+  ]);
+  const before = fake.requests.length;
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Remember it.' },
+    }),
+  );
+  expect(fake.requests.length).toBe(before + 2);
+  // The second request carries the tool's result for the call the first answer made.
+  const second = JSON.stringify(fake.requests.at(-1)!.body.messages);
+  expect(second).toContain('"tool_use_id":"toolu_1"');
+  expect(second).toContain('High tide is at six.');
+  const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
+  expect(reply.parts).toEqual([
+    { type: 'text', text: 'Let me note that.' },
+    {
+      type: 'tool',
+      id: 'toolu_1',
+      name: 'remember',
+      input: { text: 'High tide is at six.' },
+      state: 'done',
+      output: { remembered: 'High tide is at six.' },
+    },
+    { type: 'text', text: 'Noted.' },
+  ]);
+  expect(foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])))).toEqual(reply.parts);
+  expect(reply.text).toBe('Let me note that.\n\nNoted.');
+  // Usage is the sum of both steps.
+  expect(reply.usage).toMatchObject({ inputTokens: 80, outputTokens: 14 });
+});

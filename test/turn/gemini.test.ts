@@ -5,7 +5,7 @@ import { foldParts } from '../../src/parts/index.ts';
 import { sectionBreak } from '../../src/turn/thinking.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { collectFrames } from '../support/sse.ts';
-import { setupConversation } from '../support/turns.ts';
+import { messages, setupConversation } from '../support/turns.ts';
 
 // A fake Gemini over HTTP, speaking streamGenerateContent's SSE: one thought part (sent only when the request
 // asked for thoughts, as Gemini does), then the answer with usage.
@@ -13,6 +13,8 @@ const bodies: {
   generationConfig?: { thinkingConfig?: { includeThoughts?: boolean; thinkingBudget?: number } };
 }[] = [];
 let gemini: http.Server;
+/** The next answer's chunks, when a test sets them (then cleared); else the thought-and-answer stream. */
+let nextChunks: unknown[] | undefined;
 let app: TestApp;
 let cookie: string;
 beforeAll(async () => {
@@ -21,7 +23,9 @@ beforeAll(async () => {
     for await (const chunk of req) raw += chunk;
     const body = JSON.parse(raw) as (typeof bodies)[number];
     bodies.push(body);
-    const chunks = [
+    const scripted = nextChunks;
+    nextChunks = undefined;
+    const chunks = scripted ?? [
       ...(body.generationConfig?.thinkingConfig?.includeThoughts
         ? [
             {
@@ -98,4 +102,27 @@ it('keeps reasoning sections apart: a new section after reasoning text starts af
   // No break before the first section, or after text.
   expect(sectionBreak([])).toBeNull();
   expect(sectionBreak([{ type: 'text', text: 'Hello' }])).toBeNull();
+});
+
+it('a reply Gemini blocks for safety keeps what came and says the Provider ended it, not that it finished', async () => {
+  nextChunks = [
+    { candidates: [{ content: { role: 'model', parts: [{ text: 'To pick that lock, ' }] } }] },
+    {
+      candidates: [{ content: { role: 'model', parts: [] }, finishReason: 'SAFETY' }],
+      usageMetadata: { promptTokenCount: 11, candidatesTokenCount: 5, totalTokenCount: 16 },
+    },
+  ];
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Tide', provider: 'google', model: 'gemini-2.5-flash' },
+  ]);
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'How?' } }),
+  );
+  const error = frames.find((f) => f.type === 'error') as { code: string; message: string } | undefined;
+  expect(error).toMatchObject({ code: 'PROVIDER_BLOCKED' });
+  expect(error!.message).toContain('"google" ended this reply itself');
+  expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+  const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
+  expect(reply).toMatchObject({ status: 'failed', text: 'To pick that lock, ', error: error!.message });
+  expect(reply.usage).toMatchObject({ inputTokens: 11, outputTokens: 5 });
 });
