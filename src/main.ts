@@ -24,7 +24,8 @@ try {
     process.on('uncaughtException', quiet);
     process.on('unhandledRejection', quiet);
     // Bounded: a client whose server went first may never finish closing (postgres.js after a killed socket).
-    const bound = new Promise<void>((r) => setTimeout(r, 5_000).unref());
+    // Long enough for close's own steps (each pool ends within 5 s) and the embedded PostgreSQL's stop.
+    const bound = new Promise<void>((r) => setTimeout(r, 20_000).unref());
     await Promise.race([running.close().catch(quiet), bound]);
     process.exit(0);
   };

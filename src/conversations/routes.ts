@@ -126,9 +126,10 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     if (!isUuid(req.params.id) || !(await renameConversation(sql, player.id, req.params.id, body.title))) {
       throw notFound('Conversation');
     }
-    respond(res, ConversationResponse, {
-      conversation: (await getConversation(sql, player.id, req.params.id))!,
-    });
+    const conversation = await getConversation(sql, player.id, req.params.id);
+    // Deleted between the rename and this read.
+    if (!conversation) throw notFound('Conversation');
+    respond(res, ConversationResponse, { conversation });
   });
 
   router.get('/usage', async (req, res) => {

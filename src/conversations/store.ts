@@ -1,11 +1,4 @@
-import {
-  commitWith,
-  type JsonValue,
-  LIVE_INSTANCES,
-  type Queryable,
-  type Sql,
-  transaction,
-} from '../db/index.ts';
+import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
@@ -233,14 +226,14 @@ export async function beginPlayerTurn(
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
   return transaction(sql, async (tx) => {
-    // The whole transaction in one round trip: BEGIN, the Player's lock, one statement, COMMIT. The statement
-    // reads what the Player has spent, and only when that admits the turn claims the Conversation, counts the
-    // turn, and writes the Player's Message and the reply's row after it. Nothing written means nothing to undo.
+    // Two round trips: BEGIN, the Player's lock and one statement pipelined, then COMMIT. The statement reads
+    // what the Player has spent, and only when that admits the turn claims the Conversation, counts the turn,
+    // and writes the Player's Message and the reply's row after it. COMMIT waits for it: postgres.js re-sends a
+    // prepared statement whose plan went stale, and behind a COMMIT the re-sent one would run outside the
+    // transaction and the lock. A refusal thrown here rolls back, so nothing is claimed.
     const locked = lockSpending(tx, args.playerId);
     const parts = tx.json([{ type: 'text', text: args.text }]);
-    const [row] = await commitWith(
-      tx,
-      tx<(Spent & Partial<MessageRow> & { reply_id: string | null })[]>`
+    const [row] = await tx<(Spent & Partial<MessageRow> & { reply_id: string | null })[]>`
       with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)},
       claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text), tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
@@ -249,8 +242,7 @@ export async function beginPlayerTurn(
         select id, 'player', ${parts}, ${args.text} from claimed
         returning ${messageColumns(tx)}),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
-      select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`,
-    );
+      select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`;
     await locked;
     judgeSpending(row!, args.limits);
     if (!row?.id || !row.reply_id) throw turnInProgress();
@@ -287,16 +279,13 @@ export async function beginRegenerate(
     judgeSpending(spent!, args.limits);
     if (!last)
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
-    const [row] = await commitWith(
-      tx,
-      tx<{ reply_id: string }[]>`
+    const [row] = await tx<{ reply_id: string }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
       ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
       dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`)})
-      select id as reply_id from reply`,
-    );
+      select id as reply_id from reply`;
     if (!row) throw turnInProgress();
     return { playerMessage: toMessage(last), replyId: row.reply_id };
   });

@@ -12,8 +12,9 @@ export interface UsagePoint {
 
 /** A Player's usage per day, per NPC or per Conversation, over the last `days` days. */
 export async function usageByDay(sql: Sql, playerId: string, by: 'npc' | 'conversation', days: number) {
-  const key = by === 'npc' ? sql`coalesce(r.npc_id::text, r.npc_name)` : sql`r.conversation_id::text`;
-  const label = by === 'npc' ? sql`max(r.npc_name)` : sql`coalesce(max(r.title), 'Untitled')`;
+  const key = by === 'npc' ? sql`coalesce(r.npc_id::text, r.npc_name, '')` : sql`r.conversation_id::text`;
+  const label =
+    by === 'npc' ? sql`coalesce(max(r.npc_name), 'An NPC')` : sql`coalesce(max(r.title), 'Untitled')`;
   const since = sql`now() - make_interval(days => ${days})`;
   // Every reply the Provider was paid for: those that exist, and those a Regenerate or a deletion removed.
   const points = await sql<UsagePoint[]>`

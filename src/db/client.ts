@@ -44,31 +44,12 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
     const out = await fn(tx);
     await begun;
     open = false;
-    if (!committedEarly.has(tx)) await tx`commit`;
+    await tx`commit`;
     return out;
   } catch (e) {
     if (open) await tx`rollback`.catch(() => {});
     throw e;
   } finally {
-    committedEarly.delete(tx);
     tx.release();
   }
-}
-
-const committedEarly = new WeakSet<Tx>();
-
-/**
- * A transaction's last statement, sent together with its COMMIT (one round trip): for a final write whose
- * result decides nothing more in the transaction. When the statement fails, PostgreSQL answers the COMMIT by
- * rolling back.
- */
-export async function commitWith<R extends readonly postgres.MaybeRow[]>(
-  tx: Tx,
-  query: postgres.PendingQuery<R>,
-): Promise<postgres.RowList<R>> {
-  committedEarly.add(tx);
-  // Queries are lazy: the statement is sent first, then the COMMIT behind it on the same connection.
-  const sent = query.execute();
-  const [rows] = await Promise.all([sent, tx`commit`.execute()]);
-  return rows;
 }

@@ -1,5 +1,5 @@
 // db/: the postgres.js client, the migration runner, the embedded PostgreSQL, and instance liveness.
-export { commitWith, connect, type JsonValue, type Queryable, type Sql, transaction } from './client.ts';
+export { connect, type JsonValue, type Queryable, type Sql, transaction } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
 export { LOCKS } from './locks.ts';

@@ -42,7 +42,11 @@ export function describeFailure(error: unknown, provider: string, model: string)
       message: `The Provider "${provider}" is limiting requests${said}${still}. Try again in a minute.`,
     };
   }
-  if ((status !== undefined && status >= 500 && status !== 501) || OVERLOADED.test(detail)) {
+  // The words decide only when there is no status (an error event inside the stream).
+  if (
+    (status !== undefined && status >= 500 && status !== 501) ||
+    (status === undefined && OVERLOADED.test(detail))
+  ) {
     return {
       code: 'PROVIDER_OVERLOADED',
       message: `The Provider "${provider}" is overloaded or unavailable${said}${still}. Try again shortly.`,
@@ -64,11 +68,18 @@ export function describeFailure(error: unknown, provider: string, model: string)
   if (status === 200) {
     return { code: 'PROVIDER_ERROR', message: `The connection to the Provider broke mid-reply (${detail}).` };
   }
+  if (status)
+    return { code: 'PROVIDER_ERROR', message: `The Provider "${provider}" answered ${status}: ${detail}` };
+  // Not an answer from the Provider: the connection failed, before the request or during the stream.
+  if (last instanceof TypeError) {
+    return {
+      code: 'PROVIDER_ERROR',
+      message: `The connection to the Provider "${provider}" failed or broke (${detail}). What arrived is kept.`,
+    };
+  }
   return {
     code: 'PROVIDER_ERROR',
-    message: status
-      ? `The Provider "${provider}" answered ${status}: ${detail}`
-      : detail || `The Provider "${provider}" failed without saying why.`,
+    message: detail || `The Provider "${provider}" failed without saying why.`,
   };
 }
 
@@ -81,8 +92,22 @@ export function blocked(provider: string, hadText: boolean): Failure {
   };
 }
 
-/** The Provider's own words for a failure, whatever shape it came in (an Error, a stream error object, text). */
+/**
+ * The Provider's own words for a failure, whatever shape it came in (an HTTP error, a stream error object,
+ * text) — clipped, with any credentials in a URL removed. fetch's own failures (a refused connection, a
+ * broken socket, a malformed URL) are named by their code only: their message can hold the endpoint's address
+ * or a key in its URL, which every Player would see.
+ */
 function providerMessage(error: unknown): string {
+  return clip(rawMessage(error)).replace(/\/\/[^/@\s]+@/g, '//');
+}
+const clip = (s: string) => (s.length > 300 ? `${s.slice(0, 299)}…` : s);
+function rawMessage(error: unknown): string {
+  // fetch's own failures are TypeErrors ("fetch failed", "terminated", a URL with credentials in it).
+  if (error instanceof TypeError) {
+    const code = (error.cause as { code?: unknown } | undefined)?.code;
+    return typeof code === 'string' ? code : 'network error';
+  }
   if (error instanceof Error) return error.message;
   if (typeof error === 'string') return error;
   const e = error as { message?: unknown; error?: { message?: unknown; type?: unknown } } | null;

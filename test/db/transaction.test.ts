@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { commitWith, transaction } from '../../src/db/index.ts';
+import { transaction } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -53,36 +53,6 @@ it('transactions under a full, busy pool: every one commits on a connection of i
     ).rejects.toThrow('changed my mind');
     expect((await sql`select 1 from marks where tx = -1`).length).toBe(0);
     const open = await sql`select 1 from pg_stat_activity
-      where datname = current_database() and state like 'idle in transaction%'`;
-    expect(open.length).toBe(0);
-  } finally {
-    await sql.end({ timeout: 5 });
-  }
-});
-
-// The claim and its COMMIT go out together (commitWith): the writes before it land with it, or none does.
-it('commitWith: the last statement commits with the rest; when it fails, everything is rolled back', async () => {
-  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
-  try {
-    const kept = await transaction(sql, async (tx) => {
-      await tx`insert into marks values (1000, 1)`;
-      const rows = await commitWith(tx, tx<{ n: number }[]>`insert into marks values (1000, 2) returning n`);
-      return rows.map((r) => r.n);
-    });
-    expect(kept).toEqual([2]);
-    expect((await sql`select n from marks where tx = 1000 order by n`).map((r) => r.n)).toEqual([1, 2]);
-
-    await expect(
-      transaction(sql, async (tx) => {
-        await tx`insert into marks values (1001, 1)`;
-        // Fails (n is not null): the COMMIT behind it must roll the first insert back.
-        await commitWith(tx, tx`insert into marks values (1001, null)`);
-      }),
-    ).rejects.toThrow(/null value/);
-    expect((await sql`select 1 from marks where tx = 1001`).length).toBe(0);
-    // The one connection is usable, and no transaction is left open on it.
-    expect((await sql`select 1 as one`).length).toBe(1);
-    const open = await db.sql`select 1 from pg_stat_activity
       where datname = current_database() and state like 'idle in transaction%'`;
     expect(open.length).toBe(0);
   } finally {

@@ -26,18 +26,19 @@ export function findBrowser(): Promise<{ path: string; args: string[] }> {
     if (system) return { path: system, args: [] };
     const packaged = (await import('@sparticuz/chromium')).default;
     packaged.setGraphicsMode = false;
-    // The package unpacks to <temp>/chromium and reuses whatever is there, even another user's copy it may not
-    // run (root's, mode 700: spawn EACCES). So it unpacks into a folder of this user's own.
-    const shared = os.tmpdir();
-    const own = path.join(shared, `av-chromium-uid${process.getuid?.() ?? 0}`);
+    // The package unpacks to <temp>/chromium and runs whatever is there: another user's copy it may not run
+    // (root's, mode 700: spawn EACCES), or one planted in a shared /tmp. So it unpacks into this user's cache.
+    const own = path.join(os.homedir(), '.cache', 'agentsville', 'chromium');
     mkdirSync(own, { recursive: true, mode: 0o700 });
+    const before = process.env.TMPDIR;
     process.env.TMPDIR = own;
     try {
       // Not the package's own flag list: it is made for AWS Lambda and turns off web security, which the
       // Content-Security-Policy tests must see enforced.
       return { path: await packaged.executablePath(), args: ['--no-zygote'] };
     } finally {
-      process.env.TMPDIR = shared;
+      if (before === undefined) delete process.env.TMPDIR;
+      else process.env.TMPDIR = before;
     }
   })();
   return found;

@@ -1,5 +1,7 @@
+import { APICallError } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Frame } from '../../src/parts/index.ts';
+import { describeFailure } from '../../src/turn/failures.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Script } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -106,4 +108,28 @@ it('a reply the Provider withholds (content filter): what came is kept, and it i
   expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
   expect(reply).toMatchObject({ status: 'failed', text: 'Well, the recipe ' });
   expect(reply.usage).toMatchObject({ inputTokens: 9, outputTokens: 4 });
+});
+
+describe('what a failure may say (pure)', () => {
+  it('never repeats a key or an address from our own fetch failing, and clips what a Provider says', () => {
+    const credentials = new TypeError(
+      'Request cannot be constructed from a URL that includes credentials: https://user:SECRET-KEY@llm.internal/v1',
+    );
+    const refused = new TypeError('fetch failed', { cause: { code: 'ECONNREFUSED', address: '10.0.0.7' } });
+    for (const e of [credentials, refused]) {
+      const { message } = describeFailure(e, 'local', 'm');
+      expect(message).not.toMatch(/SECRET-KEY|llm\.internal|10\.0\.0\.7/);
+      expect(message).toContain('"local"');
+    }
+    expect(describeFailure(refused, 'local', 'm').message).toContain('ECONNREFUSED');
+    const chatty = new APICallError({
+      message: `Bad request to https://u:KEY2@host/v1 ${'x'.repeat(5000)}`,
+      url: 'https://host/v1',
+      requestBodyValues: {},
+      statusCode: 400,
+    });
+    const { message } = describeFailure(chatty, 'p', 'm');
+    expect(message).not.toContain('KEY2');
+    expect(message.length).toBeLessThan(400);
+  });
 });
