@@ -325,6 +325,36 @@ export const openai = {
       }),
     },
   ],
+  /** A function call item: its arguments streamed as deltas, then done. */
+  functionCall: (
+    output_index: number,
+    item_id: string,
+    call_id: string,
+    name: string,
+    chunks: string[],
+  ): OpenAIEvent[] => {
+    const args = chunks.join('');
+    const item = { id: item_id, type: 'function_call', call_id, name };
+    return [
+      {
+        type: 'response.output_item.added',
+        output_index,
+        item: { ...item, arguments: '', status: 'in_progress' },
+      },
+      ...chunks.map((delta) => ({
+        type: 'response.function_call_arguments.delta',
+        item_id,
+        output_index,
+        delta,
+      })),
+      { type: 'response.function_call_arguments.done', item_id, output_index, arguments: args },
+      {
+        type: 'response.output_item.done',
+        output_index,
+        item: { ...item, arguments: args, status: 'completed' },
+      },
+    ];
+  },
   /** The response failed server-side mid-stream (its terminal event). */
   failed: (model: string, code: string, message: string): OpenAIEvent[] => [
     { type: 'response.failed', response: response(model, 'failed', { error: { code, message } }) },

@@ -13,7 +13,11 @@ const bodies: {
   generationConfig?: { thinkingConfig?: { includeThoughts?: boolean; thinkingBudget?: number } };
 }[] = [];
 let gemini: http.Server;
-/** The next answer's chunks, when a test sets them (then cleared); else the thought-and-answer stream. */
+/**
+ * The next answers' chunks, in order, when a test queues them; else the thought-and-answer stream. A 'CUT'
+ * breaks the socket there, after what was written is delivered.
+ */
+const nextAnswers: unknown[][] = [];
 let nextChunks: unknown[] | undefined;
 let app: TestApp;
 let cookie: string;
@@ -23,7 +27,7 @@ beforeAll(async () => {
     for await (const chunk of req) raw += chunk;
     const body = JSON.parse(raw) as (typeof bodies)[number];
     bodies.push(body);
-    const scripted = nextChunks;
+    const scripted = nextChunks ?? nextAnswers.shift();
     nextChunks = undefined;
     const chunks = scripted ?? [
       ...(body.generationConfig?.thinkingConfig?.includeThoughts
@@ -48,7 +52,14 @@ beforeAll(async () => {
       },
     ];
     res.writeHead(200, { 'content-type': 'text/event-stream' });
-    for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\r\n\r\n`);
+    for (const c of chunks) {
+      if (c === 'CUT') {
+        await new Promise((r) => setTimeout(r, 50));
+        res.socket?.destroy();
+        return;
+      }
+      await new Promise<void>((r) => res.write(`data: ${JSON.stringify(c)}\r\n\r\n`, () => r()));
+    }
     res.end();
   });
   await new Promise<void>((r) => gemini.listen(0, '127.0.0.1', r));
@@ -125,4 +136,74 @@ it('a reply Gemini blocks for safety keeps what came and says the Provider ended
   const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
   expect(reply).toMatchObject({ status: 'failed', text: 'To pick that lock, ', error: error!.message });
   expect(reply.usage).toMatchObject({ inputTokens: 11, outputTokens: 5 });
+});
+
+const say = (parts: unknown[], finishReason?: string) => ({
+  candidates: [{ content: { role: 'model', parts }, ...(finishReason ? { finishReason } : {}) }],
+});
+
+it('an error mid-stream, and a cut socket: the reply fails, and keeps everything that came before', async () => {
+  nextAnswers.push(
+    [
+      say([{ text: 'The tide ' }]),
+      { error: { code: 503, message: 'The model is overloaded.', status: 'UNAVAILABLE' } },
+    ],
+    [say([{ text: 'The tide ' }]), say([{ text: 'turns at ' }]), 'CUT'],
+  );
+  for (const kept of ['The tide ', 'The tide turns at ']) {
+    const { conversationId } = await setupConversation(app, cookie, [
+      { name: 'Tide', provider: 'google', model: 'gemini-2.5-flash' },
+    ]);
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'When?' } }),
+    );
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+    const error = frames.find((f) => f.type === 'error') as { message: string } | undefined;
+    const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
+    expect(reply).toMatchObject({ status: 'failed', text: kept, error: error?.message });
+  }
+});
+
+it('a function call is run, its response goes back in a second request, and both steps are stored', async () => {
+  nextAnswers.push(
+    [
+      {
+        ...say([{ functionCall: { name: 'remember', args: { text: 'High tide is at six.' } } }], 'STOP'),
+        usageMetadata: { promptTokenCount: 30, candidatesTokenCount: 12, totalTokenCount: 42 },
+      },
+    ],
+    [
+      {
+        ...say([{ text: 'Noted.' }], 'STOP'),
+        usageMetadata: { promptTokenCount: 50, candidatesTokenCount: 2, totalTokenCount: 52 },
+      },
+    ],
+  );
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Tide', provider: 'google', model: 'gemini-2.5-flash', grants: [{ kind: 'memory' }] },
+  ]);
+  const before = bodies.length;
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Remember it.' },
+    }),
+  );
+  expect(bodies.length).toBe(before + 2);
+  const second = JSON.stringify(bodies.at(-1));
+  expect(second).toContain('"functionResponse"');
+  expect(second).toContain('High tide is at six.');
+  const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
+  expect(reply.parts).toMatchObject([
+    {
+      type: 'tool',
+      name: 'remember',
+      input: { text: 'High tide is at six.' },
+      state: 'done',
+      output: { remembered: 'High tide is at six.' },
+    },
+    { type: 'text', text: 'Noted.' },
+  ]);
+  expect(foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])))).toEqual(reply.parts);
+  expect(reply.usage).toMatchObject({ inputTokens: 80, outputTokens: 14 });
 });

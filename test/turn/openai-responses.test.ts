@@ -171,3 +171,49 @@ it('prices the cached input tokens at the cache price only', async () => {
   });
   expect((reply as typeof reply & { costUsd: number }).costUsd).toBeCloseTo(right!, 10);
 });
+
+it('a function call is run, its output goes back in a second request, and both steps are stored', async () => {
+  fake.enqueue(
+    () =>
+      openaiStream(
+        openai.created(MODEL),
+        openai.functionCall(0, 'fc_1', 'call_1', 'remember', ['{"text": "High tide', ' is at six."}']),
+        openai.completed(MODEL, { input_tokens: 30, output_tokens: 12 }),
+      ),
+    () =>
+      openaiStream(
+        openai.created(MODEL),
+        openai.message(0, 'msg_2', ['Noted.']),
+        openai.completed(MODEL, { input_tokens: 50, output_tokens: 2 }),
+      ),
+  );
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Tide', provider: 'openai', model: MODEL, grants: [{ kind: 'memory' }] },
+  ]);
+  const before = fake.requests.length;
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Remember it.' },
+    }),
+  );
+  expect(fake.requests.length).toBe(before + 2);
+  // The second request carries the call's output for the call the first made.
+  const second = JSON.stringify(fake.requests.at(-1)!.body.input);
+  expect(second).toContain('"call_id":"call_1"');
+  expect(second).toContain('High tide is at six.');
+  const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
+  expect(reply.parts).toEqual([
+    {
+      type: 'tool',
+      id: 'call_1',
+      name: 'remember',
+      input: { text: 'High tide is at six.' },
+      state: 'done',
+      output: { remembered: 'High tide is at six.' },
+    },
+    { type: 'text', text: 'Noted.' },
+  ]);
+  expect(foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])))).toEqual(reply.parts);
+  expect(reply.usage).toMatchObject({ inputTokens: 80, outputTokens: 14 });
+});
