@@ -24,8 +24,9 @@ try {
     process.on('uncaughtException', quiet);
     process.on('unhandledRejection', quiet);
     // Bounded: a client whose server went first may never finish closing (postgres.js after a killed socket).
-    // Long enough for close's own steps (each pool ends within 5 s) and the embedded PostgreSQL's stop.
-    const bound = new Promise<void>((r) => setTimeout(r, 20_000).unref());
+    // Ctrl-C reached the embedded PostgreSQL too, which stops on its own: 5 s. A SIGTERM reached only us, and
+    // we stop the database: long enough for close's steps (each pool ends within 5 s) and its stop.
+    const bound = new Promise<void>((r) => setTimeout(r, signal === 'SIGINT' ? 5_000 : 20_000).unref());
     await Promise.race([running.close().catch(quiet), bound]);
     process.exit(0);
   };
