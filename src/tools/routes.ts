@@ -2,8 +2,18 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { JsonValue, Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, parseBody } from '../http/index.ts';
+import { AppError, isUuid, notFound, parseBody, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
+import {
+  McpServerListResponse,
+  McpServerResponse,
+  MemoryListResponse,
+  MemoryResponse,
+  type MemoryView,
+  SkillListResponse,
+  SkillResponse,
+  type SkillView,
+} from '../wire/index.ts';
 import { listMemories } from './memory.ts';
 import { SkillInput } from './skills.ts';
 
@@ -26,19 +36,20 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
 
   router.get('/skills', async (_req, res) => {
     const player = currentPlayer(res);
-    res.json({
-      skills:
-        await sql`select id, name, description, instructions from skills where player_id = ${player.id} order by name`,
+    respond(res, SkillListResponse, {
+      skills: await sql<
+        SkillView[]
+      >`select id, name, description, instructions from skills where player_id = ${player.id} order by name`,
     });
   });
   router.post('/skills', async (req, res) => {
     const player = currentPlayer(res);
     const s = parseBody(req, SkillInput);
-    const [skill] = await sql`insert into skills (player_id, name, description, instructions)
+    const [skill] = await sql<SkillView[]>`insert into skills (player_id, name, description, instructions)
       values (${player.id}, ${s.name}, ${s.description}, ${s.instructions})
       on conflict (player_id, name) do nothing returning id, name, description, instructions`;
     if (!skill) throw new AppError(409, 'DUPLICATE', `You already have a Skill named ${s.name}.`);
-    res.status(201).json({ skill });
+    respond(res, SkillResponse, { skill }, 201);
   });
   router.delete('/skills/:id', async (req, res) => {
     const player = currentPlayer(res);
@@ -50,24 +61,28 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   });
 
   router.get('/memories', async (_req, res) => {
-    res.json({ memories: await listMemories(sql, currentPlayer(res).id) });
+    respond(res, MemoryListResponse, { memories: await listMemories(sql, currentPlayer(res).id) });
   });
   router.post('/memories', async (req, res) => {
     const player = currentPlayer(res);
     const { text } = parseBody(req, MemoryBody);
-    const [memory] = await sql`insert into memories (player_id, text) values (${player.id}, ${text})
+    const [memory] = await sql<
+      MemoryView[]
+    >`insert into memories (player_id, text) values (${player.id}, ${text})
       returning id, text, npc_name as "npcName", created_at as "createdAt"`;
-    res.status(201).json({ memory });
+    respond(res, MemoryResponse, { memory: memory! }, 201);
   });
   router.patch('/memories/:id', async (req, res) => {
     const player = currentPlayer(res);
     const { text } = parseBody(req, MemoryBody);
     const rows = isUuid(req.params.id)
-      ? await sql`update memories set text = ${text} where id = ${req.params.id} and player_id = ${player.id}
+      ? await sql<
+          MemoryView[]
+        >`update memories set text = ${text} where id = ${req.params.id} and player_id = ${player.id}
           returning id, text, npc_name as "npcName", created_at as "createdAt"`
       : [];
-    if (!rows.length) throw notFound('Memory');
-    res.json({ memory: rows[0] });
+    if (!rows[0]) throw notFound('Memory');
+    respond(res, MemoryResponse, { memory: rows[0] });
   });
   router.delete('/memories/:id', async (req, res) => {
     const player = currentPlayer(res);
@@ -83,7 +98,7 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
     const rows = await sql<{ id: string; name: string; url: string; headers: Record<string, string> }[]>`
       select id, name, url, headers from mcp_servers where player_id = ${player.id} order by name`;
     // Header values are secrets: the browser sees only their names.
-    res.json({
+    respond(res, McpServerListResponse, {
       servers: rows.map((r) => ({ id: r.id, name: r.name, url: r.url, headerNames: Object.keys(r.headers) })),
     });
   });
@@ -108,9 +123,11 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
         `You have ${MAX_MCP_SERVERS} MCP Servers, the most one Player can add. Remove one first.`,
       );
     }
-    const [server] = await sql`insert into mcp_servers (player_id, name, url, headers)
+    const [server] = await sql<
+      { id: string; name: string; url: string }[]
+    >`insert into mcp_servers (player_id, name, url, headers)
       values (${player.id}, ${body.name}, ${body.url}, ${sql.json(body.headers as JsonValue)}) returning id, name, url`;
-    res.status(201).json({ server });
+    respond(res, McpServerResponse, { server: { ...server!, headerNames: Object.keys(body.headers) } }, 201);
   });
   router.delete('/mcp-servers/:id', async (req, res) => {
     const player = currentPlayer(res);

@@ -5,6 +5,7 @@ import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
 import { AppError, forbidden, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import {
+  GrantListResponse,
   ModelInfo,
   NpcListResponse,
   NpcResponse,
@@ -107,7 +108,7 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
   };
   router.get('/npcs/:id/grants', async (req, res) => {
     const npc = await ownNpc(currentPlayer(res).id, req.params.id);
-    res.json({ grants: await listGrants(sql, npc.id) });
+    respond(res, GrantListResponse, { grants: await listGrants(sql, npc.id) });
   });
   // Kept for API clients; the web app saves grants with the NPC (PATCH /npcs/:id with `grants`).
   router.put('/npcs/:id/grants', async (req, res) => {
@@ -115,7 +116,7 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const body = parseBody(req, GrantsBody);
     const npc = await ownNpc(player.id, req.params.id);
     await transaction(sql, (tx) => writeGrants(tx, player.id, npc.id, body.grants.map(toGrant)));
-    res.json({ grants: await listGrants(sql, npc.id) });
+    respond(res, GrantListResponse, { grants: await listGrants(sql, npc.id) });
   });
 
   router.delete('/npcs/:id', async (req, res) => {

@@ -86,6 +86,43 @@ export const ConversationPage = MessagePage.extend({
   participants: z.array(NpcView),
 });
 
+/** What an NPC may use: a kind, and for a Skill or an MCP Server, which one (GET /api/npcs/:id/grants). */
+export const GrantView = z.object({
+  kind: z.string(),
+  skillId: z.uuid().nullable(),
+  mcpServerId: z.uuid().nullable(),
+});
+export const GrantListResponse = z.object({ grants: z.array(GrantView) });
+
+export const SkillView = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  description: z.string(),
+  instructions: z.string(),
+});
+export const SkillResponse = z.object({ skill: SkillView });
+export const SkillListResponse = z.object({ skills: z.array(SkillView) });
+
+export const MemoryView = z.object({
+  id: z.uuid(),
+  text: z.string(),
+  /** The NPC that remembered it; null when the Player wrote it. */
+  npcName: z.string().nullable(),
+  createdAt: Time,
+});
+export const MemoryResponse = z.object({ memory: MemoryView });
+export const MemoryListResponse = z.object({ memories: z.array(MemoryView) });
+
+/** An MCP Server: its header values are secrets, so only their names are ever answered. */
+export const McpServerView = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  url: z.string(),
+  headerNames: z.array(z.string()),
+});
+export const McpServerResponse = z.object({ server: McpServerView });
+export const McpServerListResponse = z.object({ servers: z.array(McpServerView) });
+
 /** What a Provider's Model can do, as far as this instance knows (GET /api/models). */
 export const ModelInfo = z.object({
   provider: z.string(),
@@ -135,3 +172,5 @@ export type ConversationListItem = z.output<typeof ConversationListItem>;
 export type MessageView = z.output<typeof MessageView>;
 export type VillageView = z.output<typeof VillageView>;
 export type UsageResponse = z.output<typeof UsageResponse>;
+export type SkillView = z.output<typeof SkillView>;
+export type MemoryView = z.output<typeof MemoryView>;

@@ -5,12 +5,19 @@ import {
   ConversationListResponse,
   ConversationPage,
   ConversationResponse,
+  GrantListResponse,
+  McpServerListResponse,
+  McpServerResponse,
+  MemoryListResponse,
+  MemoryResponse,
   MeResponse,
   MessagePage,
   ModelInfo,
   NpcListResponse,
   NpcResponse,
   SignInOptions,
+  SkillListResponse,
+  SkillResponse,
   UsageResponse,
   VillageView,
 } from '../../src/wire/index.ts';
@@ -98,6 +105,49 @@ it('every answer of the app’s API fits the contract the web app decodes with',
     publication: null,
   });
   await expectContract(await app.api('/api/usage?by=npc&days=30', { cookie }), UsageResponse);
+
+  // What NPCs may use: Skills, Memory, MCP Servers, and an NPC's grants.
+  const skill = await expectContract(
+    await app.api('/api/skills', {
+      cookie,
+      body: { name: 'tides', description: 'Tide tables.', instructions: 'Read the table.' },
+    }),
+    SkillResponse,
+    201,
+  );
+  await expectContract(await app.api('/api/skills', { cookie }), SkillListResponse);
+  const memory = await expectContract(
+    await app.api('/api/memories', { cookie, body: { text: 'The boat is blue.' } }),
+    MemoryResponse,
+    201,
+  );
+  expect(memory.memory.createdAt).toBeInstanceOf(Date);
+  await expectContract(
+    await app.api(`/api/memories/${memory.memory.id}`, { cookie, method: 'PATCH', body: { text: 'Green.' } }),
+    MemoryResponse,
+  );
+  await expectContract(await app.api('/api/memories', { cookie }), MemoryListResponse);
+  const server = await expectContract(
+    await app.api('/api/mcp-servers', {
+      cookie,
+      body: { name: 'maps', url: 'http://127.0.0.1:9/mcp', headers: { authorization: 'Bearer SECRET' } },
+    }),
+    McpServerResponse,
+    201,
+  );
+  expect(server.server.headerNames).toEqual(['authorization']);
+  const servers = await expectContract(await app.api('/api/mcp-servers', { cookie }), McpServerListResponse);
+  expect(JSON.stringify(servers)).not.toContain('SECRET');
+  await expectContract(
+    await app.api(`/api/npcs/${id}`, {
+      cookie,
+      method: 'PATCH',
+      body: { grants: [{ kind: 'memory' }, { kind: 'skill', skillId: skill.skill.id }] },
+    }),
+    NpcResponse,
+  );
+  const grants = await expectContract(await app.api(`/api/npcs/${id}/grants`, { cookie }), GrantListResponse);
+  expect(grants.grants.map((g) => g.kind).sort()).toEqual(['memory', 'skill']);
 });
 
 it('keeps what is internal on the server: no owner id on an NPC, no rolling summary on a Conversation', async () => {

@@ -1,18 +1,15 @@
 import { useQuery } from '@tanstack/react-query';
 import { Link } from 'react-router';
-import { api } from '../api.ts';
-import type { McpView, SkillView } from '../pages/ToolsPage.tsx';
+import type { z } from 'zod';
+import { type GrantView, McpServerListResponse, SkillListResponse } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 
 export type Grant =
   | { kind: 'sandbox' }
   | { kind: 'memory' }
   | { kind: 'skill'; skillId: string }
   | { kind: 'mcp'; mcpServerId: string };
-export interface GrantRow {
-  kind: string;
-  skillId: string | null;
-  mcpServerId: string | null;
-}
+export type GrantRow = z.output<typeof GrantView>;
 
 /** One string per grant, so a set of them is the form's state. */
 export const grantKey = (g: GrantRow) =>
@@ -36,11 +33,11 @@ export function GrantsEditor({
 }) {
   const skills = useQuery({
     queryKey: ['skills'],
-    queryFn: () => api<{ skills: SkillView[] }>('/api/skills'),
+    queryFn: () => fetchAs(SkillListResponse, '/api/skills'),
   });
   const servers = useQuery({
     queryKey: ['mcp'],
-    queryFn: () => api<{ servers: McpView[] }>('/api/mcp-servers'),
+    queryFn: () => fetchAs(McpServerListResponse, '/api/mcp-servers'),
   });
   const options: { key: string; label: string }[] = [
     { key: 'sandbox', label: 'Sandbox (a shell of its own for this Conversation)' },

@@ -1,9 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
-import { ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
+import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { type Grant, type GrantRow, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
+import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt'>;
@@ -42,7 +42,7 @@ export function NpcsPage() {
     setDraft(rest);
     setGrants(undefined);
     setLoadError(null);
-    api<{ grants: GrantRow[] }>(`/api/npcs/${id}/grants`).then(
+    fetchAs(GrantListResponse, `/api/npcs/${id}/grants`).then(
       (r) => editingRef.current === id && setGrants(new Set(r.grants.map(grantKey))),
       (e: unknown) => editingRef.current === id && setLoadError(e),
     );

@@ -1,25 +1,9 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { api } from '../api.ts';
+import { McpServerListResponse, MemoryListResponse, SkillListResponse } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
-
-export interface SkillView {
-  id: string;
-  name: string;
-  description: string;
-}
-export interface McpView {
-  id: string;
-  name: string;
-  url: string;
-  headerNames: string[];
-}
-interface MemoryView {
-  id: string;
-  text: string;
-  npcName: string | null;
-}
 
 /** What NPCs can be granted (Skills, MCP Servers) and what they remember (Memory). */
 export function ToolsPage() {
@@ -39,7 +23,7 @@ function Skills() {
   const queryClient = useQueryClient();
   const skills = useQuery({
     queryKey: ['skills'],
-    queryFn: () => api<{ skills: SkillView[] }>('/api/skills'),
+    queryFn: () => fetchAs(SkillListResponse, '/api/skills'),
   });
   const [draft, setDraft] = useState({ name: '', description: '', instructions: '' });
   const add = useMutation({
@@ -107,7 +91,7 @@ function McpServers() {
   const queryClient = useQueryClient();
   const servers = useQuery({
     queryKey: ['mcp'],
-    queryFn: () => api<{ servers: McpView[] }>('/api/mcp-servers'),
+    queryFn: () => fetchAs(McpServerListResponse, '/api/mcp-servers'),
   });
   const [draft, setDraft] = useState({ name: '', url: '', header: '', secret: '' });
   const add = useMutation({
@@ -190,7 +174,7 @@ function Memories() {
   const queryClient = useQueryClient();
   const memories = useQuery({
     queryKey: ['memories'],
-    queryFn: () => api<{ memories: MemoryView[] }>('/api/memories'),
+    queryFn: () => fetchAs(MemoryListResponse, '/api/memories'),
   });
   const [text, setText] = useState('');
   const refresh = () => queryClient.invalidateQueries({ queryKey: ['memories'] });
