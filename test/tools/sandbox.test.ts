@@ -74,7 +74,7 @@ async function probeHealth<T>(during: Promise<T>): Promise<{ result: T; latencie
 const folderOf = (conversationId: string) => path.join(app.dataDir, 'sandboxes', conversationId);
 
 describe('the sandbox cannot hold up the server', () => {
-  it('a command that burns CPU and memory runs off the event loop: /healthz answers within 100 ms throughout', async () => {
+  it('a command that burns CPU and memory runs off the event loop: /healthz keeps answering throughout', async () => {
     const conversationId = await sandboxed();
     const t0 = performance.now();
     const { result, latencies } = await probeHealth(
@@ -84,7 +84,9 @@ describe('the sandbox cannot hold up the server', () => {
     // The fault happened: the command did heavy work (or hit a limit) for a while, and health was asked often.
     expect(took).toBeGreaterThan(300);
     expect(latencies.length).toBeGreaterThan(5);
-    expect(Math.max(...latencies)).toBeLessThan(100);
+    // On the event loop, health would wait out the command (about all of `took`); off it, only the machine's
+    // own hiccups. Relative to the command, not a fixed number of ms: a loaded CI machine once took 122 ms.
+    expect(Math.max(...latencies)).toBeLessThan(Math.max(250, took / 3));
     expect(['done', 'failed']).toContain(result.state);
   }, 60_000);
 
