@@ -21,6 +21,19 @@ export function thinkingSupport(
   providerId: string,
   model: string,
 ): ThinkingSupport {
+  // Asked on every turn: answered from memory after the first time (bounded, the Model name is user data).
+  const key = `${kind}\u0000${providerId}\u0000${model}`;
+  const known = answers.get(key);
+  if (known) return known;
+  const answer = lookUp(kind, providerId, model);
+  if (answers.size >= 1024) answers.delete(answers.keys().next().value!);
+  answers.set(key, answer);
+  return answer;
+}
+
+const answers = new Map<string, ThinkingSupport>();
+
+function lookUp(kind: ProviderKind | undefined, providerId: string, model: string): ThinkingSupport {
   if (kind === 'demo') return 'supported';
   const models = catalog[kind === 'compatible' || !kind ? providerId : kind]?.models;
   if (!models || !model) return 'unknown';
