@@ -1,7 +1,8 @@
 import { costFromUsage } from 'tokenlens';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { type Frame, foldParts } from '../../src/parts/index.ts';
+import { foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { askNpc } from '../support/askNpc.ts';
 import { collectFrames } from '../support/sse.ts';
 import { messages, setupConversation } from '../support/turns.ts';
 import { openai, openaiStream, startWireFake, type WireFake, type WireStep } from '../support/wireFakes.ts';
@@ -25,22 +26,8 @@ afterAll(async () => {
 /** One Player Message to a new OpenAI NPC, answered by `steps`: what was asked, streamed and stored. */
 async function ask(steps: WireStep[], { thinking = true, model = MODEL } = {}) {
   fake.enqueue(() => steps);
-  const { conversationId } = await setupConversation(app, cookie, [
-    { name: 'Tide', provider: 'openai', model, thinking },
-  ]);
-  const before = fake.requests.length;
-  const res = await app.api(`/api/conversations/${conversationId}/messages`, {
-    cookie,
-    body: { text: 'When is high tide?' },
-  });
-  expect(res.status).toBe(200);
-  const frames = await collectFrames(res);
-  const reply = (await messages(app, cookie, conversationId)).find((m) => m.role === 'npc')!;
-  expect(fake.requests.length).toBe(before + 1);
-  const streamed = foldParts(frames.flatMap((f) => (f.type === 'part' ? [f.part] : [])));
-  const finish = frames.find((f): f is Extract<Frame, { type: 'finish' }> => f.type === 'finish');
-  const error = frames.find((f): f is Extract<Frame, { type: 'error' }> => f.type === 'error');
-  return { request: fake.requests.at(-1)!, streamed, reply, finish, error };
+  const asked = await askNpc(app, cookie, { provider: 'openai', model, thinking }, fake);
+  return { ...asked, request: fake.requests.at(-1)! };
 }
 
 const usage = { input_tokens: 150, cached_tokens: 100, output_tokens: 57, reasoning_tokens: 40 };
