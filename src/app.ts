@@ -1,6 +1,7 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
 import { type Network, readerRoutes, threadOutline } from './appview/index.ts';
+import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
@@ -99,6 +100,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(villageRoutes(deps));
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));
+  api.use(attachmentRoutes(deps));
   api.use(publishRoutes(deps));
   api.use(toolRoutes(deps));
   api.use(() => {

@@ -14,6 +14,7 @@ export {
   type HistoryRow,
   insertNpcMessage,
   lastPlayerText,
+  linkShared,
   markInterrupted,
   messageIds,
   readHistoryTail,

@@ -1,6 +1,7 @@
+import { collectBlobs } from '../attachments/index.ts';
 import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { type Part, readParts } from '../parts/index.ts';
+import { type AttachmentPart, attachmentsOf, type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
 import {
   type Message,
@@ -134,8 +135,12 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
           and (turn_owner is null or turn_owner not in (${sql.unsafe(LIVE_INSTANCES)}))
         returning id, title),
       ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
-      select id from gone`;
-    if (rows.length > 0) return true;
+      select id, array(select blob_id from attachments where conversation_id = gone.id) as "blobIds" from gone`;
+    if (rows.length > 0) {
+      // Its attachments went with it; their bytes go too unless another attachment uses the same content.
+      await collectBlobs(sql, rows[0]!.blobIds).catch(() => {});
+      return true;
+    }
     const [busy] = await sql`select 1 from conversations where id = ${id} and player_id = ${playerId}`;
     if (busy) throw turnInProgress();
     return false;
@@ -221,10 +226,18 @@ export async function beginPlayerTurn(
     playerId: string;
     instanceId: number;
     text: string;
+    /** Uploads of this Conversation not yet sent (checked by the caller): linked to the new Message. */
+    attachments?: readonly AttachmentPart[];
     limits: SpendingLimits;
     reply: FirstReply;
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
+  const attached = args.attachments ?? [];
+  // A Message of attachments alone is titled by the first one's name.
+  const first = attached[0];
+  const title = titleFrom(
+    args.text || (first ? (first.type === 'file' ? first.name : (first.title ?? first.url)) : ''),
+  );
   return transaction(sql, async (tx) => {
     // Two round trips: BEGIN, the Player's lock and one statement pipelined, then COMMIT. The statement reads
     // what the Player has spent, and only when that admits the turn claims the Conversation, counts the turn,
@@ -232,15 +245,22 @@ export async function beginPlayerTurn(
     // prepared statement whose plan went stale, and behind a COMMIT the re-sent one would run outside the
     // transaction and the lock. A refusal thrown here rolls back, so nothing is claimed.
     const locked = lockSpending(tx, args.playerId);
-    const parts = tx.json([{ type: 'text', text: args.text }]);
+    const parts = tx.json([
+      ...(args.text ? [{ type: 'text', text: args.text }] : []),
+      ...attached,
+    ] as JsonValue);
     const [row] = await tx<(Spent & Partial<MessageRow> & { reply_id: string | null })[]>`
       with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)},
-      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, titleFrom(args.text), tx`exists (select 1 from admitted)`)}),
+      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
       player as (
         insert into messages (conversation_id, role, parts, text)
         select id, 'player', ${parts}, ${args.text} from claimed
         returning ${messageColumns(tx)}),
+      linked as (
+        update attachments set message_id = (select id from player)
+        where id = any(${attached.map((a) => a.id)}::uuid[]) and conversation_id = ${args.conversationId}
+          and message_id is null and exists (select 1 from player)),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
       select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`;
     await locked;
@@ -264,7 +284,8 @@ export async function beginRegenerate(
     reply: FirstReply;
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
-  return transaction(sql, async (tx) => {
+  let dropBlobs: string[] = [];
+  const begun = await transaction(sql, async (tx) => {
     // BEGIN, the lock and both reads in one round trip; the claim and COMMIT in a second.
     const locked = lockSpending(tx, args.playerId);
     const [[spent], [last]] = await Promise.all([
@@ -279,16 +300,23 @@ export async function beginRegenerate(
     judgeSpending(spent!, args.limits);
     if (!last)
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
-    const [row] = await tx<{ reply_id: string }[]>`
+    const [row] = await tx<{ reply_id: string; blobIds: string[] }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
       ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
-      dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}),
+      dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}
+        returning id),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`)})
-      select id as reply_id from reply`;
+      select id as reply_id,
+        array(select blob_id from attachments where message_id in (select id from dropped)) as "blobIds"
+      from reply`;
     if (!row) throw turnInProgress();
+    // Files the replaced replies shared go with them (after COMMIT; their bytes only when nothing else uses them).
+    if (row.blobIds.length) dropBlobs = row.blobIds;
     return { playerMessage: toMessage(last), replyId: row.reply_id };
   });
+  await collectBlobs(sql, dropBlobs).catch(() => {});
+  return begun;
 }
 
 /**
@@ -400,6 +428,8 @@ export interface HistoryRow {
   npcId: string | null;
   npcName: string | null;
   text: string;
+  /** A Player Message's attachments (file and url Parts), in order; empty otherwise. */
+  attachments: AttachmentPart[];
 }
 
 /**
@@ -411,11 +441,17 @@ export async function readHistoryTail(
   conversationId: string,
   after: string,
 ): Promise<HistoryRow[]> {
-  return sql<HistoryRow[]>`
-    select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text
+  const rows = await sql<(Omit<HistoryRow, 'attachments'> & { attachments: unknown })[]>`
+    select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text,
+      case when role = 'player' then jsonb_path_query_array(parts, '$[*] ? (@.type == "file" || @.type == "url")')
+      end as attachments
     from messages
     where conversation_id = ${conversationId} and seq > ${after} and status <> 'streaming'
     order by messages.seq`;
+  return rows.map((r) => ({
+    ...r,
+    attachments: r.attachments ? attachmentsOf(readParts(r.attachments)) : [],
+  }));
 }
 
 export async function saveSummary(
@@ -449,4 +485,10 @@ export async function messageIds(sql: Sql, conversationId: string): Promise<stri
   const rows = await sql<{ id: string }[]>`
     select id from messages where conversation_id = ${conversationId} order by seq`;
   return rows.map((r) => r.id);
+}
+
+/** Files an NPC shared in a reply belong to it: deleting or regenerating the reply takes them along. */
+export async function linkShared(sql: Sql, conversationId: string, messageId: string, ids: string[]) {
+  await sql`update attachments set message_id = ${messageId}
+    where id = any(${ids}::uuid[]) and conversation_id = ${conversationId} and message_id is null`;
 }

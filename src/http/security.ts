@@ -4,14 +4,15 @@ import { AppError } from './errors.ts';
 /**
  * What every answer says about how a browser may use it: a Content-Security-Policy the built app satisfies
  * (its own scripts and styles only, images from itself, no framing, no plugins), no MIME sniffing, and no
- * full URL in the Referer sent to other sites. Remote images in published text are not loaded at all.
+ * full URL in the Referer sent to other sites. Remote images in published text are not loaded at all; `blob:` images
+ * are the composer's previews of files the Player picked, made in the page itself.
  */
 const CSP = [
   "default-src 'self'",
   "script-src 'self'",
   // React sets style through the DOM (allowed); the few server-written pages carry a style attribute.
   "style-src 'self' 'unsafe-inline'",
-  "img-src 'self' data:",
+  "img-src 'self' data: blob:",
   "connect-src 'self'",
   "font-src 'self'",
   "object-src 'none'",

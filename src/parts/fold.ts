@@ -6,6 +6,7 @@ import { Part, type ToolPart } from './types.ts';
  *
  * - A text or reasoning fragment extends the run it belongs to: the last Part when it is of the same kind.
  * - A tool fragment lands on the call with the same id (later fields win), or starts a new call.
+ * - An attachment (file or url) is added once: a second fragment with the same id replaces it in place.
  * - Anything that is not a Part this build knows is ignored, never fatal (ADR 0007).
  *
  * Returns a new array when something changed; untouched Parts are shared, so React can compare by identity.
@@ -20,6 +21,13 @@ export function foldPart(parts: readonly Part[], fragment: unknown): Part[] {
     if (last && last.type === part.type)
       next[next.length - 1] = { type: part.type, text: last.text + part.text };
     else next.push(part);
+    return next;
+  }
+  if (part.type === 'file' || part.type === 'url') {
+    const at = parts.findIndex((p) => p.type === part.type && p.id === part.id);
+    if (at === -1) return [...parts, part];
+    const next = parts.slice();
+    next[at] = part;
     return next;
   }
   const index = findToolIndex(parts, part.id);

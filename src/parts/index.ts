@@ -1,7 +1,16 @@
 // parts/: the Part types, the fold and the SSE frame schema. Pure; imported by the server and the browser.
-export { flattenText } from './flatten.ts';
+export { attachmentsOf, flattenText } from './flatten.ts';
 export { foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
 export { ErrorFrame, FinishFrame, Frame, mergeFrames, PartFrame, StartFrame, UsageSchema } from './frames.ts';
 export { readFrameStream } from './sse.ts';
-export { Part, ReasoningPart, TextPart, ToolPart, ToolState } from './types.ts';
+export {
+  type AttachmentPart,
+  FilePart,
+  Part,
+  ReasoningPart,
+  TextPart,
+  ToolPart,
+  ToolState,
+  UrlPart,
+} from './types.ts';
 export { wellFormed } from './wellFormed.ts';

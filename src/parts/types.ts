@@ -21,10 +21,38 @@ export const ToolPart = z.object({
   error: z.string().optional(),
 });
 
-export const Part = z.discriminatedUnion('type', [TextPart, ReasoningPart, ToolPart]);
+/**
+ * A file in a Message: one the Player attached, or one an NPC shared from its sandbox. The bytes are stored
+ * once on the server (ADR 0035); the Part names them by the attachment's id.
+ */
+export const FilePart = z.object({
+  type: z.literal('file'),
+  id: z.uuid(),
+  name: z.string(),
+  /** Sniffed from the bytes at upload, never taken from the name or the declared type. */
+  mediaType: z.string(),
+  size: z.number().int().nonnegative(),
+  /** What it takes of the context window, estimated at upload (images fixed, text by its length). */
+  tokens: z.number().int().nonnegative().optional(),
+});
+/** A page the Player attached by its URL: fetched once, kept as readable text (ADR 0035). */
+export const UrlPart = z.object({
+  type: z.literal('url'),
+  id: z.uuid(),
+  url: z.string(),
+  title: z.string().optional(),
+  size: z.number().int().nonnegative(),
+  tokens: z.number().int().nonnegative().optional(),
+});
+
+export const Part = z.discriminatedUnion('type', [TextPart, ReasoningPart, ToolPart, FilePart, UrlPart]);
 
 export type TextPart = z.infer<typeof TextPart>;
 export type ReasoningPart = z.infer<typeof ReasoningPart>;
 export type ToolPart = z.infer<typeof ToolPart>;
 export type ToolState = z.infer<typeof ToolState>;
+export type FilePart = z.infer<typeof FilePart>;
+export type UrlPart = z.infer<typeof UrlPart>;
+/** An attachment as a Part: a file or a page. */
+export type AttachmentPart = FilePart | UrlPart;
 export type Part = z.infer<typeof Part>;

@@ -95,7 +95,14 @@ export function publishedTexts(
   const texts = new Map<string, string>();
   for (const { id, text } of flat) {
     const choice = choices[id];
-    if (!choice?.withheld) texts.set(id, cover.apply(text, choice?.redactions ?? []));
+    if (choice?.withheld) continue;
+    const shown = cover.apply(text, choice?.redactions ?? []);
+    // The Player's description of what was attached: its own words go through the same cover.
+    const note = choice?.attachmentNote?.trim();
+    texts.set(
+      id,
+      note ? [shown, `[Attached: ${cover.apply(note, [])}]`].filter(Boolean).join('\n\n') : shown,
+    );
   }
   return { cover, texts, words };
 }

@@ -12,6 +12,12 @@ export const TurnChoice = z
     steps: z.array(z.string().max(2000).nullable()).max(100).optional(),
     refs: z.array(z.string().max(500)).max(50).optional(),
     mentions: z.array(z.string().max(300)).max(50).optional(),
+    /**
+     * What the turn's attachments showed, in the Player's words: they are never published (their bytes stay on the
+     * server), so a turn whose meaning depends on a picture can say what it was. Added to the published text
+     * (and covered like every published string).
+     */
+    attachmentNote: z.string().max(1000).optional(),
   })
   .strict();
 export type TurnChoice = z.infer<typeof TurnChoice>;

@@ -6,6 +6,7 @@ export const TOOL_NAMES = {
   remember: 'remember',
   loadSkill: 'load_skill',
   messageNpc: 'message_npc',
+  shareFile: 'share_file',
 } as const;
 
 /** An MCP Server's tools are named `<server>__<tool>`, so two servers cannot collide. */

@@ -7,6 +7,7 @@ import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
 import { DEFAULT_SANDBOX_LIMITS, sandboxTools } from './sandbox/host.ts';
+import { type ShareLimits, shareFileTool } from './share.ts';
 import { loadSkillTool } from './skills.ts';
 import { grantedTools } from './store.ts';
 
@@ -18,6 +19,8 @@ export interface ToolContext {
   limits?: ToolLimits;
   /** The Village's quota on one sandbox's files. */
   sandboxQuotaMb?: number;
+  /** What a file shared with the Player may be (the Village's attachment limits). */
+  shareLimits?: ShareLimits;
   playerId: string;
   conversationId: string;
   npc: { id: string; name: string };
@@ -67,7 +70,10 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
       ),
     ),
   ]);
-  if (sandbox) Object.assign(tools, sandbox);
+  if (sandbox) {
+    Object.assign(tools, sandbox);
+    if (ctx.shareLimits) tools[TOOL_NAMES.shareFile] = shareFileTool(ctx.sql, ctx, ctx.shareLimits);
+  }
   if (granted.memory) tools[TOOL_NAMES.remember] = rememberTool(ctx.sql, ctx.playerId, ctx.npc.name);
   if (granted.skills.length) tools[TOOL_NAMES.loadSkill] = loadSkillTool(granted.skills);
   for (const server of servers) {

@@ -1,8 +1,9 @@
 import type { ModelMessage } from 'ai';
 import { type Conversation, type HistoryRow, saveSummary } from '../conversations/index.ts';
 import type { TurnTools } from '../tools/index.ts';
-import type { Npc, VillageSettings } from '../village/index.ts';
-import { attributedText, toModelMessages } from './history.ts';
+import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
+import { loadAttachments } from './attachments.ts';
+import { toModelMessages, turnTokens } from './history.ts';
 import { systemPromptParts } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
@@ -35,7 +36,7 @@ export async function assembleContext(
   const { kept, dropped } = windowHistory(
     tail,
     settings.historyBudget,
-    (t) => attributedText(t, party),
+    (t) => turnTokens(t, party),
     Math.floor(settings.historyBudget * REFILL_SHARE),
   );
   let summary = conversation.summary;
@@ -64,7 +65,13 @@ export async function assembleContext(
     roster: participants.filter((p) => p.id !== speaker.npc.id),
     summary,
   });
-  const messages = toModelMessages(kept, party);
+  const contents = await loadAttachments(
+    deps.sql,
+    conversation.id,
+    kept,
+    inputSupport(speaker.kind, speaker.resolved.provider, speaker.resolved.model),
+  );
+  const messages = toModelMessages(kept, party, contents);
   if (args.handoff)
     messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
   return { system, messages };

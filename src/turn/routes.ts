@@ -1,5 +1,6 @@
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
+import { pendingAttachments, toPart } from '../attachments/index.ts';
 import { currentPlayer } from '../auth/index.ts';
 import {
   beginPlayerTurn,
@@ -11,7 +12,7 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
-import { type Frame, flattenText, mergeFrames, wellFormed } from '../parts/index.ts';
+import { type AttachmentPart, type Frame, flattenText, mergeFrames, wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type Npc, type ProviderRegistry, resolveModel } from '../village/index.ts';
 import { CheckpointBatch } from './checkpoint.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
@@ -20,11 +21,17 @@ import { chooseSpeaker } from './speaker.ts';
 const MessageBody = z
   .object({
     // Made storable (no NUL, no half surrogate pairs), as everything the Provider sends is.
-    text: z.string().trim().min(1, 'a Message needs some text').max(100_000).transform(wellFormed),
+    text: z.string().trim().max(100_000).transform(wellFormed).default(''),
     /** The NPC the Player addresses; otherwise chosen from the text (seed 003, step 4). */
     npcId: z.uuid().optional(),
+    /** Uploads to this Conversation not yet sent (POST …/attachments), in the order they are shown. */
+    attachments: z.array(z.uuid()).max(100).default([]),
   })
-  .strict();
+  .strict()
+  .refine((b) => b.text !== '' || b.attachments.length > 0, {
+    message: 'a Message needs some text or an attachment',
+    path: ['text'],
+  });
 const RegenerateBody = z.object({ npcId: z.uuid().optional() }).strict();
 
 export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
@@ -55,12 +62,22 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
   router.post('/conversations/:id/messages', async (req, res) => {
     const player = currentPlayer(res);
     const body = parseBody(req, MessageBody);
-    const prepared = await prepare(deps, req, player.id, body.text, body.npcId, true);
+    const [prepared, attachments] = await Promise.all([
+      prepare(deps, req, player.id, body.text, body.npcId, true),
+      attachmentsFor(deps, req, player.id, body.attachments),
+    ]);
+    if (attachments.length > prepared.settings.maxAttachmentsPerMessage)
+      throw new AppError(
+        400,
+        'TOO_MANY_ATTACHMENTS',
+        `A Message may carry at most ${prepared.settings.maxAttachmentsPerMessage} attachments; this one has ${attachments.length}.`,
+      );
     const begun = await beginPlayerTurn(deps.sql, {
       conversationId: prepared.conversation.id,
       playerId: player.id,
       instanceId: deps.instanceId,
       text: body.text,
+      attachments,
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
     });
@@ -83,6 +100,31 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
   });
 
   return router;
+}
+
+/**
+ * The uploads a Message names, as Parts in the order named: each must be the Player's, for this Conversation and
+ * not yet sent; otherwise the Message is refused whole (nothing is half-sent).
+ */
+async function attachmentsFor(
+  deps: Deps,
+  req: Request,
+  playerId: string,
+  ids: string[],
+): Promise<AttachmentPart[]> {
+  const unique = [...new Set(ids)];
+  if (unique.length === 0 || !isUuid(req.params.id)) return [];
+  const rows = await pendingAttachments(deps.sql, playerId, req.params.id, unique);
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const missing = unique.filter((id) => !byId.has(id));
+  if (missing.length)
+    throw new AppError(
+      400,
+      'ATTACHMENT_NOT_FOUND',
+      `${missing.length === 1 ? 'An attachment' : `${missing.length} attachments`} of this Message no longer exist or were already sent. Attach again.`,
+      { missing },
+    );
+  return unique.map((id) => toPart(byId.get(id)!));
 }
 
 const firstReply = (s: Speaker) => ({ npc: s.npc, provider: s.resolved.provider, model: s.resolved.model });

@@ -5,6 +5,7 @@ import {
   finishMessage,
   getConversation,
   insertNpcMessage,
+  linkShared,
   type Message,
   readHistoryTail,
   type Usage,
@@ -12,7 +13,7 @@ import {
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import { type Frame, foldPart, type Part, wellFormed } from '../parts/index.ts';
-import { buildTurnTools, MESSAGE_NPC, type ToolLimits } from '../tools/index.ts';
+import { buildTurnTools, MESSAGE_NPC, sharedFile, TOOL_NAMES, type ToolLimits } from '../tools/index.ts';
 import {
   costUsd,
   type Npc,
@@ -143,6 +144,10 @@ async function runReply(
     npc: speaker.npc,
     others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
     question: handoff?.message ?? plan.playerMessage.text,
+    shareLimits: {
+      maxBytes: plan.settings.maxAttachmentMb * 1024 * 1024,
+      types: plan.settings.attachmentTypes,
+    },
   });
   toolsReady.catch(() => {});
   const message = replyId
@@ -224,8 +229,15 @@ async function runReply(
       const fragment = raw && wellFormed(raw);
       if (fragment) {
         parts = foldPart(parts, fragment);
+        // A file the NPC shared is shown as a file Part after its call (only from our own share_file tool).
+        const shared =
+          fragment.type === 'tool' && fragment.state === 'done' && fragment.name === TOOL_NAMES.shareFile
+            ? sharedFile(fragment.output)
+            : undefined;
+        if (shared) parts = foldPart(parts, shared);
         deps.checkpoints.update(message.id, parts);
         emit({ type: 'part', messageId: message.id, part: fragment });
+        if (shared) emit({ type: 'part', messageId: message.id, part: shared });
       } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
       else if (chunk.type === 'finish') {
         usage = toUsage(chunk.totalUsage);
@@ -268,6 +280,11 @@ async function runReply(
       usage?.inputTokens != null || usage?.outputTokens != null
         ? null
         : Math.ceil((promptChars + JSON.stringify(parts).length) / 4);
+    const shared = parts.filter((p) => p.type === 'file').map((p) => p.id);
+    if (shared.length)
+      await linkShared(sql, conversation.id, message.id, shared).catch((e) =>
+        deps.log('shared files not linked', e),
+      );
     await finishMessage(sql, message.id, {
       parts,
       status,

@@ -1,5 +1,5 @@
 import { generateText, type LanguageModel } from 'ai';
-import { attributedText, type HistoryTurn } from './history.ts';
+import { attachmentLine, type HistoryTurn, turnTokens } from './history.ts';
 import { windowHistory } from './window.ts';
 
 const INSTRUCTIONS = `You keep the rolling summary of a conversation between a Player and one or more NPCs.
@@ -24,12 +24,15 @@ export async function foldIntoSummary(args: {
   let rest = args.dropped.slice();
   while (rest.length) {
     // Take the longest prefix of `rest` that fits the budget (windowing the reversed list gives the head).
-    const { kept } = windowHistory(rest.slice().reverse(), args.budget, (t) => attributedText(t, args.party));
+    const { kept } = windowHistory(rest.slice().reverse(), args.budget, (t) => turnTokens(t, args.party));
     const chunk = kept.reverse();
     rest = rest.slice(chunk.length);
     const transcript = chunk
-      .filter((t) => t.text)
-      .map((t) => `${t.role === 'player' ? 'Player' : (t.npcName ?? 'NPC')}: ${t.text}`)
+      .filter((t) => t.text || t.attachments?.length)
+      .map(
+        (t) =>
+          `${t.role === 'player' ? 'Player' : (t.npcName ?? 'NPC')}: ${[t.text, attachmentLine(t)].filter(Boolean).join(' ')}`,
+      )
       .join('\n\n');
     const { text } = await generateText({
       model: args.model,

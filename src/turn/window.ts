@@ -19,10 +19,11 @@ export const REFILL_SHARE = 0.75;
 export function windowHistory<T>(
   items: readonly T[],
   budget: number,
-  textOf: (item: T) => string,
+  /** An item's cost in tokens (see `turnTokens`: its text and its attachments). */
+  tokensOf: (item: T) => number,
   refillTo = budget,
 ): { kept: T[]; dropped: T[] } {
-  const costs = items.map((item) => estimateTokens(textOf(item)));
+  const costs = items.map(tokensOf);
   const total = costs.reduce((a, b) => a + b, 0);
   if (total <= budget) return { kept: items.slice(), dropped: [] };
   let used = 0;

@@ -4,7 +4,7 @@ import type { ProviderKind } from '../config.ts';
 /** Whether a Model can think (return visible reasoning): known either way, or not known. */
 export type ThinkingSupport = 'supported' | 'unsupported' | 'unknown';
 
-type CatalogModel = { reasoning?: boolean };
+type CatalogModel = { reasoning?: boolean; modalities?: { input?: string[] } };
 const catalog = defaultCatalog as unknown as Record<
   string,
   { models?: Record<string, CatalogModel> } | undefined
@@ -35,16 +35,63 @@ const answers = new Map<string, ThinkingSupport>();
 
 function lookUp(kind: ProviderKind | undefined, providerId: string, model: string): ThinkingSupport {
   if (kind === 'demo') return 'supported';
+  return agree(entriesFor(kind, providerId, model), flag);
+}
+
+export interface InputSupport {
+  images: ThinkingSupport;
+  pdfs: ThinkingSupport;
+}
+
+/**
+ * Which attachments a Model reads besides text, from the same registry. PDFs: models.dev lists `pdf` for Gemini
+ * only, but Anthropic's and OpenAI's vision Models take PDF documents too (their APIs document it; the AI SDK
+ * sends them as document / input_file parts), so a vision Model of those two kinds counts as reading PDFs. Not
+ * known (an endpoint the registry does not list) is sent as it is, and the Provider decides. Pure.
+ */
+export function inputSupport(
+  kind: ProviderKind | undefined,
+  providerId: string,
+  model: string,
+): InputSupport {
+  const key = `${kind}\u0000${providerId}\u0000${model}`;
+  const known = inputs.get(key);
+  if (known) return known;
+  const entries = kind === 'demo' ? [] : entriesFor(kind, providerId, model);
+  const has = (what: string) => (m: CatalogModel) =>
+    m.modalities?.input ? (m.modalities.input.includes(what) ? 'supported' : 'unsupported') : 'unknown';
+  const images = kind === 'demo' ? 'unsupported' : agree(entries, has('image'));
+  const pdfs =
+    kind === 'demo'
+      ? 'unsupported'
+      : (kind === 'anthropic' || kind === 'openai') && images === 'supported'
+        ? 'supported'
+        : agree(entries, has('pdf'));
+  const answer = { images, pdfs } as InputSupport;
+  if (inputs.size >= 1024) inputs.delete(inputs.keys().next().value!);
+  inputs.set(key, answer);
+  return answer;
+}
+
+const inputs = new Map<string, InputSupport>();
+
+/** The registry's entry for a Model, or its dated entries when the name is an undated alias. */
+function entriesFor(kind: ProviderKind | undefined, providerId: string, model: string): CatalogModel[] {
   const models = catalog[kind === 'compatible' || !kind ? providerId : kind]?.models;
-  if (!models || !model) return 'unknown';
+  if (!models || !model) return [];
   const exact = models[model];
-  if (exact) return flag(exact);
-  const dated = Object.entries(models)
+  if (exact) return [exact];
+  return Object.entries(models)
     .filter(
       ([id]) => id.startsWith(`${model}-`) && /^\d{8}$|^\d{4}-\d{2}-\d{2}$/.test(id.slice(model.length + 1)),
     )
-    .map(([, m]) => flag(m));
-  return dated.length && dated.every((f) => f === dated[0]) ? dated[0]! : 'unknown';
+    .map(([, m]) => m);
+}
+
+/** What the entries say, when they all say the same; otherwise not known. */
+function agree(entries: CatalogModel[], read: (m: CatalogModel) => ThinkingSupport): ThinkingSupport {
+  const answers = entries.map(read);
+  return answers.length && answers.every((a) => a === answers[0]) ? answers[0]! : 'unknown';
 }
 
 const flag = (m: CatalogModel): ThinkingSupport =>

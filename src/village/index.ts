@@ -1,10 +1,15 @@
 // village/: instance settings, NPCs, and which Providers and Models this instance can call.
 
-export { type ThinkingSupport, thinkingSupport } from './capabilities.ts';
+export { type InputSupport, inputSupport, type ThinkingSupport, thinkingSupport } from './capabilities.ts';
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';
 export { COUNT_LOCK, getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';
-export { getVillageSettings, seedVillageDefaults, type VillageSettings } from './settings.ts';
+export {
+  ATTACHMENT_TYPES,
+  getVillageSettings,
+  seedVillageDefaults,
+  type VillageSettings,
+} from './settings.ts';

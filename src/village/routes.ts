@@ -12,7 +12,7 @@ import {
   VillageSettingsResponse,
   VillageView,
 } from '../wire/index.ts';
-import { thinkingSupport } from './capabilities.ts';
+import { inputSupport, thinkingSupport } from './capabilities.ts';
 import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
 import type { ProviderRegistry } from './providers.ts';
@@ -68,8 +68,14 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
   router.get('/models', (req, res) => {
     const q = parseQuery(req, ModelQuery);
     checkProvider(q.provider);
-    const thinking = thinkingSupport(providers.kindOf(q.provider), q.provider, q.model);
-    respond(res, ModelInfo, { provider: q.provider, model: q.model, thinking });
+    const kind = providers.kindOf(q.provider);
+    const thinking = thinkingSupport(kind, q.provider, q.model);
+    respond(res, ModelInfo, {
+      provider: q.provider,
+      model: q.model,
+      thinking,
+      ...inputSupport(kind, q.provider, q.model),
+    });
   });
 
   router.get('/npcs', async (_req, res) => {

@@ -17,7 +17,26 @@ export interface VillageSettings {
   maxMessageChars: number;
   maxNpcs: number;
   maxConversations: number;
+  /** Attachments: the largest file (MB), how many one Message may carry, what one Player may store in all
+   * (MB), and the media types accepted (as sniffed from the bytes). */
+  maxAttachmentMb: number;
+  maxAttachmentsPerMessage: number;
+  playerAttachmentMb: number;
+  attachmentTypes: string[];
 }
+
+/** Every media type the server can recognise and send on; an admin picks from these. */
+export const ATTACHMENT_TYPES = [
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'application/pdf',
+  'text/plain',
+  'text/markdown',
+  'text/csv',
+  'application/json',
+] as const;
 
 export const VillageSettingsPatch = z
   .object({
@@ -33,6 +52,10 @@ export const VillageSettingsPatch = z
     maxMessageChars: z.number().int().min(1).max(100_000),
     maxNpcs: z.number().int().min(1).max(100_000),
     maxConversations: z.number().int().min(1).max(1_000_000),
+    maxAttachmentMb: z.number().int().min(1).max(1024),
+    maxAttachmentsPerMessage: z.number().int().min(1).max(100),
+    playerAttachmentMb: z.number().int().min(1).max(1_000_000),
+    attachmentTypes: z.array(z.enum(ATTACHMENT_TYPES)).max(ATTACHMENT_TYPES.length),
   })
   .partial()
   .strict();
@@ -44,7 +67,9 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
       hop_limit as "hopLimit", history_budget as "historyBudget", sandbox_quota_mb as "sandboxQuotaMb",
       turns_per_minute as "turnsPerMinute", concurrent_streams as "concurrentStreams",
       player_daily_tokens::float8 as "playerDailyTokens", village_daily_tokens::float8 as "villageDailyTokens",
-      max_message_chars as "maxMessageChars", max_npcs as "maxNpcs", max_conversations as "maxConversations"
+      max_message_chars as "maxMessageChars", max_npcs as "maxNpcs", max_conversations as "maxConversations",
+      max_attachment_mb as "maxAttachmentMb", max_attachments_per_message as "maxAttachmentsPerMessage",
+      player_attachment_mb as "playerAttachmentMb", attachment_types as "attachmentTypes"
     from village_settings where id`;
   return row!;
 }
@@ -63,6 +88,9 @@ export async function updateVillageSettings(
       concurrent_streams = ${next.concurrentStreams}, player_daily_tokens = ${next.playerDailyTokens},
       village_daily_tokens = ${next.villageDailyTokens}, max_message_chars = ${next.maxMessageChars},
       max_npcs = ${next.maxNpcs}, max_conversations = ${next.maxConversations},
+      max_attachment_mb = ${next.maxAttachmentMb},
+      max_attachments_per_message = ${next.maxAttachmentsPerMessage},
+      player_attachment_mb = ${next.playerAttachmentMb}, attachment_types = ${[...new Set(next.attachmentTypes)]},
       updated_at = now(), updated_by = ${by}
     where id`;
   return next;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { UsageSchema } from '../parts/index.ts';
+import { FilePart, UrlPart, UsageSchema } from '../parts/index.ts';
 
 /**
  * A time: a `Date` on either side, an ISO 8601 string on the wire. The routes `z.encode` their answers (Dates
@@ -123,12 +123,18 @@ export const McpServerView = z.object({
 export const McpServerResponse = z.object({ server: McpServerView });
 export const McpServerListResponse = z.object({ servers: z.array(McpServerView) });
 
+/** An upload or an attached page, as the Part a Message will carry (POST …/attachments, …/attachments/url). */
+export const AttachmentView = z.discriminatedUnion('type', [FilePart, UrlPart]);
+
 /** What a Provider's Model can do, as far as this instance knows (GET /api/models). */
 export const ModelInfo = z.object({
   provider: z.string(),
   model: z.string(),
   /** Whether it returns visible reasoning: an NPC's Thinking setting has no effect when it does not. */
   thinking: z.enum(['supported', 'unsupported', 'unknown']),
+  /** Which attachments it can read besides text: images and PDFs, each known either way or not known. */
+  images: z.enum(['supported', 'unsupported', 'unknown']),
+  pdfs: z.enum(['supported', 'unsupported', 'unknown']),
 });
 
 export const VillageView = z.object({
@@ -145,6 +151,10 @@ export const VillageView = z.object({
     maxMessageChars: z.number(),
     maxNpcs: z.number(),
     maxConversations: z.number(),
+    maxAttachmentMb: z.number(),
+    maxAttachmentsPerMessage: z.number(),
+    playerAttachmentMb: z.number(),
+    attachmentTypes: z.array(z.string()),
   }),
   providers: z.array(
     z.object({ id: z.string(), kind: z.enum(['openai', 'anthropic', 'google', 'compatible', 'demo']) }),

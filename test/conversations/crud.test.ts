@@ -220,6 +220,20 @@ describe('Village settings', () => {
       maxMessageChars: 20_000,
       maxNpcs: 100,
       maxConversations: 2000,
+      maxAttachmentMb: 20,
+      maxAttachmentsPerMessage: 10,
+      playerAttachmentMb: 1024,
+      attachmentTypes: [
+        'image/png',
+        'image/jpeg',
+        'image/gif',
+        'image/webp',
+        'application/pdf',
+        'text/plain',
+        'text/markdown',
+        'text/csv',
+        'application/json',
+      ],
     });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);

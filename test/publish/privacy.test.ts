@@ -106,6 +106,15 @@ const turnGen = fc.record({
   // Redactions cover whole runs of words: [first word, how many].
   redact: fc.array(fc.tuple(fc.nat(), fc.integer({ min: 1, max: 2 }), fc.boolean()), { maxLength: 2 }),
   mention: fc.boolean(),
+  // A Player turn's attachments: their names, pages and ids are private; the Player may describe them.
+  attachment: fc.option(
+    fc.record({
+      name: privateWord,
+      note: fc.option(fc.array(textWord, { minLength: 1, maxLength: 2 }), { nil: null }),
+      coverInNote: fc.boolean(),
+    }),
+    { nil: null },
+  ),
 });
 const caseGen = fc.record({
   turns: fc.array(turnGen, { minLength: 1, maxLength: 6 }),
@@ -123,6 +132,8 @@ function build(c: Case) {
   const published: string[] = [...c.description, ...(c.title ?? [])];
   const withheldWords: string[] = [];
   const privateWords: string[] = [];
+  /** Words of published attachment descriptions: the control that descriptions are sent at all. */
+  const notes: string[] = [];
   for (const [i, t] of c.turns.entries()) {
     const words = t.words.map(([w, how]) => cased(w, how));
     const starts: number[] = [];
@@ -167,7 +178,32 @@ function build(c: Case) {
       const summaries = t.tools.map((tool) => (tool.summary ? tool.summary.join(' ') : null));
       if (summaries.some(Boolean)) choice.steps = summaries;
       if (!t.withheld) for (const s of summaries) if (s) published.push(...s.split(' '));
-    } else if (t.mention) choice.mentions = ['@bob.test'];
+    } else {
+      if (t.mention) choice.mentions = ['@bob.test'];
+      if (t.attachment) {
+        const a = t.attachment;
+        parts.push(
+          { type: 'file', id: crypto.randomUUID(), name: `${a.name}.png`, mediaType: 'image/png', size: 10 },
+          {
+            type: 'url',
+            id: crypto.randomUUID(),
+            url: `https://example.com/${a.name}`,
+            title: a.name,
+            size: 5,
+          },
+        );
+        privateWords.push(a.name);
+        if (a.note) {
+          // The description may repeat words the Player covered: they are covered there too.
+          const run = redactions[0] ? text.slice(redactions[0].start, redactions[0].end).trim() : '';
+          choice.attachmentNote = [...a.note, ...(a.coverInNote && run ? [run] : [])].join(' ');
+          if (!t.withheld) {
+            published.push(...a.note);
+            notes.push(...a.note);
+          }
+        }
+      }
+    }
     parts.push({ type: 'text', text });
     (t.withheld ? withheldWords : published).push(...words.map((w) => w.toLowerCase()));
     rows.push({ role, parts });
@@ -182,6 +218,8 @@ function build(c: Case) {
     covered: [...covered],
     withheldOnly: withheldWords.filter((w) => !shown.has(w)),
     privateWords,
+    // A description word inside a covered run may be covered there: only the others must be seen.
+    notes: notes.filter((w) => ![...covered].some((run) => run.includes(w.toLowerCase()))),
   };
 }
 
@@ -217,6 +255,8 @@ describe('what leaves the server when a Player publishes', () => {
         for (const w of b.withheldOnly) expect(leaked(w), `withheld “${w}” was sent`).toBe(false);
         for (const w of [...b.privateWords, 'zxsystemprompt'])
           expect(leaked(w), `private “${w}” was sent`).toBe(false);
+        for (const w of b.notes)
+          expect(leaked(w.toLowerCase()), `description “${w}” was not sent`).toBe(true);
       }),
       { numRuns: 200, endOnFailure: true },
     );

@@ -4,6 +4,7 @@ import { titleFrom } from '../../src/conversations/index.ts';
 import {
   assembleSystemPrompt,
   chooseSpeaker,
+  estimateTokens,
   instructionsFor,
   rosterLine,
   systemPromptParts,
@@ -17,13 +18,15 @@ const t = (text: string) => ({ text });
 describe('windowing', () => {
   it('keeps the longest tail within the budget at four characters per token', () => {
     const items = [t('a'.repeat(400)), t('b'.repeat(400)), t('c'.repeat(400)), t('d'.repeat(400))];
-    const { kept, dropped } = windowHistory(items, 200, (x) => x.text);
+    const { kept, dropped } = windowHistory(items, 200, (x) => estimateTokens(x.text));
     expect(kept.map((x) => x.text[0])).toEqual(['c', 'd']);
     expect(dropped.map((x) => x.text[0])).toEqual(['a', 'b']);
   });
 
   it('always keeps the final turn, even when it alone exceeds the budget', () => {
-    const { kept, dropped } = windowHistory([t('small'), t('x'.repeat(10_000))], 100, (x) => x.text);
+    const { kept, dropped } = windowHistory([t('small'), t('x'.repeat(10_000))], 100, (x) =>
+      estimateTokens(x.text),
+    );
     expect(kept).toHaveLength(1);
     expect(kept[0]!.text.length).toBe(10_000);
     expect(dropped).toHaveLength(1);
@@ -31,12 +34,12 @@ describe('windowing', () => {
 
   it('keeps a contiguous tail: a small old turn behind a big one is dropped too', () => {
     const items = [t('tiny'), t('x'.repeat(800)), t('y'.repeat(100))];
-    const { kept } = windowHistory(items, 210, (x) => x.text);
+    const { kept } = windowHistory(items, 210, (x) => estimateTokens(x.text));
     expect(kept.map((x) => x.text[0])).toEqual(['y']);
   });
 
   it('drops nothing when everything fits', () => {
-    expect(windowHistory([t('a'), t('b')], 60_000, (x) => x.text).dropped).toEqual([]);
+    expect(windowHistory([t('a'), t('b')], 60_000, (x) => estimateTokens(x.text)).dropped).toEqual([]);
   });
 
   it('on overflow, folds down to the refill level; while everything fits, to nothing', () => {
@@ -47,7 +50,7 @@ describe('windowing', () => {
         (sizes, budget) => {
           const items = sizes.map((n) => t('x'.repeat(n * 4)));
           const refill = Math.floor(budget * 0.75);
-          const { kept, dropped } = windowHistory(items, budget, (x) => x.text, refill);
+          const { kept, dropped } = windowHistory(items, budget, (x) => estimateTokens(x.text), refill);
           const tokens = (xs: { text: string }[]) => xs.reduce((a, x) => a + x.text.length / 4, 0);
           expect([...dropped, ...kept]).toEqual(items);
           if (tokens(items) <= budget) expect(dropped).toEqual([]);

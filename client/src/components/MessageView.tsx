@@ -1,6 +1,7 @@
 import { memo, useState } from 'react';
-import { flattenText, type Part, readParts } from '../../../src/parts/index.ts';
+import { type AttachmentPart, flattenText, type Part, readParts } from '../../../src/parts/index.ts';
 import type { Usage } from '../api.ts';
+import { AttachmentList } from './Attachments.tsx';
 import { Markdown } from './Markdown.tsx';
 
 export interface ViewMessage {
@@ -39,10 +40,10 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         )}
       </header>
       <div className="parts">
-        {parts.map((part, i) => (
+        {groupAttachments(parts).map((item, i) =>
           // Parts never reorder: the index is their identity.
-          <PartView key={i} part={part} />
-        ))}
+          Array.isArray(item) ? <AttachmentList key={i} parts={item} /> : <PartView key={i} part={item} />,
+        )}
         {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}
       </div>
       {(statusNote[message.status] || message.error) && (
@@ -55,7 +56,19 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
   );
 });
 
-function PartView({ part }: { part: Part }) {
+/** Adjacent attachments are shown together, as one row of thumbnails and chips. */
+type Shown = Exclude<Part, AttachmentPart> | AttachmentPart[];
+function groupAttachments(parts: Part[]): Shown[] {
+  const out: Shown[] = [];
+  for (const part of parts) {
+    if (part.type !== 'file' && part.type !== 'url') out.push(part);
+    else if (Array.isArray(out.at(-1))) (out.at(-1) as AttachmentPart[]).push(part);
+    else out.push([part]);
+  }
+  return out;
+}
+
+function PartView({ part }: { part: Exclude<Part, AttachmentPart> }) {
   if (part.type === 'text') return <Markdown text={part.text} />;
   if (part.type === 'reasoning') {
     return (

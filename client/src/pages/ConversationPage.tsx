@@ -1,11 +1,12 @@
-import { useInfiniteQuery, useQueryClient } from '@tanstack/react-query';
+import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { type FormEvent, type KeyboardEvent, useEffect, useRef, useState } from 'react';
+import { useEffect, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import type { z } from 'zod';
-import { type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
-import { ConversationPage as FirstPage, MessagePage } from '../../../src/wire/index.ts';
-import { fetchAs, type Npc } from '../api.ts';
+import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
+import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
+import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
 import { streamTurn } from '../stream.ts';
@@ -41,6 +42,8 @@ export function ConversationPage() {
       q.state.data?.pages.some((p) => p.messages.some((m) => m.status === 'streaming')) ? 500 : false,
   });
   const first = query.data?.pages[0];
+  // The Village's default Model, for NPCs that have none of their own (the composer's capability note).
+  const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   useDocumentTitle(first?.conversation?.title ?? 'Conversation');
   const stored = (query.data?.pages ?? [])
     .slice()
@@ -74,8 +77,16 @@ export function ConversationPage() {
     }
   }
 
-  const send = (text: string, npcId?: string) =>
-    run(`/api/conversations/${id}/messages`, { text, ...(npcId ? { npcId } : {}) }, optimisticPlayer(text));
+  const send = (text: string, attachments: AttachmentPart[], npcId?: string) =>
+    run(
+      `/api/conversations/${id}/messages`,
+      {
+        text,
+        ...(attachments.length ? { attachments: attachments.map((a) => a.id) } : {}),
+        ...(npcId ? { npcId } : {}),
+      },
+      optimisticPlayer(text, attachments),
+    );
 
   const regenerate = () => {
     const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
@@ -107,6 +118,11 @@ export function ConversationPage() {
       )}
       <ErrorNote error={error} />
       <Composer
+        conversationId={id}
+        defaults={{
+          provider: village.data?.settings.defaultProvider ?? null,
+          model: village.data?.settings.defaultModel ?? null,
+        }}
         participants={first?.participants ?? []}
         streaming={streaming}
         canRegenerate={!streaming && last?.role === 'npc'}
@@ -118,12 +134,13 @@ export function ConversationPage() {
   );
 }
 
-function optimisticPlayer(text: string): ViewMessage {
+function optimisticPlayer(text: string, attachments: AttachmentPart[]): ViewMessage {
   return {
     id: `pending-${Date.now()}`,
     role: 'player',
     npcName: null,
-    parts: [{ type: 'text', text }],
+    // What the server stores: the trimmed text (when there is any), then the attachments in order.
+    parts: [...(text.trim() ? [{ type: 'text', text: text.trim() }] : []), ...attachments],
     status: 'complete',
     error: null,
     provider: null,
@@ -239,73 +256,5 @@ function Transcript(props: {
         ))}
       </div>
     </div>
-  );
-}
-
-function Composer(props: {
-  participants: Npc[];
-  streaming: boolean;
-  canRegenerate: boolean;
-  onSend: (text: string, npcId?: string) => void;
-  onStop: () => void;
-  onRegenerate: () => void;
-}) {
-  const [text, setText] = useState('');
-  const [npcId, setNpcId] = useState('');
-  const submit = (e?: FormEvent) => {
-    e?.preventDefault();
-    if (!text.trim() || props.streaming) return;
-    props.onSend(text, npcId || undefined);
-    setText('');
-  };
-  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (e.key === 'Enter' && !e.shiftKey) {
-      e.preventDefault();
-      submit();
-    }
-  };
-  return (
-    <form className="composer" onSubmit={submit}>
-      {props.participants.length > 1 && (
-        <label className="address">
-          Ask{' '}
-          <select value={npcId} onChange={(e) => setNpcId(e.target.value)}>
-            <option value="">whoever fits</option>
-            {props.participants.map((n) => (
-              <option key={n.id} value={n.id}>
-                {n.name}
-              </option>
-            ))}
-          </select>
-        </label>
-      )}
-      <label htmlFor="composer-text" className="visually-hidden">
-        Message
-      </label>
-      <textarea
-        id="composer-text"
-        rows={2}
-        placeholder="Write a message… (Enter sends, Shift+Enter for a new line)"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={onKeyDown}
-      />
-      <div className="composer-actions">
-        {props.streaming ? (
-          <button type="button" onClick={props.onStop} className="stop">
-            Stop
-          </button>
-        ) : (
-          <button type="submit" disabled={!text.trim()}>
-            Send
-          </button>
-        )}
-        {props.canRegenerate && (
-          <button type="button" className="secondary" onClick={props.onRegenerate}>
-            Regenerate
-          </button>
-        )}
-      </div>
-    </form>
   );
 }

@@ -1,7 +1,7 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { flattenText, readParts } from '../../../src/parts/index.ts';
+import { attachmentsOf, flattenText, readParts } from '../../../src/parts/index.ts';
 import {
   type Choices,
   type Cover,
@@ -322,7 +322,9 @@ function TurnEditor({
   onChange: (c: Partial<TurnChoice>) => void;
 }) {
   const textRef = useRef<HTMLParagraphElement>(null);
-  const tools = readParts(message.parts).filter((p) => p.type === 'tool');
+  const parts = readParts(message.parts);
+  const tools = parts.filter((p) => p.type === 'tool');
+  const attached = attachmentsOf(parts);
   const own = choice.redactions ?? [];
   const extra = extraPlaces(text, own, cover);
   const [hint, setHint] = useState<string | null>(null);
@@ -431,6 +433,26 @@ function TurnEditor({
             </li>
           ))}
         </ul>
+      )}
+      {attached.length > 0 && (
+        <div className="attachment-note" data-testid="attachment-note">
+          <p className="meta">
+            {attached.length === 1 ? 'Its attachment' : `Its ${attached.length} attachments`} (
+            {attached.map((a) => (a.type === 'file' ? a.name : (a.title ?? a.url))).join(', ')}){' '}
+            {attached.length === 1 ? 'stays' : 'stay'} private: never published.
+          </p>
+          {!choice.withheld && (
+            <label>
+              Describe what was attached, if the turn needs it (published with the turn)
+              <input
+                value={choice.attachmentNote ?? ''}
+                maxLength={1000}
+                placeholder="e.g. a photo of a red bicycle"
+                onChange={(e) => onChange({ attachmentNote: e.target.value || undefined })}
+              />
+            </label>
+          )}
+        </div>
       )}
       {!choice.withheld && (
         <>

@@ -90,6 +90,26 @@ export function VillagePage() {
               onChange={(e) => setForm({ ...form, sandboxQuotaMb: Number(e.target.value) })}
             />
           </label>
+          <fieldset className="kinds">
+            <legend>Attachments accepted (judged by their contents)</legend>
+            {ATTACHMENT_KINDS.map(([type, label]) => (
+              <label key={type} className="check">
+                <input
+                  type="checkbox"
+                  checked={form.attachmentTypes.includes(type)}
+                  onChange={(e) =>
+                    setForm({
+                      ...form,
+                      attachmentTypes: e.target.checked
+                        ? [...form.attachmentTypes, type]
+                        : form.attachmentTypes.filter((t) => t !== type),
+                    })
+                  }
+                />
+                {label}
+              </label>
+            ))}
+          </fieldset>
           <button type="submit">Save</button>
         </fieldset>
         <ErrorNote error={save.error} />
@@ -108,4 +128,20 @@ const LIMITS = [
   ['maxMessageChars', 'Longest Message (characters)'],
   ['maxNpcs', 'NPCs per Player'],
   ['maxConversations', 'Conversations per Player'],
+  ['maxAttachmentMb', 'Largest attachment (MB)'],
+  ['maxAttachmentsPerMessage', 'Attachments per Message'],
+  ['playerAttachmentMb', 'Attachment space per Player (MB)'],
+] as const;
+
+/** The kinds of attachment the server recognises (see ATTACHMENT_TYPES on the server). */
+const ATTACHMENT_KINDS = [
+  ['image/png', 'PNG'],
+  ['image/jpeg', 'JPEG'],
+  ['image/gif', 'GIF'],
+  ['image/webp', 'WebP'],
+  ['application/pdf', 'PDF'],
+  ['text/plain', 'Text'],
+  ['text/markdown', 'Markdown'],
+  ['text/csv', 'CSV'],
+  ['application/json', 'JSON'],
 ] as const;

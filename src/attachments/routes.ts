@@ -1,0 +1,310 @@
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { type Request, type Response, Router } from 'express';
+import { rateLimit } from 'express-rate-limit';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
+import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
+import { wellFormed } from '../parts/index.ts';
+import { getVillageSettings, type VillageSettings } from '../village/index.ts';
+import { AttachmentView } from '../wire/index.ts';
+import { adoptBlob, formatBytes, readBlob, sweepStaging, tooLarge, writeBlob } from './blobs.ts';
+import { attachmentTokens, PdfPageCounter } from './estimate.ts';
+import { fetchPage } from './page.ts';
+import { SNIFF_BYTES, sniffMediaType } from './sniff.ts';
+import {
+  type AttachmentRow,
+  countPending,
+  deletePending,
+  getAttachment,
+  insertAttachment,
+  recentPage,
+  storedBytes,
+  sweepAbandoned,
+  toPart,
+} from './store.ts';
+
+export interface AttachmentDeps {
+  sql: Sql;
+  /** Pages are fetched through the same guarded client as MCP Servers. */
+  toolOutbound: Outbound;
+  log: (message: string, error?: unknown) => void;
+  /** How long one upload may take, start to end (a slow client cannot hold a slot for ever). */
+  uploadTimeoutMs?: number;
+}
+
+const MB = 1024 * 1024;
+/** Uploads not yet sent, per Conversation: enough for a few Messages' worth of chips. */
+export const MAX_PENDING = 50;
+/** Uploads one Player may stream at once (per instance). */
+const UPLOADS_AT_ONCE = 3;
+
+const UploadQuery = z.object({
+  name: z
+    .string()
+    .trim()
+    .min(1, 'a file needs a name')
+    .max(255)
+    // A name is shown and offered as a download name: no path, no control characters.
+    .transform((n) => [...wellFormed(n)].map((c) => (unsafeInName(c) ? '_' : c)).join('')),
+});
+function unsafeInName(c: string): boolean {
+  const code = c.codePointAt(0)!;
+  return code < 0x20 || code === 0x7f || c === '/' || c === '\\';
+}
+const UrlBody = z.object({ url: z.string().trim().min(1).max(2048) }).strict();
+
+/** Uploads, attached pages and downloads. Mounted behind requireSession. */
+export function attachmentRoutes(deps: AttachmentDeps): Router {
+  const { sql } = deps;
+  const router = Router();
+  const uploading = new Map<string, number>();
+  // Each upload and page fetch is work and bytes: rationed per Player, not per address.
+  const rationed = rateLimit({
+    windowMs: 60_000,
+    limit: 60,
+    keyGenerator: (_req, res) => currentPlayer(res).id,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    handler: (_req, res) => {
+      res.status(429).json({
+        error: {
+          code: 'RATE_LIMITED',
+          message: 'Too many attachments at once: at most 60 a minute. Try again shortly.',
+        },
+      });
+    },
+  });
+
+  router.post('/conversations/:id/attachments', rationed, async (req, res) => {
+    const player = currentPlayer(res);
+    // Whatever refuses the upload, the rest of its body is not read: the connection closes after the answer.
+    res.set('Connection', 'close');
+    const { name } = parseQuery(req, UploadQuery);
+    if (req.is('application/json'))
+      throw new AppError(400, 'INVALID_BODY', "Send the file's bytes as the body, with its name in ?name=.");
+    const { settings, conversationId, room } = await admit(deps, req, player.id);
+    const maxBytes = Math.min(settings.maxAttachmentMb * MB, room);
+    const declared = Number(req.get('content-length') ?? Number.NaN);
+    if (declared > maxBytes) throw refusal(settings, room);
+    if ((uploading.get(player.id) ?? 0) >= UPLOADS_AT_ONCE)
+      throw new AppError(
+        429,
+        'TOO_MANY_UPLOADS',
+        `At most ${UPLOADS_AT_ONCE} files can upload at once.`,
+        undefined,
+        5,
+      );
+    uploading.set(player.id, (uploading.get(player.id) ?? 0) + 1);
+    const timer = setTimeout(
+      () => req.destroy(new AppError(408, 'UPLOAD_TIMEOUT', 'The upload took too long.')),
+      deps.uploadTimeoutMs ?? 300_000,
+    );
+    try {
+      const source = await headFirst(req);
+      const mediaType = await sniffMediaType(source.head, name);
+      if (source.head.length === 0) throw new AppError(400, 'ATTACHMENT_EMPTY', `${name} is empty.`);
+      if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
+        throw new AppError(
+          415,
+          'UNSUPPORTED_ATTACHMENT_TYPE',
+          `${name} ${mediaType ? `holds ${mediaType}` : 'is not a kind of file this server recognises'} (judged by its contents, not its name). This Village accepts: ${settings.attachmentTypes.join(', ')}.`,
+        );
+      }
+      const pages = mediaType === 'application/pdf' ? new PdfPageCounter() : undefined;
+      const written = await writeBlob(sql, source.all(), maxBytes, (c) => pages?.push(c)).catch((e) => {
+        throw e instanceof AppError && e.code === 'ATTACHMENT_TOO_LARGE' ? refusal(settings, room) : e;
+      });
+      const row = await adoptBlob(sql, written, (tx, blobId) =>
+        insertAttachment(tx, {
+          playerId: player.id,
+          conversationId,
+          blobId,
+          kind: 'file',
+          name,
+          mediaType,
+          size: written.size,
+          tokens: attachmentTokens(mediaType, written.size, pages?.pages),
+        }),
+      );
+      res.set('Connection', 'keep-alive');
+      respond(res, AttachmentView, toPart(row), 201);
+    } finally {
+      clearTimeout(timer);
+      const n = (uploading.get(player.id) ?? 1) - 1;
+      if (n > 0) uploading.set(player.id, n);
+      else uploading.delete(player.id);
+    }
+  });
+
+  router.post('/conversations/:id/attachments/url', rationed, async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, UrlBody);
+    const { conversationId, room, settings } = await admit(deps, req, player.id);
+    let url: URL;
+    try {
+      url = await deps.toolOutbound.check(body.url);
+    } catch (e) {
+      if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
+      throw e;
+    }
+    const cached = await recentPage(sql, player.id, url.href);
+    const row = cached
+      ? await insertAttachment(sql, { ...cached, conversationId, messageId: null })
+      : await storePage(deps, player.id, conversationId, url, room, settings);
+    respond(res, AttachmentView, toPart(row), 201);
+  });
+
+  router.get('/attachments/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    const row = isUuid(req.params.id) ? await getAttachment(sql, player.id, req.params.id) : undefined;
+    if (!row) throw notFound('Attachment');
+    serve(res, row);
+    await pipeline(Readable.from(readBlob(sql, row.blobId)), res).catch((e) => {
+      // A reader that goes away mid-download is not an error worth more than a line.
+      if ((e as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log('download failed', e);
+    });
+  });
+
+  router.delete('/attachments/:id', async (req, res) => {
+    const player = currentPlayer(res);
+    if (!isUuid(req.params.id)) throw notFound('Attachment');
+    if (await deletePending(sql, player.id, req.params.id)) {
+      res.status(204).end();
+      return;
+    }
+    if (await getAttachment(sql, player.id, req.params.id))
+      throw new AppError(
+        409,
+        'ATTACHMENT_SENT',
+        'This attachment was sent with a Message; delete the Conversation to remove it.',
+      );
+    throw notFound('Attachment');
+  });
+
+  return router;
+}
+
+/** The Conversation must be the Player's; the pending count and the Player's space are checked up front. */
+async function admit(deps: AttachmentDeps, req: Request, playerId: string) {
+  const id = req.params.id;
+  if (!isUuid(id)) throw notFound('Conversation');
+  const [owned, settings, pending, stored] = await Promise.all([
+    deps.sql`select 1 from conversations where id = ${id} and player_id = ${playerId}`.then(
+      (r) => r.length > 0,
+    ),
+    getVillageSettings(deps.sql),
+    countPending(deps.sql, id),
+    storedBytes(deps.sql, playerId),
+  ]);
+  if (!owned) throw notFound('Conversation');
+  // Leftovers of crashed or abandoned uploads go first (cheap, bounded by indexes).
+  await Promise.all([sweepStaging(deps.sql), sweepAbandoned(deps.sql, playerId)]).catch((e) =>
+    deps.log('attachment sweep failed', e),
+  );
+  if (pending >= MAX_PENDING)
+    throw new AppError(
+      409,
+      'TOO_MANY_PENDING',
+      `This Conversation has ${MAX_PENDING} attachments waiting to be sent. Send or remove some first.`,
+    );
+  const room = settings.playerAttachmentMb * MB - stored;
+  if (room <= 0) throw refusal(settings, 0);
+  return { conversationId: id, settings, room };
+}
+
+function refusal(settings: VillageSettings, room: number): AppError {
+  const max = settings.maxAttachmentMb * MB;
+  if (room >= max) return tooLarge(max);
+  return new AppError(
+    413,
+    'ATTACHMENT_QUOTA',
+    `Your attachments may take ${formatBytes(settings.playerAttachmentMb * MB)} in all; ${formatBytes(Math.max(0, room))} is left. Delete a Conversation to make room. Nothing was stored.`,
+  );
+}
+
+async function storePage(
+  deps: AttachmentDeps,
+  playerId: string,
+  conversationId: string,
+  url: URL,
+  room: number,
+  settings: VillageSettings,
+): Promise<AttachmentRow> {
+  const page = await fetchPage(deps.toolOutbound, url);
+  const bytes = Buffer.from(page.text, 'utf8');
+  if (bytes.length > room) throw refusal(settings, room);
+  const written = await writeBlob(
+    deps.sql,
+    (async function* () {
+      yield bytes;
+    })(),
+    bytes.length,
+  );
+  return adoptBlob(deps.sql, written, (tx, blobId) =>
+    insertAttachment(tx, {
+      playerId,
+      conversationId,
+      blobId,
+      kind: 'url',
+      name: page.title ?? url.host,
+      mediaType: 'text/plain',
+      size: written.size,
+      tokens: attachmentTokens('text/plain', written.size),
+      url: url.href,
+      title: page.title ?? null,
+    }),
+  );
+}
+
+/**
+ * Headers for a download. Pictures are shown inline (the transcript's thumbnails); everything else is a download,
+ * never rendered as a page of this origin. Nothing it holds may run: a sandboxing CSP on top of nosniff.
+ */
+function serve(res: Response, row: AttachmentRow) {
+  const text = row.mediaType.startsWith('text/') || row.mediaType === 'application/json';
+  const inline = row.mediaType.startsWith('image/');
+  const filename = row.kind === 'url' ? `${row.name}.txt` : row.name;
+  res.set({
+    'Content-Type': text ? `${row.mediaType}; charset=utf-8` : row.mediaType,
+    'Content-Length': String(row.size),
+    'Content-Disposition': `${inline ? 'inline' : 'attachment'}; filename="${asciiName(filename)}"; filename*=UTF-8''${encodeURIComponent(filename)}`,
+    'Content-Security-Policy': "default-src 'none'; sandbox",
+    'X-Content-Type-Options': 'nosniff',
+    'Cross-Origin-Resource-Policy': 'same-origin',
+  });
+}
+
+const asciiName = (name: string) => name.replace(/[^\x20-\x7e]|["\\]/g, '_');
+
+/** The request's first bytes (enough to sniff), and then all of it, head included. */
+async function headFirst(req: Request) {
+  const it = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const parts: Buffer[] = [];
+  let n = 0;
+  let done = false;
+  while (n < SNIFF_BYTES) {
+    const r = await it.next();
+    if (r.done) {
+      done = true;
+      break;
+    }
+    parts.push(r.value);
+    n += r.value.length;
+  }
+  const head = Buffer.concat(parts);
+  return {
+    head,
+    async *all() {
+      if (head.length) yield head;
+      if (done) return;
+      for (;;) {
+        const r = await it.next();
+        if (r.done) return;
+        yield r.value;
+      }
+    },
+  };
+}

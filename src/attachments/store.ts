@@ -1,0 +1,130 @@
+import type { Sql } from '../db/index.ts';
+import type { AttachmentPart } from '../parts/index.ts';
+import { collectBlobs } from './blobs.ts';
+
+export interface AttachmentRow {
+  id: string;
+  playerId: string;
+  conversationId: string;
+  messageId: string | null;
+  blobId: string;
+  kind: 'file' | 'url';
+  name: string;
+  mediaType: string;
+  size: number;
+  tokens: number;
+  url: string | null;
+  title: string | null;
+}
+
+const columns = (sql: Sql) => sql`
+  id, player_id as "playerId", conversation_id as "conversationId", message_id as "messageId",
+  blob_id as "blobId", kind, name, media_type as "mediaType", size::float8 as size, tokens, url, title`;
+
+export async function insertAttachment(
+  sql: Sql,
+  a: Omit<AttachmentRow, 'id' | 'messageId' | 'url' | 'title'> & {
+    messageId?: string | null;
+    url?: string | null;
+    title?: string | null;
+  },
+): Promise<AttachmentRow> {
+  const [row] = await sql<AttachmentRow[]>`
+    insert into attachments (player_id, conversation_id, message_id, blob_id, kind, name, media_type, size, tokens,
+      url, title)
+    values (${a.playerId}, ${a.conversationId}, ${a.messageId ?? null}, ${a.blobId}, ${a.kind}, ${a.name},
+      ${a.mediaType}, ${a.size}, ${a.tokens}, ${a.url ?? null}, ${a.title ?? null})
+    returning ${columns(sql)}`;
+  return row!;
+}
+
+/** One of the Player's own attachments; another Player's is not found (never "forbidden": no probing). */
+export async function getAttachment(
+  sql: Sql,
+  playerId: string,
+  id: string,
+): Promise<AttachmentRow | undefined> {
+  const [row] = await sql<AttachmentRow[]>`
+    select ${columns(sql)} from attachments where id = ${id} and player_id = ${playerId}`;
+  return row;
+}
+
+/** The Player's uploads to this Conversation not yet sent, among `ids` (a Message names them to send them). */
+export async function pendingAttachments(
+  sql: Sql,
+  playerId: string,
+  conversationId: string,
+  ids: readonly string[],
+): Promise<AttachmentRow[]> {
+  if (ids.length === 0) return [];
+  return sql<AttachmentRow[]>`
+    select ${columns(sql)} from attachments
+    where id = any(${[...ids]}::uuid[]) and player_id = ${playerId} and conversation_id = ${conversationId}
+      and message_id is null`;
+}
+
+export async function countPending(sql: Sql, conversationId: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select count(*)::int as n from attachments where conversation_id = ${conversationId} and message_id is null`;
+  return row!.n;
+}
+
+/** Bytes the Player's attachments take (each use counted: what one Player may fill is bounded either way). */
+export async function storedBytes(sql: Sql, playerId: string): Promise<number> {
+  const [row] = await sql<{ n: number }[]>`
+    select coalesce(sum(size), 0)::float8 as n from attachments where player_id = ${playerId}`;
+  return row!.n;
+}
+
+/** A page this Player attached in the last hour, whose text is reused instead of fetching it again. */
+export async function recentPage(
+  sql: Sql,
+  playerId: string,
+  url: string,
+): Promise<AttachmentRow | undefined> {
+  const [row] = await sql<AttachmentRow[]>`
+    select ${columns(sql)} from attachments
+    where player_id = ${playerId} and kind = 'url' and url = ${url} and created_at > now() - interval '1 hour'
+    order by created_at desc limit 1`;
+  return row;
+}
+
+/** Removes an upload the Player has not sent (the chip's ×); its blob goes when nothing else uses it. */
+export async function deletePending(sql: Sql, playerId: string, id: string): Promise<boolean> {
+  const rows = await sql<{ blobId: string }[]>`
+    delete from attachments where id = ${id} and player_id = ${playerId} and message_id is null
+    returning blob_id as "blobId"`;
+  if (rows.length)
+    await collectBlobs(
+      sql,
+      rows.map((r) => r.blobId),
+    );
+  return rows.length > 0;
+}
+
+/** Uploads left unsent for a day are abandoned: removed, with their blobs when nothing else uses them. */
+export async function sweepAbandoned(sql: Sql, playerId: string): Promise<void> {
+  const rows = await sql<{ blobId: string }[]>`
+    delete from attachments where player_id = ${playerId} and message_id is null
+      and created_at < now() - interval '1 day'
+    returning blob_id as "blobId"`;
+  if (rows.length)
+    await collectBlobs(
+      sql,
+      rows.map((r) => r.blobId),
+    );
+}
+
+/** An attachment as the Part a Message carries. */
+export function toPart(a: AttachmentRow): AttachmentPart {
+  return a.kind === 'url'
+    ? {
+        type: 'url',
+        id: a.id,
+        url: a.url ?? '',
+        ...(a.title ? { title: a.title } : {}),
+        size: a.size,
+        tokens: a.tokens,
+      }
+    : { type: 'file', id: a.id, name: a.name, mediaType: a.mediaType, size: a.size, tokens: a.tokens };
+}

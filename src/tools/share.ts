@@ -1,0 +1,103 @@
+import { createReadStream } from 'node:fs';
+import { open, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { tool } from 'ai';
+import { z } from 'zod';
+import {
+  adoptBlob,
+  attachmentTokens,
+  insertAttachment,
+  sniffMediaType,
+  toPart,
+  writeBlob,
+} from '../attachments/index.ts';
+import type { Sql } from '../db/index.ts';
+import type { FilePart } from '../parts/index.ts';
+import { SANDBOX_HOME, sandboxFolder } from './sandbox/host.ts';
+
+export interface ShareLimits {
+  maxBytes: number;
+  types: readonly string[];
+}
+
+/** What `share_file` answers: the file the Player now sees in the reply (see `sharedFile`). */
+export interface Shared {
+  shared: FilePart;
+}
+
+/**
+ * `share_file`: hands the Player a file from the Conversation's sandbox, shown in the reply as a file they can
+ * download. Only a file inside the sandbox's folder (no path or link out of it), of an accepted kind (sniffed from
+ * its bytes) and within the Village's size limit. The bytes are copied into the attachment store, so the Player
+ * keeps the file as it was when shared.
+ */
+export function shareFileTool(
+  sql: Sql,
+  ctx: { dataDir: string; playerId: string; conversationId: string },
+  limits: ShareLimits,
+) {
+  const root = sandboxFolder(ctx.dataDir, ctx.conversationId);
+  return tool({
+    description: `Give the Player a file from your sandbox (under ${SANDBOX_HOME}); it appears in your reply for them to open or download.`,
+    inputSchema: z.object({
+      path: z.string().min(1).max(1024).describe(`The file's path, absolute or relative to ${SANDBOX_HOME}.`),
+    }),
+    execute: async ({ path: wanted }): Promise<Shared> => {
+      const file = await inside(root, wanted);
+      const handle = await open(file, 'r');
+      let head: Buffer;
+      let size: number;
+      try {
+        size = (await handle.stat()).size;
+        if (size > limits.maxBytes)
+          throw new Error(`${wanted} is larger than the Village allows (${limits.maxBytes} bytes).`);
+        head = Buffer.alloc(Math.min(size, 4100));
+        await handle.read(head, 0, head.length, 0);
+      } finally {
+        await handle.close();
+      }
+      const name = path.basename(file);
+      const mediaType = await sniffMediaType(head, name);
+      if (!mediaType || !limits.types.includes(mediaType))
+        throw new Error(
+          `${name} is not a kind of file the Player can be given (${mediaType ?? 'unrecognised'}).`,
+        );
+      const written = await writeBlob(sql, createReadStream(file), limits.maxBytes);
+      const row = await adoptBlob(sql, written, (tx, blobId) =>
+        insertAttachment(tx, {
+          playerId: ctx.playerId,
+          conversationId: ctx.conversationId,
+          blobId,
+          kind: 'file',
+          name,
+          mediaType,
+          size: written.size,
+          tokens: attachmentTokens(mediaType, written.size),
+        }),
+      );
+      return { shared: toPart(row) as FilePart };
+    },
+  });
+}
+
+/** The host path of a sandbox path, only when it (links resolved) lies inside the sandbox's folder. */
+async function inside(root: string, wanted: string): Promise<string> {
+  const relative = wanted.startsWith(`${SANDBOX_HOME}/`) ? wanted.slice(SANDBOX_HOME.length + 1) : wanted;
+  const refuse = () => new Error(`${wanted} is not a file in your sandbox.`);
+  if (path.isAbsolute(relative)) throw refuse();
+  let real: string;
+  try {
+    real = await realpath(path.resolve(root, relative));
+  } catch {
+    throw refuse();
+  }
+  const realRoot = await realpath(root).catch(() => root);
+  if (!real.startsWith(`${realRoot}${path.sep}`)) throw refuse();
+  return real;
+}
+
+/** The file a completed `share_file` call handed over, if the Part is one. */
+export function sharedFile(output: unknown): FilePart | undefined {
+  const shared = (output as Partial<Shared> | null)?.shared;
+  return shared && shared.type === 'file' ? shared : undefined;
+}

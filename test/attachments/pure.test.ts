@@ -1,0 +1,126 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { PdfPageCounter } from '../../src/attachments/estimate.ts';
+import { sniffMediaType } from '../../src/attachments/index.ts';
+import { readable } from '../../src/attachments/page.ts';
+import { foldParts } from '../../src/parts/index.ts';
+import { toModelMessages, turnTokens, windowHistory } from '../../src/turn/index.ts';
+import { elf, pdf, png } from '../support/files.ts';
+
+const isControl = (code: number) => (code < 0x20 && ![9, 10, 12, 13, 27].includes(code)) || code === 0x7f;
+
+describe('sniffing', () => {
+  it('knows formats by their bytes whatever the name, and text only when it is text', async () => {
+    expect(await sniffMediaType(png(), 'x.txt')).toBe('image/png');
+    expect(await sniffMediaType(pdf(), 'x.png')).toBe('application/pdf');
+    expect(await sniffMediaType(elf(), 'x.png')).toBe('application/x-elf');
+    expect(await sniffMediaType(Buffer.from('a,b\n1,2\n'), 'data.csv')).toBe('text/csv');
+    expect(await sniffMediaType(Buffer.from('{"a":1}'), 'data.json')).toBe('application/json');
+    expect(await sniffMediaType(Buffer.from('plain words'), 'photo.png')).toBe('text/plain');
+  });
+
+  it('any UTF-8 text without control bytes is text; text with a NUL or invalid UTF-8 is not', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.string({ unit: 'grapheme', maxLength: 300 }), fc.nat(), async (s, at) => {
+        // Without the control bytes that are not text (tab, newlines, form feed and escape are).
+        const clean = [...s].filter((c) => !isControl(c.codePointAt(0)!)).join('');
+        const bytes = Buffer.from(`note: ${clean}`, 'utf8');
+        // Not a magic number by chance: prefixed with words.
+        expect(await sniffMediaType(bytes, 'a.txt')).toBe('text/plain');
+        const withNul = Buffer.concat([
+          bytes.subarray(0, at % bytes.length),
+          Buffer.from([0]),
+          bytes.subarray(at % bytes.length),
+        ]);
+        expect(await sniffMediaType(withNul, 'a.txt')).toBeUndefined();
+        const invalid = Buffer.concat([bytes, Buffer.from([0xc3, 0x28, 0x41])]);
+        expect(await sniffMediaType(invalid, 'a.txt')).toBeUndefined();
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a multi-byte character cut at the end of the sniffed head is still text', async () => {
+    const head = Buffer.from('é'.repeat(10), 'utf8').subarray(0, 19);
+    expect(await sniffMediaType(head, 'a.txt')).toBe('text/plain');
+  });
+});
+
+describe('the PDF page count', () => {
+  it('counts the same however the bytes are cut into chunks', () => {
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 1, max: 30 }),
+        fc.array(fc.integer({ min: 1, max: 40 }), { maxLength: 40 }),
+        (pages, cuts) => {
+          const bytes = pdf(pages);
+          const counter = new PdfPageCounter();
+          let at = 0;
+          for (const n of cuts) {
+            counter.push(bytes.subarray(at, at + n));
+            at += n;
+          }
+          counter.push(bytes.subarray(at));
+          expect(counter.pages).toBe(pages);
+        },
+      ),
+    );
+  });
+});
+
+describe('readable pages', () => {
+  it('keeps the article’s words and drops scripts, styles, navigation and markup', () => {
+    fc.assert(
+      fc.property(fc.array(fc.stringMatching(/^[a-z]{3,8}$/), { minLength: 1, maxLength: 20 }), (words) => {
+        const html = `<html><head><title>T</title><script>zzscript()</script><style>p{}</style></head><body><nav>zznav</nav><main><p>${words.join(' ')}</p></main></body></html>`;
+        const page = readable(html);
+        expect(page.title).toBe('T');
+        expect(page.text).toContain(words.join(' '));
+        expect(page.text).not.toMatch(/zzscript|zznav|<|p\{\}/);
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe('attachments in the fold and the window', () => {
+  const file = (id: string, name = 'a.png') =>
+    ({ type: 'file', id, name, mediaType: 'image/png', size: 10, tokens: 1600 }) as const;
+  const ID = '00000000-0000-4000-8000-000000000001';
+
+  it('an attachment is added once: the same id again replaces it in place', () => {
+    const parts = foldParts([
+      { type: 'text', text: 'hi' },
+      file(ID),
+      { type: 'text', text: 'after' },
+      file(ID, 'b.png'),
+    ]);
+    expect(parts).toEqual([{ type: 'text', text: 'hi' }, file(ID, 'b.png'), { type: 'text', text: 'after' }]);
+  });
+
+  it('the window counts each attachment at its estimate: a picture pushes old turns out', () => {
+    const turn = (text: string, attachments: ReturnType<typeof file>[] = []) => ({
+      role: 'player' as const,
+      npcName: null,
+      text,
+      attachments,
+    });
+    expect(turnTokens(turn('abcd', [file(ID)]), false)).toBe(1 + 1600);
+    const items = [turn('x'.repeat(400)), turn('look', [file(ID)])];
+    expect(windowHistory(items, 1700, (t) => turnTokens(t, false)).dropped).toEqual([items[0]]);
+    expect(windowHistory(items, 1800, (t) => turnTokens(t, false)).dropped).toEqual([]);
+  });
+
+  it('a turn of attachments alone is sent; one missing from what was loaded is named in a note', () => {
+    const [m] = toModelMessages(
+      [{ role: 'player', npcName: null, text: '', attachments: [file(ID, 'gone.png')] }],
+      false,
+    );
+    expect(m).toEqual({
+      role: 'user',
+      content: [
+        { type: 'text', text: '[The Player attached gone.png (image/png), but it could not be read.]' },
+      ],
+    });
+  });
+});

@@ -1,0 +1,250 @@
+import { createHash } from 'node:crypto';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { elf, pdf, png, upload } from '../support/files.ts';
+import { collectFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+// Uploads, downloads and their limits against the real server and PostgreSQL.
+let app: TestApp;
+let cookie: string;
+let conversationId: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(async () => {
+  await app?.close();
+});
+beforeEach(async () => {
+  await app.db.sql`update village_settings set max_attachment_mb = 20, max_attachments_per_message = 10,
+    player_attachment_mb = 1024, attachment_types = default`;
+  ({ conversationId } = await setupConversation(app, cookie));
+});
+
+const stored = async () => {
+  const [row] = await app.db.sql<{ blobs: number; chunks: number; attachments: number }[]>`
+    select (select count(*)::int from blobs) as blobs, (select count(*)::int from blob_chunks) as chunks,
+      (select count(*)::int from attachments) as attachments`;
+  return row!;
+};
+const error = async (res: Response) =>
+  ((await res.json()) as { error: { code: string; message: string } }).error;
+const blobsWithHash = async (bytes: Buffer) =>
+  (await app.db.sql`select id from blobs where sha256 = ${createHash('sha256').update(bytes).digest()}`)
+    .length;
+
+describe('uploading', () => {
+  it('judges the type by the bytes, stores each content once, and serves it back with safe headers', async () => {
+    const picture = png(8, 8);
+    // Named .jpg and declared as anything: it is a PNG, so it is one.
+    const res = await upload(app, cookie, conversationId, 'holiday.jpg', picture, {
+      'content-type': 'image/jpeg',
+    });
+    expect(res.status).toBe(201);
+    const part = (await res.json()) as { id: string };
+    expect(part).toEqual({
+      type: 'file',
+      id: expect.any(String),
+      name: 'holiday.jpg',
+      mediaType: 'image/png',
+      size: picture.length,
+      tokens: 1600,
+    });
+    const got = await app.api(`/api/attachments/${part.id}`, { cookie });
+    expect(got.status).toBe(200);
+    expect(Buffer.from(await got.arrayBuffer())).toEqual(picture);
+    expect(got.headers.get('content-type')).toBe('image/png');
+    expect(got.headers.get('content-disposition')).toMatch(/^inline; filename="holiday.jpg"/);
+    expect(got.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(got.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(got.headers.get('cache-control')).toBe('no-store');
+
+    // Text: a download, never a page of this origin; its flavour from the name, its class from the bytes.
+    const notes = Buffer.from('# Packing list\n- towel\n', 'utf8');
+    const text = await upload(app, cookie, conversationId, 'notes.md', notes);
+    expect(await text.json()).toMatchObject({ mediaType: 'text/markdown', size: notes.length, tokens: 6 });
+
+    // The same bytes again: a second attachment, the same blob.
+    const again = await upload(app, cookie, conversationId, 'copy.png', picture);
+    expect(again.status).toBe(201);
+    expect(((await again.json()) as { id: string }).id).not.toBe(part.id);
+    expect(await blobsWithHash(picture)).toBe(1);
+  });
+
+  it('serves a text file as a download, a PDF with its pages counted for the window', async () => {
+    const notes = await upload(app, cookie, conversationId, 'a "quoted" näme.txt', Buffer.from('hello'));
+    const { id } = (await notes.json()) as { id: string };
+    const got = await app.api(`/api/attachments/${id}`, { cookie });
+    expect(got.headers.get('content-type')).toBe('text/plain; charset=utf-8');
+    expect(got.headers.get('content-disposition')).toBe(
+      `attachment; filename="a _quoted_ n_me.txt"; filename*=UTF-8''${encodeURIComponent('a "quoted" näme.txt')}`,
+    );
+    const doc = await upload(app, cookie, conversationId, 'report.pdf', pdf(3));
+    expect(await doc.json()).toMatchObject({ mediaType: 'application/pdf', tokens: 3 * 1600 });
+  });
+
+  it('refuses an executable named .png, a kind the Village does not accept, and an empty file; nothing is stored', async () => {
+    const before = await stored();
+    const exe = await upload(app, cookie, conversationId, 'cat.png', elf(), { 'content-type': 'image/png' });
+    expect(exe.status).toBe(415);
+    const why = await error(exe);
+    expect(why.code).toBe('UNSUPPORTED_ATTACHMENT_TYPE');
+    expect(why.message).toContain('holds application/x-elf');
+    // Bytes that are neither a known format nor text.
+    const noise = Buffer.from(Array.from({ length: 600 }, (_, i) => (i * 37) % 256));
+    expect((await upload(app, cookie, conversationId, 'data.txt', noise)).status).toBe(415);
+    await app.db.sql`update village_settings set attachment_types = '{image/png}'`;
+    const doc = await upload(app, cookie, conversationId, 'report.pdf', pdf());
+    expect(doc.status).toBe(415);
+    expect((await error(doc)).message).toContain('accepts: image/png');
+    const empty = await upload(app, cookie, conversationId, 'empty.png', Buffer.alloc(0));
+    expect(empty.status).toBe(400);
+    expect((await error(empty)).code).toBe('ATTACHMENT_EMPTY');
+    expect(await stored()).toEqual(before);
+  });
+
+  it('refuses a file over the limit, declared or only streamed, and over the Player’s space; nothing is stored', async () => {
+    await app.db.sql`update village_settings set max_attachment_mb = 1`;
+    const before = await stored();
+    const big = Buffer.alloc(1024 * 1024 + 10, 'a');
+    const declared = await upload(app, cookie, conversationId, 'big.txt', big);
+    expect(declared.status).toBe(413);
+    expect((await error(declared)).code).toBe('ATTACHMENT_TOO_LARGE');
+    // No Content-Length: refused when the bytes pass the limit, and what was written is deleted.
+    const streamed = new ReadableStream<Uint8Array>({
+      start(c) {
+        for (let i = 0; i < 5; i++) c.enqueue(big.subarray(i * 262_144, (i + 1) * 262_144));
+        c.close();
+      },
+    });
+    const res = await upload(app, cookie, conversationId, 'big.txt', streamed);
+    expect(res.status).toBe(413);
+    expect((await error(res)).code).toBe('ATTACHMENT_TOO_LARGE');
+    expect(await stored()).toEqual(before);
+
+    await app.db.sql`update village_settings set player_attachment_mb = 1`;
+    const { cookie: other } = await app.signIn();
+    const { conversationId: theirs } = await setupConversation(app, other);
+    expect((await upload(app, other, theirs, 'a.txt', Buffer.alloc(700_000, 'b'))).status).toBe(201);
+    const over = await upload(app, other, theirs, 'b.txt', Buffer.alloc(700_000, 'c'));
+    expect(over.status).toBe(413);
+    expect((await error(over)).code).toBe('ATTACHMENT_QUOTA');
+  });
+});
+
+describe('whose it is', () => {
+  it('another Player’s attachment is not found: not downloaded, sent, deleted or uploaded to', async () => {
+    const mine = (await (await upload(app, cookie, conversationId, 'p.png', png())).json()) as { id: string };
+    const { cookie: other } = await app.signIn();
+    const { conversationId: theirs } = await setupConversation(app, other);
+    expect((await app.api(`/api/attachments/${mine.id}`, { cookie: other })).status).toBe(404);
+    expect((await app.api(`/api/attachments/${mine.id}`, { method: 'DELETE', cookie: other })).status).toBe(
+      404,
+    );
+    const send = await app.api(`/api/conversations/${theirs}/messages`, {
+      cookie: other,
+      body: { text: 'look', attachments: [mine.id] },
+    });
+    expect(send.status).toBe(400);
+    expect((await error(send)).code).toBe('ATTACHMENT_NOT_FOUND');
+    expect((await upload(app, other, conversationId, 'x.png', png())).status).toBe(404);
+    expect((await app.api('/api/attachments/not-a-uuid', { cookie })).status).toBe(404);
+    // Still the owner's.
+    expect((await app.api(`/api/attachments/${mine.id}`, { cookie })).status).toBe(200);
+  });
+});
+
+describe('sending', () => {
+  it('a Message carries its attachments as Parts after its text; sent ones cannot be sent again or removed', async () => {
+    const a = (await (await upload(app, cookie, conversationId, 'a.png', png())).json()) as { id: string };
+    const b = (await (await upload(app, cookie, conversationId, 'b.txt', Buffer.from('bee'))).json()) as {
+      id: string;
+    };
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: '  Look at these  ', attachments: [a.id, b.id] },
+    });
+    expect(res.status).toBe(200);
+    await collectFrames(res);
+    const [player] = await messages(app, cookie, conversationId);
+    expect(player!.parts).toEqual([
+      { type: 'text', text: 'Look at these' },
+      expect.objectContaining({ type: 'file', id: a.id, name: 'a.png' }),
+      expect.objectContaining({ type: 'file', id: b.id, name: 'b.txt' }),
+    ]);
+    expect(player!.text).toBe('Look at these');
+    const again = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'again', attachments: [a.id] },
+    });
+    expect((await error(again)).code).toBe('ATTACHMENT_NOT_FOUND');
+    const removed = await app.api(`/api/attachments/${a.id}`, { method: 'DELETE', cookie });
+    expect(removed.status).toBe(409);
+  });
+
+  it('a Message of attachments alone is titled by the first; too many are refused whole', async () => {
+    const one = (await (await upload(app, cookie, conversationId, 'map.png', png())).json()) as {
+      id: string;
+    };
+    const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { attachments: [one.id] },
+    });
+    await collectFrames(res);
+    const conversation = (await (
+      await app.api(`/api/conversations/${conversationId}`, { cookie })
+    ).json()) as {
+      conversation: { title: string };
+    };
+    expect(conversation.conversation.title).toBe('map.png');
+
+    await app.db.sql`update village_settings set max_attachments_per_message = 1`;
+    const ids = [];
+    for (const n of ['x.png', 'y.png'])
+      ids.push(
+        ((await (await upload(app, cookie, conversationId, n, png(2, 2))).json()) as { id: string }).id,
+      );
+    const before = (await messages(app, cookie, conversationId)).length;
+    const refused = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'two', attachments: ids },
+    });
+    expect(refused.status).toBe(400);
+    expect((await error(refused)).code).toBe('TOO_MANY_ATTACHMENTS');
+    expect((await messages(app, cookie, conversationId)).length).toBe(before);
+    // Both still wait to be sent (and can be removed).
+    expect((await app.api(`/api/attachments/${ids[0]}`, { method: 'DELETE', cookie })).status).toBe(204);
+    const empty = await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: '  ' },
+    });
+    expect((await error(empty)).code).toBe('INVALID_BODY');
+  });
+});
+
+describe('deleting', () => {
+  it('deleting a Conversation deletes the bytes no other attachment uses', async () => {
+    const shared = png(3, 3, [1, 2, 3]);
+    const own = Buffer.from(`only here ${Date.now()}`);
+    const { conversationId: other } = await setupConversation(app, cookie);
+    for (const [c, name, bytes] of [
+      [conversationId, 's.png', shared],
+      [conversationId, 'own.txt', own],
+      [other, 's.png', shared],
+    ] as const)
+      expect((await upload(app, cookie, c, name, bytes)).status).toBe(201);
+    expect(await blobsWithHash(own)).toBe(1);
+    expect((await app.api(`/api/conversations/${conversationId}`, { method: 'DELETE', cookie })).status).toBe(
+      204,
+    );
+    expect(await blobsWithHash(own)).toBe(0);
+    expect(await blobsWithHash(shared)).toBe(1);
+    expect((await app.api(`/api/conversations/${other}`, { method: 'DELETE', cookie })).status).toBe(204);
+    expect(await blobsWithHash(shared)).toBe(0);
+    // No chunk is left without its blob.
+    const [orphans] = await app.db.sql<{ n: number }[]>`
+      select count(*)::int as n from blob_chunks c where not exists (select 1 from blobs b where b.id = c.blob_id)`;
+    expect(orphans!.n).toBe(0);
+  });
+});
