@@ -5,6 +5,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { appviewFigures } from './bench/appview.ts';
+import { attachmentFigures } from './bench/attachments.ts';
 import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
 import { sandboxFigures } from './bench/sandbox.ts';
@@ -42,6 +43,7 @@ try {
   for await (const figure of publishFigures(adminUrl)) print(figure);
   for await (const figure of appviewFigures(adminUrl)) print(figure);
   for await (const figure of sandboxFigures()) print(figure);
+  for await (const figure of attachmentFigures(adminUrl)) print(figure);
 } finally {
   await cleanup();
 }

@@ -27,6 +27,8 @@ export interface AppDeps {
   adminDids: string[];
   checkpointMs: number;
   chunkTimeoutMs: number;
+  /** Longest one attachment upload may take. */
+  uploadTimeoutMs: number;
   /** The OAuth client, made once the server knows the URL it is reached at. */
   oauth: () => NodeOAuthClient;
   secureCookies: boolean;

@@ -63,6 +63,8 @@ const Env = z.object({
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
   PROVIDER_CHUNK_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /** Longest one attachment upload may take, first byte to last (a stalled client is cut off). */
+  UPLOAD_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
 });
 
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';
@@ -82,6 +84,7 @@ export interface Config {
   providers: ProviderConfig[];
   checkpointMs: number;
   providerChunkTimeoutMs: number;
+  uploadTimeoutMs: number;
   defaultProvider?: string;
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
@@ -147,6 +150,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providers,
     checkpointMs: e.CHECKPOINT_MS,
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
+    uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',

@@ -105,6 +105,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     adminDids: config.adminDids,
     checkpointMs: config.checkpointMs,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    uploadTimeoutMs: config.uploadTimeoutMs,
     oauth: () => oauth!,
     secureCookies: Boolean(atproto.publicUrl),
     demoAccounts: () => localnet?.accounts ?? [],

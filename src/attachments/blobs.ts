@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
+import { finished } from 'node:stream/promises';
 import { type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 
 /** Bytes are written and read in chunks of this size: no file is held whole to store or to serve it. */
-export const CHUNK_BYTES = 256 * 1024;
+export const CHUNK_BYTES = 1024 * 1024;
 
 export interface WrittenBlob {
   /** The staging blob; `adoptBlob` names it by its hash (or hands back the one that already holds the bytes). */
@@ -32,40 +33,75 @@ export async function writeBlob(
   const [staging] = await sql<{ id: string }[]>`insert into blobs default values returning id`;
   const stagingId = staging!.id;
   const hash = createHash('sha256');
+  const frame = new ChunkFrame(stagingId);
   let size = 0;
-  let idx = 0;
-  let pending: Buffer[] = [];
-  let pendingBytes = 0;
-  const flush = async () => {
-    if (pendingBytes === 0) return;
-    const data = pending.length === 1 ? pending[0]! : Buffer.concat(pending, pendingBytes);
-    pending = [];
-    pendingBytes = 0;
-    await sql`insert into blob_chunks (blob_id, idx, data) values (${stagingId}, ${idx++}, ${data})`;
-  };
   try {
     for await (const piece of source) {
-      const chunk = Buffer.from(piece.buffer, piece.byteOffset, piece.byteLength);
-      size += chunk.length;
+      size += piece.byteLength;
       if (size > maxBytes) throw tooLarge(maxBytes);
-      hash.update(chunk);
-      onChunk?.(chunk);
+      hash.update(piece);
+      onChunk?.(piece);
       // Cut to exact chunk sizes, so a reader can tell where any byte lives.
-      let rest = chunk;
-      while (rest.length > 0) {
-        const take = Math.min(rest.length, CHUNK_BYTES - pendingBytes);
-        pending.push(Buffer.from(rest.subarray(0, take)));
-        pendingBytes += take;
-        rest = rest.subarray(take);
-        if (pendingBytes === CHUNK_BYTES) await flush();
+      let rest = piece;
+      while (rest.byteLength > 0) {
+        rest = frame.fill(rest);
+        if (frame.full) await frame.send(sql);
       }
     }
-    await flush();
+    await frame.send(sql);
   } catch (e) {
     await sql`delete from blobs where id = ${stagingId}`.catch(() => {});
     throw e;
   }
   return { stagingId, sha256: hash.digest(), size };
+}
+
+const COPY_SIGNATURE = Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1');
+/** The binary COPY header and the row's header before a chunk's bytes: signature, flags, extension, 3 fields. */
+const HEAD = COPY_SIGNATURE.length + 4 + 4 + 2 + (4 + 16) + (4 + 4) + 4;
+
+/**
+ * One chunk as a whole binary COPY (the header, one row of three fields, the trailer), sent as one message so
+ * the bytes travel as they are: a bound bytea parameter goes as a hex string twice the size, copied several
+ * times while the message is built (for a 20 MB upload, hundreds of MB of garbage; see the
+ * attachment_upload_20mb_rss_mb figure). The incoming bytes are copied once, into this frame, which is reused
+ * for every chunk of a blob; one COPY per chunk holds a pool connection only while that chunk is written.
+ */
+class ChunkFrame {
+  readonly #buffer = Buffer.allocUnsafe(HEAD + CHUNK_BYTES + 2);
+  #length = 0;
+  #idx = 0;
+  constructor(blobId: string) {
+    let at = COPY_SIGNATURE.copy(this.#buffer, 0);
+    at = this.#buffer.writeInt32BE(0, at); // flags
+    at = this.#buffer.writeInt32BE(0, at); // header extension length
+    at = this.#buffer.writeInt16BE(3, at); // fields in the row
+    at = this.#buffer.writeInt32BE(16, at);
+    Buffer.from(blobId.replaceAll('-', ''), 'hex').copy(this.#buffer, at);
+  }
+  get full() {
+    return this.#length === CHUNK_BYTES;
+  }
+  /** Takes what fits of `bytes`; returns the rest. */
+  fill(bytes: Uint8Array): Uint8Array {
+    const take = Math.min(bytes.byteLength, CHUNK_BYTES - this.#length);
+    this.#buffer.set(bytes.subarray(0, take), HEAD + this.#length);
+    this.#length += take;
+    return bytes.subarray(take);
+  }
+  async send(sql: Sql): Promise<void> {
+    if (this.#length === 0) return;
+    const b = this.#buffer;
+    b.writeInt32BE(4, HEAD - 12);
+    b.writeInt32BE(this.#idx++, HEAD - 8);
+    b.writeInt32BE(this.#length, HEAD - 4);
+    b.writeInt16BE(-1, HEAD + this.#length); // the trailer
+    const copy = await sql`copy blob_chunks (blob_id, idx, data) from stdin with (format binary)`.writable();
+    // postgres.js copies what is written into its message at once: the frame can be refilled after this.
+    copy.end(b.subarray(0, HEAD + this.#length + 2));
+    this.#length = 0;
+    await finished(copy);
+  }
 }
 
 /**

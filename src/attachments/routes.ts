@@ -32,7 +32,7 @@ export interface AttachmentDeps {
   toolOutbound: Outbound;
   log: (message: string, error?: unknown) => void;
   /** How long one upload may take, start to end (a slow client cannot hold a slot for ever). */
-  uploadTimeoutMs?: number;
+  uploadTimeoutMs: number;
 }
 
 const MB = 1024 * 1024;
@@ -98,12 +98,8 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
         5,
       );
     uploading.set(player.id, (uploading.get(player.id) ?? 0) + 1);
-    const timer = setTimeout(
-      () => req.destroy(new AppError(408, 'UPLOAD_TIMEOUT', 'The upload took too long.')),
-      deps.uploadTimeoutMs ?? 300_000,
-    );
     try {
-      const source = await headFirst(req);
+      const source = await headFirst(req, AbortSignal.timeout(deps.uploadTimeoutMs));
       const mediaType = await sniffMediaType(source.head, name);
       if (source.head.length === 0) throw new AppError(400, 'ATTACHMENT_EMPTY', `${name} is empty.`);
       if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
@@ -132,7 +128,6 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
       res.set('Connection', 'keep-alive');
       respond(res, AttachmentView, toPart(row), 201);
     } finally {
-      clearTimeout(timer);
       const n = (uploading.get(player.id) ?? 1) - 1;
       if (n > 0) uploading.set(player.id, n);
       else uploading.delete(player.id);
@@ -279,14 +274,28 @@ function serve(res: Response, row: AttachmentRow) {
 
 const asciiName = (name: string) => name.replace(/[^\x20-\x7e]|["\\]/g, '_');
 
-/** The request's first bytes (enough to sniff), and then all of it, head included. */
-async function headFirst(req: Request) {
+/**
+ * The request's first bytes (enough to sniff), and then all of it, head included. Reading fails with 408 once
+ * `deadline` passes (a client that stalls cannot hold an upload open): the upload is then refused like any other,
+ * what was written is deleted, and the connection closes after the answer.
+ */
+async function headFirst(req: Request, deadline: AbortSignal) {
   const it = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  const expired = new Promise<never>((_, reject) => {
+    const fail = () =>
+      reject(
+        new AppError(408, 'UPLOAD_TIMEOUT', 'The upload took too long and was stopped. Nothing was stored.'),
+      );
+    if (deadline.aborted) fail();
+    else deadline.addEventListener('abort', fail, { once: true });
+  });
+  expired.catch(() => {});
+  const next = () => Promise.race([it.next(), expired]);
   const parts: Buffer[] = [];
   let n = 0;
   let done = false;
   while (n < SNIFF_BYTES) {
-    const r = await it.next();
+    const r = await next();
     if (r.done) {
       done = true;
       break;
@@ -301,7 +310,7 @@ async function headFirst(req: Request) {
       if (head.length) yield head;
       if (done) return;
       for (;;) {
-        const r = await it.next();
+        const r = await next();
         if (r.done) return;
         yield r.value;
       }

@@ -290,7 +290,10 @@ describe('files an NPC shares', () => {
       error: expect.stringContaining('not a file in your sandbox'),
     });
     expect(parts.some((p) => p.type === 'file')).toBe(false);
-    // The replaced reply's file went with it.
+    // The replaced reply's file went with it, and its bytes (nothing else used them).
+    const [left] = await app.db.sql<{ n: number }[]>`
+      select count(*)::int as n from blobs where sha256 = sha256(${csv})`;
+    expect(left!.n).toBe(0);
     expect(
       (await app.api(`/api/attachments/${file!.type === 'file' ? file!.id : ''}`, { cookie })).status,
     ).toBe(404);

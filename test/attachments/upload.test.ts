@@ -1,4 +1,5 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
+import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { elf, pdf, png, upload } from '../support/files.ts';
@@ -133,6 +134,38 @@ describe('uploading', () => {
   });
 });
 
+describe('chunks', () => {
+  it('bytes cut into chunks at any boundary and sent in any pieces come back byte for byte', async () => {
+    const { CHUNK_BYTES } = await import('../../src/attachments/blobs.ts');
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(CHUNK_BYTES - 1, CHUNK_BYTES, CHUNK_BYTES + 1, 2 * CHUNK_BYTES + 7, 5000),
+        fc.array(fc.integer({ min: 1, max: 300_000 }), { minLength: 1, maxLength: 8 }),
+        async (size, pieces) => {
+          const bytes = Buffer.concat([png(), randomBytes(size)]);
+          const body = new ReadableStream<Uint8Array>({
+            start(c) {
+              let at = 0;
+              for (const n of pieces) {
+                c.enqueue(bytes.subarray(at, at + n));
+                at += n;
+              }
+              if (at < bytes.length) c.enqueue(bytes.subarray(at));
+              c.close();
+            },
+          });
+          const res = await upload(app, cookie, conversationId, 'noise.png', body);
+          expect(res.status).toBe(201);
+          const { id } = (await res.json()) as { id: string };
+          const got = Buffer.from(await (await app.api(`/api/attachments/${id}`, { cookie })).arrayBuffer());
+          expect(got.equals(bytes)).toBe(true);
+        },
+      ),
+      { numRuns: 6 },
+    );
+  });
+});
+
 describe('whose it is', () => {
   it('another Player’s attachment is not found: not downloaded, sent, deleted or uploaded to', async () => {
     const mine = (await (await upload(app, cookie, conversationId, 'p.png', png())).json()) as { id: string };
@@ -246,5 +279,33 @@ describe('deleting', () => {
     const [orphans] = await app.db.sql<{ n: number }[]>`
       select count(*)::int as n from blob_chunks c where not exists (select 1 from blobs b where b.id = c.blob_id)`;
     expect(orphans!.n).toBe(0);
+  });
+});
+
+describe('across instances and time', () => {
+  it('a file uploaded through one server instance is served by another; a stalled upload is cut off with nothing kept', async () => {
+    const other = await startTestApp({}, { UPLOAD_TIMEOUT_MS: '400' }, { db: app.db, fake: app.fake });
+    try {
+      const picture = png(7, 7);
+      const { id } = (await (await upload(app, cookie, conversationId, 'p.png', picture)).json()) as {
+        id: string;
+      };
+      const got = await other.api(`/api/attachments/${id}`, { cookie });
+      expect(Buffer.from(await got.arrayBuffer())).toEqual(picture);
+
+      const before = await stored();
+      // A client that sends the first bytes and then nothing more.
+      const stalled = new ReadableStream<Uint8Array>({
+        start(c) {
+          c.enqueue(Buffer.concat([png(), Buffer.alloc(300_000, 1)]));
+        },
+      });
+      const res = await upload(other, cookie, conversationId, 'slow.png', stalled);
+      expect(res.status).toBe(408);
+      expect((await error(res)).code).toBe('UPLOAD_TIMEOUT');
+      expect(await stored()).toEqual(before);
+    } finally {
+      await other.close();
+    }
   });
 });
