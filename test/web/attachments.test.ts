@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
@@ -15,14 +17,25 @@ interface PageGlobals {
 type Img = { naturalWidth: number };
 
 let app: TestApp;
+let site: http.Server;
 let browser: Awaited<ReturnType<typeof openSignedIn>>;
 beforeAll(async () => {
-  app = await startTestApp();
+  // An OpenAI Provider whose Model cannot read pictures (no request reaches it in this test).
+  app = await startTestApp({}, { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
   browser = await openSignedIn(app);
+  site = http.createServer((_req, res) => {
+    res.writeHead(200, { 'content-type': 'text/html' });
+    res.end(
+      '<html><head><title>Pigments of the Renaissance</title></head><body><p>Lapis and vermilion.</p></body></html>',
+    );
+  });
+  await new Promise<void>((r) => site.listen(0, '127.0.0.1', r));
 }, 60_000);
 afterAll(async () => {
   await browser?.close();
   await app?.close();
+  site?.closeAllConnections();
+  await new Promise((r) => site?.close(r));
 });
 
 it('a Player attaches a picture by paste and a file by drag-and-drop, sees them, and the NPC answers about them', async () => {
@@ -110,4 +123,27 @@ it('a Player attaches a picture by paste and a file by drag-and-drop, sees them,
   expect(await note.textContent()).toContain('Its 2 attachments (image.png, palette.txt) stay private');
   await note.getByLabel(/Describe what was attached/).fill('a red rectangle');
   await shoot(page, 'attachments-publish');
+});
+
+it('attaches a page by its link, and says before sending when the NPC’s Model cannot see pictures', async () => {
+  const { page, cookie } = browser;
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Olde', provider: 'openai', model: 'gpt-3.5-turbo' },
+  ]);
+  await page.goto(`${app.url}/c/${conversationId}`);
+  await page
+    .getByTestId('attach-input')
+    .setInputFiles({ name: 'fresco.png', mimeType: 'image/png', buffer: png(20, 20) });
+  const note = page.locator('.capability-note');
+  await note.waitFor();
+  expect(await note.textContent()).toBe(
+    'Olde’s Model (gpt-3.5-turbo) cannot read images: it will only be told you attached them.',
+  );
+  await page.getByRole('button', { name: 'Link' }).click();
+  await page
+    .getByLabel('Address of the page to attach')
+    .fill(`http://127.0.0.1:${(site.address() as AddressInfo).port}/`);
+  await page.getByRole('button', { name: 'Attach page' }).click();
+  await page.locator('.attachment-chip.ready', { hasText: 'Pigments of the Renaissance' }).waitFor();
+  await shoot(page, 'attachments-link-and-note');
 });
