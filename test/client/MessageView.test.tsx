@@ -39,6 +39,33 @@ describe('MessageView', () => {
     expect(container.querySelector('.usage')?.textContent).toContain('$0.0012');
   });
 
+  it('shows attachments together after the text: a picture inline, a file to download, a page as a card', () => {
+    const id = (n: number) => `00000000-0000-4000-8000-00000000000${n}`;
+    const { container } = render(
+      <MessageView
+        message={reply([
+          { type: 'text', text: 'Look' },
+          { type: 'file', id: id(1), name: 'boat.png', mediaType: 'image/png', size: 2048 },
+          { type: 'file', id: id(2), name: 'log.pdf', mediaType: 'application/pdf', size: 3 * 1024 * 1024 },
+          { type: 'url', id: id(3), url: 'https://example.com/tides', title: 'Tides', size: 900 },
+        ])}
+      />,
+    );
+    expect([...container.querySelectorAll('.parts > *')].map((e) => e.className)).toEqual([
+      'markdown',
+      'attachments',
+    ]);
+    expect(container.querySelector('.thumb img')?.getAttribute('src')).toBe(`/api/attachments/${id(1)}`);
+    const file = container.querySelector('a.file-chip');
+    expect(file?.getAttribute('href')).toBe(`/api/attachments/${id(2)}`);
+    expect(file?.getAttribute('download')).toBe('log.pdf');
+    expect(file?.textContent).toContain('3.0 MB');
+    const card = container.querySelector('a.link-card');
+    expect(card?.getAttribute('href')).toBe('https://example.com/tides');
+    expect(card?.getAttribute('rel')).toContain('noopener');
+    expect(card?.textContent).toContain('Tides');
+  });
+
   it('shows a failed call as failed, with its error', () => {
     const { container } = render(
       <MessageView
