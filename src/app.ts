@@ -15,6 +15,7 @@ import {
 } from './http/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes } from './publish/index.ts';
+import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
 import { type ProviderRegistry, villageRoutes } from './village/index.ts';
@@ -29,6 +30,9 @@ export interface AppDeps {
   chunkTimeoutMs: number;
   /** Longest one attachment upload may take. */
   uploadTimeoutMs: number;
+  /** Replies in flight on this process, and their mirror to other instances (replies/). */
+  hub: ReplyHub;
+  mirror: ReplyMirror;
   /** The OAuth client, made once the server knows the URL it is reached at. */
   oauth: () => NodeOAuthClient;
   secureCookies: boolean;
@@ -103,6 +107,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));
   api.use(attachmentRoutes(deps));
+  api.use(replyRoutes(deps));
   api.use(publishRoutes(deps));
   api.use(toolRoutes(deps));
   api.use(() => {

@@ -17,6 +17,7 @@ import {
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
 import { resume, unfinishedPublications } from './publish/index.ts';
+import { ReplyHub, ReplyMirror } from './replies/index.ts';
 import { stopSandboxes } from './tools/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
@@ -66,8 +67,12 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const interrupted = await markInterrupted(sql);
   if (interrupted) log(`Marked ${interrupted} reply(s) left mid-stream as interrupted.`);
   // And while this server runs: a server that dies while others keep running leaves replies streaming.
+  const hub = new ReplyHub();
+  const mirror = new ReplyMirror(sql, hub, log);
+  await mirror.start();
   const sweep = setInterval(() => {
     markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
+    mirror.sweep().catch((e) => log('could not sweep reply frames', e));
   }, 30_000);
   sweep.unref();
 
@@ -106,6 +111,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     checkpointMs: config.checkpointMs,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
     uploadTimeoutMs: config.uploadTimeoutMs,
+    hub,
+    mirror,
     oauth: () => oauth!,
     secureCookies: Boolean(atproto.publicUrl),
     demoAccounts: () => localnet?.accounts ?? [],
@@ -185,6 +192,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     indexer,
     async close() {
       clearInterval(sweep);
+      // Replies in flight end as interrupted, with what arrived stored, before anything closes under them.
+      await hub.stopAll();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await indexer?.stop();

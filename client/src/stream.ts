@@ -2,21 +2,23 @@ import { type Frame, readFrameStream } from '../../src/parts/index.ts';
 import { ApiError } from './api.ts';
 
 /**
- * Sends a turn (or a regenerate) and hands each SSE frame to `onFrame`, parsed with the same schema the server
- * writes. Aborting `signal` is the Stop button: the server keeps what had arrived.
+ * Sends a turn (or a regenerate), or with GET follows a reply already being written, and hands each SSE frame to
+ * `onFrame`, parsed with the same schema the server writes. Aborting `signal` only stops reading: the reply goes
+ * on (Stop is its own request).
  */
 export async function streamTurn(
   path: string,
   body: unknown,
   onFrame: (frame: Frame) => void,
   signal: AbortSignal,
+  method: 'GET' | 'POST' = 'POST',
 ): Promise<void> {
-  const res = await fetch(path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-    signal,
-  });
+  const res = await fetch(
+    path,
+    method === 'GET'
+      ? { signal }
+      : { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal },
+  );
   if (!res.ok || !res.body) {
     const err = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
     throw new ApiError(

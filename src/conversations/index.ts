@@ -11,6 +11,7 @@ export {
   finishMessage,
   getConversation,
   getParticipants,
+  getReply,
   type HistoryRow,
   insertNpcMessage,
   lastPlayerText,

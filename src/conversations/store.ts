@@ -492,3 +492,23 @@ export async function linkShared(sql: Sql, conversationId: string, messageId: st
   await sql`update attachments set message_id = ${messageId}
     where id = any(${ids}::uuid[]) and conversation_id = ${conversationId} and message_id is null`;
 }
+
+/**
+ * One of the Player's NPC Messages in one of their Conversations, with the Player Message it answers (the last
+ * one before it): what a viewer attaching to a reply needs. Another Player's is undefined.
+ */
+export async function getReply(
+  sql: Sql,
+  playerId: string,
+  conversationId: string,
+  messageId: string,
+): Promise<(Message & { playerMessageId: string | null }) | undefined> {
+  const [row] = await sql<(MessageRow & { player_message_id: string | null })[]>`
+    select ${messageColumns(sql)},
+      (select p.id from messages p where p.conversation_id = m.conversation_id and p.role = 'player' and p.seq < m.seq
+       order by p.seq desc limit 1) as player_message_id
+    from messages m
+    where m.id = ${messageId} and m.conversation_id = ${conversationId} and m.role = 'npc'
+      and exists (select 1 from conversations c where c.id = m.conversation_id and c.player_id = ${playerId})`;
+  return row ? { ...toMessage(row), playerMessageId: row.player_message_id } : undefined;
+}

@@ -31,7 +31,8 @@ export const ErrorFrame = z.object({
 export const FinishFrame = z.object({
   type: z.literal('finish'),
   messageId: z.string(),
-  status: z.enum(['complete', 'stopped', 'failed']),
+  /** `interrupted`: only to a viewer attached mid-reply whose writer died (see replies/). */
+  status: z.enum(['complete', 'stopped', 'failed', 'interrupted']),
   usage: UsageSchema.nullable(),
 });
 

@@ -12,7 +12,16 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
-import { type AttachmentPart, type Frame, flattenText, mergeFrames, wellFormed } from '../parts/index.ts';
+import {
+  type AttachmentPart,
+  type Frame,
+  flattenText,
+  mergeFrames,
+  type Part,
+  type StartFrame,
+  wellFormed,
+} from '../parts/index.ts';
+import type { ReplyHub } from '../replies/index.ts';
 import { getVillageSettings, type Npc, type ProviderRegistry, resolveModel } from '../village/index.ts';
 import { CheckpointBatch } from './checkpoint.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
@@ -37,6 +46,8 @@ const RegenerateBody = z.object({ npcId: z.uuid().optional() }).strict();
 export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
   providers: ProviderRegistry;
   checkpointMs: number;
+  /** The replies in flight on this process, for others to follow and stop (replies/). */
+  hub?: ReplyHub;
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
@@ -189,23 +200,31 @@ async function prepare(
 async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   const sse = new SseWriter<Frame>(res, mergeFrames);
   const abort = new AbortController();
-  let done = false;
-  // The Player stopping the reply is the client closing the stream.
-  res.on('close', () => {
-    if (!done) abort.abort();
-  });
+  const { hub } = deps;
+  // Closing this stream does not stop the reply (ADR 0037): Stop does, from any tab or instance. Meanwhile
+  // others can follow it, through the hub.
+  const begun: string[] = [];
+  const track = (start: StartFrame, parts: () => Part[]) => {
+    begun.push(start.messageId);
+    hub?.begin(start, parts, (reason) => abort.abort(reason));
+  };
+  const out = (frame: Frame) => {
+    sse.send(frame);
+    hub?.publish(frame);
+    if (frame.type === 'finish') hub?.end(frame.messageId);
+  };
   // A frame that may be the turn's last (a finish or an error) is held until the next one arrives: the last
   // is sent only after the claim is released, so reading it means the Conversation is ready for the next Message.
   let held: Frame | undefined;
   const send = (frame: Frame) => {
-    if (held) sse.send(held);
+    if (held) out(held);
     held = undefined;
     if (frame.type === 'finish' || frame.type === 'error') held = frame;
-    else sse.send(frame);
+    else out(frame);
   };
   try {
     sse.open();
-    await runTurn(deps, plan, abort.signal, send);
+    await runTurn(deps, { ...plan, track }, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({
@@ -215,11 +234,11 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       message: 'The reply could not be completed.',
     });
   } finally {
-    done = true;
     await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId).catch((e) =>
       deps.log('turn claim not released', e),
     );
-    if (held) sse.send(held);
+    if (held) out(held);
+    for (const id of begun) hub?.end(id);
     sse.end();
   }
 }

@@ -12,7 +12,8 @@ import {
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
-import { type Frame, foldPart, type Part, wellFormed } from '../parts/index.ts';
+import { type Frame, foldPart, type Part, type StartFrame, wellFormed } from '../parts/index.ts';
+import { SHUTDOWN } from '../replies/index.ts';
 import { buildTurnTools, MESSAGE_NPC, sharedFile, TOOL_NAMES, type ToolLimits } from '../tools/index.ts';
 import {
   costUsd,
@@ -60,9 +61,13 @@ export interface TurnPlan {
   playerId: string;
   /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
   speakerFor(npc: Npc): Speaker | string;
+  /** Told of each reply as it starts, with a way to read its Parts as they stand (replies/ follows it). */
+  track?: (start: StartFrame, parts: () => Part[]) => void;
 }
 
-type EndStatus = 'complete' | 'stopped' | 'failed';
+type EndStatus = 'complete' | 'stopped' | 'failed' | 'interrupted';
+
+const endedBy = (signal: AbortSignal): EndStatus => (signal.reason === SHUTDOWN ? 'interrupted' : 'stopped');
 
 interface ReplyEnd {
   messageId: string;
@@ -159,16 +164,19 @@ async function runReply(
         model: speaker.resolved.model,
         instanceId: deps.instanceId,
       });
-  emit({
+  const start: StartFrame = {
     type: 'start',
     messageId: message.id,
     playerMessageId: plan.playerMessage.id,
     npc: { id: speaker.npc.id, name: speaker.npc.name },
     provider: speaker.resolved.provider,
     model: speaker.resolved.model,
-  });
-
+  };
   let parts: Part[] = [];
+  // Others may follow the reply from here on (another tab, another instance): they read its Parts as they stand.
+  plan.track?.(start, () => parts);
+  emit(start);
+
   let status: EndStatus = 'complete';
   let error: string | null = null;
   let usage: Usage | null = null;
@@ -252,7 +260,7 @@ async function runReply(
           );
       } else if (chunk.type === 'abort') {
         // Our signal is the Player stopping; any other abort is the SDK's own timeout on a silent Provider.
-        if (signal.aborted) status = 'stopped';
+        if (signal.aborted) status = endedBy(signal);
         else {
           status = 'failed';
           errorCode = 'PROVIDER_TIMEOUT';
@@ -260,10 +268,10 @@ async function runReply(
         }
       } else if (chunk.type === 'error') fail(describeFailure(chunk.error, providerId, modelId));
     }
-    if (signal.aborted && status === 'complete') status = 'stopped';
+    if (signal.aborted && status === 'complete') status = endedBy(signal);
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
-    if (signal.aborted) status = 'stopped';
+    if (signal.aborted) status = endedBy(signal);
     else if (errorCode === 'INTERNAL') {
       status = 'failed';
       error = 'The reply could not be prepared. Nothing was lost; try again.';
@@ -273,6 +281,8 @@ async function runReply(
     await closeTools();
     await deps.checkpoints.settle(message.id);
     usage ??= stepUsage;
+    if (status === 'interrupted')
+      error = 'The server restarted while this reply was being written; what had arrived is kept.';
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage, cacheWrites);
     // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate then,
     // at four characters a token, so a reply stopped before the Provider reports usage still counts.

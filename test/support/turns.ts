@@ -46,8 +46,9 @@ export async function messages(
 }
 
 /**
- * Sends a Message and reads frames until `stopWhen` says to stop, then closes the stream the way a
- * browser's Stop button does. Returns the frames the client saw.
+ * Sends a Message and reads frames until `stopWhen` says to stop, then presses Stop as the web app does (POST
+ * …/stop for the reply being written) and reads on to the end of the stream. Returns the frames the client saw.
+ * With `close`, the client instead just goes away (closes the stream), which does not stop the reply.
  */
 export async function sendAndStop(
   app: TestApp,
@@ -56,26 +57,26 @@ export async function sendAndStop(
   text: string,
   stopWhen: (frames: Frame[]) => boolean | Promise<boolean>,
 ): Promise<Frame[]> {
-  const controller = new AbortController();
   const res = await fetch(`${app.url}/api/conversations/${conversationId}/messages`, {
     method: 'POST',
     headers: { cookie, 'content-type': 'application/json' },
     body: JSON.stringify({ text }),
-    signal: controller.signal,
   });
   expect(res.status).toBe(200);
   const frames: Frame[] = [];
-  try {
-    for await (const frame of readFrames(res)) {
-      frames.push(frame);
-      if (await stopWhen(frames)) {
-        controller.abort();
-        break;
-      }
+  let stopping: Promise<Response> | undefined;
+  for await (const frame of readFrames(res)) {
+    frames.push(frame);
+    if (!stopping && (await stopWhen(frames))) {
+      const reply = frames.findLast((f) => f.type === 'start');
+      if (reply?.type !== 'start') throw new Error('stopWhen said stop before the reply started');
+      stopping = app.api(`/api/conversations/${conversationId}/messages/${reply.messageId}/stop`, {
+        method: 'POST',
+        cookie,
+      });
     }
-  } catch (e) {
-    if (!controller.signal.aborted) throw e;
   }
+  if (stopping) expect((await stopping).status).toBe(200);
   return frames;
 }
 

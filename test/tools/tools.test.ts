@@ -61,7 +61,7 @@ describe('grants', () => {
     expect(toolNames()).toEqual([]);
     expect((await grant(npcIds[0]!, [{ kind: 'memory' }, { kind: 'sandbox' }])).status).toBe(200);
     await say(conversationId, 'again');
-    expect(toolNames()).toEqual(['bash', 'readFile', 'remember', 'writeFile']);
+    expect(toolNames()).toEqual(['bash', 'readFile', 'remember', 'share_file', 'writeFile']);
   });
 
   it("refuses to grant another Player's Skill", async () => {
@@ -182,7 +182,8 @@ describe('the Sandbox', () => {
       await say(conversationId, `run ${command}`);
       return toolPart(conversationId);
     };
-    expect((await run('echo kept > notes.txt')).state).toBe('done');
+    const first = await run('echo kept > notes.txt');
+    expect(first.state, JSON.stringify(first)).toBe('done');
     expect((await run('cat notes.txt')).output).toMatchObject({ stdout: 'kept\n', exitCode: 0 });
     expect((await run('cat /etc/passwd')).output).toMatchObject({ exitCode: 1 });
     expect((await run('cat ../../../../../etc/hostname')).output).toMatchObject({ exitCode: 1 });

@@ -39,7 +39,9 @@ describe('the Player stops the reply', () => {
       await providerHasIt;
       return true;
     });
-    expect(frames.map((f) => f.type)).toEqual(['start']);
+    // Stop is pressed; the stream goes on to the reply's end, which says it was stopped.
+    expect(frames.map((f) => f.type)).toEqual(['start', 'finish']);
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'stopped' });
     const [player, reply] = await settled(app, cookie, conversationId);
     expect(player?.text).toBe('Hello?');
     expect(reply).toMatchObject({ status: 'stopped', parts: [], text: '', usage: null });
@@ -64,7 +66,8 @@ describe('the Player stops the reply', () => {
     const seen = textOf(partsOf(frames));
     const [, reply] = await settled(app, cookie, conversationId);
     expect(reply?.status).toBe('stopped');
-    expect(reply?.text.startsWith(seen)).toBe(true);
+    // The stream went on to the end after Stop: the client saw exactly what is stored.
+    expect(reply?.text).toBe(seen);
     expect(reply?.text.length).toBeLessThan(all.join('').length);
     expect(reply?.parts).toEqual([{ type: 'text', text: reply?.text }]);
   });
@@ -97,6 +100,32 @@ describe('the Player stops the reply', () => {
         error: 'Stopped before the call finished.',
       },
     ]);
+  });
+});
+
+describe('the Player goes away (ADR 0037)', () => {
+  it('closing the stream does not stop the reply: it is written to the end', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    const all = words('one two three four five six seven eight');
+    app.fake.enqueue(async (r) => {
+      for (const w of all) {
+        r.text(w);
+        await r.wait(20);
+      }
+      r.finish();
+    });
+    const controller = new AbortController();
+    const res = await fetch(`${app.url}/api/conversations/${conversationId}/messages`, {
+      method: 'POST',
+      headers: { cookie, 'content-type': 'application/json' },
+      body: JSON.stringify({ text: 'Count' }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    await reader.read();
+    controller.abort();
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply).toMatchObject({ status: 'complete', text: all.join('') });
   });
 });
 

@@ -5,7 +5,7 @@ import { Link, useParams } from 'react-router';
 import type { z } from 'zod';
 import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
-import { fetchAs } from '../api.ts';
+import { api, fetchAs } from '../api.ts';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
@@ -27,6 +27,7 @@ interface Live {
 const PAGE = 50;
 
 export function ConversationPage() {
+  const liveRef = useRef<Live | null>(null);
   const { id } = useParams() as { id: string };
   const queryClient = useQueryClient();
   const query = useInfiniteQuery({
@@ -37,9 +38,11 @@ export function ConversationPage() {
         : fetchAs(FirstPage, `/api/conversations/${id}?limit=${PAGE}`),
     initialPageParam: null as string | null,
     getNextPageParam: (last) => last.before,
-    // A reply still being written (stopped a moment ago, or streaming in another tab) is polled until it settles.
+    // A reply still being written is followed live (below); should following fail, it is polled until it settles.
     refetchInterval: (q) =>
-      q.state.data?.pages.some((p) => p.messages.some((m) => m.status === 'streaming')) ? 500 : false,
+      !liveRef.current && q.state.data?.pages.some((p) => p.messages.some((m) => m.status === 'streaming'))
+        ? 1000
+        : false,
   });
   const first = query.data?.pages[0];
   // The Village's default Model, for NPCs that have none of their own (the composer's capability note).
@@ -50,23 +53,42 @@ export function ConversationPage() {
     .reverse()
     .flatMap((p) => p.messages);
   const [live, setLive] = useState<Live | null>(null);
+  liveRef.current = live;
   const [error, setError] = useState<unknown>(null);
   const abortRef = useRef<AbortController | null>(null);
+  // Stop pressed before the reply's start frame arrived: sent as soon as its id is known.
+  const stopAsked = useRef(false);
+  // Replies this page has followed already (a failed follow falls back to polling, not to a loop).
+  const followed = useRef(new Set<string>());
 
-  const visible = live?.hideAfterSeq
-    ? stored.filter((m) => BigInt(m.seq) <= BigInt(live.hideAfterSeq!))
-    : stored;
+  const liveIds = new Set(live?.replies.map((r) => r.id));
+  const visible = (
+    live?.hideAfterSeq ? stored.filter((m) => BigInt(m.seq) <= BigInt(live.hideAfterSeq!)) : stored
+  ).filter((m) => !liveIds.has(m.id));
   const rows: ViewMessage[] = [...visible, ...(live?.player ? [live.player] : [])];
   const streaming = live !== null;
 
-  async function run(path: string, body: unknown, player?: ViewMessage, hideAfterSeq?: string) {
+  const stopReply = (replyId: string) =>
+    api(`/api/conversations/${id}/messages/${replyId}/stop`, { method: 'POST' }).catch(setError);
+
+  async function run(
+    path: string,
+    body: unknown,
+    player?: ViewMessage,
+    hideAfterSeq?: string,
+    method: 'GET' | 'POST' = 'POST',
+  ) {
     const controller = new AbortController();
     abortRef.current = controller;
+    stopAsked.current = false;
     setError(null);
     setLive({ player, replies: [], hideAfterSeq });
-    const onFrame = (frame: Frame) => setLive((l) => (l ? applyFrame(l, frame) : l));
+    const onFrame = (frame: Frame) => {
+      if (frame.type === 'start' && stopAsked.current) void stopReply(frame.messageId);
+      setLive((l) => (l ? applyFrame(l, frame) : l));
+    };
     try {
-      await streamTurn(path, body, onFrame, controller.signal);
+      await streamTurn(path, body, onFrame, controller.signal, method);
     } catch (e) {
       setError(e);
     } finally {
@@ -87,6 +109,27 @@ export function ConversationPage() {
       },
       optimisticPlayer(text, attachments),
     );
+
+  // Opened (or reloaded) while a reply is being written, here or anywhere: follow it live to its end.
+  const streamingReply = stored.findLast((m) => m.role === 'npc' && m.status === 'streaming');
+  useEffect(() => {
+    if (!streamingReply || live || followed.current.has(streamingReply.id)) return;
+    followed.current.add(streamingReply.id);
+    void run(
+      `/api/conversations/${id}/messages/${streamingReply.id}/stream`,
+      undefined,
+      undefined,
+      undefined,
+      'GET',
+    );
+  });
+
+  // Stop: the reply is stopped wherever it is written; this page reads on to its end.
+  const stop = () => {
+    const current = live?.replies.findLast((r) => r.status === 'streaming');
+    if (current) void stopReply(current.id);
+    else stopAsked.current = true;
+  };
 
   const regenerate = () => {
     const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
@@ -127,7 +170,7 @@ export function ConversationPage() {
         streaming={streaming}
         canRegenerate={!streaming && last?.role === 'npc'}
         onSend={send}
-        onStop={() => abortRef.current?.abort()}
+        onStop={stop}
         onRegenerate={regenerate}
       />
     </div>

@@ -1,0 +1,199 @@
+import type { JsonValue, Sql } from '../db/index.ts';
+import { LIVE_INSTANCES } from '../db/index.ts';
+import type { Frame, Part, StartFrame } from '../parts/index.ts';
+import type { ReplyHub, Snapshot } from './hub.ts';
+
+const ATTACH = 'av_reply_attach';
+const STOP = 'av_reply_stop';
+const FRAMES = 'av_reply_frames';
+
+/** The first row a reply's mirror writes: what a viewer elsewhere starts from. */
+interface SnapshotRow {
+  type: 'snapshot';
+  start: StartFrame;
+  parts: Part[];
+}
+
+export type Followed = { snapshot: Snapshot } | { frame: Frame; seq: number };
+
+/**
+ * Replies followed across server instances, through PostgreSQL (ADR 0037). A viewer on instance B asks the
+ * owner A (NOTIFY) to mirror a reply; A writes the reply's snapshot and then each later frame, numbered, to
+ * `reply_frames` (a batch every few ms, one statement, then a NOTIFY naming the reply), and B reads what is new
+ * after the last number it delivered: no gap and no duplicate, whatever B's timing. Stop requests travel the
+ * same way. Nothing is written for a reply nobody follows from elsewhere.
+ */
+export class ReplyMirror {
+  readonly #wakers = new Map<string, Set<() => void>>();
+  #queue: { message_id: string; seq: number; frame: unknown }[] = [];
+  #timer: NodeJS.Timeout | undefined;
+  #writing: Promise<void> | undefined;
+  #listening: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly hub: ReplyHub,
+    private readonly log: (message: string, error?: unknown) => void,
+    private readonly batchMs = 15,
+  ) {}
+
+  /** Listens for attach and stop requests for replies written here, and for new frames of replies followed here. */
+  start(): Promise<unknown> {
+    this.#listening ??= Promise.all([
+      this.sql.listen(ATTACH, (id) => this.#onAttach(id)),
+      this.sql.listen(STOP, (id) => this.hub.stop(id)),
+      this.sql.listen(FRAMES, (id) => {
+        for (const wake of this.#wakers.get(id) ?? []) wake();
+      }),
+    ]);
+    return this.#listening;
+  }
+
+  /** Asks whichever instance writes the reply to stop it (this one included). */
+  async requestStop(messageId: string): Promise<void> {
+    if (this.hub.stop(messageId)) return;
+    await this.sql`select pg_notify(${STOP}, ${messageId})`;
+  }
+
+  #onAttach(messageId: string) {
+    if (this.hub.isMirrored(messageId)) return;
+    const snapshot = this.hub.mirror(messageId, (n) => this.#enqueue(messageId, n.seq, n.frame));
+    if (!snapshot) return;
+    const row: SnapshotRow = { type: 'snapshot', start: snapshot.start, parts: snapshot.parts };
+    this.#enqueue(messageId, snapshot.seq, row);
+  }
+
+  #enqueue(messageId: string, seq: number, frame: unknown) {
+    this.#queue.push({ message_id: messageId, seq, frame });
+    this.#timer ??= setTimeout(() => this.#flush(), this.batchMs);
+  }
+
+  /** One write at a time, in order; what arrives meanwhile goes in the next. */
+  async #flush() {
+    this.#timer = undefined;
+    if (this.#writing) {
+      await this.#writing;
+      if (this.#queue.length) this.#timer ??= setTimeout(() => this.#flush(), 0);
+      return;
+    }
+    const rows = this.#queue;
+    this.#queue = [];
+    if (!rows.length) return;
+    this.#writing = (async () => {
+      try {
+        await this.sql`
+          with written as (
+            insert into reply_frames (message_id, seq, frame)
+            select v.message_id, v.seq, v.frame
+            from jsonb_to_recordset(${this.sql.json(rows as unknown as JsonValue)}) as v(message_id uuid, seq integer, frame jsonb)
+            on conflict do nothing
+            returning message_id)
+          select pg_notify(${FRAMES}, message_id::text) from (select distinct message_id from written) w`;
+      } catch (e) {
+        this.log('reply frames not mirrored', e);
+      }
+    })();
+    await this.#writing;
+    this.#writing = undefined;
+    if (this.#queue.length) this.#timer ??= setTimeout(() => this.#flush(), 0);
+  }
+
+  /**
+   * Follows a reply written by another instance: its snapshot, then each frame, in order, to `deliver`, until its
+   * `finish` frame. When the owner dies, the reply is marked interrupted (as liveness would) and followed to that
+   * end, within about `checkMs`. Resolves when the reply has ended or `signal` aborts.
+   */
+  async follow(
+    messageId: string,
+    deliver: (f: Followed) => void,
+    signal: AbortSignal,
+    checkMs = 1000,
+  ): Promise<'finished' | 'ended' | 'aborted'> {
+    await this.start();
+    let last = 0;
+    let snapshotSeen = false;
+    let finished = false;
+    let reading: Promise<void> | undefined;
+    let again = false;
+    // Wakes the loop below early once the finish frame has been delivered.
+    let nudge: (() => void) | undefined;
+    const read = async () => {
+      if (reading) {
+        again = true;
+        return reading;
+      }
+      reading = (async () => {
+        do {
+          again = false;
+          const rows = await this.sql<{ seq: number; frame: Frame | SnapshotRow }[]>`
+            select seq, frame from reply_frames where message_id = ${messageId} and seq > ${last}
+            order by seq limit 1000`;
+          for (const row of rows) {
+            if (!snapshotSeen) {
+              // Frames before the snapshot do not exist; anything before it would be a mistake to deliver.
+              if (row.frame.type !== 'snapshot') continue;
+              snapshotSeen = true;
+              deliver({ snapshot: { start: row.frame.start, parts: row.frame.parts, seq: row.seq } });
+            } else if (row.frame.type !== 'snapshot') {
+              deliver({ frame: row.frame, seq: row.seq });
+              if (row.frame.type === 'finish') {
+                finished = true;
+                nudge?.();
+              }
+            }
+            last = row.seq;
+          }
+          if (rows.length === 1000) again = true;
+        } while (again && !finished);
+      })().finally(() => {
+        reading = undefined;
+      });
+      return reading;
+    };
+    const wakers = this.#wakers.get(messageId) ?? new Set();
+    this.#wakers.set(messageId, wakers);
+    const wake = () => void read().catch((e) => this.log('reply frames not read', e));
+    wakers.add(wake);
+    try {
+      await this.sql`select pg_notify(${ATTACH}, ${messageId})`;
+      while (!finished && !signal.aborted) {
+        await read();
+        if (finished) break;
+        // The owner may have died, or the reply ended before it could be mirrored.
+        const [row] = await this.sql<{ status: string; alive: boolean }[]>`
+          select status, instance_id in (${this.sql.unsafe(LIVE_INSTANCES)}) as alive from messages where id = ${messageId}`;
+        if (!row) return 'ended';
+        if (row.status !== 'streaming') {
+          await read();
+          // Ended before anything was mirrored, or its last frames were not: the caller reads the stored row.
+          return finished ? 'finished' : 'ended';
+        }
+        if (!row.alive) return 'ended';
+        // Asked again until the owner answers: the reply may not have started on it when first asked.
+        if (!snapshotSeen) await this.sql`select pg_notify(${ATTACH}, ${messageId})`;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(t);
+            signal.removeEventListener('abort', done);
+            nudge = undefined;
+            resolve();
+          };
+          const t = setTimeout(done, checkMs);
+          nudge = done;
+          signal.addEventListener('abort', done);
+        });
+      }
+      return finished ? 'finished' : 'aborted';
+    } finally {
+      wakers.delete(wake);
+      if (!wakers.size) this.#wakers.delete(messageId);
+    }
+  }
+
+  /** Frames of replies that ended a while ago are no longer needed. */
+  async sweep(): Promise<void> {
+    await this.sql`
+      delete from reply_frames f where f.created_at < now() - interval '1 minute'
+        and not exists (select 1 from messages m where m.id = f.message_id and m.status = 'streaming')`;
+  }
+}
