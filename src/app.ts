@@ -50,6 +50,8 @@ export interface AppDeps {
   dataDir: string;
   /** Outbound requests to MCP Servers (ALLOW_PRIVATE_TOOL_URLS decides whether private addresses pass). */
   toolOutbound: Outbound;
+  /** Pages attached by URL (ALLOW_PRIVATE_PAGE_URLS, not the tool setting, decides private addresses). */
+  pageOutbound: Outbound;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   /** Requests a minute one address may make to the public routes. */
   publicRequestsPerMinute: number;

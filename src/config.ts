@@ -59,6 +59,11 @@ const Env = z.object({
   PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(300),
   /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
   ALLOW_PRIVATE_TOOL_URLS: z.enum(['true', 'false']).default('false'),
+  /**
+   * Lets pages attached by URL come from loopback and private addresses. Separate from the tool setting: a page's
+   * text goes back to the Player who asked for it, so this opens internal services to every signed-in Player.
+   */
+  ALLOW_PRIVATE_PAGE_URLS: z.enum(['true', 'false']).default('false'),
   /** How often a streaming reply is written to its row, in ms (issue 2: about 250 ms). */
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
@@ -88,6 +93,7 @@ export interface Config {
   defaultProvider?: string;
   defaultModel?: string;
   allowPrivateToolUrls: boolean;
+  allowPrivatePageUrls: boolean;
   publicRequestsPerMinute: number;
   lookupCacheMs: number;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
@@ -154,6 +160,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
+    allowPrivatePageUrls: e.ALLOW_PRIVATE_PAGE_URLS === 'true',
     publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,
     lookupCacheMs: e.LOOKUP_CACHE_MS,
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },

@@ -3,6 +3,7 @@ import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
 import { type Indexer, Network, setLookupTtl, startIndexer } from './appview/index.ts';
+import { sweepOrphans } from './attachments/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -73,6 +74,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const sweep = setInterval(() => {
     markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
     mirror.sweep().catch((e) => log('could not sweep reply frames', e));
+    sweepOrphans(sql).catch((e) => log('could not sweep unused attachment bytes', e));
   }, 30_000);
   sweep.unref();
 
@@ -122,6 +124,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     localNetwork: Boolean(localnet),
     dataDir: config.dataDir,
     toolOutbound,
+    pageOutbound: createOutbound({ allowPrivate: config.allowPrivatePageUrls, resolve: options.resolve }),
     publicRequestsPerMinute: config.publicRequestsPerMinute,
     toolLimits: config.toolLimits,
     reader: new Network({

@@ -10,7 +10,8 @@ const BYTES_PER_TOKEN = 4;
 
 export function attachmentTokens(mediaType: string, size: number, pages = 0): number {
   if (mediaType.startsWith('image/')) return IMAGE_TOKENS;
-  if (mediaType === 'application/pdf') return Math.max(1, pages) * PDF_PAGE_TOKENS;
+  // Page objects packed in compressed streams are not seen: the count is a floor, so is a page per 100 KB.
+  if (mediaType === 'application/pdf') return Math.max(1, pages, Math.ceil(size / 102_400)) * PDF_PAGE_TOKENS;
   return Math.ceil(size / BYTES_PER_TOKEN);
 }
 

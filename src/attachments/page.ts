@@ -1,6 +1,7 @@
-import { convert } from 'html-to-text';
+import { Worker } from 'node:worker_threads';
 import { AppError } from '../http/index.ts';
 import type { Outbound } from '../outbound/index.ts';
+import { wellFormed } from '../parts/index.ts';
 
 /** A page is fetched once, within these bounds, and kept as text no longer than this. */
 export const PAGE_LIMITS = { maxBytes: 2 * 1024 * 1024, timeoutMs: 15_000, maxChars: 200_000 };
@@ -49,42 +50,61 @@ export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMI
   } catch (e) {
     throw unreachable(url, describe(e));
   }
-  const page = HTML.test(type) ? readable(body) : { text: body };
+  let page: { title?: string; text: string };
+  try {
+    page = HTML.test(type) ? await readable(body) : { text: body };
+  } catch (e) {
+    throw new AppError(
+      422,
+      'PAGE_UNREADABLE',
+      `The page at ${url.host} could not be turned into text: ${(e as Error).message}.`,
+    );
+  }
   const text = clip(page.text.trim(), limits.maxChars);
   if (!text) throw new AppError(422, 'PAGE_EMPTY', `The page at ${url.host} has no readable text.`);
-  return { url: res.url || url.href, ...(page.title ? { title: page.title } : {}), text };
+  // Stored and shown: made storable, one line, no control characters.
+  const title = page.title
+    ? wellFormed(page.title)
+        .replace(/\p{Cc}/gu, ' ')
+        .trim()
+    : '';
+  return { url: res.url || url.href, ...(title ? { title } : {}), text: wellFormed(text) };
 }
 
-/** HTML as readable text and its title. Pure. */
-export function readable(html: string): { title?: string; text: string } {
-  const titleHtml = html.slice(0, 65_536).match(/<title[^>]*>([\s\S]*?)<\/title>/i)?.[1];
-  const title = titleHtml
-    ? convert(titleHtml, { wordwrap: false }).replace(/\s+/g, ' ').trim().slice(0, 300)
-    : '';
-  const text = convert(html, {
-    wordwrap: false,
-    baseElements: { selectors: ['article', 'main', 'body'], orderBy: 'selectors', returnDomByDefault: true },
-    limits: { maxBaseElements: 1, maxInputLength: 4_000_000 },
-    selectors: [
-      { selector: 'a', options: { ignoreHref: true } },
-      { selector: 'img', format: 'skip' },
-      ...[
-        'nav',
-        'header',
-        'footer',
-        'aside',
-        'form',
-        'button',
-        'svg',
-        'script',
-        'style',
-        'noscript',
-        'iframe',
-      ].map((selector) => ({ selector, format: 'skip' })),
-    ],
+/**
+ * HTML as readable text and its title, converted in a worker thread of its own: a page built to be slow (deep
+ * nesting, huge tables) costs that thread, which is ended after `timeoutMs`, never the server's event loop. At
+ * most the first MB of the page is read.
+ */
+export function readable(html: string, timeoutMs = 5000): Promise<{ title?: string; text: string }> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(WORKER, {
+      workerData: html.slice(0, 1_048_576),
+      // The server may run without tsx's hooks in this thread's parent (tests): the worker loads them itself.
+      execArgv: ['--import', 'tsx'],
+      resourceLimits: { maxOldGenerationSizeMb: 128, stackSizeMb: 4 },
+    });
+    const timer = setTimeout(() => {
+      void worker.terminate();
+      reject(new Error('the page took too long to read'));
+    }, timeoutMs);
+    worker.once('message', (page: { title?: string; text: string }) => {
+      clearTimeout(timer);
+      void worker.terminate();
+      resolve(page);
+    });
+    worker.once('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    worker.once('exit', () => {
+      clearTimeout(timer);
+      reject(new Error('the page could not be read'));
+    });
   });
-  return { ...(title ? { title } : {}), text };
 }
+
+const WORKER = new URL('./readable.ts', import.meta.url);
 
 function decode(bytes: Uint8Array, contentType: string): string {
   const charset = contentType.match(/charset="?([\w-]+)/i)?.[1] ?? 'utf-8';

@@ -28,8 +28,8 @@ import {
 
 export interface AttachmentDeps {
   sql: Sql;
-  /** Pages are fetched through the same guarded client as MCP Servers. */
-  toolOutbound: Outbound;
+  /** Pages are fetched through a guarded client of their own (their text is shown to the Player). */
+  pageOutbound: Outbound;
   log: (message: string, error?: unknown) => void;
   /** How long one upload may take, start to end (a slow client cannot hold a slot for ever). */
   uploadTimeoutMs: number;
@@ -140,7 +140,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     const { conversationId, room, settings } = await admit(deps, req, player.id);
     let url: URL;
     try {
-      url = await deps.toolOutbound.check(body.url);
+      url = await deps.pageOutbound.check(body.url);
     } catch (e) {
       if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
       throw e;
@@ -157,6 +157,11 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     const row = isUuid(req.params.id) ? await getAttachment(sql, player.id, req.params.id) : undefined;
     if (!row) throw notFound('Attachment');
     serve(res, row);
+    // A HEAD answers with the headers alone: nothing is read from the database for it.
+    if (req.method === 'HEAD') {
+      res.end();
+      return;
+    }
     await pipeline(Readable.from(readBlob(sql, row.blobId)), res).catch((e) => {
       // A reader that goes away mid-download is not an error worth more than a line.
       if ((e as { code?: string }).code !== 'ERR_STREAM_PREMATURE_CLOSE') deps.log('download failed', e);
@@ -228,7 +233,7 @@ async function storePage(
   room: number,
   settings: VillageSettings,
 ): Promise<AttachmentRow> {
-  const page = await fetchPage(deps.toolOutbound, url);
+  const page = await fetchPage(deps.pageOutbound, url);
   const bytes = Buffer.from(page.text, 'utf8');
   if (bytes.length > room) throw refusal(settings, room);
   const written = await writeBlob(

@@ -1,4 +1,3 @@
-import { createReadStream } from 'node:fs';
 import { open, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { tool } from 'ai';
@@ -8,6 +7,7 @@ import {
   attachmentTokens,
   insertAttachment,
   sniffMediaType,
+  storedBytes,
   toPart,
   writeBlob,
 } from '../attachments/index.ts';
@@ -18,7 +18,12 @@ import { SANDBOX_HOME, sandboxFolder } from './sandbox/host.ts';
 export interface ShareLimits {
   maxBytes: number;
   types: readonly string[];
+  /** All the Player's attachments together (`playerAttachmentMb`), shared files included. */
+  playerBytes: number;
 }
+
+/** Files one reply may share: each is stored, so a reply cannot fill the store in a loop of calls. */
+export const SHARES_PER_REPLY = 10;
 
 /** What `share_file` answers: the file the Player now sees in the reply (see `sharedFile`). */
 export interface Shared {
@@ -37,32 +42,43 @@ export function shareFileTool(
   limits: ShareLimits,
 ) {
   const root = sandboxFolder(ctx.dataDir, ctx.conversationId);
+  let shared = 0;
   return tool({
     description: `Give the Player a file from your sandbox (under ${SANDBOX_HOME}); it appears in your reply for them to open or download.`,
     inputSchema: z.object({
       path: z.string().min(1).max(1024).describe(`The file's path, absolute or relative to ${SANDBOX_HOME}.`),
     }),
     execute: async ({ path: wanted }): Promise<Shared> => {
+      if (++shared > SHARES_PER_REPLY)
+        throw new Error(`A reply can share at most ${SHARES_PER_REPLY} files.`);
       const file = await inside(root, wanted);
+      // One open file from the type check to the last byte: what is judged is what is stored.
       const handle = await open(file, 'r');
-      let head: Buffer;
-      let size: number;
+      let written: Awaited<ReturnType<typeof writeBlob>>;
+      let mediaType: string | undefined;
+      const name = path.basename(file);
       try {
-        size = (await handle.stat()).size;
+        const size = (await handle.stat()).size;
         if (size > limits.maxBytes)
           throw new Error(`${wanted} is larger than the Village allows (${limits.maxBytes} bytes).`);
-        head = Buffer.alloc(Math.min(size, 4100));
+        if ((await storedBytes(sql, ctx.playerId)) + size > limits.playerBytes)
+          throw new Error("The Player's attachment space is full, so the file cannot be shared.");
+        const head = Buffer.alloc(Math.min(size, 4100));
         await handle.read(head, 0, head.length, 0);
+        mediaType = await sniffMediaType(head, name);
+        if (!mediaType || !limits.types.includes(mediaType))
+          throw new Error(
+            `${name} is not a kind of file the Player can be given (${mediaType ?? 'unrecognised'}).`,
+          );
+        written = await writeBlob(
+          sql,
+          handle.createReadStream({ start: 0, autoClose: false }),
+          limits.maxBytes,
+        );
       } finally {
         await handle.close();
       }
-      const name = path.basename(file);
-      const mediaType = await sniffMediaType(head, name);
-      if (!mediaType || !limits.types.includes(mediaType))
-        throw new Error(
-          `${name} is not a kind of file the Player can be given (${mediaType ?? 'unrecognised'}).`,
-        );
-      const written = await writeBlob(sql, createReadStream(file), limits.maxBytes);
+      const type = mediaType;
       const row = await adoptBlob(sql, written, (tx, blobId) =>
         insertAttachment(tx, {
           playerId: ctx.playerId,
@@ -70,9 +86,9 @@ export function shareFileTool(
           blobId,
           kind: 'file',
           name,
-          mediaType,
+          mediaType: type,
           size: written.size,
-          tokens: attachmentTokens(mediaType, written.size),
+          tokens: attachmentTokens(type, written.size),
         }),
       );
       return { shared: toPart(row) as FilePart };

@@ -10,6 +10,14 @@ import type { AttachmentContent, HistoryTurn } from './history.ts';
  * (32 MB a request) and OpenAI (50 MB of files) accept.
  */
 export const ATTACHMENT_BYTES_PER_REQUEST = 24 * 1024 * 1024;
+/**
+ * The most picture and PDF bytes all replies of this process hold at once: each Provider request keeps its
+ * attachments in memory (and base64 copies) while the reply runs, so many Players attaching at once could
+ * otherwise exhaust the server. Past it, an attachment is named in a note for this reply instead.
+ */
+export const ATTACHMENT_BYTES_IN_FLIGHT = 192 * 1024 * 1024;
+let inFlight = 0;
+
 /** A text file or page is sent up to this many characters (the window counted it at its estimate). */
 const MAX_TEXT_CHARS = 400_000;
 
@@ -22,11 +30,16 @@ export async function loadAttachments(
   conversationId: string,
   turns: readonly HistoryTurn[],
   support: InputSupport,
-): Promise<Map<string, AttachmentContent>> {
+): Promise<{ contents: Map<string, AttachmentContent>; release: () => void }> {
   const wanted: AttachmentPart[] = [];
   for (let i = turns.length - 1; i >= 0; i--) wanted.push(...(turns[i]!.attachments ?? []));
   const contents = new Map<string, AttachmentContent>();
-  if (wanted.length === 0) return contents;
+  let held = 0;
+  const release = () => {
+    inFlight -= held;
+    held = 0;
+  };
+  if (wanted.length === 0) return { contents, release };
   const rows = await sql<{ id: string; blobId: string }[]>`
     select id, blob_id as "blobId" from attachments
     where id = any(${wanted.map((a) => a.id)}::uuid[]) and conversation_id = ${conversationId}`;
@@ -75,8 +88,13 @@ export async function loadAttachments(
       }),
     );
   }
-  await Promise.all(reads);
-  return contents;
+  try {
+    await Promise.all(reads);
+  } catch (e) {
+    release();
+    throw e;
+  }
+  return { contents, release };
 }
 
 function clipText(text: string): string {

@@ -30,7 +30,12 @@ export async function assembleContext(
     handoff?: Handoff;
     signal: AbortSignal;
   },
-): Promise<{ system: { head: string; tail: string }; messages: ModelMessage[] }> {
+): Promise<{
+  system: { head: string; tail: string };
+  messages: ModelMessage[];
+  /** Lets go of the attachment bytes the messages hold (when the reply ends). */
+  release: () => void;
+}> {
   const { conversation, participants, speaker, settings, tail, tools } = args;
   const party = participants.length > 1;
   const { kept, dropped } = windowHistory(
@@ -65,7 +70,7 @@ export async function assembleContext(
     roster: participants.filter((p) => p.id !== speaker.npc.id),
     summary,
   });
-  const contents = await loadAttachments(
+  const { contents, release } = await loadAttachments(
     deps.sql,
     conversation.id,
     kept,
@@ -74,5 +79,5 @@ export async function assembleContext(
   const messages = toModelMessages(kept, party, contents);
   if (args.handoff)
     messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
-  return { system, messages };
+  return { system, messages, release };
 }

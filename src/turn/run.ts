@@ -152,6 +152,7 @@ async function runReply(
     shareLimits: {
       maxBytes: plan.settings.maxAttachmentMb * 1024 * 1024,
       types: plan.settings.attachmentTypes,
+      playerBytes: plan.settings.playerAttachmentMb * 1024 * 1024,
     },
   });
   toolsReady.catch(() => {});
@@ -184,6 +185,7 @@ async function runReply(
   // Cache writes are priced, not stored: Usage keeps the four counts every Provider reports.
   let cacheWrites: number | null = null;
   let closeTools = async () => {};
+  let releaseAttachments = () => {};
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
@@ -207,6 +209,7 @@ async function runReply(
       handoff,
       signal,
     });
+    releaseAttachments = context.release;
     promptChars =
       context.system.head.length + context.system.tail.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
@@ -278,6 +281,7 @@ async function runReply(
       deps.log('turn setup failed', e);
     } else fail(describeFailure(e, providerId, modelId));
   } finally {
+    releaseAttachments();
     await closeTools();
     await deps.checkpoints.settle(message.id);
     usage ??= stepUsage;

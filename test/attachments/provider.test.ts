@@ -29,6 +29,8 @@ beforeAll(async () => {
       ANTHROPIC_BASE_URL: `${fake.origin}/v1`,
       OPENAI_API_KEY: 'test-key',
       OPENAI_BASE_URL: `${fake.origin}/v1`,
+      // The page server here is on loopback.
+      ALLOW_PRIVATE_PAGE_URLS: 'true',
     },
   );
   ({ cookie } = await app.signIn());
@@ -290,6 +292,39 @@ describe('files an NPC shares', () => {
       error: expect.stringContaining('not a file in your sandbox'),
     });
     expect(parts.some((p) => p.type === 'file')).toBe(false);
+    // Sharing counts against the Player's attachment space like an upload.
+    expect(
+      (await upload(app, cookie, conversationId, 'filler.txt', Buffer.alloc(1024 * 1024 - 10, 'f'))).status,
+    ).toBe(201);
+    await app.db.sql`update village_settings set player_attachment_mb = 1`;
+    app.fake.enqueue(
+      (r) => {
+        r.toolCallStart(0, 'call_full', 'share_file', JSON.stringify({ path: 'tides.csv' }));
+        r.finish('tool_calls');
+      },
+      (r) => {
+        r.text('Full.');
+        r.finish();
+      },
+    );
+    const { conversationId: second, npcIds: secondNpc } = await setupConversation(app, cookie);
+    await app.api(`/api/npcs/${secondNpc[0]}/grants`, {
+      method: 'PUT',
+      cookie,
+      body: { grants: [{ kind: 'sandbox' }] },
+    });
+    await mkdir(path.join(app.dataDir, 'sandboxes', second), { recursive: true });
+    await writeFile(path.join(app.dataDir, 'sandboxes', second, 'tides.csv'), csv);
+    const fullFrames = await collectFrames(
+      await app.api(`/api/conversations/${second}/messages`, { cookie, body: { text: 'Again' } }),
+    );
+    await app.db.sql`update village_settings set player_attachment_mb = default`;
+    expect(foldParts(fullFrames.flatMap((f) => (f.type === 'part' ? [f.part] : [])))[0]).toMatchObject({
+      type: 'tool',
+      state: 'failed',
+      error: expect.stringContaining('attachment space is full'),
+    });
+
     // The replaced reply's file went with it, and its bytes (nothing else used them).
     const [left] = await app.db.sql<{ n: number }[]>`
       select count(*)::int as n from blobs where sha256 = sha256(${csv})`;

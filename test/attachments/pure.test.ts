@@ -46,6 +46,19 @@ describe('sniffing', () => {
   });
 });
 
+describe('the PDF estimate', () => {
+  it('is at least a page per 100 KB, whatever the page count found (pages in compressed streams are not seen)', async () => {
+    const { attachmentTokens } = await import('../../src/attachments/index.ts');
+    fc.assert(
+      fc.property(fc.nat(50), fc.integer({ min: 1, max: 50_000_000 }), (pages, size) => {
+        const tokens = attachmentTokens('application/pdf', size, pages);
+        expect(tokens).toBeGreaterThanOrEqual(Math.ceil(size / 102_400) * 1600);
+        expect(tokens).toBeGreaterThanOrEqual(Math.max(1, pages) * 1600);
+      }),
+    );
+  });
+});
+
 describe('the PDF page count', () => {
   it('counts the same however the bytes are cut into chunks', () => {
     fc.assert(
@@ -69,17 +82,27 @@ describe('the PDF page count', () => {
 });
 
 describe('readable pages', () => {
-  it('keeps the article’s words and drops scripts, styles, navigation and markup', () => {
-    fc.assert(
-      fc.property(fc.array(fc.stringMatching(/^[a-z]{3,8}$/), { minLength: 1, maxLength: 20 }), (words) => {
-        const html = `<html><head><title>T</title><script>zzscript()</script><style>p{}</style></head><body><nav>zznav</nav><main><p>${words.join(' ')}</p></main></body></html>`;
-        const page = readable(html);
-        expect(page.title).toBe('T');
-        expect(page.text).toContain(words.join(' '));
-        expect(page.text).not.toMatch(/zzscript|zznav|<|p\{\}/);
-      }),
-      { numRuns: 50 },
+  it('keeps the article’s words and drops scripts, styles, navigation and markup', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.stringMatching(/^[a-z]{3,8}$/), { minLength: 1, maxLength: 20 }),
+        async (words) => {
+          const html = `<html><head><title>T &amp; U</title><script>zzscript()</script><style>p{}</style></head><body><nav>zznav</nav><main><p>${words.join(' ')}</p></main></body></html>`;
+          const page = await readable(html);
+          expect(page.title).toBe('T & U');
+          expect(page.text).toContain(words.join(' '));
+          expect(page.text).not.toMatch(/zzscript|zznav|<|p\{\}/);
+        },
+      ),
+      { numRuns: 4 },
     );
+  });
+
+  it('a page built to be slow is read in a worker that is ended on time; one nested deep is read, not a crash', async () => {
+    const deep = `<body>${'<b>'.repeat(200_000)}deep words${'</b>'.repeat(200_000)}</body>`;
+    await expect(readable(deep)).resolves.toMatchObject({ text: expect.any(String) });
+    const wide = `<body><table>${'<tr><td>cell</td><td>cell</td></tr>'.repeat(30_000)}</table></body>`;
+    await expect(readable(wide, 50)).rejects.toThrow('took too long');
   });
 });
 

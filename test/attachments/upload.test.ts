@@ -10,8 +10,18 @@ import { messages, setupConversation } from '../support/turns.ts';
 let app: TestApp;
 let cookie: string;
 let conversationId: string;
+/** Reads of stored bytes the server made (a HEAD must make none). */
+let chunkReads = 0;
 beforeAll(async () => {
-  app = await startTestApp();
+  app = await startTestApp(
+    {},
+    {},
+    {
+      onQuery: (q) => {
+        if (/from blob_chunks/.test(q)) chunkReads++;
+      },
+    },
+  );
   ({ cookie } = await app.signIn());
 });
 afterAll(async () => {
@@ -60,6 +70,12 @@ describe('uploading', () => {
     expect(got.headers.get('x-content-type-options')).toBe('nosniff');
     expect(got.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
     expect(got.headers.get('cache-control')).toBe('no-store');
+    // A HEAD gives the headers without reading the bytes from the database.
+    const reads = chunkReads;
+    const head = await app.api(`/api/attachments/${part.id}`, { method: 'HEAD', cookie });
+    expect(head.status).toBe(200);
+    expect(head.headers.get('content-length')).toBe(String(picture.length));
+    expect(chunkReads).toBe(reads);
 
     // Text: a download, never a page of this origin; its flavour from the name, its class from the bytes.
     const notes = Buffer.from('# Packing list\n- towel\n', 'utf8');
@@ -257,6 +273,27 @@ describe('sending', () => {
 });
 
 describe('deleting', () => {
+  it('bytes nothing uses any more are swept an hour on, a batch at a time; bytes in use never', async () => {
+    const { sweepOrphans } = await import('../../src/attachments/index.ts');
+    const used = (await (await upload(app, cookie, conversationId, 'u.png', png(9, 9))).json()) as {
+      id: string;
+    };
+    await app.db.sql`update blobs set created_at = now() - interval '2 hours'`;
+    const [orphan] = await app.db.sql<{ id: string }[]>`
+      insert into blobs (sha256, size, created_at) values (${randomBytes(32)}, 3, now() - interval '2 hours')
+      returning id`;
+    await app.db
+      .sql`insert into blob_chunks (blob_id, idx, data) values (${orphan!.id}, 0, ${Buffer.from('abc')})`;
+    const [young] = await app.db.sql<{ id: string }[]>`
+      insert into blobs (sha256, size) values (${randomBytes(32)}, 0) returning id`;
+    expect(await sweepOrphans(app.db.sql)).toBeGreaterThanOrEqual(1);
+    const left = await app.db.sql<
+      { id: string }[]
+    >`select id from blobs where id in (${orphan!.id}, ${young!.id})`;
+    expect(left.map((r) => r.id)).toEqual([young!.id]);
+    expect((await app.api(`/api/attachments/${used.id}`, { cookie })).status).toBe(200);
+  });
+
   it('deleting a Conversation deletes the bytes no other attachment uses', async () => {
     const shared = png(3, 3, [1, 2, 3]);
     const own = Buffer.from(`only here ${Date.now()}`);

@@ -21,7 +21,10 @@ let site: http.Server;
 let browser: Awaited<ReturnType<typeof openSignedIn>>;
 beforeAll(async () => {
   // An OpenAI Provider whose Model cannot read pictures (no request reaches it in this test).
-  app = await startTestApp({}, { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1' });
+  app = await startTestApp(
+    {},
+    { OPENAI_API_KEY: 'test-key', OPENAI_BASE_URL: 'http://127.0.0.1:9/v1', ALLOW_PRIVATE_PAGE_URLS: 'true' },
+  );
   browser = await openSignedIn(app);
   site = http.createServer((_req, res) => {
     res.writeHead(200, { 'content-type': 'text/html' });
