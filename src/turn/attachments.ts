@@ -30,6 +30,7 @@ export async function loadAttachments(
   conversationId: string,
   turns: readonly HistoryTurn[],
   support: InputSupport,
+  limit = ATTACHMENT_BYTES_IN_FLIGHT,
 ): Promise<{ contents: Map<string, AttachmentContent>; release: () => void }> {
   const wanted: AttachmentPart[] = [];
   for (let i = turns.length - 1; i >= 0; i--) wanted.push(...(turns[i]!.attachments ?? []));
@@ -81,7 +82,13 @@ export async function loadAttachments(
       });
       continue;
     }
+    if (inFlight + a.size > limit) {
+      contents.set(a.id, { kind: 'note', text: 'the server was too busy to send it with this message' });
+      continue;
+    }
     budget -= a.size;
+    inFlight += a.size;
+    held += a.size;
     reads.push(
       readBlobBytes(sql, blobId).then((bytes) => {
         contents.set(a.id, kind === 'image' ? { kind, bytes, mediaType } : { kind, bytes });

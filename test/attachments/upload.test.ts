@@ -319,6 +319,34 @@ describe('deleting', () => {
   });
 });
 
+describe('memory', () => {
+  it('replies hold at most so many attachment bytes at once; past that, a note until bytes are let go', async () => {
+    const { loadAttachments } = await import('../../src/turn/attachments.ts');
+    const picture = png(30, 30);
+    const part = (await (await upload(app, cookie, conversationId, 'p.png', picture)).json()) as {
+      id: string;
+      type: 'file';
+      name: string;
+      mediaType: string;
+      size: number;
+    };
+    const turns = [{ role: 'player' as const, npcName: null, text: 'look', attachments: [part] }];
+    const sees = { images: 'supported', pdfs: 'supported' } as const;
+    const limit = picture.length * 1.5;
+    const first = await loadAttachments(app.db.sql, conversationId, turns, sees, limit);
+    expect(first.contents.get(part.id)).toMatchObject({ kind: 'image' });
+    const second = await loadAttachments(app.db.sql, conversationId, turns, sees, limit);
+    expect(second.contents.get(part.id)).toMatchObject({
+      kind: 'note',
+      text: expect.stringContaining('too busy'),
+    });
+    first.release();
+    const third = await loadAttachments(app.db.sql, conversationId, turns, sees, limit);
+    expect(third.contents.get(part.id)).toMatchObject({ kind: 'image' });
+    third.release();
+  });
+});
+
 describe('across instances and time', () => {
   it('a file uploaded through one server instance is served by another; a stalled upload is cut off with nothing kept', async () => {
     const other = await startTestApp({}, { UPLOAD_TIMEOUT_MS: '400' }, { db: app.db, fake: app.fake });
