@@ -6,8 +6,10 @@ import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { appviewFigures } from './bench/appview.ts';
 import { attachmentFigures } from './bench/attachments.ts';
+import { instanceFigures } from './bench/instances.ts';
 import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
+import { replyFigures } from './bench/replies.ts';
 import { sandboxFigures } from './bench/sandbox.ts';
 import { turnFigures } from './bench/turn.ts';
 import { webFigures } from './bench/web.ts';
@@ -44,6 +46,8 @@ try {
   for await (const figure of appviewFigures(adminUrl)) print(figure);
   for await (const figure of sandboxFigures()) print(figure);
   for await (const figure of attachmentFigures(adminUrl)) print(figure);
+  for await (const figure of replyFigures(adminUrl)) print(figure);
+  for await (const figure of instanceFigures(adminUrl)) print(figure);
 } finally {
   await cleanup();
 }

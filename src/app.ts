@@ -33,6 +33,8 @@ export interface AppDeps {
   /** Replies in flight on this process, and their mirror to other instances (replies/). */
   hub: ReplyHub;
   mirror: ReplyMirror;
+  /** True once the instance is shutting down: /readyz then sends the load balancer elsewhere. */
+  draining: () => boolean;
   /** The OAuth client, made once the server knows the URL it is reached at. */
   oauth: () => NodeOAuthClient;
   secureCookies: boolean;
@@ -70,6 +72,15 @@ export function createApp(deps: AppDeps): Express {
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
+  });
+  // For a load balancer: ready while the database answers and the instance is not shutting down.
+  app.get('/readyz', async (_req, res) => {
+    const db = await deps.sql`select 1`.then(
+      () => true,
+      () => false,
+    );
+    const ready = db && !deps.draining();
+    res.status(ready ? 200 : 503).json({ ready, database: db, draining: deps.draining() });
   });
   app.use(
     webRoutes({

@@ -19,7 +19,7 @@ import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
 import { resume, unfinishedPublications } from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
-import { stopSandboxes } from './tools/index.ts';
+import { stopSandboxes, sweepSandboxCopies } from './tools/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
 
 export interface Running {
@@ -68,6 +68,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const interrupted = await markInterrupted(sql);
   if (interrupted) log(`Marked ${interrupted} reply(s) left mid-stream as interrupted.`);
   // And while this server runs: a server that dies while others keep running leaves replies streaming.
+  let draining = false;
   const hub = new ReplyHub();
   const mirror = new ReplyMirror(sql, hub, log);
   await mirror.start();
@@ -75,6 +76,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
     mirror.sweep().catch((e) => log('could not sweep reply frames', e));
     sweepOrphans(sql).catch((e) => log('could not sweep unused attachment bytes', e));
+    sweepSandboxCopies(sql, config.dataDir).catch((e) => log('could not sweep sandbox copies', e));
   }, 30_000);
   sweep.unref();
 
@@ -115,6 +117,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     uploadTimeoutMs: config.uploadTimeoutMs,
     hub,
     mirror,
+    draining: () => draining,
     oauth: () => oauth!,
     secureCookies: Boolean(atproto.publicUrl),
     demoAccounts: () => localnet?.accounts ?? [],
@@ -194,6 +197,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     localnet,
     indexer,
     async close() {
+      draining = true;
       clearInterval(sweep);
       // Replies in flight end as interrupted, with what arrived stored, before anything closes under them.
       await hub.stopAll();

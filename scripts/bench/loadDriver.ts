@@ -15,7 +15,7 @@ export interface Phase {
   cookies?: string[];
   deltas: number;
   paceMs: number;
-  /** Abort each odd-numbered stream after it has seen this many deltas (the Player pressing Stop). */
+  /** Stop each odd-numbered reply after its stream has shown this many deltas (the Player pressing Stop). */
   stopAfter?: number;
 }
 export interface PhaseResult {
@@ -101,10 +101,22 @@ async function stream(
           delays.push(at - Number(m[2]));
         }
         if (stop && !stopped && seen.length >= (phase.stopAfter ?? Number.POSITIVE_INFINITY)) {
-          // The Player presses Stop: the client closes the stream.
+          // The Player presses Stop (its own request, ADR 0037) and reads on to the reply's end.
           stopped = true;
-          req.destroy();
-          resolve(undefined);
+          if (phase.target === 'server' && messageId) {
+            const stopUrl = url.replace(/\/messages$/, `/messages/${messageId}/stop`);
+            const s = http.request(stopUrl, {
+              method: 'POST',
+              agent,
+              headers: { 'x-agentsville': '1', ...(cookie ? { cookie } : {}) },
+            });
+            s.on('response', (r) => r.resume());
+            s.on('error', () => {});
+            s.end();
+          } else {
+            req.destroy();
+            resolve(undefined);
+          }
         }
       });
       res.on('end', () => resolve(undefined));

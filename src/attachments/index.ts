@@ -1,7 +1,7 @@
 // attachments/: files and pages a Player attaches and files an NPC shares. Bytes stored once per content in
 // PostgreSQL, streamed in and out in chunks (ADR 0035); the Message carries them as Parts.
 
-export { adoptBlob, collectBlobs, readBlobBytes, sweepOrphans, writeBlob } from './blobs.ts';
+export { adoptBlob, collectBlobs, readBlob, readBlobBytes, sweepOrphans, writeBlob } from './blobs.ts';
 export { attachmentTokens } from './estimate.ts';
 export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts';
 export { isTextType, sniffMediaType } from './sniff.ts';

@@ -135,7 +135,10 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
           and (turn_owner is null or turn_owner not in (${sql.unsafe(LIVE_INSTANCES)}))
         returning id, title),
       ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
-      select id, array(select blob_id from attachments where conversation_id = gone.id) as "blobIds" from gone`;
+      select id, array(
+        select blob_id from attachments where conversation_id = gone.id
+        union select blob_id from sandbox_files where conversation_id = gone.id and blob_id is not null
+      ) as "blobIds" from gone`;
     if (rows.length > 0) {
       // Its attachments went with it; their bytes go too unless another attachment uses the same content.
       await collectBlobs(sql, rows[0]!.blobIds).catch(() => {});

@@ -38,7 +38,7 @@ export interface Shared {
  */
 export function shareFileTool(
   sql: Sql,
-  ctx: { dataDir: string; playerId: string; conversationId: string },
+  ctx: { dataDir: string; playerId: string; conversationId: string; store?: { pull(): Promise<void> } },
   limits: ShareLimits,
 ) {
   const root = sandboxFolder(ctx.dataDir, ctx.conversationId);
@@ -51,6 +51,8 @@ export function shareFileTool(
     execute: async ({ path: wanted }): Promise<Shared> => {
       if (++shared > SHARES_PER_REPLY)
         throw new Error(`A reply can share at most ${SHARES_PER_REPLY} files.`);
+      // The folder as stored: the last command may have run on another instance.
+      await ctx.store?.pull();
       const file = await inside(root, wanted);
       // One open file from the type check to the last byte: what is judged is what is stored.
       const handle = await open(file, 'r');

@@ -6,7 +6,8 @@ import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
 import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
-import { DEFAULT_SANDBOX_LIMITS, sandboxTools } from './sandbox/host.ts';
+import { DEFAULT_SANDBOX_LIMITS, sandboxFolder, sandboxTools } from './sandbox/host.ts';
+import { SandboxStore } from './sandbox/store.ts';
 import { type ShareLimits, shareFileTool } from './share.ts';
 import { loadSkillTool } from './skills.ts';
 import { grantedTools } from './store.ts';
@@ -43,6 +44,17 @@ export interface TurnTools {
   close(): Promise<void>;
 }
 
+/** The Conversation's sandbox files in PostgreSQL, one store per turn's Tool set. */
+const stores = new WeakMap<ToolContext, SandboxStore>();
+function sandboxStore(ctx: ToolContext): SandboxStore {
+  let store = stores.get(ctx);
+  if (!store) {
+    store = new SandboxStore(ctx.sql, ctx.conversationId, sandboxFolder(ctx.dataDir, ctx.conversationId));
+    stores.set(ctx, store);
+  }
+  return store;
+}
+
 /**
  * The NPC's Tool set for this turn, built from its grants: a Tool nobody granted is one the model cannot see.
  * Every Tool runs under the time and output limits; Stop aborts running ones.
@@ -56,12 +68,17 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   const descriptions: Record<string, string> = {};
   const [sandbox, memories, servers] = await Promise.all([
     granted.sandbox
-      ? sandboxTools(ctx.dataDir, ctx.conversationId, {
-          ...DEFAULT_SANDBOX_LIMITS,
-          timeoutMs: limits.timeoutMs,
-          maxOutputBytes: limits.maxOutputBytes,
-          quotaBytes: (ctx.sandboxQuotaMb ?? 100) * 1024 * 1024,
-        })
+      ? sandboxTools(
+          ctx.dataDir,
+          ctx.conversationId,
+          {
+            ...DEFAULT_SANDBOX_LIMITS,
+            timeoutMs: limits.timeoutMs,
+            maxOutputBytes: limits.maxOutputBytes,
+            quotaBytes: (ctx.sandboxQuotaMb ?? 100) * 1024 * 1024,
+          },
+          sandboxStore(ctx),
+        )
       : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
     Promise.all(
@@ -72,7 +89,12 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   ]);
   if (sandbox) {
     Object.assign(tools, sandbox);
-    if (ctx.shareLimits) tools[TOOL_NAMES.shareFile] = shareFileTool(ctx.sql, ctx, ctx.shareLimits);
+    if (ctx.shareLimits)
+      tools[TOOL_NAMES.shareFile] = shareFileTool(
+        ctx.sql,
+        { ...ctx, store: sandboxStore(ctx) },
+        ctx.shareLimits,
+      );
   }
   if (granted.memory) tools[TOOL_NAMES.remember] = rememberTool(ctx.sql, ctx.playerId, ctx.npc.name);
   if (granted.skills.length) tools[TOOL_NAMES.loadSkill] = loadSkillTool(granted.skills);

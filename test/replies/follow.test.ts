@@ -159,6 +159,35 @@ describe('following a reply from anywhere', () => {
     expect(refused.status).toBe(404);
   });
 
+  it('a server told to stop (SIGTERM) says it is not ready, ends its replies as interrupted with what arrived stored, and its viewers see that end', async () => {
+    const c = await spawnServer(env());
+    expect(await (await fetch(`${c.url}/readyz`)).json()).toEqual({
+      ready: true,
+      database: true,
+      draining: false,
+    });
+    const conversationId = await conversation();
+    fake.enqueue(async (r) => {
+      for (let i = 0; i < 5000 && !r.clientGone; i++) {
+        r.text(`t${i} `);
+        await r.wait(10);
+      }
+    });
+    const origin = collect(await send(c, conversationId, 'Go on'));
+    await origin.until((f) => f.filter((x) => x.type === 'part').length >= 10);
+    const messageId = replyOf(origin.frames);
+    const viewer = collect(await follow(b, conversationId, messageId));
+    await viewer.until((f) => f.filter((x) => x.type === 'part').length >= 2);
+    await c.kill('SIGTERM');
+    await Promise.all([origin.done, viewer.done]);
+    const row = await stored(messageId);
+    expect(row.status).toBe('interrupted');
+    expect(row.text.length).toBeGreaterThan(0);
+    expect(origin.frames.at(-1)).toMatchObject({ type: 'finish', status: 'interrupted' });
+    expect(partsOf(origin.frames)).toEqual(row.parts);
+    expect(viewer.frames.at(-1)).toMatchObject({ type: 'finish', status: 'interrupted' });
+  }, 30_000);
+
   it('kill -9 of the writing server: a viewer on B gets an interrupted end within seconds, not a hang', async () => {
     const conversationId = await conversation();
     fake.enqueue(async (r) => {

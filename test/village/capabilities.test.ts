@@ -50,9 +50,16 @@ describe('the NPC editor and the turn', () => {
       provider: 'deepseek',
       model: 'deepseek-reasoner',
       thinking: 'supported',
+      // Text only, as models.dev lists it: the composer says so before a picture or a PDF is sent.
+      images: 'unsupported',
+      pdfs: 'unsupported',
     });
     expect(await info('deepseek', 'deepseek-chat')).toMatchObject({ thinking: 'unsupported' });
-    expect(await info('fake', 'fake-model')).toMatchObject({ thinking: 'unknown' });
+    expect(await info('fake', 'fake-model')).toMatchObject({
+      thinking: 'unknown',
+      images: 'unknown',
+      pdfs: 'unknown',
+    });
     const missing = await app.api('/api/models?provider=nowhere&model=x', { cookie });
     expect(missing.status).toBe(400);
     expect(await missing.json()).toMatchObject({ error: { code: 'PROVIDER_NOT_CONFIGURED' } });

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { ToolSet } from 'ai';
 import { createBashTool, createToolPrompt, type Sandbox } from 'bash-tool';
 import { Bash } from 'just-bash';
+import type { SandboxStore } from './store.ts';
 import type { Answer, Job } from './worker.ts';
 
 export const SANDBOX_HOME = '/home/npc';
@@ -145,9 +146,30 @@ async function inTurn<T>(root: string, signal: AbortSignal | undefined, work: ()
   }
 }
 
-/** Runs one job in a process of its own; kills the process on the signal or past the time limit. */
-function runJob(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
-  return inTurn(job.root, signal, () => runNow(pool, job, limits, signal));
+/**
+ * Runs one job in a process of its own; kills the process on the signal or past the time limit. With a store,
+ * the folder is brought up to date from PostgreSQL first and what the job changed is written back after (even
+ * when it was killed part-way: what it wrote is what the folder holds).
+ */
+function runJob(
+  pool: Processes,
+  job: Job,
+  limits: SandboxLimits,
+  signal?: AbortSignal,
+  store?: SandboxStore,
+): Promise<unknown> {
+  return inTurn(job.root, signal, async () => {
+    await store?.pull();
+    let out: unknown;
+    try {
+      out = await runNow(pool, job, limits, signal);
+    } catch (e) {
+      if (job.op !== 'read') await store?.push().catch(() => {});
+      throw e;
+    }
+    if (job.op !== 'read') await store?.push();
+    return out;
+  });
 }
 
 function runNow(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
@@ -233,6 +255,8 @@ export async function sandboxTools(
   dataDir: string,
   conversationId: string,
   limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS,
+  /** Where the files live between commands (PostgreSQL); without it, only on this disk. */
+  store?: SandboxStore,
 ): Promise<ToolSet> {
   const root = sandboxFolder(dataDir, conversationId);
   await mkdir(root, { recursive: true });
@@ -246,7 +270,7 @@ export async function sandboxTools(
     timeoutMs: limits.timeoutMs,
   };
   const run = (job: Omit<Job, keyof typeof base>) =>
-    runJob(pool, { ...base, ...job }, limits, callSignal.getStore());
+    runJob(pool, { ...base, ...job }, limits, callSignal.getStore(), store);
   const sandbox: Sandbox = {
     executeCommand: async (command) =>
       (await run({ op: 'exec', command })) as Awaited<ReturnType<Sandbox['executeCommand']>>,
@@ -276,9 +300,11 @@ export async function sandboxTools(
   return out;
 }
 
-/** Deletes a Conversation's sandbox folder (when the Conversation is deleted). */
+/** Deletes a Conversation's sandbox folder (when the Conversation is deleted; its stored files go with its rows). */
 export async function removeSandbox(dataDir: string, conversationId: string): Promise<void> {
-  await rm(sandboxFolder(dataDir, conversationId), { recursive: true, force: true });
+  const root = sandboxFolder(dataDir, conversationId);
+  await rm(root, { recursive: true, force: true });
+  await rm(`${root}.manifest.json`, { force: true });
 }
 
 /** Ends the idle sandbox processes (at shutdown; busy ones end with their command or their server). */

@@ -1,0 +1,22 @@
+# AgentsVille for production: `docker compose -f deploy/compose.yaml up` runs two instances behind Caddy on one
+# PostgreSQL (README, "Production"). The image runs as an unprivileged user; nothing is kept on its disk that
+# another instance needs (attachments and sandbox files are in PostgreSQL; a sandbox's working copy is a cache).
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build
+
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production HOST=0.0.0.0 PORT=3000 DATA_DIR=/data
+RUN groupadd --system agentsville && useradd --system --gid agentsville --home /app agentsville \
+  && mkdir /data && chown agentsville:agentsville /data
+WORKDIR /app
+COPY --from=build --chown=agentsville:agentsville /app /app
+USER agentsville
+EXPOSE 3000
+HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
+  CMD node -e "fetch('http://127.0.0.1:3000/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
+# The client is built above: start the server alone (`npm start` would build it again).
+CMD ["node", "--import", "tsx", "src/main.ts"]

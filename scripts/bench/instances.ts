@@ -1,0 +1,91 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { createSession, upsertPlayer } from '../../src/auth/index.ts';
+import { createDatabase } from '../../test/support/database.ts';
+import { spawnServer } from '../../test/support/process.ts';
+import type { Figure } from '../bench.ts';
+import { startDriver } from './latency.ts';
+import { median, round } from './stats.ts';
+
+const TURNS = 80;
+const DELTAS = 40;
+const REPS = 3;
+
+/**
+ * Turns a second server instance adds: unpaced replies (the fake Provider sends as fast as it can), `TURNS` at
+ * once from as many Players, through one server process and then split over two on the same PostgreSQL,
+ * alternately, three times; turns per second, medians. The load driver (clients and fake Provider) is a
+ * process of its own, as each server is.
+ */
+export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
+  const driver = await startDriver();
+  const db = await createDatabase(adminDatabaseUrl);
+  const dirs = [
+    await mkdtemp(path.join(os.tmpdir(), 'av-bench-a-')),
+    await mkdtemp(path.join(os.tmpdir(), 'av-bench-b-')),
+  ];
+  const env = (dir: string) => ({
+    DATABASE_URL: db.url,
+    DATA_DIR: dir,
+    ATPROTO_NETWORK: 'public',
+    HOST: '127.0.0.1',
+    COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: driver.fakeBaseURL, apiKey: 'bench' }]),
+  });
+  const servers = await Promise.all(dirs.map((d) => spawnServer(env(d))));
+  try {
+    await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model',
+      turns_per_minute = 10000, concurrent_streams = 1000, player_daily_tokens = 1000000000000,
+      village_daily_tokens = 1000000000000`;
+    const cookies: string[] = [];
+    const conversations: string[] = [];
+    for (let i = 0; i < TURNS; i++) {
+      const player = await upsertPlayer(db.sql, `did:plc:benchinstances${i}`, `i${i}.test`);
+      cookies.push(`av_session=${await createSession(db.sql, player.id)}`);
+      const [npc] =
+        await db.sql`insert into npcs (player_id, name) values (${player.id}, 'Bench') returning id`;
+      const [c] = await db.sql`insert into conversations (player_id) values (${player.id}) returning id`;
+      await db.sql`insert into conversation_participants values (${c!.id}, ${npc!.id}, 0)`;
+      conversations.push(c!.id as string);
+    }
+    const phase = (instances: number) => ({
+      target: 'server' as const,
+      urls: conversations.map((id, i) => `${servers[i % instances]!.url}/api/conversations/${id}/messages`),
+      cookies,
+      deltas: DELTAS,
+      paceMs: 0,
+    });
+    const rate = async (instances: number) => {
+      const t0 = performance.now();
+      await driver.run(phase(instances));
+      return TURNS / ((performance.now() - t0) / 1000);
+    };
+    await rate(2);
+    await rate(1);
+    const one: number[] = [];
+    const two: number[] = [];
+    for (let rep = 0; rep < REPS; rep++) {
+      if (rep % 2) {
+        two.push(await rate(2));
+        one.push(await rate(1));
+      } else {
+        one.push(await rate(1));
+        two.push(await rate(2));
+      }
+    }
+    yield {
+      figure: 'two_instances_throughput',
+      value: round(median(two) / median(one), 2),
+      unit: 'ratio',
+      target: '>= 1.3 (on 2 cores)',
+      one_instance_turns_per_s: round(median(one), 1),
+      two_instances_turns_per_s: round(median(two), 1),
+      cores: os.availableParallelism(),
+    };
+  } finally {
+    await Promise.all(servers.map((s) => s.kill()));
+    driver.close();
+    await db.drop();
+    for (const d of dirs) await rm(d, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,194 @@
+import { createHash } from 'node:crypto';
+import { createReadStream, createWriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import { adoptBlob, collectBlobs, readBlob, writeBlob } from '../../attachments/index.ts';
+import { type Sql, transaction } from '../../db/index.ts';
+
+/** What the working copy held when it last matched PostgreSQL: each file's size, mtime and content hash. */
+interface Manifest {
+  version: number;
+  files: Record<string, { size: number; mtimeMs: number; sha256: string } | 'dir'>;
+}
+
+/**
+ * A Conversation's sandbox files in PostgreSQL (issue 17: no state on one machine's disk). Commands still run
+ * over a working copy on this instance's disk; before a command the copy is replaced when PostgreSQL holds a
+ * newer version (another instance ran the last one), and after it what changed is written back, new content
+ * as blobs, and the version bumped. Two instances never run commands for one Conversation at once: a turn
+ * claims its Conversation (ADR 0020), and one instance runs one command per folder at a time.
+ */
+export class SandboxStore {
+  constructor(
+    private readonly sql: Sql,
+    private readonly conversationId: string,
+    private readonly root: string,
+  ) {}
+
+  get #manifestPath() {
+    return `${this.root}.manifest.json`;
+  }
+
+  async #manifest(): Promise<Manifest | undefined> {
+    try {
+      return JSON.parse(await readFile(this.#manifestPath, 'utf8')) as Manifest;
+    } catch {
+      return undefined;
+    }
+  }
+
+  #pulling: Promise<void> | undefined;
+
+  /**
+   * Brings the working copy up to PostgreSQL's version (a no-op when it is current). One at a time: a command
+   * and a `share_file` called together share the one pull.
+   */
+  pull(): Promise<void> {
+    this.#pulling ??= this.#pull().finally(() => {
+      this.#pulling = undefined;
+    });
+    return this.#pulling;
+  }
+
+  async #pull(): Promise<void> {
+    const [row] = await this.sql<{ version: string }[]>`
+      select version::text from sandbox_versions where conversation_id = ${this.conversationId}`;
+    const version = Number(row?.version ?? 0);
+    const local = await this.#manifest();
+    if (local?.version === version) return;
+    // A folder from before sandboxes were stored here, and nothing stored yet: the folder is the truth.
+    if (!local && version === 0) return this.push();
+    await rm(this.root, { recursive: true, force: true });
+    await mkdir(this.root, { recursive: true });
+    const rows = await this.sql<{ path: string; blobId: string | null }[]>`
+      select path, blob_id as "blobId" from sandbox_files where conversation_id = ${this.conversationId}
+      order by path`;
+    const files: Manifest['files'] = {};
+    for (const r of rows) {
+      const full = this.#inside(r.path);
+      if (!r.blobId) {
+        await mkdir(full, { recursive: true });
+        files[r.path] = 'dir';
+        continue;
+      }
+      await mkdir(path.dirname(full), { recursive: true });
+      await pipeline(Readable.from(readBlob(this.sql, r.blobId)), createWriteStream(full));
+      const s = await stat(full);
+      files[r.path] = { size: s.size, mtimeMs: s.mtimeMs, sha256: await hashOf(full) };
+    }
+    await this.#save({ version, files });
+  }
+
+  /** Writes back what the last command changed, and bumps the version (a no-op when nothing changed). */
+  async push(): Promise<void> {
+    const before = (await this.#manifest()) ?? { version: 0, files: {} };
+    const now = await this.#scan(before);
+    const changed = Object.entries(now.files).filter(([p, f]) => !same(before.files[p], f));
+    const removed = Object.keys(before.files).filter((p) => !(p in now.files));
+    if (!changed.length && !removed.length) return;
+    const dropped: string[] = [];
+    // Each changed file: its content streamed in as a blob, adopted (stored once) with its row in one transaction.
+    for (const [p, f] of changed) {
+      const written =
+        f === 'dir'
+          ? undefined
+          : await writeBlob(this.sql, createReadStream(this.#inside(p)), Number.MAX_SAFE_INTEGER);
+      const upsert = async (tx: Sql, blobId: string | null) => {
+        const [old] = await tx<{ blobId: string | null }[]>`
+          select blob_id as "blobId" from sandbox_files
+          where conversation_id = ${this.conversationId} and path = ${p} for update`;
+        if (old?.blobId && old.blobId !== blobId) dropped.push(old.blobId);
+        await tx`insert into sandbox_files (conversation_id, path, blob_id) values (${this.conversationId}, ${p}, ${blobId})
+          on conflict (conversation_id, path) do update set blob_id = excluded.blob_id`;
+      };
+      if (written) await adoptBlob(this.sql, written, upsert);
+      else await transaction(this.sql, (tx) => upsert(tx, null));
+    }
+    const version = await transaction(this.sql, async (tx) => {
+      const gone = await tx<{ blobId: string | null }[]>`
+        delete from sandbox_files where conversation_id = ${this.conversationId} and path = any(${removed}::text[])
+        returning blob_id as "blobId"`;
+      for (const g of gone) if (g.blobId) dropped.push(g.blobId);
+      const [v] = await tx<{ version: string }[]>`
+        insert into sandbox_versions (conversation_id, version) values (${this.conversationId}, 1)
+        on conflict (conversation_id) do update set version = sandbox_versions.version + 1
+        returning version::text`;
+      return Number(v!.version);
+    });
+    await this.#save({ version, files: now.files });
+    await collectBlobs(this.sql, dropped).catch(() => {});
+  }
+
+  /** The working copy as it stands; a file's hash is reused when its size and mtime did not change. */
+  async #scan(before: Manifest): Promise<Manifest> {
+    const files: Manifest['files'] = {};
+    const walk = async (dir: string, rel: string) => {
+      for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
+        const p = rel ? `${rel}/${entry.name}` : entry.name;
+        const full = path.join(dir, entry.name);
+        if (entry.isDirectory()) {
+          files[p] = 'dir';
+          await walk(full, p);
+        } else if (entry.isFile()) {
+          const s = await stat(full);
+          const was = before.files[p];
+          files[p] =
+            was && was !== 'dir' && was.size === s.size && was.mtimeMs === s.mtimeMs
+              ? was
+              : { size: s.size, mtimeMs: s.mtimeMs, sha256: await hashOf(full) };
+        }
+      }
+    };
+    await walk(this.root, '');
+    return { version: before.version, files };
+  }
+
+  async #save(m: Manifest) {
+    await writeFile(this.#manifestPath, JSON.stringify(m));
+  }
+
+  #inside(rel: string): string {
+    const full = path.resolve(this.root, rel);
+    if (!full.startsWith(`${this.root}${path.sep}`))
+      throw new Error(`A sandbox path left its folder: ${rel}`);
+    return full;
+  }
+}
+
+const same = (a: Manifest['files'][string] | undefined, b: Manifest['files'][string]) =>
+  a === b || (a !== undefined && a !== 'dir' && b !== 'dir' && a.sha256 === b.sha256);
+
+async function hashOf(file: string): Promise<string> {
+  const hash = createHash('sha256');
+  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer);
+  return hash.digest('hex');
+}
+
+/**
+ * Working copies on this instance's disk whose Conversation is gone (deleted through another instance): removed.
+ * The files themselves went with the Conversation's rows.
+ */
+export async function sweepSandboxCopies(sql: Sql, dataDir: string): Promise<number> {
+  const folder = path.join(dataDir, 'sandboxes');
+  const ids = [
+    ...new Set(
+      (await readdir(folder).catch(() => [] as string[]))
+        .map((name) => name.replace(/\.manifest\.json$/, ''))
+        .filter((name) => /^[0-9a-f-]{36}$/.test(name)),
+    ),
+  ];
+  if (!ids.length) return 0;
+  const alive = new Set(
+    (await sql<{ id: string }[]>`select id from conversations where id = any(${ids}::uuid[])`).map(
+      (r) => r.id,
+    ),
+  );
+  const gone = ids.filter((id) => !alive.has(id));
+  for (const id of gone) {
+    await rm(path.join(folder, id), { recursive: true, force: true });
+    await rm(path.join(folder, `${id}.manifest.json`), { force: true });
+  }
+  return gone.length;
+}
