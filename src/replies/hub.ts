@@ -22,6 +22,8 @@ interface Live {
   seq: number;
   stop: (reason?: string) => void;
   viewers: Set<(n: Numbered) => void>;
+  /** Told when the reply leaves the hub, finished or not. */
+  enders: Set<() => void>;
   /** Set while viewers on other instances follow this reply (see mirror.ts). */
   mirror?: (n: Numbered) => void;
 }
@@ -36,7 +38,7 @@ export class ReplyHub {
 
   /** The reply has started (its start frame was sent); `parts` reads its Parts as they stand. */
   begin(start: StartFrame, parts: () => Part[], stop: (reason?: string) => void): void {
-    this.#live.set(start.messageId, { start, parts, seq: 1, stop, viewers: new Set() });
+    this.#live.set(start.messageId, { start, parts, seq: 1, stop, viewers: new Set(), enders: new Set() });
   }
 
   /** A frame of a reply in flight: numbered and handed to whoever follows it. */
@@ -52,7 +54,9 @@ export class ReplyHub {
 
   /** The reply has ended (its last frame was published): nobody can attach to it here any more. */
   end(messageId: string): void {
+    const live = this.#live.get(messageId);
     this.#live.delete(messageId);
+    for (const ended of live?.enders ?? []) ended();
   }
 
   /**
@@ -63,13 +67,18 @@ export class ReplyHub {
   attach(
     messageId: string,
     viewer: (n: Numbered) => void,
+    ended: () => void = () => {},
   ): { snapshot: Snapshot; detach: () => void } | undefined {
     const live = this.#live.get(messageId);
     if (!live) return undefined;
     live.viewers.add(viewer);
+    live.enders.add(ended);
     return {
       snapshot: { start: live.start, parts: live.parts(), seq: live.seq },
-      detach: () => live.viewers.delete(viewer),
+      detach: () => {
+        live.viewers.delete(viewer);
+        live.enders.delete(ended);
+      },
     };
   }
 
@@ -98,8 +107,11 @@ export class ReplyHub {
    * `waitMs`, for them to be written down.
    */
   async stopAll(waitMs = 10_000): Promise<void> {
-    for (const live of this.#live.values()) live.stop(SHUTDOWN);
     const until = Date.now() + waitMs;
-    while (this.#live.size && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
+    do {
+      // Again on every pass: a reply that started after the first pass is stopped too.
+      for (const live of this.#live.values()) live.stop(SHUTDOWN);
+      await new Promise((r) => setTimeout(r, 20));
+    } while (this.#live.size && Date.now() < until);
   }
 }

@@ -80,8 +80,7 @@ export class ReplyMirror {
     this.#queue = [];
     if (!rows.length) return;
     this.#writing = (async () => {
-      try {
-        await this.sql`
+      const write = () => this.sql`
           with written as (
             insert into reply_frames (message_id, seq, frame)
             select v.message_id, v.seq, v.frame
@@ -89,9 +88,10 @@ export class ReplyMirror {
             on conflict do nothing
             returning message_id)
           select pg_notify(${FRAMES}, message_id::text) from (select distinct message_id from written) w`;
-      } catch (e) {
-        this.log('reply frames not mirrored', e);
-      }
+      // Tried twice: a follower treats a missing frame as a broken stream (and says to reload).
+      await write()
+        .catch(() => write())
+        .catch((e) => this.log('reply frames not mirrored', e));
     })();
     await this.#writing;
     this.#writing = undefined;
@@ -135,6 +135,8 @@ export class ReplyMirror {
               snapshotSeen = true;
               deliver({ snapshot: { start: row.frame.start, parts: row.frame.parts, seq: row.seq } });
             } else if (row.frame.type !== 'snapshot') {
+              // A frame missing in between (its batch could not be written): never shown as if whole.
+              if (row.seq !== last + 1) throw new Error(`frame ${last + 1} of the reply is missing`);
               deliver({ frame: row.frame, seq: row.seq });
               if (row.frame.type === 'finish') {
                 finished = true;
@@ -164,6 +166,12 @@ export class ReplyMirror {
           select status, instance_id in (${this.sql.unsafe(LIVE_INSTANCES)}) as alive from messages where id = ${messageId}`;
         if (!row) return 'ended';
         if (row.status !== 'streaming') {
+          // Written down before its last frames reach the table (a batch every few ms, the finish after the
+          // claim is released): a live writer's frames are waited for, briefly.
+          for (let i = 0; i < 20 && row.alive && snapshotSeen && !finished; i++) {
+            await read();
+            if (!finished) await new Promise((r) => setTimeout(r, 100));
+          }
           await read();
           // Ended before anything was mirrored, or its last frames were not: the caller reads the stored row.
           return finished ? 'finished' : 'ended';

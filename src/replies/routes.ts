@@ -2,10 +2,13 @@ import { Router } from 'express';
 import { currentPlayer } from '../auth/index.ts';
 import { getReply, type Message, markInterrupted } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
-import { isUuid, notFound, SseWriter } from '../http/index.ts';
+import { AppError, isUuid, notFound, SseWriter } from '../http/index.ts';
 import { type Frame, mergeFrames, type Part, type StartFrame } from '../parts/index.ts';
 import type { ReplyHub } from './hub.ts';
 import type { ReplyMirror } from './mirror.ts';
+
+/** Replies one Player may follow at once on one instance (each is an open stream and, across instances, reads). */
+const FOLLOWERS_PER_PLAYER = 12;
 
 export interface ReplyRouteDeps {
   sql: Sql;
@@ -25,16 +28,30 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
    * The reply as frames: its Parts so far (one `part` frame each, which fold back to exactly those Parts), then
    * each live frame, to its `finish`. A reply that has ended is sent whole from its row.
    */
+  const following = new Map<string, number>();
   router.get('/conversations/:id/messages/:messageId/stream', async (req, res) => {
     const player = currentPlayer(res);
+    // Listened for before anything is awaited: a viewer gone before its first byte ends its following too.
+    const closed = new AbortController();
+    res.on('close', () => closed.abort());
     const { id, messageId } = req.params;
     const reply =
       isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
     if (!reply) throw notFound('Reply');
+    // Each follower is a stream held open and, for a reply written elsewhere, reads of PostgreSQL: bounded.
+    const mine = following.get(player.id) ?? 0;
+    if (mine >= FOLLOWERS_PER_PLAYER)
+      throw new AppError(
+        429,
+        'TOO_MANY_FOLLOWERS',
+        `At most ${FOLLOWERS_PER_PLAYER} replies can be followed at once from one account.`,
+        undefined,
+        5,
+      );
+    if (closed.signal.aborted) return;
+    following.set(player.id, mine + 1);
     const sse = new SseWriter<Frame>(res, mergeFrames);
     sse.open();
-    const closed = new AbortController();
-    res.on('close', () => closed.abort());
     const sendSnapshot = (start: StartFrame, parts: Part[]) => {
       sse.send(start);
       for (const part of parts) sse.send({ type: 'part', messageId, part });
@@ -42,6 +59,12 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
     try {
       if (reply.status !== 'streaming') return sendStored(sse, reply);
       const here = await followHere(deps.hub, messageId, sse, sendSnapshot, closed.signal);
+      if (here === 'ended') {
+        // It ended here without a finish frame (its last write failed): the row says how.
+        const stored = await getReply(deps.sql, player.id, id, messageId);
+        if (stored) sse.send({ type: 'finish', messageId, status: finalStatus(stored), usage: stored.usage });
+        return;
+      }
       if (here) return;
       let seen = false;
       const outcome = await deps.mirror.follow(
@@ -73,6 +96,9 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
       });
     } finally {
       sse.end();
+      const n = (following.get(player.id) ?? 1) - 1;
+      if (n > 0) following.set(player.id, n);
+      else following.delete(player.id);
     }
   });
 
@@ -86,14 +112,15 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
     const reply =
       isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
     if (!reply) throw notFound('Reply');
-    if (reply.status === 'streaming') await deps.mirror.requestStop(messageId);
-    for (let i = 0; i < 200; i++) {
-      const now = await getReply(deps.sql, player.id, id, messageId);
+    for (let i = 0; i < 100; i++) {
+      const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
       if (now?.status !== 'streaming') {
         res.json({ status: now?.status ?? 'stopped' });
         return;
       }
-      await new Promise((r) => setTimeout(r, 50));
+      // Asked again every second: one request can miss a writer that was reconnecting its listener.
+      if (i % 10 === 0) await deps.mirror.requestStop(messageId);
+      await new Promise((r) => setTimeout(r, 100));
     }
     res.status(202).json({ status: 'streaming' });
   });
@@ -108,15 +135,23 @@ async function followHere(
   sse: SseWriter<Frame>,
   sendSnapshot: (start: StartFrame, parts: Part[]) => void,
   closed: AbortSignal,
-): Promise<boolean> {
+): Promise<boolean | 'ended'> {
   let end: () => void = () => {};
   const ended = new Promise<void>((resolve) => {
     end = resolve;
   });
-  const attached = hub.attach(messageId, ({ frame }) => {
-    sse.send(frame);
-    if (frame.type === 'finish') end();
-  });
+  let finished = false;
+  const attached = hub.attach(
+    messageId,
+    ({ frame }) => {
+      sse.send(frame);
+      if (frame.type === 'finish') {
+        finished = true;
+        end();
+      }
+    },
+    end,
+  );
   if (!attached) return false;
   sendSnapshot(attached.snapshot.start, attached.snapshot.parts);
   closed.addEventListener('abort', end);
@@ -125,7 +160,7 @@ async function followHere(
   } finally {
     attached.detach();
   }
-  return true;
+  return finished || closed.aborted ? true : 'ended';
 }
 
 function sendStored(sse: SseWriter<Frame>, reply: Message & { playerMessageId: string | null }) {

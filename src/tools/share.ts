@@ -13,7 +13,7 @@ import {
 } from '../attachments/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { FilePart } from '../parts/index.ts';
-import { SANDBOX_HOME, sandboxFolder } from './sandbox/host.ts';
+import { SANDBOX_HOME, sandboxFolder, withFolder } from './sandbox/host.ts';
 
 export interface ShareLimits {
   maxBytes: number;
@@ -52,7 +52,7 @@ export function shareFileTool(
       if (++shared > SHARES_PER_REPLY)
         throw new Error(`A reply can share at most ${SHARES_PER_REPLY} files.`);
       // The folder as stored: the last command may have run on another instance.
-      await ctx.store?.pull();
+      if (ctx.store) await withFolder(root, () => ctx.store!.pull());
       const file = await inside(root, wanted);
       // One open file from the type check to the last byte: what is judged is what is stored.
       const handle = await open(file, 'r');

@@ -48,6 +48,8 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
   checkpointMs: number;
   /** The replies in flight on this process, for others to follow and stop (replies/). */
   hub?: ReplyHub;
+  /** True once the instance is shutting down: new turns are sent elsewhere (503). */
+  draining?: () => boolean;
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
@@ -151,6 +153,14 @@ async function prepare(
   fresh = false,
 ) {
   const id = req.params.id;
+  if (deps.draining?.())
+    throw new AppError(
+      503,
+      'SHUTTING_DOWN',
+      'This server is restarting. Send your Message again in a moment.',
+      undefined,
+      2,
+    );
   if (!isUuid(id)) throw notFound('Conversation');
   // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
   // Pipelined on one connection: one round trip, and one pool slot instead of three (at load, slots are
@@ -208,10 +218,14 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     begun.push(start.messageId);
     hub?.begin(start, parts, (reason) => abort.abort(reason));
   };
+  const finished = new Set<string>();
   const out = (frame: Frame) => {
     sse.send(frame);
     hub?.publish(frame);
-    if (frame.type === 'finish') hub?.end(frame.messageId);
+    if (frame.type === 'finish') {
+      finished.add(frame.messageId);
+      hub?.end(frame.messageId);
+    }
   };
   // A frame that may be the turn's last (a finish or an error) is held until the next one arrives: the last
   // is sent only after the claim is released, so reading it means the Conversation is ready for the next Message.
@@ -238,6 +252,15 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       deps.log('turn claim not released', e),
     );
     if (held) out(held);
+    // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
+    // marked interrupted, with its last checkpoint, before its followers are told it ended.
+    const unfinished = begun.filter((id) => !finished.has(id));
+    if (unfinished.length)
+      await deps.sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
+          error = 'The reply could not be completed; what had arrived is kept.'
+        where id = any(${unfinished}::uuid[]) and status = 'streaming'`.catch((e) =>
+        deps.log('unfinished replies not marked', e),
+      );
     for (const id of begun) hub?.end(id);
     sse.end();
   }

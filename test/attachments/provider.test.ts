@@ -325,10 +325,21 @@ describe('files an NPC shares', () => {
       error: expect.stringContaining('attachment space is full'),
     });
 
-    // The replaced reply's file went with it, and its bytes (nothing else used them).
-    const [left] = await app.db.sql<{ n: number }[]>`
-      select count(*)::int as n from blobs where sha256 = sha256(${csv})`;
-    expect(left!.n).toBe(0);
+    // The replaced reply's file went with it. Its bytes stay only while something else holds the same content:
+    // here the sandbox's own tides.csv files (stored in PostgreSQL too); with those gone, so are the bytes.
+    const uses = async () => {
+      const [row] = await app.db.sql<{ blobs: number; attachments: number; files: number }[]>`
+        select count(*)::int as blobs,
+          (select count(*)::int from attachments a where a.blob_id = any(array_agg(b.id))) as attachments,
+          (select count(*)::int from sandbox_files f where f.blob_id = any(array_agg(b.id))) as files
+        from blobs b where b.sha256 = sha256(${csv})`;
+      return row!;
+    };
+    expect(await uses()).toMatchObject({ blobs: 1, attachments: 0 });
+    expect((await uses()).files).toBeGreaterThan(0);
+    for (const c of [conversationId, second])
+      expect((await app.api(`/api/conversations/${c}`, { method: 'DELETE', cookie })).status).toBe(204);
+    expect((await uses()).blobs).toBe(0);
     expect(
       (await app.api(`/api/attachments/${file!.type === 'file' ? file!.id : ''}`, { cookie })).status,
     ).toBe(404);

@@ -138,6 +138,13 @@ describe('following a reply from anywhere', () => {
     const origin = collect(await send(a, conversationId, 'Talk'));
     await origin.until((f) => f.filter((x) => x.type === 'part').length >= 10);
     const messageId = replyOf(origin.frames);
+    // Following is bounded per Player on each instance: 12 streams, then 429.
+    const held = await Promise.all(Array.from({ length: 12 }, () => follow(b, conversationId, messageId)));
+    expect(held.map((r) => r.status)).toEqual(Array(12).fill(200));
+    const refused = await follow(b, conversationId, messageId);
+    expect(refused.status).toBe(429);
+    expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('TOO_MANY_FOLLOWERS');
+    for (const r of held) await r.body?.cancel();
     const stop = await fetch(`${b.url}/api/conversations/${conversationId}/messages/${messageId}/stop`, {
       method: 'POST',
       headers: { cookie, 'x-agentsville': '1' },
@@ -153,10 +160,13 @@ describe('following a reply from anywhere', () => {
     // Another Player cannot stop or follow it.
     const other = await upsertPlayer(db.sql, 'did:plc:other', 'other.test');
     const theirs = `av_session=${await createSession(db.sql, other.id)}`;
-    const refused = await fetch(`${b.url}/api/conversations/${conversationId}/messages/${messageId}/stream`, {
-      headers: { cookie: theirs },
-    });
-    expect(refused.status).toBe(404);
+    const theirsRefused = await fetch(
+      `${b.url}/api/conversations/${conversationId}/messages/${messageId}/stream`,
+      {
+        headers: { cookie: theirs },
+      },
+    );
+    expect(theirsRefused.status).toBe(404);
   });
 
   it('a server told to stop (SIGTERM) says it is not ready, ends its replies as interrupted with what arrived stored, and its viewers see that end', async () => {

@@ -123,21 +123,10 @@ const waiting: (() => void)[] = [];
 /** One command at a time per folder: two at once would each count the quota as theirs. */
 const folders = new Map<string, Promise<unknown>>();
 
-async function inTurn<T>(root: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+/** Runs `work` when nothing else uses the Conversation's folder (a command, a write-back, a `share_file`). */
+export async function withFolder<T>(root: string, work: () => Promise<T>): Promise<T> {
   const before = folders.get(root) ?? Promise.resolve();
-  const mine = before
-    .catch(() => {})
-    .then(async () => {
-      if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
-      running++;
-      try {
-        if (signal?.aborted) throw new SandboxError('The command was stopped.');
-        return await work();
-      } finally {
-        running--;
-        waiting.shift()?.();
-      }
-    });
+  const mine = before.catch(() => {}).then(work);
   folders.set(root, mine);
   try {
     return await mine;
@@ -146,10 +135,24 @@ async function inTurn<T>(root: string, signal: AbortSignal | undefined, work: ()
   }
 }
 
+/** Runs `work` in one of the instance's MAX_RUNNING command slots (a queue when all are taken). */
+async function inSlot<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
+  running++;
+  try {
+    if (signal?.aborted) throw new SandboxError('The command was stopped.');
+    return await work();
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
 /**
  * Runs one job in a process of its own; kills the process on the signal or past the time limit. With a store,
  * the folder is brought up to date from PostgreSQL first and what the job changed is written back after (even
- * when it was killed part-way: what it wrote is what the folder holds).
+ * when it was killed part-way: what it wrote is what the folder holds). Moving files holds the folder, not one
+ * of the instance's command slots.
  */
 function runJob(
   pool: Processes,
@@ -158,11 +161,11 @@ function runJob(
   signal?: AbortSignal,
   store?: SandboxStore,
 ): Promise<unknown> {
-  return inTurn(job.root, signal, async () => {
+  return withFolder(job.root, async () => {
     await store?.pull();
     let out: unknown;
     try {
-      out = await runNow(pool, job, limits, signal);
+      out = await inSlot(signal, () => runNow(pool, job, limits, signal));
     } catch (e) {
       if (job.op !== 'read') await store?.push().catch(() => {});
       throw e;

@@ -33,7 +33,9 @@ export class SandboxStore {
 
   async #manifest(): Promise<Manifest | undefined> {
     try {
-      return JSON.parse(await readFile(this.#manifestPath, 'utf8')) as Manifest;
+      const m = JSON.parse(await readFile(this.#manifestPath, 'utf8')) as Manifest;
+      // A file may be named __proto__ or toString: the map has no prototype to collide with.
+      return { version: m.version, files: Object.assign(Object.create(null), m.files) };
     } catch {
       return undefined;
     }
@@ -65,7 +67,7 @@ export class SandboxStore {
     const rows = await this.sql<{ path: string; blobId: string | null }[]>`
       select path, blob_id as "blobId" from sandbox_files where conversation_id = ${this.conversationId}
       order by path`;
-    const files: Manifest['files'] = {};
+    const files: Manifest['files'] = Object.create(null);
     for (const r of rows) {
       const full = this.#inside(r.path);
       if (!r.blobId) {
@@ -83,10 +85,10 @@ export class SandboxStore {
 
   /** Writes back what the last command changed, and bumps the version (a no-op when nothing changed). */
   async push(): Promise<void> {
-    const before = (await this.#manifest()) ?? { version: 0, files: {} };
+    const before = (await this.#manifest()) ?? { version: 0, files: Object.create(null) };
     const now = await this.#scan(before);
     const changed = Object.entries(now.files).filter(([p, f]) => !same(before.files[p], f));
-    const removed = Object.keys(before.files).filter((p) => !(p in now.files));
+    const removed = Object.keys(before.files).filter((p) => !Object.hasOwn(now.files, p));
     if (!changed.length && !removed.length) return;
     const dropped: string[] = [];
     // Each changed file: its content streamed in as a blob, adopted (stored once) with its row in one transaction.
@@ -123,7 +125,7 @@ export class SandboxStore {
 
   /** The working copy as it stands; a file's hash is reused when its size and mtime did not change. */
   async #scan(before: Manifest): Promise<Manifest> {
-    const files: Manifest['files'] = {};
+    const files: Manifest['files'] = Object.create(null);
     const walk = async (dir: string, rel: string) => {
       for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         const p = rel ? `${rel}/${entry.name}` : entry.name;

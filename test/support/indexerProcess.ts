@@ -1,0 +1,17 @@
+// An indexer in a process of its own, for tests of leadership across processes: `node --import tsx
+// indexerProcess.ts <database url> <ws service> <plc url>`. Prints "leading" once it is the leader.
+import { startIndexer } from '../../src/appview/index.ts';
+import { connect } from '../../src/db/index.ts';
+
+const [databaseUrl, service, plcUrl] = process.argv.slice(2) as [string, string, string];
+const indexer = startIndexer({
+  sql: connect(databaseUrl),
+  service,
+  plcUrl,
+  local: true,
+  fetch: globalThis.fetch,
+  log: () => {},
+  retryMs: 200,
+});
+await indexer.leading;
+console.log('leading');
