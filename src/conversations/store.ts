@@ -260,10 +260,7 @@ export async function beginPlayerTurn(
         insert into messages (conversation_id, role, parts, text)
         select id, 'player', ${parts}, ${args.text} from claimed
         returning ${messageColumns(tx)}),
-      linked as (
-        update attachments set message_id = (select id from player)
-        where id = any(${attached.map((a) => a.id)}::uuid[]) and conversation_id = ${args.conversationId}
-          and message_id is null and exists (select 1 from player)),
+      ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
       select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`;
     await locked;
@@ -272,6 +269,13 @@ export async function beginPlayerTurn(
     return { playerMessage: toMessage(row as MessageRow), replyId: row.reply_id };
   });
 }
+
+/** The admission statement's step that hands the Message its uploads (only when it has some). */
+const linkAttachments = (q: Queryable, conversationId: string, attached: readonly AttachmentPart[]) => q`
+  linked as (
+    update attachments set message_id = (select id from player)
+    where id = any(${attached.map((a) => a.id)}::uuid[]) and conversation_id = ${conversationId}
+      and message_id is null and exists (select 1 from player)),`;
 
 /**
  * Claims the Conversation to answer its last Player Message again: deletes the NPC Messages after it.
@@ -446,7 +450,9 @@ export async function readHistoryTail(
 ): Promise<HistoryRow[]> {
   const rows = await sql<(Omit<HistoryRow, 'attachments'> & { attachments: unknown })[]>`
     select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text,
-      case when role = 'player' then jsonb_path_query_array(parts, '$[*] ? (@.type == "file" || @.type == "url")')
+      -- Most Player Messages are one text Part: only longer ones are searched for attachments.
+      case when role = 'player' and jsonb_array_length(parts) > 1
+        then jsonb_path_query_array(parts, '$[*] ? (@.type == "file" || @.type == "url")')
       end as attachments
     from messages
     where conversation_id = ${conversationId} and seq > ${after} and status <> 'streaming'

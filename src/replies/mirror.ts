@@ -60,12 +60,13 @@ export class ReplyMirror {
     const snapshot = this.hub.mirror(messageId, (n) => this.#enqueue(messageId, n.seq, n.frame));
     if (!snapshot) return;
     const row: SnapshotRow = { type: 'snapshot', start: snapshot.start, parts: snapshot.parts };
-    this.#enqueue(messageId, snapshot.seq, row);
+    // Written at once: a follower waits for nothing but this row to show the reply.
+    this.#enqueue(messageId, snapshot.seq, row, 0);
   }
 
-  #enqueue(messageId: string, seq: number, frame: unknown) {
+  #enqueue(messageId: string, seq: number, frame: unknown, delayMs = this.batchMs) {
     this.#queue.push({ message_id: messageId, seq, frame });
-    this.#timer ??= setTimeout(() => this.#flush(), this.batchMs);
+    this.#timer ??= setTimeout(() => this.#flush(), delayMs);
   }
 
   /** One write at a time, in order; what arrives meanwhile goes in the next. */
