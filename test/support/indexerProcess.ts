@@ -10,7 +10,8 @@ const indexer = startIndexer({
   plcUrl,
   local: true,
   fetch: globalThis.fetch,
-  log: () => {},
+  // Said on stderr, which the test shows: a leader that cannot follow the stream says why.
+  log: (message, error) => console.error(message, error ?? ''),
   retryMs: 200,
 });
 await indexer.leading;
