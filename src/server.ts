@@ -201,6 +201,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       clearInterval(sweep);
       // Replies in flight end as interrupted, with what arrived stored, before anything closes under them.
       await hub.stopAll();
+      await mirror.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await indexer?.stop();

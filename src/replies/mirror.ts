@@ -49,6 +49,13 @@ export class ReplyMirror {
     return this.#listening;
   }
 
+  /** Stops listening (at shutdown, before the pool closes: a listener would otherwise try to reconnect). */
+  async stop(): Promise<void> {
+    const listeners = (await this.#listening?.catch(() => [])) as { unlisten(): Promise<void> }[] | undefined;
+    await Promise.all((listeners ?? []).map((l) => l.unlisten().catch(() => {})));
+    this.#listening = undefined;
+  }
+
   /** Asks whichever instance writes the reply to stop it (this one included). */
   async requestStop(messageId: string): Promise<void> {
     if (this.hub.stop(messageId)) return;
