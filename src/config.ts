@@ -68,8 +68,11 @@ const Env = z.object({
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
   PROVIDER_CHUNK_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
-  /** Longest one attachment upload may take, first byte to last (a stalled client is cut off). */
-  UPLOAD_TIMEOUT_MS: z.coerce.number().int().min(100).default(300_000),
+  /**
+   * Longest one attachment upload may take, first byte to last (a stalled client is cut off). Under the hour after
+   * which a staging blob counts as a crashed upload's leftover.
+   */
+  UPLOAD_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_000_000).default(300_000),
 });
 
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';

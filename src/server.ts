@@ -3,7 +3,7 @@ import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { createApp } from './app.ts';
 import { type Indexer, Network, setLookupTtl, startIndexer } from './appview/index.ts';
-import { sweepOrphans } from './attachments/index.ts';
+import { sweepAbandoned, sweepOrphans, sweepStaging } from './attachments/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -75,7 +75,10 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const sweep = setInterval(() => {
     markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
     mirror.sweep().catch((e) => log('could not sweep reply frames', e));
-    sweepOrphans(sql).catch((e) => log('could not sweep unused attachment bytes', e));
+    // Attachments: crashed uploads, uploads never sent, and bytes nothing uses any more.
+    Promise.all([sweepStaging(sql), sweepAbandoned(sql), sweepOrphans(sql)]).catch((e) =>
+      log('could not sweep attachments', e),
+    );
     sweepSandboxCopies(sql, config.dataDir).catch((e) => log('could not sweep sandbox copies', e));
   }, 30_000);
   sweep.unref();

@@ -186,7 +186,7 @@ export async function sweepOrphans(sql: Sql, batch = 100): Promise<number> {
   return gone.count;
 }
 
-/** Staging blobs a crashed upload left behind (an upload in progress is younger than this). */
+/** Staging blobs a crashed upload left behind (an upload in progress is younger than this: UPLOAD_TIMEOUT_MS). */
 export async function sweepStaging(sql: Sql): Promise<void> {
   await sql`delete from blobs where sha256 is null and created_at < now() - interval '1 hour'`;
 }

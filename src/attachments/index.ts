@@ -1,8 +1,23 @@
 // attachments/: files and pages a Player attaches and files an NPC shares. Bytes stored once per content in
 // PostgreSQL, streamed in and out in chunks (ADR 0035); the Message carries them as Parts.
 
-export { adoptBlob, collectBlobs, readBlob, readBlobBytes, sweepOrphans, writeBlob } from './blobs.ts';
+export {
+  adoptBlob,
+  collectBlobs,
+  readBlob,
+  readBlobBytes,
+  sweepOrphans,
+  sweepStaging,
+  writeBlob,
+} from './blobs.ts';
 export { attachmentTokens } from './estimate.ts';
 export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts';
 export { isTextType, sniffMediaType } from './sniff.ts';
-export { type AttachmentRow, insertAttachment, pendingAttachments, storedBytes, toPart } from './store.ts';
+export {
+  type AttachmentRow,
+  insertAttachment,
+  pendingAttachments,
+  storedBytes,
+  sweepAbandoned,
+  toPart,
+} from './store.ts';

@@ -10,7 +10,7 @@ import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type VillageSettings } from '../village/index.ts';
 import { AttachmentView } from '../wire/index.ts';
-import { adoptBlob, formatBytes, readBlob, sweepStaging, tooLarge, writeBlob } from './blobs.ts';
+import { adoptBlob, formatBytes, readBlob, tooLarge, writeBlob } from './blobs.ts';
 import { attachmentTokens, PdfPageCounter } from './estimate.ts';
 import { fetchPage } from './page.ts';
 import { SNIFF_BYTES, sniffMediaType } from './sniff.ts';
@@ -22,7 +22,6 @@ import {
   insertAttachment,
   recentPage,
   storedBytes,
-  sweepAbandoned,
   toPart,
 } from './store.ts';
 
@@ -61,22 +60,10 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
   const { sql } = deps;
   const router = Router();
   const uploading = new Map<string, number>();
-  // Each upload and page fetch is work and bytes: rationed per Player, not per address.
-  const rationed = rateLimit({
-    windowMs: 60_000,
-    limit: 60,
-    keyGenerator: (_req, res) => currentPlayer(res).id,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    handler: (_req, res) => {
-      res.status(429).json({
-        error: {
-          code: 'RATE_LIMITED',
-          message: 'Too many attachments at once: at most 60 a minute. Try again shortly.',
-        },
-      });
-    },
-  });
+  // Each upload and page fetch is work and bytes: rationed per Player, not per address. Downloads too, more
+  // loosely (a transcript of pictures loads each of them).
+  const rationed = perPlayer(60, 'Too many attachments at once: at most 60 a minute. Try again shortly.');
+  const downloads = perPlayer(600, 'Too many downloads at once: at most 600 a minute. Try again shortly.');
 
   router.post('/conversations/:id/attachments', rationed, async (req, res) => {
     const player = currentPlayer(res);
@@ -152,7 +139,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     respond(res, AttachmentView, toPart(row), 201);
   });
 
-  router.get('/attachments/:id', async (req, res) => {
+  router.get('/attachments/:id', downloads, async (req, res) => {
     const player = currentPlayer(res);
     const row = isUuid(req.params.id) ? await getAttachment(sql, player.id, req.params.id) : undefined;
     if (!row) throw notFound('Attachment');
@@ -187,6 +174,19 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
   return router;
 }
 
+function perPlayer(limit: number, message: string) {
+  return rateLimit({
+    windowMs: 60_000,
+    limit,
+    keyGenerator: (_req, res) => currentPlayer(res).id,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    handler: (_req, res) => {
+      res.status(429).json({ error: { code: 'RATE_LIMITED', message } });
+    },
+  });
+}
+
 /** The Conversation must be the Player's; the pending count and the Player's space are checked up front. */
 async function admit(deps: AttachmentDeps, req: Request, playerId: string) {
   const id = req.params.id;
@@ -200,10 +200,6 @@ async function admit(deps: AttachmentDeps, req: Request, playerId: string) {
     storedBytes(deps.sql, playerId),
   ]);
   if (!owned) throw notFound('Conversation');
-  // Leftovers of crashed or abandoned uploads go first (cheap, bounded by indexes).
-  await Promise.all([sweepStaging(deps.sql), sweepAbandoned(deps.sql, playerId)]).catch((e) =>
-    deps.log('attachment sweep failed', e),
-  );
   if (pending >= MAX_PENDING)
     throw new AppError(
       409,

@@ -102,11 +102,15 @@ export async function deletePending(sql: Sql, playerId: string, id: string): Pro
   return rows.length > 0;
 }
 
-/** Uploads left unsent for a day are abandoned: removed, with their blobs when nothing else uses them. */
-export async function sweepAbandoned(sql: Sql, playerId: string): Promise<void> {
+/**
+ * Uploads left unsent for a day are abandoned: removed (a batch at a time), with their blobs when nothing else
+ * uses them. Run by every server now and then, not by requests.
+ */
+export async function sweepAbandoned(sql: Sql, batch = 500): Promise<void> {
   const rows = await sql<{ blobId: string }[]>`
-    delete from attachments where player_id = ${playerId} and message_id is null
-      and created_at < now() - interval '1 day'
+    delete from attachments where id in (
+      select id from attachments where message_id is null and created_at < now() - interval '1 day'
+      limit ${batch} for update skip locked)
     returning blob_id as "blobId"`;
   if (rows.length)
     await collectBlobs(

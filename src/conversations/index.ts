@@ -17,6 +17,7 @@ export {
   lastPlayerText,
   linkShared,
   markInterrupted,
+  markUnfinished,
   messageIds,
   readHistoryTail,
   releaseTurn,

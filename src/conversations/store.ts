@@ -429,6 +429,16 @@ export async function markInterrupted(sql: Sql): Promise<number> {
   return rows.length;
 }
 
+/**
+ * Replies that ended without their final write (it failed) on a server that is still alive: not left
+ * "streaming" for ever, but interrupted with their last checkpoint.
+ */
+export async function markUnfinished(sql: Sql, ids: string[]): Promise<void> {
+  await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
+      error = 'The reply could not be completed; what had arrived is kept.'
+    where id = any(${ids}::uuid[]) and status = 'streaming'`;
+}
+
 export interface HistoryRow {
   seq: string;
   role: 'player' | 'npc';

@@ -9,6 +9,7 @@ import {
   getConversation,
   getParticipants,
   lastPlayerText,
+  markUnfinished,
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
@@ -256,11 +257,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     // marked interrupted, with its last checkpoint, before its followers are told it ended.
     const unfinished = begun.filter((id) => !finished.has(id));
     if (unfinished.length)
-      await deps.sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
-          error = 'The reply could not be completed; what had arrived is kept.'
-        where id = any(${unfinished}::uuid[]) and status = 'streaming'`.catch((e) =>
-        deps.log('unfinished replies not marked', e),
-      );
+      await markUnfinished(deps.sql, unfinished).catch((e) => deps.log('unfinished replies not marked', e));
     for (const id of begun) hub?.end(id);
     sse.end();
   }

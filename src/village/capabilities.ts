@@ -16,26 +16,28 @@ const catalog = defaultCatalog as unknown as Record<
  * then the dated entries decide, when they agree. An endpoint the registry does not list (an OpenAI-compatible
  * server) is unknown unless its id names a listed Provider. The demo Model thinks. Pure.
  */
-export function thinkingSupport(
-  kind: ProviderKind | undefined,
-  providerId: string,
-  model: string,
-): ThinkingSupport {
-  // Asked on every turn: answered from memory after the first time (bounded, the Model name is user data).
-  const key = `${kind}\u0000${providerId}\u0000${model}`;
-  const known = answers.get(key);
-  if (known) return known;
-  const answer = lookUp(kind, providerId, model);
-  if (answers.size >= 1024) answers.delete(answers.keys().next().value!);
-  answers.set(key, answer);
-  return answer;
-}
+export const thinkingSupport = remembered(
+  (kind, providerId, model): ThinkingSupport =>
+    kind === 'demo' ? 'supported' : agree(entriesFor(kind, providerId, model), flag),
+);
 
-const answers = new Map<string, ThinkingSupport>();
-
-function lookUp(kind: ProviderKind | undefined, providerId: string, model: string): ThinkingSupport {
-  if (kind === 'demo') return 'supported';
-  return agree(entriesFor(kind, providerId, model), flag);
+/**
+ * Asked on every turn: answered from memory after the first time, per Provider kind, id and Model. Bounded (the
+ * Model name is user data): the oldest answer goes first.
+ */
+function remembered<T>(
+  answer: (kind: ProviderKind | undefined, providerId: string, model: string) => T,
+): (kind: ProviderKind | undefined, providerId: string, model: string) => T {
+  const answers = new Map<string, T>();
+  return (kind, providerId, model) => {
+    const key = `${kind}\u0000${providerId}\u0000${model}`;
+    const known = answers.get(key);
+    if (known !== undefined) return known;
+    const found = answer(kind, providerId, model);
+    if (answers.size >= 1024) answers.delete(answers.keys().next().value!);
+    answers.set(key, found);
+    return found;
+  };
 }
 
 export interface InputSupport {
@@ -49,31 +51,18 @@ export interface InputSupport {
  * sends them as document / input_file parts), so a vision Model of those two kinds counts as reading PDFs. Not
  * known (an endpoint the registry does not list) is sent as it is, and the Provider decides. Pure.
  */
-export function inputSupport(
-  kind: ProviderKind | undefined,
-  providerId: string,
-  model: string,
-): InputSupport {
-  const key = `${kind}\u0000${providerId}\u0000${model}`;
-  const known = inputs.get(key);
-  if (known) return known;
-  const entries = kind === 'demo' ? [] : entriesFor(kind, providerId, model);
+export const inputSupport = remembered((kind, providerId, model): InputSupport => {
+  if (kind === 'demo') return { images: 'unsupported', pdfs: 'unsupported' };
+  const entries = entriesFor(kind, providerId, model);
   const has = (what: string) => (m: CatalogModel) =>
     m.modalities?.input ? (m.modalities.input.includes(what) ? 'supported' : 'unsupported') : 'unknown';
-  const images = kind === 'demo' ? 'unsupported' : agree(entries, has('image'));
+  const images = agree(entries, has('image'));
   const pdfs =
-    kind === 'demo'
-      ? 'unsupported'
-      : (kind === 'anthropic' || kind === 'openai') && images === 'supported'
-        ? 'supported'
-        : agree(entries, has('pdf'));
-  const answer = { images, pdfs } as InputSupport;
-  if (inputs.size >= 1024) inputs.delete(inputs.keys().next().value!);
-  inputs.set(key, answer);
-  return answer;
-}
-
-const inputs = new Map<string, InputSupport>();
+    (kind === 'anthropic' || kind === 'openai') && images === 'supported'
+      ? 'supported'
+      : agree(entries, has('pdf'));
+  return { images, pdfs };
+});
 
 /** The registry's entry for a Model, or its dated entries when the name is an undated alias. */
 function entriesFor(kind: ProviderKind | undefined, providerId: string, model: string): CatalogModel[] {

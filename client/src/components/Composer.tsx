@@ -238,7 +238,7 @@ export function Composer(props: {
       <textarea
         id="composer-text"
         rows={2}
-        placeholder="Write a message… (Enter sends, Shift+Enter adds a line; paste or drop files to attach)"
+        placeholder="Message… Enter sends, Shift+Enter new line; paste or drop files"
         value={text}
         onChange={(e) => setText(e.target.value)}
         onKeyDown={onKeyDown}
