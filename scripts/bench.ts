@@ -6,6 +6,7 @@ import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
 import { appviewFigures } from './bench/appview.ts';
 import { attachmentFigures } from './bench/attachments.ts';
+import { ingestFigures } from './bench/ingest.ts';
 import { instanceFigures } from './bench/instances.ts';
 import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
@@ -38,16 +39,25 @@ if (!adminUrl) {
   };
 }
 
+// BENCH_ONLY=ingest,appview runs some sections (figures are still side by side within each).
+const only = process.env.BENCH_ONLY?.split(',');
+const sections: [string, () => AsyncGenerator<Figure>][] = [
+  ['turn', () => turnFigures(adminUrl)],
+  ['latency', () => latencyFigures(adminUrl)],
+  ['web', () => webFigures(adminUrl)],
+  ['publish', () => publishFigures(adminUrl)],
+  ['appview', () => appviewFigures(adminUrl)],
+  ['ingest', () => ingestFigures(adminUrl)],
+  ['sandbox', () => sandboxFigures()],
+  ['attachments', () => attachmentFigures(adminUrl)],
+  ['replies', () => replyFigures(adminUrl)],
+  ['instances', () => instanceFigures(adminUrl)],
+];
 try {
-  for await (const figure of turnFigures(adminUrl)) print(figure);
-  for await (const figure of latencyFigures(adminUrl)) print(figure);
-  for await (const figure of webFigures(adminUrl)) print(figure);
-  for await (const figure of publishFigures(adminUrl)) print(figure);
-  for await (const figure of appviewFigures(adminUrl)) print(figure);
-  for await (const figure of sandboxFigures()) print(figure);
-  for await (const figure of attachmentFigures(adminUrl)) print(figure);
-  for await (const figure of replyFigures(adminUrl)) print(figure);
-  for await (const figure of instanceFigures(adminUrl)) print(figure);
+  for (const [name, figures] of sections) {
+    if (only && !only.includes(name)) continue;
+    for await (const figure of figures()) print(figure);
+  }
 } finally {
   await cleanup();
 }

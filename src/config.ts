@@ -50,6 +50,14 @@ const Env = z.object({
     .string()
     .regex(/^wss?:\/\//, 'a ws:// or wss:// URL')
     .optional(),
+  /**
+   * A Jetstream instance's subscribe endpoint (wss://…/subscribe) to index from instead of a relay: it filters
+   * to our collections on its side (ADR 0039). Set at most one of this and INDEXER_RELAY_URL.
+   */
+  INDEXER_JETSTREAM_URL: z
+    .string()
+    .regex(/^wss?:\/\//, 'a ws:// or wss:// URL')
+    .optional(),
   /** Limits on every tool call: time, and the size of what it returns to the model. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
@@ -101,6 +109,7 @@ export interface Config {
   lookupCacheMs: number;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   indexerRelayUrl?: string;
+  indexerJetstreamUrl?: string;
   atproto: AtprotoConfig;
 }
 
@@ -147,6 +156,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const privateKeys = e.OAUTH_PRIVATE_KEYS ? parseKeys(e.OAUTH_PRIVATE_KEYS) : [];
   if (e.PUBLIC_URL && !e.PUBLIC_URL.startsWith('https://'))
     throw new ConfigError('PUBLIC_URL must be an https URL.');
+  if (e.INDEXER_RELAY_URL && e.INDEXER_JETSTREAM_URL)
+    throw new ConfigError(
+      'Set INDEXER_RELAY_URL or INDEXER_JETSTREAM_URL, not both: the index follows one source.',
+    );
   if (e.PUBLIC_URL && privateKeys.length === 0) {
     throw new ConfigError('PUBLIC_URL needs OAUTH_PRIVATE_KEYS (run `npm run oauth-keys` to make them).');
   }
@@ -168,6 +181,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     lookupCacheMs: e.LOOKUP_CACHE_MS,
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,
+    indexerJetstreamUrl: e.INDEXER_JETSTREAM_URL,
     atproto: {
       network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
       publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),

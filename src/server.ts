@@ -163,11 +163,17 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   });
 
   // The AppView follows the network's events: a configured relay, or the local PDS in offline mode.
+  // Or, where configured, a Jetstream instance (ADR 0039).
   const relay = config.indexerRelayUrl ?? localnet?.pdsUrl.replace(/^http/, 'ws');
-  const indexer = relay
+  const source = config.indexerJetstreamUrl
+    ? ({ kind: 'jetstream', url: config.indexerJetstreamUrl } as const)
+    : relay
+      ? ({ kind: 'relay', url: relay } as const)
+      : undefined;
+  const indexer = source
     ? startIndexer({
         sql,
-        service: relay,
+        source,
         plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
         local: Boolean(localnet),
         fetch: networkFetch,

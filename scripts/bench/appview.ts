@@ -91,7 +91,7 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       await app.db.sql`delete from index_messages`;
       const indexer = startIndexer({
         sql: app.db.sql,
-        service: ws,
+        source: { kind: 'relay', url: ws },
         plcUrl: net.plcUrl,
         local: true,
         fetch: globalThis.fetch,

@@ -3,22 +3,20 @@ import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
-import {
-  COLLECTIONS,
-  indexRecords,
-  purgeActor,
-  readCursor,
-  removeRecord,
-  saveCursor,
-  setHandle,
-} from './store.ts';
+import { Batcher, type Op } from './batcher.ts';
+import { JetstreamFollower } from './jetstream.ts';
+import { COLLECTIONS, readCursor } from './store.ts';
 
 const LEADER_LOCK = LOCKS.indexerLeader;
 
 export interface IndexerOptions {
   sql: Sql;
-  /** The relay or PDS whose event stream to follow (ws:// or wss://). */
-  service: string;
+  /**
+   * Where the network's events come from: a relay's (or, offline, the local PDS's) firehose, which this
+   * process decodes and verifies commit by commit; or a Jetstream instance, which filters to our
+   * collections on its side and sends JSON (ADR 0039).
+   */
+  source: { kind: 'relay'; url: string } | { kind: 'jetstream'; url: string };
   plcUrl: string;
   /** Offline: the local PLC speaks plain http. */
   local: boolean;
@@ -42,9 +40,9 @@ export interface Indexer {
  */
 export function startIndexer(o: IndexerOptions): Indexer {
   let stopped = false;
-  let firehose: Firehose | undefined;
+  let follower: { stop(): Promise<void> } | undefined;
   let release: (() => Promise<void>) | undefined;
-  let flushCursor = async () => {};
+  let close = async () => {};
   let lead!: () => void;
   const leading = new Promise<void>((resolve) => {
     lead = resolve;
@@ -62,30 +60,35 @@ export function startIndexer(o: IndexerOptions): Indexer {
       conn.release();
     };
     if (stopped) return;
-    // Events are buffered and written in bulk, in order, every 50 ms or 500 events; the cursor saved is
-    // the last event written, so a restart replays only what was not yet in the index.
-    const batcher = new Batcher(o.sql, (e) => o.log('indexer: a batch could not be written; retrying', e));
-    flushCursor = async () => {
-      // One last try to store what has arrived, then give up: an unstored batch is replayed next time.
-      const last = batcher.flush();
-      const timer = setTimeout(() => batcher.stop(), 2000);
-      await last;
-      clearTimeout(timer);
-      batcher.stop();
-    };
-    const idResolver = new IdResolver({
-      plcUrl: o.plcUrl,
-      didCache: new MemoryCache(),
-      fetch: o.fetch,
-    });
-    firehose = new Firehose({
-      service: o.service,
+    const source = o.source.kind;
+    const batcher = new Batcher(o.sql, source, (e) =>
+      o.log('indexer: a batch could not be written; retrying', e),
+    );
+    close = () => batcher.close();
+    const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
+    if (o.source.kind === 'jetstream') {
+      const jetstream = new JetstreamFollower({
+        url: o.source.url,
+        getCursor: () => readCursor(o.sql, 'jetstream'),
+        handle: (op) => batcher.add(op),
+        idResolver,
+        isKnownActor: async (did) => (await o.sql`select 1 from index_actors where did = ${did}`).length > 0,
+        onError: (message, e) => o.log(`indexer: ${message}`, e),
+      });
+      follower = jetstream;
+      lead();
+      jetstream.start();
+      return;
+    }
+    const firehose = new Firehose({
+      service: o.source.url,
       idResolver,
-      getCursor: () => readCursor(o.sql),
+      getCursor: () => readCursor(o.sql, 'relay'),
       filterCollections: [...COLLECTIONS],
-      handleEvent: (evt) => batcher.add(evt),
+      handleEvent: (evt) => batcher.add(relayOp(evt)),
       onError: (err) => o.log('indexer: an event could not be processed', err),
     });
+    follower = { stop: () => firehose.destroy() };
     lead();
     firehose.start().catch((e) => o.log('indexer stopped', e));
   };
@@ -95,86 +98,22 @@ export function startIndexer(o: IndexerOptions): Indexer {
     leading,
     async stop() {
       stopped = true;
-      await firehose?.destroy();
+      await follower?.stop();
       await running;
-      await flushCursor();
+      await close();
       await release?.();
     },
   };
 }
 
-type Op =
-  | {
-      kind: 'upsert';
-      seq: number;
-      did: string;
-      collection: string;
-      rkey: string;
-      cid: string;
-      record: unknown;
-    }
-  | { kind: 'delete'; seq: number; uri: string }
-  | { kind: 'purge'; seq: number; did: string }
-  | { kind: 'handle'; seq: number; did: string; handle: string | null }
-  | { kind: 'skip'; seq: number };
-
-/** Buffers events and applies them in order, consecutive upserts as one bulk statement. */
-class Batcher {
-  private ops: Op[] = [];
-  private timer: NodeJS.Timeout | undefined;
-  private writing: Promise<void> = Promise.resolve();
-  private stopped = false;
-
-  constructor(
-    private readonly sql: Sql,
-    private readonly onError: (e: unknown) => void,
-  ) {}
-
-  async add(evt: Event): Promise<void> {
-    this.ops.push(toOp(evt));
-    // Waiting here holds the event stream back while a batch cannot be written, so nothing piles up.
-    if (this.ops.length >= 500) await this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), 50);
-  }
-
-  flush(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = undefined;
-    const ops = this.ops;
-    this.ops = [];
-    this.writing = this.writing.then(() => (ops.length ? this.write(ops) : undefined));
-    return this.writing;
-  }
-
-  /**
-   * Writes a batch, and on a storage failure writes the same batch again (backing off) until it is stored:
-   * the cursor is saved with the batch, so it never moves past an event that is not in the index. Stopping
-   * gives up the batch without saving its cursor; the next start replays it (every op is idempotent).
-   */
-  private async write(ops: Op[]): Promise<void> {
-    for (let attempt = 0; !this.stopped; attempt++) {
-      try {
-        await apply(this.sql, ops);
-        return;
-      } catch (e) {
-        this.onError(e);
-        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
-      }
-    }
-  }
-
-  stop() {
-    this.stopped = true;
-  }
-}
-
-function toOp(evt: Event): Op {
+/** A relay event, already verified by @atproto/sync (signature, proofs, handle), as an index op. */
+function relayOp(evt: Event): Op {
   switch (evt.event) {
     case 'create':
     case 'update':
       return {
         kind: 'upsert',
-        seq: evt.seq,
+        at: evt.seq,
         did: evt.did,
         collection: evt.collection,
         rkey: evt.rkey,
@@ -182,35 +121,15 @@ function toOp(evt: Event): Op {
         record: lexToJson(evt.record as never),
       };
     case 'delete':
-      return { kind: 'delete', seq: evt.seq, uri: evt.uri.toString() };
+      return { kind: 'delete', at: evt.seq, uri: evt.uri.toString() };
     case 'account':
       return !evt.active && (evt.status === 'deleted' || evt.status === 'takendown')
-        ? { kind: 'purge', seq: evt.seq, did: evt.did }
-        : { kind: 'skip', seq: evt.seq };
+        ? { kind: 'purge', at: evt.seq, did: evt.did }
+        : { kind: 'skip', at: evt.seq };
     case 'identity':
       // @atproto/sync verified the handle both ways; none means it did not verify (hidden until re-checked).
-      return { kind: 'handle', seq: evt.seq, did: evt.did, handle: evt.handle ?? null };
+      return { kind: 'handle', at: evt.seq, did: evt.did, handle: evt.handle ?? null };
     default:
-      return { kind: 'skip', seq: (evt as { seq: number }).seq };
+      return { kind: 'skip', at: (evt as { seq: number }).seq };
   }
-}
-
-async function apply(sql: Sql, ops: Op[]): Promise<void> {
-  let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
-  const flushUpserts = async () => {
-    if (upserts.length) await indexRecords(sql, null, upserts);
-    upserts = [];
-  };
-  for (const op of ops) {
-    if (op.kind === 'upsert') {
-      upserts.push(op);
-      continue;
-    }
-    await flushUpserts();
-    if (op.kind === 'delete') await removeRecord(sql, op.uri);
-    else if (op.kind === 'purge') await purgeActor(sql, op.did);
-    else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
-  }
-  await flushUpserts();
-  await saveCursor(sql, Math.max(...ops.map((o) => o.seq)));
 }

@@ -120,11 +120,19 @@ export async function setHandle(sql: Queryable, did: string, handle: string | nu
     where did = ${did}`;
 }
 
-export async function readCursor(sql: Sql): Promise<number | undefined> {
-  const [row] = await sql<{ cursor: string | null }[]>`select cursor::text from index_state where id`;
+/** Where each event source's position is kept: a relay's sequence number, or Jetstream's time in µs. */
+export type IngestSource = 'relay' | 'jetstream';
+
+export async function readCursor(sql: Sql, source: IngestSource = 'relay'): Promise<number | undefined> {
+  const [row] = await sql<{ cursor: string | null }[]>`select
+    (case when ${source} = 'jetstream' then jetstream_cursor else cursor end)::text as cursor from index_state where id`;
   return row?.cursor ? Number(row.cursor) : undefined;
 }
 
-export async function saveCursor(sql: Sql, cursor: number) {
-  await sql`update index_state set cursor = ${cursor}, updated_at = now() where id and (cursor is null or cursor < ${cursor})`;
+export async function saveCursor(sql: Sql, cursor: number, source: IngestSource = 'relay') {
+  if (source === 'jetstream')
+    await sql`update index_state set jetstream_cursor = ${cursor}, updated_at = now()
+      where id and (jetstream_cursor is null or jetstream_cursor < ${cursor})`;
+  else
+    await sql`update index_state set cursor = ${cursor}, updated_at = now() where id and (cursor is null or cursor < ${cursor})`;
 }

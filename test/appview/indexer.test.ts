@@ -38,7 +38,7 @@ const until = async (check: () => Promise<boolean>, what: string) => {
 const anotherIndexer = () =>
   startIndexer({
     sql: sql(),
-    service: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws'),
+    source: { kind: 'relay', url: local.app.running.localnet!.pdsUrl.replace(/^http/, 'ws') },
     plcUrl: local.app.running.localnet!.plcUrl,
     fetch: globalThis.fetch,
     local: true,

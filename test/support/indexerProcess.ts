@@ -1,12 +1,17 @@
 // An indexer in a process of its own, for tests of leadership across processes: `node --import tsx
-// indexerProcess.ts <database url> <ws service> <plc url>`. Prints "leading" once it is the leader.
+// indexerProcess.ts <database url> <ws service> <plc url> [relay|jetstream]`. Prints "leading" once it is the leader.
 import { startIndexer } from '../../src/appview/index.ts';
 import { connect } from '../../src/db/index.ts';
 
-const [databaseUrl, service, plcUrl] = process.argv.slice(2) as [string, string, string];
+const [databaseUrl, service, plcUrl, kind = 'relay'] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string?,
+];
 const indexer = startIndexer({
   sql: connect(databaseUrl),
-  service,
+  source: { kind: kind === 'jetstream' ? 'jetstream' : 'relay', url: service },
   plcUrl,
   local: true,
   fetch: globalThis.fetch,

@@ -1,0 +1,74 @@
+import { jsonToLex } from '@atproto/lexicon';
+import { cidForRecord } from '@atproto/repo';
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import { cidMatches, parseJetstreamMessage } from '../../src/appview/jetstreamEvent.ts';
+
+// The Jetstream reader's pure core: whatever an instance sends, it never throws, and it keeps the cursor moving.
+const did = fc.constantFrom('did:plc:aaaaaaaaaaaaaaaaaaaaaaaa', 'did:web:example.com', 'not-a-did', '');
+const collection = fc.constantFrom(
+  'click.aligned.chat.message',
+  'click.aligned.chat.session',
+  'app.bsky.feed.post',
+  '',
+);
+const event = fc.record(
+  {
+    did,
+    time_us: fc.oneof(fc.nat(), fc.double(), fc.string()),
+    kind: fc.constantFrom('commit', 'identity', 'account', 'other'),
+    commit: fc.record(
+      {
+        operation: fc.constantFrom('create', 'update', 'delete', 'bogus'),
+        collection,
+        rkey: fc.oneof(fc.string(), fc.constant('3kabc')),
+        record: fc.oneof(fc.jsonValue(), fc.dictionary(fc.string(), fc.jsonValue())),
+        cid: fc.string(),
+      },
+      { requiredKeys: [] },
+    ),
+    account: fc.record({ active: fc.boolean(), status: fc.string() }, { requiredKeys: [] }),
+  },
+  { requiredKeys: [] },
+);
+
+it('never throws on any text, and any event with a time moves the cursor to it', () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(
+        fc.string(),
+        fc.jsonValue().map((v) => JSON.stringify(v)),
+        event.map((e) => JSON.stringify(e)),
+      ),
+      (text) => {
+        const parsed = parseJetstreamMessage(text);
+        let json: { time_us?: unknown } | undefined;
+        try {
+          json = JSON.parse(text);
+        } catch {}
+        const t = json && typeof json === 'object' ? json.time_us : undefined;
+        const at = parsed.kind === 'op' || parsed.kind === 'record' ? parsed.op.at : parsed.at;
+        if (Number.isSafeInteger(t) && (t as number) >= 0) expect(at).toBe(t);
+        // Only our collections and well-formed DIDs and keys become writes.
+        if (parsed.kind === 'record') {
+          expect(parsed.op.collection).toMatch(/^click\.aligned\.chat\.(message|session)$/);
+          expect(parsed.op.did.startsWith('did:')).toBe(true);
+        }
+      },
+    ),
+    { numRuns: 3000 },
+  );
+});
+
+it('a record is taken with its own cid only', async () => {
+  await fc.assert(
+    fc.asyncProperty(fc.string(), fc.string(), async (a, b) => {
+      const record = { $type: 'click.aligned.chat.session', title: a, createdAt: '2026-11-30T00:00:00.000Z' };
+      const cid = (await cidForRecord(jsonToLex(record) as never)).toString();
+      expect(await cidMatches(cid, record)).toBe(true);
+      expect(await cidMatches(cid, { ...record, title: `${a}${b}x` })).toBe(false);
+      expect(await cidMatches('not a cid', record)).toBe(false);
+    }),
+    { numRuns: 200 },
+  );
+});
