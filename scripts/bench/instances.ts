@@ -11,11 +11,13 @@ import { median, round } from './stats.ts';
 const TURNS = 80;
 const DELTAS = 40;
 const REPS = 3;
+/** Rounds of `TURNS` per phase: one round takes under a second, too short to measure a pool warming up. */
+const ROUNDS = 5;
 
 /**
  * Turns a second server instance adds: unpaced replies (the fake Provider sends as fast as it can), `TURNS` at
  * once from as many Players, through one server process and then split over two on the same PostgreSQL,
- * alternately, three times; turns per second, medians. The load driver (clients and fake Provider) is a
+ * alternately, three times, each phase `ROUNDS` rounds; turns per second, medians. The load driver (clients and fake Provider) is a
  * process of its own, as each server is.
  */
 export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
@@ -57,8 +59,8 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     });
     const rate = async (instances: number) => {
       const t0 = performance.now();
-      await driver.run(phase(instances));
-      return TURNS / ((performance.now() - t0) / 1000);
+      for (let r = 0; r < ROUNDS; r++) await driver.run(phase(instances));
+      return (TURNS * ROUNDS) / ((performance.now() - t0) / 1000);
     };
     await rate(2);
     await rate(1);
