@@ -11,8 +11,10 @@ import {
   ConversationPage,
   ConversationResponse,
   MessagePage,
+  SearchResponse,
   UsageResponse,
 } from '../wire/index.ts';
+import { searchMessages } from './search.ts';
 import {
   createConversation,
   deleteConversation,
@@ -43,6 +45,10 @@ const MessagesQuery = z.object({
     .optional(),
 });
 
+const SearchQuery = z.object({
+  q: z.string().trim().min(1, 'type something to search for').max(200),
+  limit: z.coerce.number().int().min(1).max(50).default(20),
+});
 const UsageQuery = z.object({
   by: z.enum(['npc', 'conversation']).default('npc'),
   days: z.coerce.number().int().min(1).max(366).default(30),
@@ -130,6 +136,12 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     // Deleted between the rename and this read.
     if (!conversation) throw notFound('Conversation');
     respond(res, ConversationResponse, { conversation });
+  });
+
+  router.get('/search', async (req, res) => {
+    const player = currentPlayer(res);
+    const q = parseQuery(req, SearchQuery);
+    respond(res, SearchResponse, { results: await searchMessages(sql, player.id, q.q, q.limit) });
   });
 
   router.get('/usage', async (req, res) => {

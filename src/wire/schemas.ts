@@ -86,6 +86,20 @@ export const ConversationPage = MessagePage.extend({
   participants: z.array(NpcView),
 });
 
+/** GET /api/search: a Player's Messages holding every word, best first. */
+export const SearchHitView = z.object({
+  conversationId: z.uuid(),
+  conversationTitle: z.string().nullable(),
+  messageId: z.uuid(),
+  seq: z.string(),
+  role: z.enum(['player', 'npc']),
+  npcName: z.string().nullable(),
+  createdAt: Time,
+  /** Runs of text; `hit` marks the matched words (render as text, never as HTML). */
+  snippet: z.array(z.object({ text: z.string(), hit: z.boolean() })),
+});
+export const SearchResponse = z.object({ results: z.array(SearchHitView) });
+
 /** What an NPC may use: a kind, and for a Skill or an MCP Server, which one (GET /api/npcs/:id/grants). */
 export const GrantView = z.object({
   kind: z.string(),

@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useRef, useState } from 'react';
-import { Link, useParams } from 'react-router';
+import { Link, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
 import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
@@ -54,6 +54,14 @@ export function ConversationPage() {
     .flatMap((p) => p.messages);
   const [live, setLive] = useState<Live | null>(null);
   liveRef.current = live;
+  // Opened at a turn (a search result): earlier pages are loaded until it is there, then it is shown.
+  const at = useSearchParams()[0].get('at');
+  const found = at !== null && stored.some((m) => m.id === at);
+  const pagesLoaded = query.data?.pages.length ?? 0;
+  useEffect(() => {
+    if (at && !found && query.hasNextPage && !query.isFetchingNextPage && pagesLoaded < 100)
+      void query.fetchNextPage();
+  }, [at, found, query.hasNextPage, query.isFetchingNextPage, pagesLoaded, query.fetchNextPage]);
   const [error, setError] = useState<unknown>(null);
   const abortRef = useRef<AbortController | null>(null);
   // Stop pressed before the reply's start frame arrived: sent as soon as its id is known.
@@ -153,6 +161,7 @@ export function ConversationPage() {
         hasOlder={Boolean(query.hasNextPage)}
         loadOlder={() => query.fetchNextPage()}
         loadingOlder={query.isFetchingNextPage}
+        focusId={found ? at : null}
       />
       {live?.error && (
         <p role="alert" className="error">
@@ -245,8 +254,10 @@ function Transcript(props: {
   hasOlder: boolean;
   loadOlder: () => void;
   loadingOlder: boolean;
+  /** A turn to bring into view and mark (opened from a search result). */
+  focusId: string | null;
 }) {
-  const { rows, live } = props;
+  const { rows, live, focusId } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
   const virtualizer = useVirtualizer({
     count: rows.length,
@@ -261,8 +272,14 @@ function Transcript(props: {
   // Keep the newest turn in view while the Player is at the bottom.
   useEffect(() => {
     const el = scrollRef.current;
-    if (el && nearBottom.current) el.scrollTop = el.scrollHeight;
-  }, [rows.length, liveSize]);
+    if (el && nearBottom.current && !focusId) el.scrollTop = el.scrollHeight;
+  }, [rows.length, liveSize, focusId]);
+  const focusIndex = focusId ? rows.findIndex((r) => r.id === focusId) : -1;
+  useEffect(() => {
+    if (focusIndex < 0) return;
+    nearBottom.current = false;
+    virtualizer.scrollToIndex(focusIndex, { align: 'center' });
+  }, [focusIndex, virtualizer]);
 
   return (
     <div
@@ -285,7 +302,7 @@ function Transcript(props: {
             key={item.key}
             data-index={item.index}
             ref={virtualizer.measureElement}
-            className="virtual-row"
+            className={item.index === focusIndex ? 'virtual-row focused' : 'virtual-row'}
             style={{ transform: `translateY(${item.start}px)` }}
           >
             <MessageView message={rows[item.index]!} />

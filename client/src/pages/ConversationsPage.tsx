@@ -4,6 +4,7 @@ import { Link, useNavigate } from 'react-router';
 import { ConversationCreated, ConversationListResponse, NpcListResponse } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { SearchBox } from '../components/SearchBox.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 const PUBLICATION_LABEL = {
@@ -48,6 +49,7 @@ export function ConversationsPage() {
   return (
     <div className="narrow">
       <h1>Conversations</h1>
+      <SearchBox />
       <form onSubmit={start} className="card">
         <fieldset>
           <legend>New conversation with</legend>
