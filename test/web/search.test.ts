@@ -20,7 +20,8 @@ it('the search box finds a word in an old turn and opens the Conversation at tha
   const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
   await app.db.sql`update conversations set title = 'Airships' where id = ${conversationId}`;
   // The turn sought, then 150 newer ones: three pages back from the newest.
-  await app.db.sql`insert into messages (conversation_id, role, text, parts, status) values (${conversationId},
+  await app.db
+    .sql`insert into messages (conversation_id, role, text, parts, status) values (${conversationId},
     'player', 'Where did the zeppelin land?', ${app.db.sql.json([{ type: 'text', text: 'Where did the zeppelin land?' }])}, 'complete')`;
   const [sought] = await app.db.sql<{ id: string }[]>`select id from messages where text like '%zeppelin%'`;
   await app.db.sql`insert into messages (conversation_id, role, text, parts, status)

@@ -43,7 +43,6 @@ export function SearchBox() {
                 </span>
                 <span className="search-snippet">
                   {r.snippet.map((run, i) =>
-                    // biome-ignore lint/suspicious/noArrayIndexKey: runs have no identity but their place
                     run.hit ? <mark key={i}>{run.text}</mark> : <span key={i}>{run.text}</span>,
                   )}
                 </span>
