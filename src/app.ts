@@ -3,6 +3,7 @@ import express, { type Express } from 'express';
 import { type Network, readerRoutes, threadOutline } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
+import { cardRoutes } from './cards/index.ts';
 import { conversationRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import {
@@ -116,6 +117,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
   api.use(sessionAuthRoutes(deps));
+  api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));

@@ -49,6 +49,35 @@ export async function api<T>(
   return body as T;
 }
 
+/** POSTs a file's bytes as they are (an import), and decodes the answer like `fetchAs`. */
+export async function sendFile<S extends z.ZodType>(
+  schema: S,
+  path: string,
+  file: Blob,
+): Promise<z.output<S>> {
+  const res = await fetch(path, {
+    method: 'POST',
+    // Bytes, not JSON: the intent header stands in for the JSON content type (see http/security.ts).
+    headers: { 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+    body: file,
+  });
+  const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+  if (!res.ok)
+    throw new ApiError(
+      res.status,
+      body?.error?.code ?? 'HTTP_ERROR',
+      body?.error?.message ?? `The server answered ${res.status}.`,
+    );
+  const decoded = z.safeDecode(schema, body as z.input<S>);
+  if (!decoded.success)
+    throw new ApiError(
+      200,
+      'UNEXPECTED_RESPONSE',
+      'The server answered in a form this page does not understand.',
+    );
+  return decoded.data;
+}
+
 /**
  * GET (or send) and decode the answer through its wire schema (src/wire/, the one the route encodes with):
  * times become Dates, and an answer that does not fit the contract is an error the page can show, not a

@@ -1,11 +1,10 @@
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Request, type Response, Router } from 'express';
-import { rateLimit } from 'express-rate-limit';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
+import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type VillageSettings } from '../village/index.ts';
@@ -175,16 +174,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
 }
 
 function perPlayer(limit: number, message: string) {
-  return rateLimit({
-    windowMs: 60_000,
-    limit,
-    keyGenerator: (_req, res) => currentPlayer(res).id,
-    standardHeaders: 'draft-8',
-    legacyHeaders: false,
-    handler: (_req, res) => {
-      res.status(429).json({ error: { code: 'RATE_LIMITED', message } });
-    },
-  });
+  return keyedRateLimit(limit, message, (_req, res) => currentPlayer(res).id);
 }
 
 /** The Conversation must be the Player's; the pending count and the Player's space are checked up front. */

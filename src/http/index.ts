@@ -2,7 +2,7 @@
 export { isUuid, parseBody, parseQuery, readJsonBody } from './body.ts';
 export { AppError, errorHandler, forbidden, invalidBody, notFound, unauthenticated } from './errors.ts';
 export { escapeHtml } from './html.ts';
-export { publicRateLimit } from './rateLimit.ts';
+export { keyedRateLimit, publicRateLimit } from './rateLimit.ts';
 export { respond } from './respond.ts';
 export { INTENT_HEADER, requireIntent, securityHeaders } from './security.ts';
 export { SseWriter } from './sse.ts';

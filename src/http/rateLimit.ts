@@ -1,4 +1,4 @@
-import type { RequestHandler } from 'express';
+import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
 
 /**
@@ -21,6 +21,27 @@ export function publicRateLimit(perMinute: number): RequestHandler {
             ? { error: 'RateLimitExceeded', message }
             : { error: { code: 'RATE_LIMITED', message } },
         );
+    },
+  });
+}
+
+/**
+ * `limit` requests a minute per key (a Player, for work a signed-in request starts: uploads, imports), then 429
+ * RATE_LIMITED with `message`. Counted per instance, like the public limit.
+ */
+export function keyedRateLimit(
+  limit: number,
+  message: string,
+  key: (req: Request, res: Response) => string,
+): RequestHandler {
+  return rateLimit({
+    windowMs: 60_000,
+    limit,
+    keyGenerator: key,
+    standardHeaders: 'draft-8',
+    legacyHeaders: false,
+    handler: (_req, res) => {
+      res.status(429).json({ error: { code: 'RATE_LIMITED', message } });
     },
   });
 }

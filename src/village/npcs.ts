@@ -72,7 +72,14 @@ export async function getNpcs(sql: Sql, ids: string[]): Promise<Npc[]> {
 export const COUNT_LOCK = LOCKS.counts;
 
 /** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
-export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max: number): Promise<Npc> {
+export async function createNpc(
+  sql: Sql,
+  playerId: string,
+  input: NpcInput,
+  max: number,
+  /** More to store with the NPC, in the same transaction (an imported card's lorebook). */
+  also?: (tx: Queryable, npc: Npc) => Promise<void>,
+): Promise<Npc> {
   const row = await transaction(sql, async (tx) => {
     await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
     const [created] = await tx<Npc[]>`
@@ -82,6 +89,7 @@ export async function createNpc(sql: Sql, playerId: string, input: NpcInput, max
       where (select count(*) from npcs where player_id = ${playerId}) < ${max}
       returning ${columns(tx)}`;
     if (created && input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
+    if (created && also) await also(tx, created);
     return created;
   });
   if (!row) {

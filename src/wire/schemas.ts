@@ -32,6 +32,11 @@ export const NpcView = z.object({
 });
 export const NpcResponse = z.object({ npc: NpcView });
 export const NpcListResponse = z.object({ npcs: z.array(NpcView) });
+/** POST /api/npcs/import: the NPC a character card made, and what changed on the way in. */
+export const ImportedNpcResponse = NpcResponse.extend({
+  lorebookEntries: z.number().int(),
+  notes: z.array(z.string()),
+});
 
 export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishing', 'failed']);
 

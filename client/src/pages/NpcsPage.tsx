@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
 import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
+import { CardImport } from '../components/CardImport.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
@@ -170,6 +171,7 @@ export function NpcsPage() {
         </div>
         <ErrorNote error={save.error} />
       </form>
+      <CardImport />
       <ErrorNote error={npcs.error ?? remove.error} />
       <ul className="npc-list">
         {npcs.data?.npcs.map((n) => (
@@ -186,6 +188,9 @@ export function NpcsPage() {
               <button type="button" className="link" onClick={() => startEdit(n)}>
                 Edit
               </button>
+              <a className="link" href={`/api/npcs/${n.id}/card`} download>
+                Export card
+              </a>
               <button
                 type="button"
                 className="link danger"

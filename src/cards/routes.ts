@@ -1,0 +1,107 @@
+import express, { type Request, type RequestHandler, Router } from 'express';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, isUuid, keyedRateLimit, notFound, parseQuery, respond } from '../http/index.ts';
+import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
+import { ImportedNpcResponse } from '../wire/index.ts';
+import { CardError, type ImportedCard, readCard, toCardV2 } from './card.ts';
+import { pngWithText } from './png.ts';
+
+const MAX_CARD_BYTES = 10 * 1024 * 1024;
+const CardQuery = z.object({ format: z.enum(['json', 'png']).default('json') });
+
+/** Reads the request's bytes, at most `max`; a JSON body the JSON reader already took is passed on as it is. */
+function readBytes(max: number): RequestHandler {
+  const raw = express.raw({ type: () => true, limit: max });
+  return (req, res, next) => {
+    const tooLarge = (res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large';
+    if (tooLarge || Number(req.get('content-length') ?? 0) > max)
+      return next(new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
+    raw(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const large = (err as { type?: string }).type === 'entity.too.large';
+      next(
+        large
+          ? new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`)
+          : new AppError(400, 'INVALID_BODY', 'The file could not be read.'),
+      );
+    });
+  };
+}
+
+function cardOf(req: Request): ImportedCard {
+  const body: unknown = req.body;
+  try {
+    if (Buffer.isBuffer(body) && body.length > 0) return readCard(new Uint8Array(body));
+    if (req.is('application/json') && body !== undefined)
+      return readCard(new TextEncoder().encode(JSON.stringify(body)));
+  } catch (e) {
+    if (e instanceof CardError) throw new AppError(e.code === 'CARD_TOO_LONG' ? 422 : 400, e.code, e.message);
+    throw e;
+  }
+  throw new AppError(400, 'INVALID_BODY', "Send the card file's bytes as the body (a .png or .json card).");
+}
+
+/**
+ * Character cards: `POST /api/npcs/import` makes an NPC of a card (V1, V2 or V3; PNG or JSON) with its lorebook
+ * as Memory; `GET /api/npcs/:id/card` gives an NPC back as a V2 card. Mounted behind requireSession.
+ */
+export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
+  const router = Router();
+  const rationed = keyedRateLimit(
+    30,
+    'Too many imports at once: at most 30 a minute.',
+    (_req, res) => currentPlayer(res).id,
+  );
+
+  router.post('/npcs/import', rationed, readBytes(MAX_CARD_BYTES), async (req, res) => {
+    const player = currentPlayer(res);
+    const card = cardOf(req);
+    const notes = [...card.notes];
+    let { provider, model } = card.npc;
+    if (provider && !providers.has(provider)) {
+      notes.push(
+        `The card asks for the Provider "${provider}", which this Village does not offer: the NPC uses the default.`,
+      );
+      provider = null;
+      model = null;
+    }
+    const { maxNpcs } = await getVillageSettings(sql);
+    const npc = await createNpc(
+      sql,
+      player.id,
+      { ...card.npc, provider, model, grants: card.lorebook.length ? [{ kind: 'memory' }] : undefined },
+      maxNpcs,
+      async (tx, created) => {
+        if (!card.lorebook.length) return;
+        // clock_timestamp() rises row by row: the lorebook keeps its order when exported again.
+        await tx`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
+          select ${player.id}, t, ${created.name}, ${created.id}, clock_timestamp()
+          from unnest(${card.lorebook}::text[]) with ordinality as e (t, n) order by n`;
+      },
+    );
+    respond(res, ImportedNpcResponse, { npc, lorebookEntries: card.lorebook.length, notes }, 201);
+  });
+
+  router.get('/npcs/:id/card', async (req, res) => {
+    const player = currentPlayer(res);
+    const { format } = parseQuery(req, CardQuery);
+    const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
+    if (!npc) throw notFound('NPC');
+    const lorebook = (
+      await sql<
+        { text: string }[]
+      >`select text from memories where lorebook_of = ${npc.id} order by created_at, id`
+    ).map((r) => r.text);
+    const card = JSON.stringify(toCardV2(npc, lorebook));
+    if (format === 'png') {
+      res.attachment(`${npc.name}.png`).type('image/png');
+      res.send(Buffer.from(pngWithText({ chara: Buffer.from(card).toString('base64') })));
+    } else {
+      res.attachment(`${npc.name}.json`).type('application/json').send(card);
+    }
+  });
+
+  return router;
+}
