@@ -4,7 +4,7 @@ import { type Network, readerRoutes, threadOutline } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes } from './cards/index.ts';
-import { conversationRoutes } from './conversations/index.ts';
+import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
 import type { Sql } from './db/index.ts';
 import {
   errorHandler,
@@ -119,6 +119,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(sessionAuthRoutes(deps));
   api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
+  api.use(exchangeRoutes(deps));
   api.use(conversationRoutes(deps));
   api.use(turnRoutes(deps));
   api.use(attachmentRoutes(deps));

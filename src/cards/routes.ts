@@ -1,8 +1,8 @@
-import express, { type Request, type RequestHandler, Router } from 'express';
+import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, keyedRateLimit, notFound, parseQuery, respond } from '../http/index.ts';
+import { AppError, isUuid, keyedRateLimit, notFound, parseQuery, readBytes, respond } from '../http/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
 import { CardError, type ImportedCard, readCard, toCardV2 } from './card.ts';
@@ -10,25 +10,6 @@ import { pngWithText } from './png.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
 const CardQuery = z.object({ format: z.enum(['json', 'png']).default('json') });
-
-/** Reads the request's bytes, at most `max`; a JSON body the JSON reader already took is passed on as it is. */
-function readBytes(max: number): RequestHandler {
-  const raw = express.raw({ type: () => true, limit: max });
-  return (req, res, next) => {
-    const tooLarge = (res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large';
-    if (tooLarge || Number(req.get('content-length') ?? 0) > max)
-      return next(new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
-    raw(req, res, (err?: unknown) => {
-      if (!err) return next();
-      const large = (err as { type?: string }).type === 'entity.too.large';
-      next(
-        large
-          ? new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`)
-          : new AppError(400, 'INVALID_BODY', 'The file could not be read.'),
-      );
-    });
-  };
-}
 
 function cardOf(req: Request): ImportedCard {
   const body: unknown = req.body;

@@ -1,4 +1,6 @@
 // conversations/: Conversations and Messages. The store (the turn writes through it) and the CRUD routes.
+
+export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export { conversationRoutes } from './routes.ts';
 export type { SpendingLimits } from './spending.ts';

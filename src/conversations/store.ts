@@ -44,6 +44,8 @@ export async function createConversation(
   npcIds: string[],
   title: string | null,
   max: number,
+  /** More to store with it, in the same transaction (an imported file's Messages). */
+  also?: (tx: Queryable, conversation: Conversation) => Promise<void>,
 ): Promise<Conversation> {
   const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
   const unknown = npcIds.find((id) => !own.has(id));
@@ -67,6 +69,7 @@ export async function createConversation(
       position,
     }));
     if (rows.length) await tx`insert into conversation_participants ${tx(rows)}`;
+    if (also) await also(tx, c!);
     return c!;
   });
 }
@@ -200,7 +203,7 @@ const keepUsage = (
     select ${playerId}, m.conversation_id, ${title}, m.npc_id, m.npc_name, m.created_at, m.input_tokens,
       m.output_tokens, m.cost_usd
     from messages m
-    where m.conversation_id = ${conversation} and m.role = 'npc' and ${which}
+    where m.conversation_id = ${conversation} and m.role = 'npc' and not m.imported and ${which}
       and (m.input_tokens is not null or m.output_tokens is not null or m.cost_usd is not null))`;
 type PendingFragment = ReturnType<Queryable>;
 

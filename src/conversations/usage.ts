@@ -22,7 +22,7 @@ export async function usageByDay(sql: Sql, playerId: string, by: 'npc' | 'conver
       select m.created_at, m.npc_id, m.npc_name, c.id as conversation_id, c.title,
         m.input_tokens, m.output_tokens, m.cost_usd
       from messages m join conversations c on c.id = m.conversation_id
-      where c.player_id = ${playerId} and m.role = 'npc' and m.created_at > ${since}
+      where c.player_id = ${playerId} and m.role = 'npc' and not m.imported and m.created_at > ${since}
       union all
       select d.created_at, d.npc_id, d.npc_name, d.conversation_id, d.conversation_title,
         d.input_tokens, d.output_tokens, d.cost_usd

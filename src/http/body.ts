@@ -53,3 +53,22 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export function isUuid(value: unknown): value is string {
   return typeof value === 'string' && UUID.test(value);
 }
+
+/** Reads the request's bytes, at most `max`; a JSON body the JSON reader already took is passed on as it is. */
+export function readBytes(max: number): RequestHandler {
+  const raw = express.raw({ type: () => true, limit: max });
+  return (req, res, next) => {
+    const tooLarge = (res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large';
+    if (tooLarge || Number(req.get('content-length') ?? 0) > max)
+      return next(new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
+    raw(req, res, (err?: unknown) => {
+      if (!err) return next();
+      const large = (err as { type?: string }).type === 'entity.too.large';
+      next(
+        large
+          ? new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`)
+          : new AppError(400, 'INVALID_BODY', 'The file could not be read.'),
+      );
+    });
+  };
+}

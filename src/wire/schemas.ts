@@ -57,6 +57,13 @@ export const ConversationListResponse = z.object({
   cursor: z.string().nullable(),
 });
 export const ConversationResponse = z.object({ conversation: ConversationView });
+/** POST /api/conversations/import: the Conversation made, how many Messages it holds, and which NPCs were made for it. */
+export const ConversationImported = z.object({
+  conversation: ConversationView,
+  participants: z.array(NpcView),
+  messages: z.number().int(),
+  createdNpcs: z.array(z.string()),
+});
 export const ConversationCreated = z.object({
   conversation: ConversationView,
   participants: z.array(NpcView),

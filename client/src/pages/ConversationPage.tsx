@@ -150,9 +150,17 @@ export function ConversationPage() {
       <header className="conversation-head">
         <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
         <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
-        <Link to={`/c/${id}/publish`} className="publish-link">
-          Publish…
-        </Link>
+        <span className="head-actions">
+          <a href={`/api/conversations/${id}/export?format=md`} download>
+            Export Markdown
+          </a>
+          <a href={`/api/conversations/${id}/export`} download>
+            Export JSON
+          </a>
+          <Link to={`/c/${id}/publish`} className="publish-link">
+            Publish…
+          </Link>
+        </span>
       </header>
       <ErrorNote error={query.error} />
       <Transcript

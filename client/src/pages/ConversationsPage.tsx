@@ -3,6 +3,7 @@ import { type FormEvent, useState } from 'react';
 import { Link, useNavigate } from 'react-router';
 import { ConversationCreated, ConversationListResponse, NpcListResponse } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { ConversationImport } from '../components/ConversationImport.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { SearchBox } from '../components/SearchBox.tsx';
 import { useDocumentTitle } from '../title.ts';
@@ -117,6 +118,7 @@ export function ConversationsPage() {
         ))}
       </ul>
       {list.data?.conversations.length === 0 && <p className="empty">No conversations yet.</p>}
+      <ConversationImport />
     </div>
   );
 }

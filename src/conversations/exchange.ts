@@ -1,0 +1,140 @@
+import { z } from 'zod';
+import { flattenText, Part, UsageSchema } from '../parts/index.ts';
+import type { Message } from './messages.ts';
+
+/**
+ * A Conversation as a file (issue 18): JSON that imports back the same — every Part, usage, status and time —
+ * and Markdown to read. Pure: the routes stream these pieces out and feed an upload in.
+ */
+export const EXPORT_FORMAT = 'agentsville.conversation';
+export const EXPORT_VERSION = 1;
+
+export const ExportedNpc = z.object({
+  name: z.string().trim().min(1).max(100),
+  jobTitle: z.string().trim().max(100).default(''),
+  description: z.string().max(2000).default(''),
+  prompt: z.string().max(20_000).default(''),
+  provider: z.string().trim().min(1).max(64).nullable().default(null),
+  model: z.string().trim().min(1).max(200).nullable().default(null),
+  thinking: z.boolean().default(false),
+});
+export const ExportedMessage = z.object({
+  /** The id it had where it was exported (a reference only: an import gives new ids). */
+  id: z.string().max(100).optional(),
+  role: z.enum(['player', 'npc']),
+  /** Index into `npcs`: the NPC that wrote it, if it still existed when exported. */
+  npc: z.number().int().min(0).nullable().default(null),
+  npcName: z.string().max(100).nullable().default(null),
+  parts: z.array(Part).max(2000),
+  status: z.enum(['streaming', 'complete', 'stopped', 'failed', 'interrupted']),
+  error: z.string().max(10_000).nullable().default(null),
+  provider: z.string().max(64).nullable().default(null),
+  model: z.string().max(200).nullable().default(null),
+  usage: UsageSchema.nullable().default(null),
+  costUsd: z.number().nonnegative().nullable().default(null),
+  createdAt: z.iso.datetime({ offset: true }),
+});
+export const ConversationExport = z.object({
+  format: z.literal(EXPORT_FORMAT, {
+    error: `not an AgentsVille conversation export ("format": "${EXPORT_FORMAT}")`,
+  }),
+  version: z
+    .number()
+    .int()
+    .refine(
+      (v) => v <= EXPORT_VERSION,
+      `made by a newer AgentsVille (version ≤ ${EXPORT_VERSION} is read here)`,
+    ),
+  conversation: z.object({
+    title: z.string().trim().max(200).nullable().default(null),
+    createdAt: z.iso.datetime({ offset: true }),
+  }),
+  npcs: z.array(ExportedNpc).max(12),
+  messages: z.array(ExportedMessage).max(50_000),
+});
+export type ConversationExport = z.infer<typeof ConversationExport>;
+export type ExportedMessage = z.infer<typeof ExportedMessage>;
+export type ExportedNpc = z.infer<typeof ExportedNpc>;
+
+/** One stored Message as it is written to the file; `npcIndex` maps an NPC's id to its place in `npcs`. */
+export function exportMessage(m: Message, npcIndex: Map<string, number>): ExportedMessage {
+  return {
+    id: m.id,
+    role: m.role,
+    npc: m.npcId ? (npcIndex.get(m.npcId) ?? null) : null,
+    npcName: m.npcName,
+    parts: m.parts as Part[],
+    status: m.status,
+    error: m.error,
+    provider: m.provider,
+    model: m.model,
+    usage: m.usage,
+    costUsd: m.costUsd,
+    createdAt: m.createdAt.toISOString(),
+  };
+}
+
+/**
+ * A Message of an imported file as the row to store. Attachments keep their name, type and size but point at
+ * nothing here (a fresh id): their bytes are not in the file, and an id from elsewhere must never name another
+ * Player's upload. A reply that was still streaming when exported is stored as interrupted.
+ */
+export function importedRow(m: ExportedMessage, npcIds: (string | null)[], newId: () => string) {
+  const parts = m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: newId() } : p));
+  return {
+    role: m.role,
+    npc_id: m.npc === null ? null : (npcIds[m.npc] ?? null),
+    npc_name: m.npcName,
+    parts,
+    text: flattenText(parts),
+    status: m.status === 'streaming' ? 'interrupted' : m.status,
+    error: m.error,
+    provider: m.provider,
+    model: m.model,
+    input_tokens: m.usage?.inputTokens ?? null,
+    output_tokens: m.usage?.outputTokens ?? null,
+    reasoning_tokens: m.usage?.reasoningTokens ?? null,
+    cached_input_tokens: m.usage?.cachedInputTokens ?? null,
+    cost_usd: m.costUsd,
+    created_at: new Date(m.createdAt),
+    // Paid for where it was made, not here: Usage leaves it out.
+    imported: true,
+  };
+}
+
+/** The file's head, in Markdown: the title and who took part. */
+export function markdownHead(title: string | null, npcs: ExportedNpc[]): string {
+  const who = npcs.map((n) => (n.jobTitle ? `${n.name} (${n.jobTitle})` : n.name)).join(', ');
+  return `# ${title ?? 'Conversation'}\n\nWith ${who || 'no NPCs'}.\n`;
+}
+
+const quote = (t: string) =>
+  t
+    .trim()
+    .split('\n')
+    .map((l) => `> ${l}`)
+    .join('\n');
+
+/** One Message in Markdown: its speaker, text as written, reasoning quoted, tools and attachments one line each. */
+export function markdownMessage(
+  m: Pick<Message, 'role' | 'npcName' | 'parts' | 'status' | 'error' | 'createdAt'>,
+): string {
+  const who = m.role === 'player' ? 'You' : (m.npcName ?? 'NPC');
+  const lines = [`## ${who}`, `*${m.createdAt.toISOString()}*`];
+  for (const p of m.parts as Part[]) {
+    if (p.type === 'text') lines.push(p.text.trim());
+    else if (p.type === 'reasoning') lines.push(`${quote(`*Thinking:* ${p.text}`)}`);
+    else if (p.type === 'tool')
+      lines.push(
+        `- Tool \`${p.name ?? 'tool'}\`: ${p.state === 'failed' ? `failed${p.error ? ` (${p.error.split('\n')[0]})` : ''}` : p.state}`,
+      );
+    else if (p.type === 'file')
+      lines.push(`- Attached file: ${p.name} (${p.mediaType}, ${p.size.toLocaleString('en')} bytes)`);
+    else if (p.type === 'url') lines.push(`- Attached page: [${p.title ?? p.url}](${p.url})`);
+  }
+  if (m.status === 'failed')
+    lines.push(`*The reply failed${m.error ? `: ${m.error.trim().replace(/\.$/, '')}` : ''}.*`);
+  else if (m.status === 'stopped') lines.push('*Stopped.*');
+  else if (m.status === 'interrupted') lines.push('*Interrupted.*');
+  return `${lines.filter(Boolean).join('\n\n')}\n`;
+}

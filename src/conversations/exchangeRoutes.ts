@@ -1,0 +1,195 @@
+import { randomUUID } from 'node:crypto';
+import { type Request, type Response, Router } from 'express';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import {
+  AppError,
+  invalidBody,
+  isUuid,
+  keyedRateLimit,
+  notFound,
+  parseQuery,
+  readBytes,
+  respond,
+} from '../http/index.ts';
+import {
+  createNpc,
+  getVillageSettings,
+  listNpcs,
+  type Npc,
+  type ProviderRegistry,
+} from '../village/index.ts';
+import { ConversationImported } from '../wire/index.ts';
+import {
+  ConversationExport,
+  EXPORT_FORMAT,
+  EXPORT_VERSION,
+  type ExportedNpc,
+  exportMessage,
+  importedRow,
+  markdownHead,
+  markdownMessage,
+} from './exchange.ts';
+import { type MessageRow, toMessage } from './messages.ts';
+import { createConversation, getConversation, getParticipants } from './store.ts';
+
+const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
+const PAGE = 500;
+const ExportQuery = z.object({ format: z.enum(['json', 'md']).default('json') });
+
+const npcOf = (n: Npc): ExportedNpc => ({
+  name: n.name,
+  jobTitle: n.jobTitle,
+  description: n.description,
+  prompt: n.prompt,
+  provider: n.provider,
+  model: n.model,
+  thinking: n.thinking,
+});
+
+/** Writes and waits while the client is behind: a slow reader holds back the export, not the server's memory. */
+async function write(res: Response, chunk: string) {
+  if (!res.write(chunk))
+    await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+  if (res.destroyed) throw new Error('the client went away');
+}
+
+/**
+ * Export (`GET …/export?format=json|md`) and import (`POST /api/conversations/import`) of whole Conversations.
+ * Exports stream page by page (no connection held between pages); imports are one transaction.
+ */
+export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
+  const router = Router();
+  const rationed = (what: string) =>
+    keyedRateLimit(
+      30,
+      `Too many ${what} at once: at most 30 a minute.`,
+      (_req, res) => currentPlayer(res).id,
+    );
+
+  router.get('/conversations/:id/export', rationed('exports'), async (req, res) => {
+    const player = currentPlayer(res);
+    const { format } = parseQuery(req, ExportQuery);
+    const conversation = isUuid(req.params.id)
+      ? await getConversation(sql, player.id, req.params.id)
+      : undefined;
+    if (!conversation) throw notFound('Conversation');
+    const participants = await getParticipants(sql, conversation.id);
+    const npcs = participants.map(npcOf);
+    const npcIndex = new Map(participants.map((n, i) => [n.id, i]));
+    const name =
+      (conversation.title ?? 'conversation').replace(/[\\/:*?"<>|\p{Cc}]+/gu, ' ').trim() || 'conversation';
+    res
+      .attachment(`${name}.${format}`)
+      .type(format === 'json' ? 'application/json' : 'text/markdown; charset=utf-8');
+    if (format === 'json') {
+      const head = {
+        format: EXPORT_FORMAT,
+        version: EXPORT_VERSION,
+        exportedAt: new Date().toISOString(),
+        conversation: { title: conversation.title, createdAt: conversation.createdAt.toISOString() },
+        npcs,
+      };
+      await write(res, `${JSON.stringify(head).slice(0, -1)},"messages":[`);
+    } else await write(res, markdownHead(conversation.title, npcs));
+    let after = '0';
+    let first = true;
+    try {
+      for (;;) {
+        const rows = await sql<
+          MessageRow[]
+        >`select id, seq::text as seq, role, npc_id, npc_name, parts, text, status,
+          error, provider, model, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at
+          from messages where conversation_id = ${conversation.id} and messages.seq > ${after}
+          order by messages.seq limit ${PAGE}`;
+        for (const row of rows) {
+          const m = toMessage(row);
+          if (format === 'json') {
+            await write(res, `${first ? '' : ','}${JSON.stringify(exportMessage(m, npcIndex))}`);
+            first = false;
+          } else await write(res, `\n${markdownMessage(m)}`);
+        }
+        if (rows.length < PAGE) break;
+        after = rows.at(-1)!.seq;
+      }
+      res.end(format === 'json' ? ']}' : '');
+    } catch {
+      // Mid-file the status is sent: a cut connection is the only honest answer, so the file is not taken as whole.
+      res.destroy();
+    }
+  });
+
+  router.post('/conversations/import', rationed('imports'), readBytes(MAX_IMPORT_BYTES), async (req, res) => {
+    const player = currentPlayer(res);
+    const file = parseExport(req);
+    const settings = await getVillageSettings(sql);
+    // Each NPC of the file is one of the Player's with the same name, or made from the file's definition.
+    const mine = await listNpcs(sql, player.id);
+    const npcIds: string[] = [];
+    const created: string[] = [];
+    for (const n of file.npcs) {
+      const same = mine.find((m) => m.name === n.name);
+      if (same) {
+        npcIds.push(same.id);
+        continue;
+      }
+      const usable = n.provider !== null && providers.has(n.provider);
+      const npc = await createNpc(
+        sql,
+        player.id,
+        { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
+        settings.maxNpcs,
+      );
+      mine.push(npc);
+      npcIds.push(npc.id);
+      created.push(npc.name);
+    }
+    const rows = file.messages.map((m) => importedRow(m, npcIds, randomUUID));
+    const conversation = await createConversation(
+      sql,
+      player.id,
+      [...new Set(npcIds)],
+      file.conversation.title,
+      settings.maxConversations,
+      async (tx, c) => {
+        for (let i = 0; i < rows.length; i += 1000) {
+          const chunk = rows
+            .slice(i, i + 1000)
+            .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
+          await tx`insert into messages ${tx(chunk)}`;
+        }
+        await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
+      },
+    );
+    const participants = await getParticipants(sql, conversation.id);
+    respond(
+      res,
+      ConversationImported,
+      { conversation, participants, messages: rows.length, createdNpcs: created },
+      201,
+    );
+  });
+
+  return router;
+}
+
+function parseExport(req: Request): ConversationExport {
+  let json: unknown = req.body;
+  if (Buffer.isBuffer(req.body)) {
+    if (req.body.length === 0)
+      throw new AppError(400, 'INVALID_BODY', "Send the export file's bytes as the body (a .json export).");
+    try {
+      json = JSON.parse(req.body.toString('utf8').replace(/^\uFEFF/, ''));
+    } catch {
+      throw new AppError(
+        400,
+        'INVALID_BODY',
+        'The file is not valid JSON: import takes the JSON export, not the Markdown.',
+      );
+    }
+  }
+  const parsed = ConversationExport.safeParse(json);
+  if (!parsed.success) throw invalidBody(parsed.error);
+  return parsed.data;
+}

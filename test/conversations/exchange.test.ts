@@ -1,0 +1,174 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { collectFrames } from '../support/sse.ts';
+import { setupConversation } from '../support/turns.ts';
+
+// Export a Conversation as JSON (lossless) and Markdown (readable); import the JSON back (issue 18).
+let app: TestApp;
+let cookie: string;
+beforeAll(async () => {
+  app = await startTestApp();
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+type Export = {
+  format: string;
+  version: number;
+  exportedAt: string;
+  conversation: { title: string | null; createdAt: string };
+  npcs: { name: string; jobTitle: string; prompt: string }[];
+  messages: {
+    id: string;
+    parts: { type: string; id?: string }[];
+    createdAt: string;
+    usage: unknown;
+    npc: number | null;
+  }[];
+};
+const exportOf = async (id: string, as = cookie) => {
+  const res = await app.api(`/api/conversations/${id}/export`, { cookie: as });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-disposition')).toMatch(/^attachment/);
+  return (await res.json()) as Export;
+};
+const importFile = (body: string | Uint8Array, as = cookie) =>
+  fetch(`${app.running.listenUrl}/api/conversations/import`, {
+    method: 'POST',
+    headers: { cookie: as, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+    body,
+  });
+/** What must survive a round trip: everything but this instance's ids and the moment of export. */
+const comparable = (e: Export) => ({
+  ...e,
+  exportedAt: undefined,
+  messages: e.messages.map((m) => ({
+    ...m,
+    id: undefined,
+    parts: m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: undefined } : p)),
+  })),
+});
+
+async function richConversation() {
+  const { conversationId } = await setupConversation(app, cookie, [
+    { name: 'Ada', jobTitle: 'Librarian', prompt: 'Be brief.' },
+  ]);
+  app.fake.enqueue((r) => {
+    r.reasoning('Thinking about shelves.');
+    r.text('The third shelf.');
+    r.finish('stop', { prompt_tokens: 11, completion_tokens: 7 });
+  });
+  await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Where is *Dune*?' },
+    }),
+  );
+  // A tool step, a failure, a file and a page, as the turn would have stored them.
+  await app.db.sql`insert into messages (conversation_id, role, npc_name, parts, text, status, error) values
+    (${conversationId}, 'npc', 'Ada', ${app.db.sql.json([
+      { type: 'tool', id: 'c1', name: 'bash', input: { command: 'ls' }, state: 'done', output: 'a.txt' },
+      { type: 'file', id: crypto.randomUUID(), name: 'a.txt', mediaType: 'text/plain', size: 5, tokens: 2 },
+      { type: 'url', id: crypto.randomUUID(), url: 'https://example.com/', title: 'Example', size: 10 },
+    ])}, '', 'failed', 'The Provider refused.')`;
+  await app.db.sql`update conversations set title = 'Shelves' where id = ${conversationId}`;
+  return conversationId;
+}
+
+it('JSON export → import → export gives the same file; the NPCs are the Player’s own, Usage unchanged', async () => {
+  const id = await richConversation();
+  const usage = async () => (await (await app.api('/api/usage', { cookie })).json()) as { totals: unknown };
+  const before = await usage();
+  const original = await exportOf(id);
+  expect(original).toMatchObject({
+    format: 'agentsville.conversation',
+    version: 1,
+    conversation: { title: 'Shelves' },
+  });
+  expect(original.messages).toHaveLength(3);
+  expect(original.messages[1]).toMatchObject({ npc: 0, usage: { inputTokens: 11, outputTokens: 7 } });
+
+  const res = await importFile(JSON.stringify(original));
+  expect(res.status).toBe(201);
+  const imported = (await res.json()) as {
+    conversation: { id: string };
+    messages: number;
+    createdNpcs: string[];
+  };
+  expect(imported).toMatchObject({ messages: 3, createdNpcs: [] });
+  const again = await exportOf(imported.conversation.id);
+  expect(comparable(again)).toEqual(comparable(original));
+  // Attachments come as names only: their ids point at nothing of anyone's.
+  const file = again.messages[2]!.parts[1]!;
+  expect(file.id).not.toBe(original.messages[2]!.parts[1]!.id);
+  expect((await app.api(`/api/attachments/${file.id}`, { cookie })).status).toBe(404);
+  // Paid for where it was made: Usage is what it was.
+  expect(await usage()).toEqual(before);
+
+  // Another Player importing it gets the NPC made from the file.
+  const { cookie: other } = await app.signIn();
+  const theirs = (await (await importFile(JSON.stringify(original), other)).json()) as {
+    conversation: { id: string };
+    createdNpcs: string[];
+  };
+  expect(theirs.createdNpcs).toEqual(['Ada']);
+  expect(comparable(await exportOf(theirs.conversation.id, other))).toEqual(comparable(original));
+  // And cannot export the first Player's.
+  expect((await app.api(`/api/conversations/${id}/export`, { cookie: other })).status).toBe(404);
+});
+
+it('Markdown export reads as a transcript', async () => {
+  const id = await richConversation();
+  const res = await app.api(`/api/conversations/${id}/export?format=md`, { cookie });
+  expect(res.headers.get('content-type')).toMatch(/^text\/markdown/);
+  const md = await res.text();
+  expect(md).toMatch(/^# Shelves\n\nWith Ada \(Librarian\)\.\n/);
+  expect(md).toContain('## You');
+  expect(md).toContain('Where is *Dune*?');
+  expect(md).toContain('> *Thinking:* Thinking about shelves.');
+  expect(md).toContain('The third shelf.');
+  expect(md).toContain('- Tool `bash`: done');
+  expect(md).toContain('- Attached file: a.txt (text/plain, 5 bytes)');
+  expect(md).toContain('- Attached page: [Example](https://example.com/)');
+  expect(md).toContain('*The reply failed: The Provider refused.*');
+});
+
+it('a long Conversation streams out whole, page after page', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  await app.db.sql`insert into messages (conversation_id, role, text, parts, status)
+    select ${conversationId}, 'player', 'turn ' || i, jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'turn ' || i)),
+      'complete' from generate_series(1, 1234) i`;
+  const file = await exportOf(conversationId);
+  expect(file.messages).toHaveLength(1234);
+  expect(file.messages.at(-1)!.parts).toEqual([{ type: 'text', text: 'turn 1234' }]);
+});
+
+it('a file that is not an export, or a broken one, is refused in words and stores nothing', async () => {
+  const id = await richConversation();
+  const good = await exportOf(id);
+  const count = async () => (await app.db.sql`select count(*)::int as n from conversations`)[0]!.n;
+  const before = await count();
+  const refused = async (body: string, match: RegExp) => {
+    const res = await importFile(body);
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('INVALID_BODY');
+    expect(error.message).toMatch(match);
+  };
+  await refused('# Shelves\n\nWith Ada.', /not valid JSON/);
+  await refused(
+    JSON.stringify({ ...good, format: 'something.else' }),
+    /not an AgentsVille conversation export/,
+  );
+  await refused(JSON.stringify({ ...good, version: 2 }), /newer AgentsVille/);
+  await refused(
+    JSON.stringify({ ...good, messages: [{ ...good.messages[0], parts: [{ type: 'mystery' }] }] }),
+    /messages/,
+  );
+  await refused(
+    JSON.stringify({ ...good, npcs: Array.from({ length: 13 }, (_, i) => ({ name: `N${i}` })) }),
+    /npcs/,
+  );
+  await refused('', /export file/);
+  expect(await count()).toBe(before);
+});
