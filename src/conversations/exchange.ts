@@ -7,7 +7,8 @@ import type { Message } from './messages.ts';
  * and Markdown to read. Pure: the routes stream these pieces out and feed an upload in.
  */
 export const EXPORT_FORMAT = 'agentsville.conversation';
-export const EXPORT_VERSION = 1;
+/** 2: Messages carry `parentId` and `onPath` (the Conversation tree, ADR 0042). 1 was one path. */
+export const EXPORT_VERSION = 2;
 
 export const ExportedNpc = z.object({
   name: z.string().trim().min(1).max(100),
@@ -21,6 +22,10 @@ export const ExportedNpc = z.object({
 export const ExportedMessage = z.object({
   /** The id it had where it was exported (a reference only: an import gives new ids). */
   id: z.string().max(100).optional(),
+  /** The `id` of the Message it follows, earlier in the file; null for a first Message. Version 1: the one before. */
+  parentId: z.string().max(100).nullable().optional(),
+  /** Whether it is on the branch shown (version 1: all are). */
+  onPath: z.boolean().optional(),
   role: z.enum(['player', 'npc']),
   /** Index into `npcs`: the NPC that wrote it, if it still existed when exported. */
   npc: z.number().int().min(0).nullable().default(null),
@@ -57,9 +62,14 @@ export type ExportedMessage = z.infer<typeof ExportedMessage>;
 export type ExportedNpc = z.infer<typeof ExportedNpc>;
 
 /** One stored Message as it is written to the file; `npcIndex` maps an NPC's id to its place in `npcs`. */
-export function exportMessage(m: Message, npcIndex: Map<string, number>): ExportedMessage {
+export function exportMessage(
+  m: Message & { onPath: boolean },
+  npcIndex: Map<string, number>,
+): ExportedMessage {
   return {
     id: m.id,
+    parentId: m.parentId,
+    onPath: m.onPath,
     role: m.role,
     npc: m.npcId ? (npcIndex.get(m.npcId) ?? null) : null,
     npcName: m.npcName,
@@ -75,13 +85,52 @@ export function exportMessage(m: Message, npcIndex: Map<string, number>): Export
 }
 
 /**
+ * The tree of an imported file: each Message's parent as an index into the file (a version 1 file, or a Message
+ * with no `parentId` field, follows the one before), and the path — re-derived from the last Message marked on
+ * it, so a file cannot mark a path that is not one. A parent must come earlier in the file: otherwise, null.
+ */
+export function importedTree(
+  messages: ExportedMessage[],
+): { parents: (number | null)[]; onPath: boolean[] } | string {
+  const at = new Map<string, number>();
+  const parents: (number | null)[] = [];
+  for (const [i, m] of messages.entries()) {
+    if (m.parentId === undefined) parents.push(i === 0 ? null : i - 1);
+    else if (m.parentId === null) parents.push(null);
+    else {
+      const p = at.get(m.parentId);
+      if (p === undefined)
+        return `message ${i} follows "${m.parentId}", which is not an earlier message of the file`;
+      parents.push(p);
+    }
+    if (m.id !== undefined) {
+      if (at.has(m.id)) return `two messages have the id "${m.id}"`;
+      at.set(m.id, i);
+    }
+  }
+  const onPath = messages.map(() => false);
+  let head: number | null = messages.findLastIndex((m) => m.onPath !== false);
+  if (head < 0) head = null;
+  for (let i = head; i !== null; i = parents[i]!) onPath[i] = true;
+  return { parents, onPath };
+}
+
+/**
  * A Message of an imported file as the row to store. Attachments keep their name, type and size but point at
  * nothing here (a fresh id): their bytes are not in the file, and an id from elsewhere must never name another
  * Player's upload. A reply that was still streaming when exported is stored as interrupted.
  */
-export function importedRow(m: ExportedMessage, npcIds: (string | null)[], newId: () => string) {
+export function importedRow(
+  m: ExportedMessage,
+  npcIds: (string | null)[],
+  newId: () => string,
+  tree: { id: string; parentId: string | null; onPath: boolean },
+) {
   const parts = m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: newId() } : p));
   return {
+    id: tree.id,
+    parent_id: tree.parentId,
+    on_path: tree.onPath,
     role: m.role,
     npc_id: m.npc === null ? null : (npcIds[m.npc] ?? null),
     npc_name: m.npcName,

@@ -28,6 +28,7 @@ import {
   type ExportedNpc,
   exportMessage,
   importedRow,
+  importedTree,
   markdownHead,
   markdownMessage,
 } from './exchange.ts';
@@ -98,17 +99,19 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     try {
       for (;;) {
         const rows = await sql<
-          MessageRow[]
-        >`select id, seq::text as seq, role, npc_id, npc_name, parts, text, status,
-          error, provider, model, input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at
+          (MessageRow & { on_path: boolean })[]
+        >`select id, seq::text as seq, role, npc_id,
+          npc_name, parts, text, status, error, provider, model, input_tokens, output_tokens, reasoning_tokens,
+          cached_input_tokens, cost_usd, created_at, parent_id, on_path
           from messages where conversation_id = ${conversation.id} and messages.seq > ${after}
           order by messages.seq limit ${PAGE}`;
         for (const row of rows) {
-          const m = toMessage(row);
+          const m = { ...toMessage(row), onPath: row.on_path };
           if (format === 'json') {
+            // Every branch: the tree is part of the Conversation.
             await write(res, `${first ? '' : ','}${JSON.stringify(exportMessage(m, npcIndex))}`);
             first = false;
-          } else await write(res, `\n${markdownMessage(m)}`);
+          } else if (m.onPath) await write(res, `\n${markdownMessage(m)}`);
         }
         if (rows.length < PAGE) break;
         after = rows.at(-1)!.seq;
@@ -123,13 +126,23 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
   router.post('/conversations/import', rationed('imports'), readBytes(MAX_IMPORT_BYTES), async (req, res) => {
     const player = currentPlayer(res);
     const file = parseExport(req);
+    const tree = importedTree(file.messages);
+    if (typeof tree === 'string')
+      throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
     const settings = await getVillageSettings(sql);
-    // Each NPC of the file is one of the Player's with the same name, or made from the file's definition.
+    // Each NPC of the file is one of the Player's that is the same character (name, Job Title, description,
+    // prompt), or is made from the file's definition: a namesake with another prompt is not silently swapped in.
     const mine = await listNpcs(sql, player.id);
     const npcIds: string[] = [];
     const created: string[] = [];
     for (const n of file.npcs) {
-      const same = mine.find((m) => m.name === n.name);
+      const same = mine.find(
+        (m) =>
+          m.name === n.name &&
+          m.jobTitle === n.jobTitle &&
+          m.description === n.description &&
+          m.prompt === n.prompt,
+      );
       if (same) {
         npcIds.push(same.id);
         continue;
@@ -145,7 +158,14 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       npcIds.push(npc.id);
       created.push(npc.name);
     }
-    const rows = file.messages.map((m) => importedRow(m, npcIds, randomUUID));
+    const ids = file.messages.map(() => randomUUID());
+    const rows = file.messages.map((m, i) =>
+      importedRow(m, npcIds, randomUUID, {
+        id: ids[i]!,
+        parentId: tree.parents[i] === null ? null : ids[tree.parents[i]!]!,
+        onPath: tree.onPath[i]!,
+      }),
+    );
     const conversation = await createConversation(
       sql,
       player.id,

@@ -24,6 +24,10 @@ export interface Message {
   usage: Usage | null;
   costUsd: number | null;
   createdAt: Date;
+  /** The Message this one follows in the Conversation tree (null: a first Message). */
+  parentId: string | null;
+  /** This Message and its siblings (same parent), oldest first: where the transcript offers "‹ 2/3 ›". */
+  siblings?: string[];
 }
 
 export interface MessageRow {
@@ -44,6 +48,8 @@ export interface MessageRow {
   cached_input_tokens: number | null;
   cost_usd: number | null;
   created_at: Date;
+  parent_id: string | null;
+  siblings?: string[];
 }
 
 /** A stored row as the API shows it. Rows written before Parts existed read as one text Part. */
@@ -75,6 +81,8 @@ export function toMessage(row: MessageRow): Message {
       : null,
     costUsd: row.cost_usd,
     createdAt: row.created_at,
+    parentId: row.parent_id,
+    ...(row.siblings ? { siblings: row.siblings } : {}),
   };
 }
 

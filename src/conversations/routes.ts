@@ -23,6 +23,7 @@ import {
   listConversations,
   listMessages,
   renameConversation,
+  switchBranch,
 } from './store.ts';
 import { usageByDay } from './usage.ts';
 
@@ -49,6 +50,7 @@ const SearchQuery = z.object({
   q: z.string().trim().min(1, 'type something to search for').max(200),
   limit: z.coerce.number().int().min(1).max(50).default(20),
 });
+const BranchBody = z.object({ messageId: z.uuid() }).strict();
 const UsageQuery = z.object({
   by: z.enum(['npc', 'conversation']).default('npc'),
   days: z.coerce.number().int().min(1).max(366).default(30),
@@ -136,6 +138,15 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     // Deleted between the rename and this read.
     if (!conversation) throw notFound('Conversation');
     respond(res, ConversationResponse, { conversation });
+  });
+
+  // Shows another branch of the Conversation: the path through the chosen Message (ADR 0042).
+  router.post('/conversations/:id/branch', async (req, res) => {
+    const player = currentPlayer(res);
+    const conversation = await owned(player.id, req.params.id);
+    const { messageId } = parseBody(req, BranchBody);
+    await switchBranch(sql, player.id, conversation.id, messageId);
+    res.status(204).end();
   });
 
   router.get('/search', async (req, res) => {

@@ -3,6 +3,7 @@ import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction }
 import { AppError } from '../http/index.ts';
 import { type AttachmentPart, attachmentsOf, type Part, readParts } from '../parts/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
+import { branchHead, pathLeaf, setPath } from './branches.ts';
 import {
   type Message,
   type MessageRow,
@@ -36,7 +37,7 @@ const conversationColumns = (sql: Queryable) => sql`
 
 const messageColumns = (sql: Queryable) => sql`
   id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
-  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at`;
+  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at, parent_id`;
 
 export async function createConversation(
   sql: Sql,
@@ -171,8 +172,11 @@ export async function listMessages(
   opts: { limit: number; before?: string },
 ): Promise<{ messages: Message[]; before: string | null }> {
   const rows = await sql<MessageRow[]>`
-    select ${messageColumns(sql)} from messages
-    where conversation_id = ${conversationId} ${opts.before ? sql`and seq < ${opts.before}` : sql``}
+    select ${messageColumns(sql)}, array(select s.id from messages s where s.conversation_id = messages.conversation_id
+        and (s.parent_id = messages.parent_id or (messages.parent_id is null and s.parent_id is null))
+        order by s.seq) as siblings
+    from messages
+    where conversation_id = ${conversationId} and on_path ${opts.before ? sql`and seq < ${opts.before}` : sql``}
     order by messages.seq desc limit ${opts.limit + 1}`;
   const more = rows.length > opts.limit;
   const page = rows.slice(0, opts.limit).reverse();
@@ -213,10 +217,18 @@ export interface FirstReply {
   provider: string;
   model: string;
 }
-const insertReply = (q: Queryable, r: FirstReply, instanceId: number, after: PendingFragment) => q`
-  insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
+const insertReply = (
+  q: Queryable,
+  r: FirstReply,
+  instanceId: number,
+  after: PendingFragment,
+  /** The Message it answers (its parent in the tree). */
+  parent: PendingFragment,
+) => q`
+  insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id,
+    parent_id)
   select (select id from claimed), 'npc', ${r.npc.id}, ${r.npc.name}, '[]', '', 'streaming', ${r.provider},
-    ${r.model}, ${instanceId}
+    ${r.model}, ${instanceId}, ${parent}
   -- Selecting from the Player's row (when there is one) makes this insert run after it: its seq is later.
   from ${after}
   returning id`;
@@ -236,6 +248,8 @@ export async function beginPlayerTurn(
     attachments?: readonly AttachmentPart[];
     limits: SpendingLimits;
     reply: FirstReply;
+    /** Start a branch: the Message goes after `parentId` (null: as a new first Message), not after the head. */
+    branchFrom?: { parentId: string | null };
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
   const attached = args.attachments ?? [];
@@ -251,6 +265,8 @@ export async function beginPlayerTurn(
     // prepared statement whose plan went stale, and behind a COMMIT the re-sent one would run outside the
     // transaction and the lock. A refusal thrown here rolls back, so nothing is claimed.
     const locked = lockSpending(tx, args.playerId);
+    // A branch moves the path first; a refused turn rolls it back with everything else.
+    if (args.branchFrom) await branchAt(tx, args.conversationId, args.playerId, args.branchFrom.parentId);
     const parts = tx.json([
       ...(args.text ? [{ type: 'text', text: args.text }] : []),
       ...attached,
@@ -260,16 +276,43 @@ export async function beginPlayerTurn(
       claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
       player as (
-        insert into messages (conversation_id, role, parts, text)
-        select id, 'player', ${parts}, ${args.text} from claimed
+        insert into messages (conversation_id, role, parts, text, parent_id)
+        select id, 'player', ${parts}, ${args.text}, ${pathLeaf(tx, args.conversationId)} from claimed
         returning ${messageColumns(tx)}),
       ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
-      reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`)})
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`, tx`player.id`)})
       select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`;
     await locked;
     judgeSpending(row!, args.limits);
     if (!row?.id || !row.reply_id) throw turnInProgress();
     return { playerMessage: toMessage(row as MessageRow), replyId: row.reply_id };
+  });
+}
+
+/** Moves the path so the next Message follows `parentId`, which must be a Message of this Conversation. */
+async function branchAt(tx: Queryable, conversationId: string, playerId: string, parentId: string | null) {
+  if (parentId !== null) {
+    const [found] = await tx`select 1 from messages m join conversations c on c.id = m.conversation_id
+      where m.id = ${parentId} and c.id = ${conversationId} and c.player_id = ${playerId}`;
+    if (!found) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
+  }
+  await setPath(tx, conversationId, parentId);
+}
+
+/**
+ * Shows another branch: the path becomes the one through `messageId`, down its newest replies to where that
+ * branch was left. Not while a reply is being written (the turn appends to the path).
+ */
+export async function switchBranch(sql: Sql, playerId: string, conversationId: string, messageId: string) {
+  await transaction(sql, async (tx) => {
+    const [c] = await tx<{ busy: boolean }[]>`
+      select turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)}) as busy from conversations
+      where id = ${conversationId} and player_id = ${playerId} for update`;
+    if (!c) throw new AppError(404, 'NOT_FOUND', 'There is no such Conversation.');
+    if (c.busy) throw turnInProgress();
+    const head = await branchHead(tx, conversationId, messageId);
+    if (!head) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
+    await setPath(tx, conversationId, head);
   });
 }
 
@@ -294,8 +337,7 @@ export async function beginRegenerate(
     reply: FirstReply;
   },
 ): Promise<{ playerMessage: Message; replyId: string }> {
-  let dropBlobs: string[] = [];
-  const begun = await transaction(sql, async (tx) => {
+  return transaction(sql, async (tx) => {
     // BEGIN, the lock and both reads in one round trip; the claim and COMMIT in a second.
     const locked = lockSpending(tx, args.playerId);
     const [[spent], [last]] = await Promise.all([
@@ -304,29 +346,27 @@ export async function beginRegenerate(
       >`with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)} select * from spend`,
       tx<MessageRow[]>`
         select ${messageColumns(tx)} from messages
-        where conversation_id = ${args.conversationId} and role = 'player' order by messages.seq desc limit 1`,
+        where conversation_id = ${args.conversationId} and role = 'player' and on_path
+        order by messages.seq desc limit 1`,
     ]);
     await locked;
     judgeSpending(spent!, args.limits);
     if (!last)
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
-    const [row] = await tx<{ reply_id: string; blobIds: string[] }[]>`
+    // The replies answered again leave the path but stay in the tree: the new one is their sibling, and the
+    // Player can switch back (ADR 0042). A summary that covered them is rebuilt from the path.
+    const [row] = await tx<{ reply_id: string }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
-      ${keepUsage(tx, args.playerId, tx`(select id from claimed)`, tx`(select title from conversations where id = ${args.conversationId})`, tx`m.seq > ${last.seq}`)},
-      dropped as (delete from messages where conversation_id = (select id from claimed) and seq > ${last.seq}
-        returning id),
-      reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`)})
-      select id as reply_id,
-        array(select blob_id from attachments where message_id in (select id from dropped)) as "blobIds"
-      from reply`;
+      aside as (update messages set on_path = false
+        where conversation_id = (select id from claimed) and on_path and seq > ${last.seq} returning seq),
+      forgot as (update conversations set summary = '', summary_through = 0
+        where id = (select id from claimed) and summary_through > ${last.seq} and exists (select 1 from aside)),
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`, tx`${last.id}::uuid`)})
+      select id as reply_id from reply`;
     if (!row) throw turnInProgress();
-    // Files the replaced replies shared go with them (after COMMIT; their bytes only when nothing else uses them).
-    if (row.blobIds.length) dropBlobs = row.blobIds;
     return { playerMessage: toMessage(last), replyId: row.reply_id };
   });
-  await collectBlobs(sql, dropBlobs).catch(() => {});
-  return begun;
 }
 
 /**
@@ -364,9 +404,10 @@ export async function insertNpcMessage(
   },
 ): Promise<Message> {
   const [row] = await sql<MessageRow[]>`
-    insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id)
+    insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id,
+      parent_id)
     values (${args.conversationId}, 'npc', ${args.npc.id}, ${args.npc.name}, '[]', '', 'streaming',
-      ${args.provider}, ${args.model}, ${args.instanceId})
+      ${args.provider}, ${args.model}, ${args.instanceId}, ${pathLeaf(sql, args.conversationId)})
     returning ${messageColumns(sql)}`;
   return toMessage(row!);
 }
@@ -468,7 +509,7 @@ export async function readHistoryTail(
         then jsonb_path_query_array(parts, '$[*] ? (@.type == "file" || @.type == "url")')
       end as attachments
     from messages
-    where conversation_id = ${conversationId} and seq > ${after} and status <> 'streaming'
+    where conversation_id = ${conversationId} and on_path and seq > ${after} and status <> 'streaming'
     order by messages.seq`;
   return rows.map((r) => ({
     ...r,
@@ -490,22 +531,23 @@ export async function saveSummary(
 export async function lastPlayerText(sql: Sql, playerId: string, conversationId: string): Promise<string> {
   const [row] = await sql<{ text: string }[]>`
     select m.text from messages m join conversations c on c.id = m.conversation_id
-    where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player'
+    where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player' and m.on_path
     order by m.seq desc limit 1`;
   return row?.text ?? '';
 }
 
-/** Every Message of a Conversation, oldest first: what publishing reads. */
+/** The Messages on a Conversation's path, oldest first: what publishing reads (the current branch). */
 export async function allMessages(sql: Sql, conversationId: string): Promise<Message[]> {
   const rows = await sql<MessageRow[]>`
-    select ${messageColumns(sql)} from messages where conversation_id = ${conversationId} order by messages.seq`;
+    select ${messageColumns(sql)} from messages where conversation_id = ${conversationId} and on_path
+    order by messages.seq`;
   return rows.map(toMessage);
 }
 
-/** The ids of a Conversation's Messages, in order. */
+/** The ids of the Messages on a Conversation's path, in order. */
 export async function messageIds(sql: Sql, conversationId: string): Promise<string[]> {
   const rows = await sql<{ id: string }[]>`
-    select id from messages where conversation_id = ${conversationId} order by seq`;
+    select id from messages where conversation_id = ${conversationId} and on_path order by seq`;
   return rows.map((r) => r.id);
 }
 
@@ -527,8 +569,12 @@ export async function getReply(
 ): Promise<(Message & { playerMessageId: string | null }) | undefined> {
   const [row] = await sql<(MessageRow & { player_message_id: string | null })[]>`
     select ${messageColumns(sql)},
-      (select p.id from messages p where p.conversation_id = m.conversation_id and p.role = 'player' and p.seq < m.seq
-       order by p.seq desc limit 1) as player_message_id
+      (with recursive up as (
+         select p.id, p.parent_id, p.role, 0 as depth from messages p where p.id = m.parent_id
+         union all
+         select p.id, p.parent_id, p.role, up.depth + 1 from messages p join up on p.id = up.parent_id
+         where up.role <> 'player' and up.depth < 50)
+       select id from up where role = 'player' limit 1) as player_message_id
     from messages m
     where m.id = ${messageId} and m.conversation_id = ${conversationId} and m.role = 'npc'
       and exists (select 1 from conversations c where c.id = m.conversation_id and c.player_id = ${playerId})`;

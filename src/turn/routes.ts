@@ -36,6 +36,11 @@ const MessageBody = z
     npcId: z.uuid().optional(),
     /** Uploads to this Conversation not yet sent (POST …/attachments), in the order they are shown. */
     attachments: z.array(z.uuid()).max(100).default([]),
+    /**
+     * Start a branch (ADR 0042): the Message follows `parentId` instead of the current head — an edit of a
+     * Player Message sends its parent, a fork from a reply sends the reply; null starts again at the top.
+     */
+    branchFrom: z.object({ parentId: z.uuid().nullable() }).strict().optional(),
   })
   .strict()
   .refine((b) => b.text !== '' || b.attachments.length > 0, {
@@ -94,7 +99,12 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       attachments,
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
+      branchFrom: body.branchFrom,
     });
+    // A branch may have set the rolling summary aside (it covered another branch): read it as it is now.
+    if (body.branchFrom)
+      prepared.conversation =
+        (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
   });
 
@@ -110,6 +120,9 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
     });
+    // The replies answered again left the path; a summary that covered them was set aside.
+    prepared.conversation =
+      (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
   });
 

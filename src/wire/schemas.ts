@@ -87,6 +87,10 @@ export const MessageView = z.object({
   usage: UsageSchema.nullable(),
   costUsd: z.number().nullable(),
   createdAt: Time,
+  /** The Message it follows in the Conversation tree; null for a first Message (ADR 0042). */
+  parentId: z.uuid().nullable(),
+  /** It and its siblings (the same parent), oldest first, in a transcript page: more than one is a fork. */
+  siblings: z.array(z.uuid()).optional(),
 });
 export const MessagePage = z.object({
   messages: z.array(MessageView),

@@ -229,7 +229,7 @@ describe('what the Provider receives', () => {
 });
 
 describe('files an NPC shares', () => {
-  it('a sandbox file shared with share_file is a file Part the Player can download; regenerating drops it', async () => {
+  it('a sandbox file shared with share_file is a file Part the Player can download; it goes with the Conversation', async () => {
     const { conversationId, npcIds } = await setupConversation(app, cookie);
     await app.api(`/api/npcs/${npcIds[0]}/grants`, {
       method: 'PUT',
@@ -325,8 +325,9 @@ describe('files an NPC shares', () => {
       error: expect.stringContaining('attachment space is full'),
     });
 
-    // The replaced reply's file went with it. Its bytes stay only while something else holds the same content:
-    // here the sandbox's own tides.csv files (stored in PostgreSQL too); with those gone, so are the bytes.
+    // Regenerating keeps the earlier reply as a sibling (ADR 0042), and its file with it, still downloadable.
+    // Deleting the Conversations takes the file, and the bytes once nothing else (the sandbox's own tides.csv,
+    // stored in PostgreSQL too) holds the same content.
     const uses = async () => {
       const [row] = await app.db.sql<{ blobs: number; attachments: number; files: number }[]>`
         select count(*)::int as blobs,
@@ -335,7 +336,10 @@ describe('files an NPC shares', () => {
         from blobs b where b.sha256 = sha256(${csv})`;
       return row!;
     };
-    expect(await uses()).toMatchObject({ blobs: 1, attachments: 0 });
+    expect(await uses()).toMatchObject({ blobs: 1, attachments: 1 });
+    expect(
+      (await app.api(`/api/attachments/${file!.type === 'file' ? file!.id : ''}`, { cookie })).status,
+    ).toBe(200);
     expect((await uses()).files).toBeGreaterThan(0);
     for (const c of [conversationId, second])
       expect((await app.api(`/api/conversations/${c}`, { method: 'DELETE', cookie })).status).toBe(204);

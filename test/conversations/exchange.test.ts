@@ -20,6 +20,8 @@ type Export = {
   npcs: { name: string; jobTitle: string; prompt: string }[];
   messages: {
     id: string;
+    parentId: string | null;
+    onPath: boolean;
     parts: { type: string; id?: string }[];
     createdAt: string;
     usage: unknown;
@@ -45,6 +47,8 @@ const comparable = (e: Export) => ({
   messages: e.messages.map((m) => ({
     ...m,
     id: undefined,
+    // The tree, by place in the file rather than by this instance's ids.
+    parentId: m.parentId === null ? null : e.messages.findIndex((p) => p.id === m.parentId),
     parts: m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: undefined } : p)),
   })),
 });
@@ -65,12 +69,14 @@ async function richConversation() {
     }),
   );
   // A tool step, a failure, a file and a page, as the turn would have stored them.
-  await app.db.sql`insert into messages (conversation_id, role, npc_name, parts, text, status, error) values
+  await app.db
+    .sql`insert into messages (conversation_id, role, npc_name, parts, text, status, error, parent_id) values
     (${conversationId}, 'npc', 'Ada', ${app.db.sql.json([
       { type: 'tool', id: 'c1', name: 'bash', input: { command: 'ls' }, state: 'done', output: 'a.txt' },
       { type: 'file', id: crypto.randomUUID(), name: 'a.txt', mediaType: 'text/plain', size: 5, tokens: 2 },
       { type: 'url', id: crypto.randomUUID(), url: 'https://example.com/', title: 'Example', size: 10 },
-    ])}, '', 'failed', 'The Provider refused.')`;
+    ])}, '', 'failed', 'The Provider refused.',
+    (select id from messages where conversation_id = ${conversationId} order by seq desc limit 1))`;
   await app.db.sql`update conversations set title = 'Shelves' where id = ${conversationId}`;
   return conversationId;
 }
@@ -82,7 +88,7 @@ it('JSON export → import → export gives the same file; the NPCs are the Play
   const original = await exportOf(id);
   expect(original).toMatchObject({
     format: 'agentsville.conversation',
-    version: 1,
+    version: 2,
     conversation: { title: 'Shelves' },
   });
   expect(original.messages).toHaveLength(3);
@@ -160,7 +166,17 @@ it('a file that is not an export, or a broken one, is refused in words and store
     JSON.stringify({ ...good, format: 'something.else' }),
     /not an AgentsVille conversation export/,
   );
-  await refused(JSON.stringify({ ...good, version: 2 }), /newer AgentsVille/);
+  await refused(JSON.stringify({ ...good, version: 3 }), /newer AgentsVille/);
+  await refused(
+    JSON.stringify({
+      ...good,
+      messages: [
+        { ...good.messages[0], parentId: 'later' },
+        { ...good.messages[1], id: 'later' },
+      ],
+    }),
+    /not an earlier message/,
+  );
   await refused(
     JSON.stringify({ ...good, messages: [{ ...good.messages[0], parts: [{ type: 'mystery' }] }] }),
     /messages/,
@@ -171,4 +187,60 @@ it('a file that is not an export, or a broken one, is refused in words and store
   );
   await refused('', /export file/);
   expect(await count()).toBe(before);
+});
+
+it('every branch travels: the tree and the branch shown come back; a version 1 file is one path', async () => {
+  const { conversationId: c } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
+  for (const [text, reply] of [
+    ['Pick a colour', 'Blue.'],
+    ['Why?', 'Calm.'],
+  ]) {
+    app.fake.enqueue((r) => {
+      r.text(reply!);
+      r.finish();
+    });
+    await collectFrames(await app.api(`/api/conversations/${c}/messages`, { cookie, body: { text } }));
+  }
+  app.fake.enqueue((r) => {
+    r.text('Because.');
+    r.finish();
+  });
+  await collectFrames(await app.api(`/api/conversations/${c}/regenerate`, { cookie, body: {} }));
+  const original = await exportOf(c);
+  expect(original.messages.map((m) => m.onPath)).toEqual([true, true, true, false, true]);
+  const imported = (await (await importFile(JSON.stringify(original))).json()) as {
+    conversation: { id: string };
+  };
+  const again = await exportOf(imported.conversation.id);
+  expect(comparable(again)).toEqual(comparable(original));
+  const shown = (await (
+    await app.api(`/api/conversations/${imported.conversation.id}`, { cookie })
+  ).json()) as {
+    messages: { text: string; siblings: string[] }[];
+  };
+  expect(shown.messages.map((m) => m.text)).toEqual(['Pick a colour', 'Blue.', 'Why?', 'Because.']);
+  expect(shown.messages[3]!.siblings).toHaveLength(2);
+  // Markdown shows the branch on screen.
+  const md = await (await app.api(`/api/conversations/${c}/export?format=md`, { cookie })).text();
+  expect(md).toContain('Because.');
+  expect(md).not.toContain('Calm.');
+  // A version 1 file (no tree): each Message follows the one before.
+  const v1 = {
+    ...original,
+    version: 1,
+    messages: original.messages.map(({ parentId: _p, onPath: _o, ...m }) => m),
+  };
+  const flat = (await (await importFile(JSON.stringify(v1))).json()) as { conversation: { id: string } };
+  const flatShown = (await (
+    await app.api(`/api/conversations/${flat.conversation.id}`, { cookie })
+  ).json()) as {
+    messages: { text: string }[];
+  };
+  expect(flatShown.messages.map((m) => m.text)).toEqual([
+    'Pick a colour',
+    'Blue.',
+    'Why?',
+    'Calm.',
+    'Because.',
+  ]);
 });

@@ -26,7 +26,11 @@ export async function insertConversation(
     values (${playerId}, ${o.title ?? 'A conversation'}) returning id`;
   await sql`insert into conversation_participants values (${c!.id}, ${n!.id}, 0)`;
   const base = Date.UTC(2026, 10, 1, 10);
+  // Ids made here so each turn can name the one before as its parent: one path, as a real Conversation.
+  const ids = o.turns.map(() => crypto.randomUUID());
   const rows = o.turns.map((t, i) => ({
+    id: ids[i]!,
+    parent_id: i > 0 ? ids[i - 1]! : null,
     conversation_id: c!.id as string,
     role: t.role,
     npc_id: t.role === 'npc' ? (n!.id as string) : null,
@@ -37,11 +41,7 @@ export async function insertConversation(
     model: t.role === 'npc' ? 'fake-model' : null,
     created_at: new Date(base + i * 60_000),
   }));
-  const ids: string[] = [];
   // One statement per 500 turns; seq (bigserial) keeps insertion order, which is reading order.
-  for (let i = 0; i < rows.length; i += 500) {
-    const inserted = await sql`insert into messages ${sql(rows.slice(i, i + 500))} returning id`;
-    ids.push(...inserted.map((r) => r.id as string));
-  }
+  for (let i = 0; i < rows.length; i += 500) await sql`insert into messages ${sql(rows.slice(i, i + 500))}`;
   return { conversationId: c!.id as string, npcId: n!.id as string, ids };
 }

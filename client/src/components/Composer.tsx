@@ -35,8 +35,17 @@ export function Composer(props: {
   onSend: (text: string, attachments: AttachmentPart[], npcId?: string) => void;
   onStop: () => void;
   onRegenerate: () => void;
+  /** Sending starts a branch (an edit, or a fork from a reply): said above the box, with a way out. */
+  branch?: { key: string; label: string; text: string } | null;
+  onCancelBranch?: () => void;
 }) {
   const [text, setText] = useState('');
+  // An edit starts from the words being edited.
+  const branchKey = props.branch?.key;
+  const branchText = props.branch?.text;
+  useEffect(() => {
+    if (branchKey !== undefined) setText(branchText ?? '');
+  }, [branchKey, branchText]);
   const [npcId, setNpcId] = useState('');
   const [chips, setChips] = useState<Chip[]>([]);
   const [linking, setLinking] = useState(false);
@@ -163,6 +172,14 @@ export function Composer(props: {
       onDragLeave={() => setDragging(false)}
       onDrop={onDrop}
     >
+      {props.branch && (
+        <p className="branch-note" role="status">
+          {props.branch.label}{' '}
+          <button type="button" className="link" onClick={props.onCancelBranch}>
+            Cancel
+          </button>
+        </p>
+      )}
       {props.participants.length > 1 && (
         <label className="address">
           Ask{' '}

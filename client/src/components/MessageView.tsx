@@ -1,4 +1,4 @@
-import { memo, useState } from 'react';
+import { createContext, memo, useContext, useState } from 'react';
 import { type AttachmentPart, flattenText, type Part, readParts } from '../../../src/parts/index.ts';
 import type { Usage } from '../api.ts';
 import { AttachmentList } from './Attachments.tsx';
@@ -15,7 +15,23 @@ export interface ViewMessage {
   model: string | null;
   usage: Usage | null;
   costUsd: number | null;
+  /** In a stored transcript: it and its siblings in the Conversation tree, oldest first. */
+  siblings?: string[];
+  /** In a stored transcript: the Message it follows (null for a first Message). */
+  parentId?: string | null;
 }
+
+/**
+ * What a stored Message offers besides reading it: switching between its siblings, editing a Player Message and
+ * branching from a reply (ADR 0042). From context, so the memoized rows do not re-render on every frame.
+ */
+export interface BranchActions {
+  enabled: boolean;
+  show: (messageId: string) => void;
+  edit: (message: ViewMessage) => void;
+  fork: (message: ViewMessage) => void;
+}
+export const BranchContext = createContext<BranchActions | null>(null);
 
 const statusNote: Record<ViewMessage['status'], string | null> = {
   streaming: null,
@@ -38,6 +54,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
             {message.provider}/{message.model}
           </span>
         )}
+        <Siblings message={message} />
       </header>
       <div className="parts">
         {groupAttachments(parts).map((item, i) =>
@@ -52,6 +69,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         </p>
       )}
       {npc && message.status !== 'streaming' && <Footer message={message} parts={parts} />}
+      {!npc && message.siblings && <PlayerFooter message={message} />}
     </article>
   );
 });
@@ -102,7 +120,59 @@ function PartView({ part }: { part: Exclude<Part, AttachmentPart> }) {
   );
 }
 
+/** "‹ 2/3 ›" where the Conversation forks: the other answers (or edits) stay reachable. */
+function Siblings({ message }: { message: ViewMessage }) {
+  const actions = useContext(BranchContext);
+  const all = message.siblings ?? [];
+  if (!actions || all.length < 2) return null;
+  const at = all.indexOf(message.id);
+  const go = (i: number) => actions.show(all[i]!);
+  return (
+    <span className="siblings" title="Branches here">
+      <button
+        type="button"
+        className="link"
+        aria-label="Previous branch"
+        disabled={!actions.enabled || at <= 0}
+        onClick={() => go(at - 1)}
+      >
+        ‹
+      </button>
+      <span className="sibling-count">
+        {at + 1}/{all.length}
+      </span>
+      <button
+        type="button"
+        className="link"
+        aria-label="Next branch"
+        disabled={!actions.enabled || at >= all.length - 1}
+        onClick={() => go(at + 1)}
+      >
+        ›
+      </button>
+    </span>
+  );
+}
+
+function PlayerFooter({ message }: { message: ViewMessage }) {
+  const actions = useContext(BranchContext);
+  if (!actions) return null;
+  return (
+    <footer>
+      <button
+        type="button"
+        className="link"
+        disabled={!actions.enabled}
+        onClick={() => actions.edit(message)}
+      >
+        Edit
+      </button>
+    </footer>
+  );
+}
+
 function Footer({ message, parts }: { message: ViewMessage; parts: Part[] }) {
+  const actions = useContext(BranchContext);
   const [copied, setCopied] = useState(false);
   const u = message.usage;
   // The flat text: text Parts only, so reasoning never reaches the clipboard. Nothing to copy, no button.
@@ -120,6 +190,16 @@ function Footer({ message, parts }: { message: ViewMessage; parts: Part[] }) {
           }}
         >
           {copied ? 'Copied' : 'Copy'}
+        </button>
+      )}
+      {actions && message.siblings && (
+        <button
+          type="button"
+          className="link"
+          disabled={!actions.enabled}
+          onClick={() => actions.fork(message)}
+        >
+          Branch from here
         </button>
       )}
       {u && (

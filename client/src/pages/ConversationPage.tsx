@@ -1,14 +1,26 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
-import { useEffect, useRef, useState } from 'react';
+import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
-import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
+import {
+  type AttachmentPart,
+  type Frame,
+  flattenText,
+  foldPart,
+  type Part,
+  readParts,
+} from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { MessageView, type ViewMessage } from '../components/MessageView.tsx';
+import {
+  type BranchActions,
+  BranchContext,
+  MessageView,
+  type ViewMessage,
+} from '../components/MessageView.tsx';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
@@ -107,16 +119,62 @@ export function ConversationPage() {
     }
   }
 
-  const send = (text: string, attachments: AttachmentPart[], npcId?: string) =>
-    run(
+  // A branch to start with the next send: an edit of a Player Message, or a fork from a reply (ADR 0042).
+  const [branch, setBranch] = useState<{
+    key: string;
+    parentId: string | null;
+    label: string;
+    text: string;
+  } | null>(null);
+  const send = (text: string, attachments: AttachmentPart[], npcId?: string) => {
+    const from = branch;
+    setBranch(null);
+    // Until the new branch is stored, what follows the branch point is hidden.
+    const hideAfter = from
+      ? from.parentId
+        ? (stored.find((m) => m.id === from.parentId)?.seq ?? '0')
+        : '0'
+      : undefined;
+    return run(
       `/api/conversations/${id}/messages`,
       {
         text,
         ...(attachments.length ? { attachments: attachments.map((a) => a.id) } : {}),
         ...(npcId ? { npcId } : {}),
+        ...(from ? { branchFrom: { parentId: from.parentId } } : {}),
       },
       optimisticPlayer(text, attachments),
+      hideAfter,
     );
+  };
+  const streamingRef = useRef(false);
+  streamingRef.current = live !== null;
+  const actions: BranchActions = useMemo(
+    () => ({
+      enabled: live === null,
+      show: (messageId) => {
+        if (streamingRef.current) return;
+        api(`/api/conversations/${id}/branch`, { body: { messageId } })
+          .then(() => queryClient.invalidateQueries({ queryKey: ['conversation', id] }))
+          .catch(setError);
+      },
+      edit: (m) =>
+        setBranch({
+          key: `edit-${m.id}`,
+          parentId: m.parentId ?? null,
+          label: 'Editing your message: sending starts a new branch, and the original stays one click away.',
+          text: flattenText(readParts(m.parts)),
+        }),
+      fork: (m) =>
+        setBranch({
+          key: `fork-${m.id}`,
+          parentId: m.id,
+          label: `Branching from ${m.npcName ?? 'this'} reply: what you send next starts a new branch.`,
+          text: '',
+        }),
+    }),
+    [id, live === null, queryClient],
+  );
 
   // Opened (or reloaded) while a reply is being written, here or anywhere: follow it live to its end.
   const streamingReply = stored.findLast((m) => m.role === 'npc' && m.status === 'streaming');
@@ -163,14 +221,16 @@ export function ConversationPage() {
         </span>
       </header>
       <ErrorNote error={query.error} />
-      <Transcript
-        rows={rows}
-        live={live}
-        hasOlder={Boolean(query.hasNextPage)}
-        loadOlder={() => query.fetchNextPage()}
-        loadingOlder={query.isFetchingNextPage}
-        focusId={found ? at : null}
-      />
+      <BranchContext.Provider value={actions}>
+        <Transcript
+          rows={rows}
+          live={live}
+          hasOlder={Boolean(query.hasNextPage)}
+          loadOlder={() => query.fetchNextPage()}
+          loadingOlder={query.isFetchingNextPage}
+          focusId={found ? at : null}
+        />
+      </BranchContext.Provider>
       {live?.error && (
         <p role="alert" className="error">
           {live.error}
@@ -189,6 +249,8 @@ export function ConversationPage() {
         onSend={send}
         onStop={stop}
         onRegenerate={regenerate}
+        branch={branch}
+        onCancelBranch={() => setBranch(null)}
       />
     </div>
   );

@@ -1,0 +1,61 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { shoot } from '../support/browser.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+import { setupConversation } from '../support/turns.ts';
+import { openSignedIn } from '../support/webapp.ts';
+
+let app: TestApp;
+let browser: Awaited<ReturnType<typeof openSignedIn>>;
+beforeAll(async () => {
+  app = await startTestApp();
+  browser = await openSignedIn(app);
+}, 60_000);
+afterAll(async () => {
+  await browser?.close();
+  await app?.close();
+});
+
+it('Regenerate keeps the old reply one click away, and editing a message starts a branch', async () => {
+  const { page, cookie } = browser;
+  const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
+  app.fake.enqueue(textScript('A calm blue.'));
+  await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, {
+      cookie,
+      body: { text: 'Pick a colour' },
+    }),
+  );
+  await page.goto(`${app.url}/c/${conversationId}`);
+  await page.locator('article.message.npc', { hasText: 'A calm blue.' }).waitFor();
+
+  app.fake.enqueue(textScript('A loud red.'));
+  await page.getByRole('button', { name: 'Regenerate' }).click();
+  const reply = page.locator('.transcript .virtual article.message.npc');
+  await reply.filter({ hasText: 'A loud red.' }).waitFor();
+  expect(await reply.locator('.sibling-count').textContent()).toBe('2/2');
+  await shoot(page, 'branches-regenerated');
+  await reply.getByRole('button', { name: 'Previous branch' }).click();
+  await reply.filter({ hasText: 'A calm blue.' }).waitFor();
+  expect(await reply.locator('.sibling-count').textContent()).toBe('1/2');
+
+  // Edit the Player's message: the composer says so and holds its words; sending starts a new branch.
+  await page.locator('article.message.player').getByRole('button', { name: 'Edit' }).click();
+  await page.getByText('Editing your message').waitFor();
+  expect(await page.locator('#composer-text').inputValue()).toBe('Pick a colour');
+  await shoot(page, 'branches-editing');
+  app.fake.enqueue(textScript('Seven.'));
+  await page.locator('#composer-text').fill('Pick a number');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await reply.filter({ hasText: 'Seven.' }).waitFor();
+  const player = page.locator('.transcript .virtual article.message.player');
+  expect(await player.textContent()).toContain('Pick a number');
+  expect(await player.locator('.sibling-count').textContent()).toBe('2/2');
+  expect(await page.locator('.transcript .virtual article.message').count()).toBe(2);
+  await shoot(page, 'branches-edited');
+  // Back to the first question: its branch is where it was left.
+  await player.getByRole('button', { name: 'Previous branch' }).click();
+  await reply.filter({ hasText: 'A calm blue.' }).waitFor();
+  expect(await player.textContent()).toContain('Pick a colour');
+});
