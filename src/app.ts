@@ -15,7 +15,7 @@ import {
   securityHeaders,
 } from './http/index.ts';
 import type { Outbound } from './outbound/index.ts';
-import { publishRoutes } from './publish/index.ts';
+import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
@@ -121,7 +121,13 @@ export function createApp(deps: AppDeps): Express {
   api.use(villageRoutes(deps));
   api.use(exchangeRoutes(deps));
   api.use(conversationRoutes(deps));
-  api.use(turnRoutes(deps));
+  api.use(
+    turnRoutes({
+      ...deps,
+      afterTurn: (id) =>
+        void turnEnded(deps.sql, id).catch((e) => deps.log('could not schedule a live append', e)),
+    }),
+  );
   api.use(attachmentRoutes(deps));
   api.use(replyRoutes(deps));
   api.use(publishRoutes(deps));

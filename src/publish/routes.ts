@@ -5,6 +5,7 @@ import { getConversation, messageIds as messageIdsOf } from '../conversations/in
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { TurnChoice } from '../redaction/index.ts';
+import { holdBack, setLive } from './live.ts';
 import { type PublishDeps, previewPublication, publish, removedWords, resume, unpublish } from './service.ts';
 import { getDraft, getPublication, getPublishedRecords } from './store.ts';
 
@@ -16,6 +17,17 @@ const PublishBody = z
     forgetRemoved: z.boolean().optional(),
   })
   .strict();
+
+const LiveBody = z
+  .object({
+    live: z.boolean(),
+    /** New turns go out withheld (holes) unless released, instead of published. */
+    withholdNew: z.boolean().default(false),
+    /** How long a finished turn waits before it goes out: the time to hold it back. */
+    delaySeconds: z.number().int().min(0).max(3600).default(30),
+  })
+  .strict();
+const HoldBody = z.object({ messageId: z.uuid() }).strict();
 
 /** Publishing a Conversation to the Player's PDS. Mounted behind requireSession. */
 export function publishRoutes(deps: PublishDeps): Router {
@@ -63,6 +75,23 @@ export function publishRoutes(deps: PublishDeps): Router {
       },
       draft: kept,
     });
+  });
+
+  // Live publishing (ADR 0043): new turns follow on their own, after a delay in which one can be held back.
+  router.put('/conversations/:id/publication/live', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, LiveBody);
+    const id = await owned(player.id, req.params.id);
+    await setLive(deps.sql, player.id, id, body);
+    res.status(204).end();
+  });
+
+  router.post('/conversations/:id/publication/hold', async (req, res) => {
+    const player = currentPlayer(res);
+    const { messageId } = parseBody(req, HoldBody);
+    const id = await owned(player.id, req.params.id);
+    await holdBack(deps.sql, player.id, id, messageId);
+    res.status(204).end();
   });
 
   router.post('/conversations/:id/publication/preview', async (req, res) => {

@@ -10,6 +10,12 @@ export interface Publication {
   title: string;
   status: 'publishing' | 'published' | 'unpublishing' | 'failed';
   error: string | null;
+  /** Live publishing (ADR 0043): new turns follow after `liveDelaySeconds`, withheld if `liveWithhold`. */
+  live: boolean;
+  liveWithhold: boolean;
+  liveDelaySeconds: number;
+  /** When the next append goes out, if one is waiting. */
+  liveDueAt: Date | null;
 }
 
 export interface PublishedRecord {
@@ -45,7 +51,8 @@ export async function getPublication(
   conversationId: string,
 ): Promise<Publication | undefined> {
   const [row] = await sql<Publication[]>`
-    select conversation_id as "conversationId", did, session_rkey as "sessionRkey", title, status, error
+    select conversation_id as "conversationId", did, session_rkey as "sessionRkey", title, status, error, live,
+      live_withhold as "liveWithhold", live_delay_seconds as "liveDelaySeconds", live_due_at as "liveDueAt"
     from publications where conversation_id = ${conversationId}`;
   return row;
 }
@@ -66,7 +73,7 @@ export async function getPublishedRecords(
 export async function savePlan(
   sql: Sql,
   plan: {
-    publication: Omit<Publication, 'status' | 'error'> & { playerId: string };
+    publication: Pick<Publication, 'conversationId' | 'did' | 'sessionRkey' | 'title'> & { playerId: string };
     records: PublishedRecord[];
     draft: Draft;
   },

@@ -56,6 +56,8 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
   hub?: ReplyHub;
   /** True once the instance is shutting down: new turns are sent elsewhere (503). */
   draining?: () => boolean;
+  /** Told when a turn has ended (live publishing schedules its append: see publish/live.ts). */
+  afterTurn?: (conversationId: string) => void;
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
@@ -106,6 +108,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       prepared.conversation =
         (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
+    deps.afterTurn?.(prepared.conversation.id);
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
@@ -124,6 +127,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     prepared.conversation =
       (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
+    deps.afterTurn?.(prepared.conversation.id);
   });
 
   return router;

@@ -15,6 +15,7 @@ import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../.
 import { api, fetchAs } from '../api.ts';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { LiveBanner } from '../components/LivePublishing.tsx';
 import {
   type BranchActions,
   BranchContext,
@@ -237,6 +238,10 @@ export function ConversationPage() {
         </p>
       )}
       <ErrorNote error={error} />
+      <LiveBanner
+        conversationId={id}
+        pathIds={stored.filter((m) => m.status !== 'streaming').map((m) => m.id)}
+      />
       <Composer
         conversationId={id}
         defaults={{

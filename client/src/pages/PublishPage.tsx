@@ -15,6 +15,7 @@ import {
 import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
 import { ApiError, api, fetchAs, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
 import {
   Barred,
   type Preview,
@@ -24,13 +25,13 @@ import {
 } from '../components/PublishPreview.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-interface PublicationView {
+interface PublicationView extends LiveView {
   status: string;
   uri: string;
   title: string;
   error: string | null;
   /** A turn's record still to be written has `pending` set (the stored plan, written batch by batch). */
-  turns: { pending: string | null }[];
+  turns: { pending: string | null; messageId: string | null }[];
 }
 interface Draft {
   title: string | null;
@@ -257,6 +258,7 @@ export function PublishPage() {
           </button>
         )}
       </div>
+      {current && plan && <LiveSettings conversationId={id} publication={plan} />}
       {publish.isPending && (
         <p className="publish-progress" role="status">
           {planned > 0 ? (

@@ -49,6 +49,8 @@ export function ThreadPage() {
   const thread = useQuery({
     queryKey: ['thread', actor, rkey],
     queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
+    // A thread published live grows while it is read: asked again every 5 s while the tab is shown.
+    refetchInterval: 5000,
   });
   useDocumentTitle(thread.data?.thread.session.title ?? 'A published conversation');
   if (!thread.data)

@@ -1,0 +1,131 @@
+import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
+import { useEffect, useState } from 'react';
+import { api } from '../api.ts';
+import { ErrorNote } from './ErrorNote.tsx';
+
+/** What the page needs of GET …/publication for live publishing (ADR 0043). */
+export interface LiveView {
+  live: boolean;
+  liveWithhold: boolean;
+  liveDelaySeconds: number;
+  liveDueAt: string | null;
+  turns: { messageId: string | null }[];
+}
+type PublicationAnswer = {
+  publication: LiveView | null;
+  draft: { choices: Record<string, { withheld?: boolean }> } | null;
+};
+
+/** On the publish page: make a published Conversation live, with the choice for new turns made in advance. */
+export function LiveSettings({
+  conversationId,
+  publication,
+}: {
+  conversationId: string;
+  publication: LiveView;
+}) {
+  const queryClient = useQueryClient();
+  const [withhold, setWithhold] = useState(publication.liveWithhold);
+  const [delay, setDelay] = useState(publication.liveDelaySeconds);
+  const save = useMutation({
+    mutationFn: (live: boolean) =>
+      api(`/api/conversations/${conversationId}/publication/live`, {
+        method: 'PUT',
+        body: { live, withholdNew: withhold, delaySeconds: delay },
+      }),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['publication', conversationId] }),
+  });
+  return (
+    <fieldset className="card live-settings">
+      <legend>Live</legend>
+      <p className="meta">
+        {publication.live
+          ? 'Live: each new turn is added to the published thread once it is complete, after the delay below.'
+          : 'Make it live and each new turn is added to the published thread on its own, so readers watch it grow.'}
+      </p>
+      <label className="check">
+        <input type="checkbox" checked={withhold} onChange={(e) => setWithhold(e.target.checked)} /> New turns
+        go out withheld (as holes) until I release them here
+      </label>
+      <label className="inline">
+        Wait before a turn goes out{' '}
+        <input
+          type="number"
+          min={0}
+          max={3600}
+          value={delay}
+          onChange={(e) => setDelay(Math.max(0, Math.min(3600, Number(e.target.value) || 0)))}
+        />{' '}
+        seconds (time to hold it back)
+      </label>
+      <div className="row">
+        <button type="button" onClick={() => save.mutate(true)} disabled={save.isPending}>
+          {publication.live ? 'Save live settings' : 'Go live'}
+        </button>
+        {publication.live && (
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => save.mutate(false)}
+            disabled={save.isPending}
+          >
+            Stop live publishing
+          </button>
+        )}
+      </div>
+      <ErrorNote error={save.error} />
+    </fieldset>
+  );
+}
+
+/**
+ * In the Conversation: when it is published live, the turns not yet out, when they go, and a way to hold one
+ * back (it is then published withheld, a visible hole).
+ */
+export function LiveBanner({ conversationId, pathIds }: { conversationId: string; pathIds: string[] }) {
+  const queryClient = useQueryClient();
+  const answer = useQuery({
+    queryKey: ['publication', conversationId],
+    queryFn: () => api<PublicationAnswer>(`/api/conversations/${conversationId}/publication`),
+    refetchInterval: (q) => (q.state.data?.publication?.live ? 2000 : false),
+  });
+  const [now, setNow] = useState(Date.now());
+  const live = answer.data?.publication?.live ?? false;
+  useEffect(() => {
+    if (!live) return;
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [live]);
+  const hold = useMutation({
+    mutationFn: (ids: string[]) =>
+      Promise.all(
+        ids.map((messageId) =>
+          api(`/api/conversations/${conversationId}/publication/hold`, { body: { messageId } }),
+        ),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['publication', conversationId] }),
+  });
+  const p = answer.data?.publication;
+  if (!p?.live) return null;
+  const out = new Set(p.turns.map((t) => t.messageId));
+  const waiting = pathIds.filter((id) => !out.has(id));
+  const held = waiting.filter((id) => answer.data?.draft?.choices[id]?.withheld);
+  const toHold = waiting.filter((id) => !held.includes(id));
+  const due = p.liveDueAt ? Math.max(0, Math.ceil((Date.parse(p.liveDueAt) - now) / 1000)) : null;
+  return (
+    <div className="live-banner" role="status">
+      <span className="live-dot" aria-hidden="true" /> Live
+      {waiting.length === 0
+        ? ' — every turn is published.'
+        : ` — ${waiting.length} new turn${waiting.length === 1 ? '' : 's'} ${due === null ? 'go out after the next reply' : `go out in ${due} s`}${
+            held.length ? ` (${held.length} held back, published as withheld)` : ''
+          }.`}{' '}
+      {toHold.length > 0 && (
+        <button type="button" className="link" onClick={() => hold.mutate(toHold)} disabled={hold.isPending}>
+          Hold back
+        </button>
+      )}
+      <ErrorNote error={hold.error} />
+    </div>
+  );
+}

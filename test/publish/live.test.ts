@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { shoot } from '../support/browser.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { sessionRecords } from '../support/publication.ts';
+import { collectFrames } from '../support/sse.ts';
+import { setupConversation } from '../support/turns.ts';
+
+// Live publishing (issue 18): each new turn of a live Conversation is appended to its published session once
+// complete, after a delay in which it can be held back; readers see it without reloading.
+let local: LocalApp;
+let alice: { cookie: string; did: string; playerId: string };
+beforeAll(async () => {
+  local = await startLocalApp();
+  alice = await local.signInAs('alice.test');
+}, 120_000);
+afterAll(() => local?.close());
+
+const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+  local.app.api(path, { ...init, cookie: alice.cookie });
+const turn = async (c: string, text: string, reply: string) => {
+  local.app.fake.enqueue(textScript(reply));
+  await collectFrames(await api(`/api/conversations/${c}/messages`, { body: { text } }));
+};
+/** The session's message records in reading order (their rkeys are TIDs, in reading order). */
+const published = async (uri: string) =>
+  [...(await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri)).entries()]
+    .filter(([, r]) => r.collection === 'click.aligned.chat.message')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([, r]) => r.value as { text?: string; withheld?: boolean });
+async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
+  const end = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+it('a live Conversation grows on the PDS and in an open reader; a held-back turn goes out withheld; off stops it', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ada' }]);
+  await turn(c, 'Where do tides come from?', 'The moon pulls the sea.');
+  // Live needs a publication.
+  expect(
+    (await api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: true } })).status,
+  ).toBe(409);
+  const res = await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } });
+  expect(res.status).toBe(200);
+  const { uri } = (await res.json()) as { uri: string };
+  expect(
+    (
+      await api(`/api/conversations/${c}/publication/live`, {
+        method: 'PUT',
+        body: { live: true, delaySeconds: 1 },
+      })
+    ).status,
+  ).toBe(204);
+
+  // A reader has the thread open.
+  const { page } = local.browser;
+  const [, , did, , rkey] = uri.split('/');
+  await page.goto(`${local.app.url}/profile/${did}/thread/${rkey}`);
+  await page.getByText('The moon pulls the sea.').waitFor();
+
+  // A new turn: appended within seconds, and the open reader shows it without a reload.
+  const before = Date.now();
+  await turn(c, 'And the sun?', 'It pulls too, less.');
+  await until('the new turn on the PDS', async () =>
+    (await published(uri)).some((r) => r.text === 'It pulls too, less.'),
+  );
+  const took = Date.now() - before;
+  expect(took).toBeLessThan(15_000);
+  await page.getByText('It pulls too, less.').waitFor({ timeout: 15_000 });
+  await shoot(page, 'live-reader-grew');
+
+  // Held back during the delay: published as a hole.
+  await api(`/api/conversations/${c}/publication/live`, {
+    method: 'PUT',
+    body: { live: true, delaySeconds: 4 },
+  });
+  await turn(c, 'A secret question', 'A secret answer.');
+  const rows = (await (await api(`/api/conversations/${c}`)).json()) as {
+    messages: { id: string; text: string }[];
+  };
+  const answer = rows.messages.find((m) => m.text === 'A secret answer.')!;
+  expect(
+    (await api(`/api/conversations/${c}/publication/hold`, { body: { messageId: answer.id } })).status,
+  ).toBe(204);
+  const after = await until('the held-back turn', async () => {
+    const r = await published(uri);
+    return r.length === 6 ? r : undefined;
+  });
+  expect(after[4]).toMatchObject({ text: 'A secret question' });
+  expect(after[5]).toMatchObject({ withheld: true });
+  expect(after[5]!.text).toBeUndefined();
+  expect(JSON.stringify(after)).not.toContain('A secret answer.');
+  // Once out, it cannot be held back any more (withholding it is the publish page's job).
+  expect(
+    (await api(`/api/conversations/${c}/publication/hold`, { body: { messageId: answer.id } })).status,
+  ).toBe(409);
+
+  // The Player sees it: the banner in the Conversation, the settings on the publish page.
+  await api(`/api/conversations/${c}/publication/live`, {
+    method: 'PUT',
+    body: { live: true, delaySeconds: 600 },
+  });
+  await turn(c, 'Still there?', 'Still here.');
+  await page.goto(`${local.app.url}/c/${c}`);
+  await page.locator('.live-banner', { hasText: '2 new turns go out in' }).waitFor();
+  await shoot(page, 'live-banner');
+  await page.locator('.live-banner').getByRole('button', { name: 'Hold back' }).click();
+  await page.locator('.live-banner', { hasText: '2 held back' }).waitFor();
+  await page.goto(`${local.app.url}/c/${c}/publish`);
+  await page.getByRole('button', { name: 'Stop live publishing' }).waitFor();
+  await shoot(page, 'live-settings');
+  await page.getByRole('button', { name: 'Stop live publishing' }).click();
+  await page.getByRole('button', { name: 'Go live' }).waitFor();
+
+  // Live off: a new turn stays here; nothing published changes.
+  await api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: false } });
+  await turn(c, 'Off the record', 'Quietly.');
+  await new Promise((r) => setTimeout(r, 3000));
+  expect(await published(uri)).toEqual(after);
+}, 120_000);
+
+it('a turn still being written when its append falls due (the Player closed the tab mid-reply) goes out once it ends', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Bo' }]);
+  await turn(c, 'One', 'Uno.');
+  const { uri } = (await (
+    await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } })
+  ).json()) as {
+    uri: string;
+  };
+  await api(`/api/conversations/${c}/publication/live`, {
+    method: 'PUT',
+    body: { live: true, delaySeconds: 0 },
+  });
+  local.app.fake.enqueue(async (r) => {
+    r.text('Dos');
+    await r.wait(3000);
+    r.text('.');
+    r.finish();
+  });
+  // The Player's tab goes away after the first words; the reply is written to its end regardless (ADR 0037).
+  const controller = new AbortController();
+  const res = await local.app.running.listenUrl;
+  const streaming = await fetch(`${res}/api/conversations/${c}/messages`, {
+    method: 'POST',
+    headers: { cookie: alice.cookie, 'content-type': 'application/json' },
+    body: JSON.stringify({ text: 'Two' }),
+    signal: controller.signal,
+  });
+  const reader = streaming.body!.getReader();
+  await reader.read();
+  controller.abort();
+  const [row] = await local.app.db
+    .sql`select status from messages where conversation_id = ${c} and role = 'npc'
+    order by seq desc limit 1`;
+  expect(row!.status).toBe('streaming');
+  await until('every turn', async () => (await published(uri)).length === 4, 20_000);
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.', 'Two', 'Dos.']);
+}, 60_000);
