@@ -49,17 +49,19 @@ export async function api<T>(
   return body as T;
 }
 
-/** POSTs a file's bytes as they are (an import), and decodes the answer like `fetchAs`. */
+/** POSTs a file's bytes as they are (an upload, an import), and decodes the answer like `fetchAs`. */
 export async function sendFile<S extends z.ZodType>(
   schema: S,
   path: string,
   file: Blob,
+  signal?: AbortSignal,
 ): Promise<z.output<S>> {
   const res = await fetch(path, {
     method: 'POST',
-    // Bytes, not JSON: the intent header stands in for the JSON content type (see http/security.ts).
+    // Bytes, not JSON (whatever the file is): the intent header stands in for the JSON content type.
     headers: { 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
     body: file,
+    signal,
   });
   const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
   if (!res.ok)

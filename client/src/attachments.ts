@@ -1,7 +1,6 @@
-import { z } from 'zod';
 import type { AttachmentPart } from '../../src/parts/index.ts';
 import { AttachmentView } from '../../src/wire/index.ts';
-import { ApiError, fetchAs } from './api.ts';
+import { fetchAs, sendFile } from './api.ts';
 
 /**
  * Uploads one file to a Conversation: the bytes as the body (never as JSON, whatever the file is), its name in the
@@ -13,26 +12,12 @@ export async function uploadFile(
   signal?: AbortSignal,
 ): Promise<AttachmentPart> {
   const name = file.name || `pasted.${file.type.split('/')[1] ?? 'bin'}`;
-  const res = await fetch(
+  return sendFile(
+    AttachmentView,
     `/api/conversations/${conversationId}/attachments?name=${encodeURIComponent(name)}`,
-    {
-      method: 'POST',
-      headers: { 'x-agentsville': '1', 'content-type': 'application/octet-stream' },
-      body: file,
-      signal,
-    },
+    file,
+    signal,
   );
-  const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-  if (!res.ok)
-    throw new ApiError(
-      res.status,
-      body?.error?.code ?? 'HTTP_ERROR',
-      body?.error?.message ?? `The server answered ${res.status}.`,
-    );
-  const decoded = z.safeDecode(AttachmentView, body as z.input<typeof AttachmentView>);
-  if (!decoded.success)
-    throw new ApiError(200, 'UNEXPECTED_RESPONSE', 'The server answered in an unexpected form.');
-  return decoded.data;
 }
 
 /** Fetches a page on the server and attaches its readable text. */

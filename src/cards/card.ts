@@ -1,3 +1,4 @@
+import type { Npc } from '../village/index.ts';
 import { isPng, PngError, pngTextChunks } from './png.ts';
 
 /**
@@ -41,15 +42,10 @@ function cardData(raw: Record<string, unknown>) {
 }
 
 /** What an NPC is made of, within the NPC limits (src/village/npcs.ts). */
-export interface CardNpc {
-  name: string;
-  jobTitle: string;
-  description: string;
-  prompt: string;
-  provider: string | null;
-  model: string | null;
-  thinking: boolean;
-}
+export type CardNpc = Pick<
+  Npc,
+  'name' | 'jobTitle' | 'description' | 'prompt' | 'provider' | 'model' | 'thinking'
+>;
 export interface ImportedCard {
   spec: 'v1' | 'v2' | 'v3';
   npc: CardNpc;

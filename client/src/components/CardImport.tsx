@@ -1,7 +1,7 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { ImportedNpcResponse } from '../../../src/wire/index.ts';
 import { sendFile } from '../api.ts';
-import { ErrorNote } from './ErrorNote.tsx';
+import { ImportBox } from './ImportBox.tsx';
 
 /** Makes an NPC of a character card file (SillyTavern V1/V2/V3, .png or .json), its lorebook as Memory. */
 export function CardImport() {
@@ -14,22 +14,15 @@ export function CardImport() {
     },
   });
   return (
-    <div className="card card-import">
-      <label htmlFor="card-file">Import a character card</label>
-      <p className="meta">
-        A SillyTavern card (.png or .json, V1–V3): its lorebook becomes the NPC's Memory.
-      </p>
-      <input
-        id="card-file"
-        type="file"
-        accept=".png,.json,image/png,application/json"
-        disabled={upload.isPending}
-        onChange={(e) => {
-          const file = e.target.files?.[0];
-          if (file) upload.mutate(file);
-          e.target.value = '';
-        }}
-      />
+    <ImportBox
+      id="card-file"
+      label="Import a character card"
+      hint="A SillyTavern card (.png or .json, V1–V3): its lorebook becomes the NPC's Memory."
+      accept=".png,.json,image/png,application/json"
+      pending={upload.isPending}
+      onFile={(file) => upload.mutate(file)}
+      error={upload.error}
+    >
       {upload.data && (
         <p role="status">
           Imported {upload.data.npc.name}
@@ -39,7 +32,6 @@ export function CardImport() {
           .{upload.data.notes.map((n) => ` ${n}`).join('')}
         </p>
       )}
-      <ErrorNote error={upload.error} />
-    </div>
+    </ImportBox>
   );
 }

@@ -2,7 +2,7 @@ import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { Link } from 'react-router';
 import { ConversationImported } from '../../../src/wire/index.ts';
 import { sendFile } from '../api.ts';
-import { ErrorNote } from './ErrorNote.tsx';
+import { ImportBox } from './ImportBox.tsx';
 
 /** Brings back a Conversation exported as JSON (from here or another AgentsVille). */
 export function ConversationImport() {
@@ -16,20 +16,15 @@ export function ConversationImport() {
   });
   const done = upload.data;
   return (
-    <div className="card card-import">
-      <label htmlFor="conversation-file">Import a conversation</label>
-      <p className="meta">A JSON export of a conversation. Attached files come back as their names only.</p>
-      <input
-        id="conversation-file"
-        type="file"
-        accept=".json,application/json"
-        disabled={upload.isPending}
-        onChange={(e) => {
-          const file = e.target.files?.[0];
-          if (file) upload.mutate(file);
-          e.target.value = '';
-        }}
-      />
+    <ImportBox
+      id="conversation-file"
+      label="Import a conversation"
+      hint="A JSON export of a conversation. Attached files come back as their names only."
+      accept=".json,application/json"
+      pending={upload.isPending}
+      onFile={(file) => upload.mutate(file)}
+      error={upload.error}
+    >
       {done && (
         <p role="status">
           Imported{' '}
@@ -38,7 +33,6 @@ export function ConversationImport() {
           {done.createdNpcs.length ? `, with new NPCs: ${done.createdNpcs.join(', ')}` : ''}.
         </p>
       )}
-      <ErrorNote error={upload.error} />
-    </div>
+    </ImportBox>
   );
 }
