@@ -10,3 +10,5 @@ update messages m set parent_id = p.prev
 from (select id, lag(id) over (partition by conversation_id order by seq) as prev from messages) p
 where p.id = m.id and p.prev is not null;
 create index messages_children on messages (conversation_id, parent_id, seq);
+-- A Message's children by its id alone: the branch walk, and the foreign key's cascade when Messages are deleted.
+create index messages_parent on messages (parent_id, shown_at desc, seq desc);

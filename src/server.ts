@@ -17,7 +17,7 @@ import {
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
-import { resume, startLiveAppends, unfinishedPublications } from './publish/index.ts';
+import { resume, startLiveAppends, unfinishedPublications, withPublicationLock } from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
 import { stopSandboxes, sweepSandboxCopies } from './tools/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
@@ -193,8 +193,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // Live publishing: appends that are due go out from whichever server takes them first (ADR 0043).
   const stopLiveAppends = startLiveAppends(publishDeps);
   for (const p of await unfinishedPublications(sql)) {
-    resume(publishDeps, p.did, p.conversationId).catch((e) =>
-      log(`publication ${p.conversationId} still unfinished`, e),
+    withPublicationLock(sql, p.conversationId, () => resume(publishDeps, p.did, p.conversationId)).catch(
+      (e) => log(`publication ${p.conversationId} still unfinished`, e),
     );
   }
 

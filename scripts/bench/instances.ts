@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
@@ -57,9 +57,15 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       deltas: DELTAS,
       paceMs: 0,
     });
+    // How busy the machine's cores were (every process: servers, driver, PostgreSQL), per phase.
+    const busy: Record<number, number[]> = { 1: [], 2: [] };
     const rate = async (instances: number) => {
+      const c0 = await cpuTimes();
       const t0 = performance.now();
       for (let r = 0; r < ROUNDS; r++) await driver.run(phase(instances));
+      const c1 = await cpuTimes();
+      if (c0 && c1)
+        busy[instances]!.push(((c1.busy - c0.busy) / (c1.total - c0.total)) * os.availableParallelism());
       return (TURNS * ROUNDS) / ((performance.now() - t0) / 1000);
     };
     await rate(2);
@@ -82,6 +88,13 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       target: '>= 1.3 (on 2 cores)',
       one_instance_turns_per_s: round(median(one), 1),
       two_instances_turns_per_s: round(median(two), 1),
+      // With one instance the cores were this busy; no number of instances can do more than all of them:
+      // the most this machine allows is cores ÷ that.
+      one_instance_cores_busy: busy[1]!.length ? round(median(busy[1]!), 2) : null,
+      two_instances_cores_busy: busy[2]!.length ? round(median(busy[2]!), 2) : null,
+      ceiling_on_this_machine: busy[1]!.length
+        ? round(os.availableParallelism() / median(busy[1]!), 2)
+        : null,
       cores: os.availableParallelism(),
     };
   } finally {
@@ -89,5 +102,19 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     driver.close();
     await db.drop();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
+  }
+}
+
+/** The machine's CPU time so far (Linux /proc/stat, in ticks): busy and in all. Null where there is none. */
+async function cpuTimes(): Promise<{ busy: number; total: number } | null> {
+  try {
+    const line = (await readFile('/proc/stat', 'utf8')).split('\n')[0]!;
+    const [, ...fields] = line.trim().split(/\s+/);
+    const n = fields.map(Number);
+    const total = n.slice(0, 8).reduce((a, b) => a + b, 0);
+    // idle and iowait are not busy.
+    return { busy: total - n[3]! - n[4]!, total };
+  } catch {
+    return null;
   }
 }

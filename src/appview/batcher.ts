@@ -30,6 +30,8 @@ export class Batcher {
   private timer: NodeJS.Timeout | undefined;
   private writing: Promise<void> = Promise.resolve();
   private stopped = false;
+  /** Ops handed to writes not yet done. */
+  private queued = 0;
 
   constructor(
     private readonly sql: Sql,
@@ -39,8 +41,9 @@ export class Batcher {
 
   async add(op: Op): Promise<void> {
     this.ops.push(op);
-    // Waiting here holds the event stream back while a batch cannot be written, so nothing piles up.
-    if (this.ops.length >= 500) await this.flush();
+    // Waiting here holds the event stream back while batches cannot be written, so nothing piles up: a full
+    // batch waits for the writes before it, and so does any op while many are queued behind a slow database.
+    if (this.ops.length >= 500 || this.queued >= 5000) await this.flush();
     else this.timer ??= setTimeout(() => void this.flush(), 50);
   }
 
@@ -49,7 +52,11 @@ export class Batcher {
     this.timer = undefined;
     const ops = this.ops;
     this.ops = [];
-    this.writing = this.writing.then(() => (ops.length ? this.write(ops) : undefined));
+    this.queued += ops.length;
+    this.writing = this.writing.then(async () => {
+      if (ops.length) await this.write(ops);
+      this.queued -= ops.length;
+    });
     return this.writing;
   }
 
@@ -65,7 +72,29 @@ export class Batcher {
         return;
       } catch (e) {
         this.onError(e);
+        // Refused for what it holds (a data or constraint error), not for the database being away: the same
+        // batch would fail for ever. Each op alone instead; the one refused is skipped and counted.
+        if (refusedForContent(e)) return this.oneByOne(ops);
         await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+      }
+    }
+  }
+
+  private async oneByOne(ops: Op[]): Promise<void> {
+    for (const op of ops) {
+      for (let attempt = 0; !this.stopped; attempt++) {
+        try {
+          await apply(this.sql, this.source, [op]);
+          break;
+        } catch (e) {
+          this.onError(e);
+          if (refusedForContent(e)) {
+            await this.sql`update index_state set skipped = skipped + 1 where id`.catch(() => {});
+            await saveCursor(this.sql, op.at, this.source).catch(() => {});
+            break;
+          }
+          await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+        }
       }
     }
   }
@@ -102,4 +131,10 @@ async function apply(sql: Sql, source: IngestSource, ops: Op[]): Promise<void> {
   }
   await flushUpserts();
   await saveCursor(sql, Math.max(...ops.map((o) => o.at)), source);
+}
+
+/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint): the content, not the connection. */
+function refusedForContent(e: unknown): boolean {
+  const code = (e as { code?: unknown }).code;
+  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
 }

@@ -71,7 +71,6 @@ export function startIndexer(o: IndexerOptions): Indexer {
         url: o.source.url,
         getCursor: () => readCursor(o.sql, 'jetstream'),
         handle: (op) => batcher.add(op),
-        idResolver,
         isKnownActor: async (did) => (await o.sql`select 1 from index_actors where did = ${did}`).length > 0,
         onError: (message, e) => o.log(`indexer: ${message}`, e),
       });

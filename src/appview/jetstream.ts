@@ -1,4 +1,3 @@
-import type { IdResolver } from '@atproto/identity';
 import WebSocket from 'ws';
 import type { Op } from './batcher.ts';
 import { cidMatches, parseJetstreamMessage } from './jetstreamEvent.ts';
@@ -12,9 +11,10 @@ export const MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
  * to another one the same event may carry a slightly different time. Replaying is harmless (idempotent).
  */
 const REWIND_US = 2_000_000;
-/** Messages taken in ahead of the index: past this the socket is paused, so a slow database bounds memory. */
+/** Messages (and bytes) taken in ahead of the index: past either the socket is paused, so memory stays bounded. */
 const HIGH_WATER = 2000;
 const LOW_WATER = 200;
+const HIGH_WATER_BYTES = 64 * 1024 * 1024;
 const PING_MS = 30_000;
 
 export interface JetstreamOptions {
@@ -22,8 +22,7 @@ export interface JetstreamOptions {
   url: string;
   getCursor: () => Promise<number | undefined>;
   handle: (op: Op) => Promise<void>;
-  /** Handles are verified both ways, as the relay path does, but only for authors the index holds. */
-  idResolver: IdResolver;
+  /** Identity events matter only for authors the index holds. */
   isKnownActor: (did: string) => Promise<boolean>;
   onError: (message: string, e?: unknown) => void;
 }
@@ -38,6 +37,7 @@ export class JetstreamFollower {
   private stopped = false;
   private queue: Promise<void> = Promise.resolve();
   private pending = 0;
+  private pendingBytes = 0;
   private attempt = 0;
   private lastAt: number | undefined;
   private retry: NodeJS.Timeout | undefined;
@@ -84,8 +84,10 @@ export class JetstreamFollower {
       this.attempt = 0;
     });
     ws.on('message', (data, isBinary) => {
+      const size = (data as Buffer).length ?? 0;
       this.pending++;
-      if (this.pending > HIGH_WATER) ws.pause();
+      this.pendingBytes += size;
+      if (this.pending > HIGH_WATER || this.pendingBytes > HIGH_WATER_BYTES) ws.pause();
       const text = isBinary ? null : data.toString();
       this.queue = this.queue
         .then(() =>
@@ -96,7 +98,9 @@ export class JetstreamFollower {
         .catch((e) => this.o.onError('jetstream: an event could not be processed', e))
         .finally(() => {
           this.pending--;
-          if (this.pending < LOW_WATER && ws.isPaused) ws.resume();
+          this.pendingBytes -= size;
+          if (this.pending < LOW_WATER && this.pendingBytes < HIGH_WATER_BYTES / 4 && ws.isPaused)
+            ws.resume();
         });
     });
     ws.on('error', (e) => this.o.onError('jetstream: connection error', e));
@@ -123,8 +127,10 @@ export class JetstreamFollower {
       if (!ok) this.o.onError(`jetstream: ${parsed.op.did}/${parsed.op.rkey}: the cid is not the record's`);
       op = ok ? parsed.op : { kind: 'skip', at: parsed.op.at };
     } else if (parsed.kind === 'identity') {
+      // A known author's handle may have changed: hidden until it is verified again both ways when next shown
+      // (appview/lookups.ts). Not resolved here: a slow DID or handle host must not hold up the stream.
       op = (await this.o.isKnownActor(parsed.did))
-        ? { kind: 'handle', at: parsed.at, did: parsed.did, handle: await this.verifiedHandle(parsed.did) }
+        ? { kind: 'handle', at: parsed.at, did: parsed.did, handle: null }
         : { kind: 'skip', at: parsed.at };
     } else {
       this.o.onError(`jetstream: an event was ignored (${parsed.reason})`);
@@ -133,15 +139,5 @@ export class JetstreamFollower {
     }
     this.lastAt = op.at;
     await this.o.handle(op);
-  }
-
-  /** The DID document's handle, if it resolves back to the DID; else none (hidden until re-checked). */
-  private async verifiedHandle(did: string): Promise<string | null> {
-    try {
-      const data = await this.o.idResolver.did.resolveAtprotoData(did, true);
-      return (await this.o.idResolver.handle.resolve(data.handle)) === did ? data.handle : null;
-    } catch {
-      return null;
-    }
   }
 }

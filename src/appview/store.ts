@@ -1,5 +1,6 @@
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
+import { wellFormed } from '../parts/index.ts';
 
 export const COLLECTIONS = [SESSION, MESSAGE] as const;
 
@@ -15,7 +16,7 @@ export async function indexRecord(
 ): Promise<'indexed' | 'skipped'> {
   const uri = `at://${r.did}/${r.collection}/${r.rkey}`;
   const nsid = r.collection === SESSION ? SESSION : r.collection === MESSAGE ? MESSAGE : null;
-  if (!nsid || !isValidRecord(nsid, r.record)) {
+  if (!nsid || !isValidRecord(nsid, r.record) || wellFormed(r.record) !== r.record) {
     await removeRecord(sql, uri);
     await sql`update index_state set skipped = skipped + 1 where id`;
     return 'skipped';
@@ -50,11 +51,14 @@ export async function indexRecords(
   did: string | null,
   records: { did?: string; collection: string; rkey: string; cid: string; record: unknown }[],
 ): Promise<void> {
-  const valid = records.filter((r) => {
-    const ok =
-      (r.collection === SESSION || r.collection === MESSAGE) && isValidRecord(r.collection, r.record);
-    return ok;
-  });
+  const valid = records.filter(
+    (r) =>
+      (r.collection === SESSION || r.collection === MESSAGE) &&
+      isValidRecord(r.collection, r.record) &&
+      // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
+      // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
+      wellFormed(r.record) === r.record,
+  );
   const skipped = records.length - valid.length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   const didOf = (r: { did?: string }) => r.did ?? did!;

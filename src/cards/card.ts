@@ -1,3 +1,4 @@
+import { wellFormed } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { isPng, PngError, pngTextChunks } from './png.ts';
 
@@ -108,18 +109,28 @@ export function fromJson(card: unknown): ImportedCard {
     (c.spec === 'chara_card_v2' || c.spec === 'chara_card_v3') && c.data && typeof c.data === 'object';
   const spec = nested ? (c.spec === 'chara_card_v3' ? 'v3' : 'v2') : 'v1';
   const d = cardData(nested ? obj(c.data) : c);
-  const name = d.name.trim();
+  const name = wellFormed(d.name.trim());
   if (!name) throw new CardError('NOT_A_CARD', 'This is not a character card: it has no name.');
   if (name.length > LIMITS.name)
     throw new CardError(
       'CARD_TOO_LONG',
       `The card's name is ${name.length} characters; an NPC's name holds ${LIMITS.name}.`,
     );
+  // Functions, not strings, as replacements: a name like "$'" must not expand (String.replace patterns).
   const macros = (t: string) =>
-    t
-      .replace(/\{\{char\}\}|<BOT>/gi, name)
-      .replace(/\{\{user\}\}|<USER>/gi, 'the Player')
-      .trim();
+    wellFormed(
+      t
+        .replace(/\{\{char\}\}|<BOT>/gi, () => name)
+        .replace(/\{\{user\}\}|<USER>/gi, () => 'the Player')
+        .trim(),
+    );
+  // Every field is measured before it is expanded, so no card makes more text than it holds ×(name length).
+  for (const [field, value] of Object.entries(d))
+    if (typeof value === 'string' && value.length > LIMITS.prompt)
+      throw new CardError(
+        'CARD_TOO_LONG',
+        `The card's ${field} is ${value.length.toLocaleString('en')} characters; an NPC's prompt holds ${LIMITS.prompt.toLocaleString('en')}.`,
+      );
   const { ours } = d;
   const description = macros(d.description);
   // A short description stays the NPC's description (what the roster shows); a long one becomes part of the prompt.
@@ -149,12 +160,12 @@ export function fromJson(card: unknown): ImportedCard {
       continue;
     }
     const keys = e.keys.map((k) => k.trim()).filter(Boolean);
-    let text = `${keys.length ? `(${keys.join(', ')}) ` : ''}${macros(e.content)}`;
+    let text = `${keys.length ? `(${keys.join(', ')}) ` : ''}${macros(e.content.slice(0, LIMITS.entry * 2))}`;
     if (text.length > LIMITS.entry) {
       text = `${text.slice(0, LIMITS.entry - 1)}…`;
       shortened++;
     }
-    lorebook.push(text);
+    lorebook.push(wellFormed(text));
   }
   if (shortened)
     notes.push(
@@ -164,7 +175,7 @@ export function fromJson(card: unknown): ImportedCard {
     notes.push(
       `${skipped} lorebook entr${skipped === 1 ? 'y was' : 'ies were'} left out (disabled, empty, or past ${LIMITS.entries}).`,
     );
-  const text = (v: unknown, max: number) => (typeof v === 'string' ? v.trim().slice(0, max) : '');
+  const text = (v: unknown, max: number) => (typeof v === 'string' ? wellFormed(v.trim().slice(0, max)) : '');
   return {
     spec,
     npc: {

@@ -2,7 +2,16 @@ import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, keyedRateLimit, notFound, parseQuery, readBytes, respond } from '../http/index.ts';
+import {
+  AppError,
+  inFlightLimit,
+  isUuid,
+  keyedRateLimit,
+  notFound,
+  parseQuery,
+  readBytes,
+  respond,
+} from '../http/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
 import { CardError, type ImportedCard, readCard, toCardV2 } from './card.ts';
@@ -30,13 +39,20 @@ function cardOf(req: Request): ImportedCard {
  */
 export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
   const router = Router();
+  // An import holds its file, its parse and its rows in memory while it runs: one per Player, four per instance.
+  const oneImportAtATime = inFlightLimit(
+    1,
+    4,
+    'An import is already running: wait for it to finish.',
+    (_req, res) => currentPlayer(res).id,
+  );
   const rationed = keyedRateLimit(
     30,
     'Too many imports at once: at most 30 a minute.',
     (_req, res) => currentPlayer(res).id,
   );
 
-  router.post('/npcs/import', rationed, readBytes(MAX_CARD_BYTES), async (req, res) => {
+  router.post('/npcs/import', rationed, oneImportAtATime, readBytes(MAX_CARD_BYTES), async (req, res) => {
     const player = currentPlayer(res);
     const card = cardOf(req);
     const notes = [...card.notes];

@@ -46,7 +46,8 @@ export async function branchHead(
       select id, 0 as depth from messages where id = ${messageId} and conversation_id = ${conversationId}
       union all
       select c.id, down.depth + 1 from down
-      cross join lateral (select id from messages where parent_id = down.id order by shown_at desc, seq desc limit 1) c
+      cross join lateral (select id from messages where parent_id = down.id and conversation_id = ${conversationId}
+        order by shown_at desc, seq desc limit 1) c
       where down.depth < 100000)
     select id from down order by depth desc limit 1`;
   return row?.id ?? null;

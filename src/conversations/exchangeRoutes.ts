@@ -5,6 +5,7 @@ import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import {
   AppError,
+  inFlightLimit,
   invalidBody,
   isUuid,
   keyedRateLimit,
@@ -13,6 +14,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
+import { wellFormed } from '../parts/index.ts';
 import {
   createNpc,
   getVillageSettings,
@@ -49,10 +51,24 @@ const npcOf = (n: Npc): ExportedNpc => ({
   thinking: n.thinking,
 });
 
-/** Writes and waits while the client is behind: a slow reader holds back the export, not the server's memory. */
+/**
+ * Writes and waits while the client is behind: a slow reader holds back the export, not the server's memory. A
+ * reader that takes nothing for a minute is cut off, so a stalled download holds nothing for ever.
+ */
 async function write(res: Response, chunk: string) {
   if (!res.write(chunk))
-    await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(stalled);
+        res.off('drain', done).off('close', done);
+        resolve();
+      };
+      const stalled = setTimeout(() => {
+        res.destroy();
+        done();
+      }, 60_000);
+      res.once('drain', done).once('close', done);
+    });
   if (res.destroyed) throw new Error('the client went away');
 }
 
@@ -62,6 +78,13 @@ async function write(res: Response, chunk: string) {
  */
 export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
   const router = Router();
+  // An import holds its file, its parse and its rows in memory while it runs: one per Player, four per instance.
+  const oneImportAtATime = inFlightLimit(
+    1,
+    4,
+    'An import is already running: wait for it to finish.',
+    (_req, res) => currentPlayer(res).id,
+  );
   const rationed = (what: string) =>
     keyedRateLimit(
       30,
@@ -123,73 +146,79 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     }
   });
 
-  router.post('/conversations/import', rationed('imports'), readBytes(MAX_IMPORT_BYTES), async (req, res) => {
-    const player = currentPlayer(res);
-    const file = parseExport(req);
-    const tree = importedTree(file.messages);
-    if (typeof tree === 'string')
-      throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
-    const settings = await getVillageSettings(sql);
-    // Each NPC of the file is one of the Player's that is the same character (name, Job Title, description,
-    // prompt), or is made from the file's definition: a namesake with another prompt is not silently swapped in.
-    const mine = await listNpcs(sql, player.id);
-    const npcIds: string[] = [];
-    const created: string[] = [];
-    for (const n of file.npcs) {
-      const same = mine.find(
-        (m) =>
-          m.name === n.name &&
-          m.jobTitle === n.jobTitle &&
-          m.description === n.description &&
-          m.prompt === n.prompt,
-      );
-      if (same) {
-        npcIds.push(same.id);
-        continue;
+  router.post(
+    '/conversations/import',
+    rationed('imports'),
+    oneImportAtATime,
+    readBytes(MAX_IMPORT_BYTES),
+    async (req, res) => {
+      const player = currentPlayer(res);
+      const file = parseExport(req);
+      const tree = importedTree(file.messages);
+      if (typeof tree === 'string')
+        throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
+      const settings = await getVillageSettings(sql);
+      // Each NPC of the file is one of the Player's that is the same character (name, Job Title, description,
+      // prompt), or is made from the file's definition: a namesake with another prompt is not silently swapped in.
+      const mine = await listNpcs(sql, player.id);
+      const npcIds: string[] = [];
+      const created: string[] = [];
+      for (const n of file.npcs) {
+        const same = mine.find(
+          (m) =>
+            m.name === n.name &&
+            m.jobTitle === n.jobTitle &&
+            m.description === n.description &&
+            m.prompt === n.prompt,
+        );
+        if (same) {
+          npcIds.push(same.id);
+          continue;
+        }
+        const usable = n.provider !== null && providers.has(n.provider);
+        const npc = await createNpc(
+          sql,
+          player.id,
+          { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
+          settings.maxNpcs,
+        );
+        mine.push(npc);
+        npcIds.push(npc.id);
+        created.push(npc.name);
       }
-      const usable = n.provider !== null && providers.has(n.provider);
-      const npc = await createNpc(
+      const ids = file.messages.map(() => randomUUID());
+      const rows = file.messages.map((m, i) =>
+        importedRow(m, npcIds, randomUUID, {
+          id: ids[i]!,
+          parentId: tree.parents[i] === null ? null : ids[tree.parents[i]!]!,
+          onPath: tree.onPath[i]!,
+        }),
+      );
+      const conversation = await createConversation(
         sql,
         player.id,
-        { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
-        settings.maxNpcs,
+        [...new Set(npcIds)],
+        file.conversation.title,
+        settings.maxConversations,
+        async (tx, c) => {
+          for (let i = 0; i < rows.length; i += 1000) {
+            const chunk = rows
+              .slice(i, i + 1000)
+              .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
+            await tx`insert into messages ${tx(chunk)}`;
+          }
+          await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
+        },
       );
-      mine.push(npc);
-      npcIds.push(npc.id);
-      created.push(npc.name);
-    }
-    const ids = file.messages.map(() => randomUUID());
-    const rows = file.messages.map((m, i) =>
-      importedRow(m, npcIds, randomUUID, {
-        id: ids[i]!,
-        parentId: tree.parents[i] === null ? null : ids[tree.parents[i]!]!,
-        onPath: tree.onPath[i]!,
-      }),
-    );
-    const conversation = await createConversation(
-      sql,
-      player.id,
-      [...new Set(npcIds)],
-      file.conversation.title,
-      settings.maxConversations,
-      async (tx, c) => {
-        for (let i = 0; i < rows.length; i += 1000) {
-          const chunk = rows
-            .slice(i, i + 1000)
-            .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
-          await tx`insert into messages ${tx(chunk)}`;
-        }
-        await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
-      },
-    );
-    const participants = await getParticipants(sql, conversation.id);
-    respond(
-      res,
-      ConversationImported,
-      { conversation, participants, messages: rows.length, createdNpcs: created },
-      201,
-    );
-  });
+      const participants = await getParticipants(sql, conversation.id);
+      respond(
+        res,
+        ConversationImported,
+        { conversation, participants, messages: rows.length, createdNpcs: created },
+        201,
+      );
+    },
+  );
 
   return router;
 }
@@ -211,5 +240,6 @@ function parseExport(req: Request): ConversationExport {
   }
   const parsed = ConversationExport.safeParse(json);
   if (!parsed.success) throw invalidBody(parsed.error);
-  return parsed.data;
+  // Storable text, as every turn's is: NUL and half surrogate pairs become U+FFFD (jsonb refuses them).
+  return wellFormed(parsed.data);
 }

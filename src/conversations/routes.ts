@@ -2,7 +2,7 @@ import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
+import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { removeSandbox } from '../tools/index.ts';
 import { getVillageSettings } from '../village/index.ts';
 import {
@@ -140,6 +140,13 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     respond(res, ConversationResponse, { conversation });
   });
 
+  // Search is work for PostgreSQL: rationed per Player (a search box asks as the Player types, after a pause).
+  const searches = keyedRateLimit(
+    120,
+    'Too many searches at once: at most 120 a minute.',
+    (_req, res) => currentPlayer(res).id,
+  );
+
   // Shows another branch of the Conversation: the path through the chosen Message (ADR 0042).
   router.post('/conversations/:id/branch', async (req, res) => {
     const player = currentPlayer(res);
@@ -149,7 +156,7 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     res.status(204).end();
   });
 
-  router.get('/search', async (req, res) => {
+  router.get('/search', searches, async (req, res) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, SearchQuery);
     respond(res, SearchResponse, { results: await searchMessages(sql, player.id, q.q, q.limit) });

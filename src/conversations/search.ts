@@ -1,4 +1,5 @@
 import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
 
 /** One hit: where it is, and its text around the matched words, marked. */
 export interface SearchHit {
@@ -29,7 +30,8 @@ export function searchWords(q: string): string[] {
 export function toTsquery(q: string): string | null {
   const words = searchWords(q);
   if (!words.length) return null;
-  return words.map((w, i) => (i === words.length - 1 ? `${w}:*` : w)).join(' & ');
+  // A one-letter prefix matches most of a language: only a word of two letters or more is also a prefix.
+  return words.map((w, i) => (i === words.length - 1 && w.length > 1 ? `${w}:*` : w)).join(' & ');
 }
 
 const WORD = /[\p{L}\p{N}]+/gu;
@@ -43,7 +45,8 @@ const AFTER = 160;
  */
 export function snippetOf(text: string, words: string[]): { text: string; hit: boolean }[] {
   const last = words.length - 1;
-  const matches = (w: string) => words.some((q, i) => w === q || (i === last && w.startsWith(q)));
+  const matches = (w: string) =>
+    words.some((q, i) => w === q || (i === last && q.length > 1 && w.startsWith(q)));
   const hits: [number, number][] = [];
   for (const m of text.matchAll(WORD))
     if (matches(m[0].toLowerCase())) hits.push([m.index, m.index + m[0].length]);
@@ -79,16 +82,18 @@ export async function searchMessages(
   const query = toTsquery(q);
   if (!query) return [];
   // A common word across a long history makes ranking read many rows: bounded like any request's work.
-  const rows = await sql.begin(async (tx) => {
-    await tx`set local statement_timeout = 5000`;
-    return tx<(Omit<SearchHit, 'snippet'> & { text: string })[]>`
+  const rows = await sql
+    .begin(async (tx) => {
+      await tx`set local statement_timeout = 2000`;
+      return tx<(Omit<SearchHit, 'snippet'> & { text: string })[]>`
     with hits as (
       select m.id, m.seq, m.role, m.npc_name, m.created_at, m.text, m.conversation_id, c.title,
         ts_rank_cd(m.tsv, q) as rank
       from messages m
       join conversations c on c.id = m.conversation_id and c.player_id = ${playerId}
       cross join to_tsquery('simple', ${query}) q
-      where m.tsv @@ q
+      -- The branch shown (ADR 0042): a result opens where the Player can see it.
+      where m.tsv @@ q and m.on_path
       order by rank desc, m.seq desc
       limit ${limit}
     )
@@ -96,6 +101,15 @@ export async function searchMessages(
       conversation_id as "conversationId", title as "conversationTitle",
       left(text, 20000) as text
     from hits order by rank desc, seq desc`;
-  });
+    })
+    .catch((e: { code?: string }) => {
+      if (e.code === '57014')
+        throw new AppError(
+          503,
+          'SEARCH_TOO_BROAD',
+          'That search matched too much to rank in time: add a word.',
+        );
+      throw e;
+    });
   return rows.map(({ text, ...hit }) => ({ ...hit, snippet: snippetOf(text, words) }));
 }

@@ -172,9 +172,12 @@ export async function listMessages(
   opts: { limit: number; before?: string },
 ): Promise<{ messages: Message[]; before: string | null }> {
   const rows = await sql<MessageRow[]>`
-    select ${messageColumns(sql)}, array(select s.id from messages s where s.conversation_id = messages.conversation_id
-        and (s.parent_id = messages.parent_id or (messages.parent_id is null and s.parent_id is null))
-        order by s.seq) as siblings
+    select ${messageColumns(sql)},
+      case when messages.parent_id is null
+        then array(select s.id from messages s where s.conversation_id = messages.conversation_id
+          and s.parent_id is null order by s.seq)
+        else array(select s.id from messages s where s.parent_id = messages.parent_id order by s.seq)
+      end as siblings
     from messages
     where conversation_id = ${conversationId} and on_path ${opts.before ? sql`and seq < ${opts.before}` : sql``}
     order by messages.seq desc limit ${opts.limit + 1}`;
@@ -305,6 +308,9 @@ async function branchAt(tx: Queryable, conversationId: string, playerId: string,
  */
 export async function switchBranch(sql: Sql, playerId: string, conversationId: string, messageId: string) {
   await transaction(sql, async (tx) => {
+    // The Player's own lock, as a turn's admission takes it: a turn cannot begin while the path moves.
+    await lockSpending(tx, playerId);
+    await tx`set local statement_timeout = 5000`;
     const [c] = await tx<{ busy: boolean }[]>`
       select turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)}) as busy from conversations
       where id = ${conversationId} and player_id = ${playerId} for update`;

@@ -16,4 +16,6 @@ export const LOCKS = {
   spending: 7_240_005,
   /** Counting one Player's NPCs and Conversations, keyed by a hash of the Player id. */
   counts: 7_240_006,
+  /** Changing one Conversation's publication (a publish, an unpublish, a live append, a hold), keyed by its id. */
+  publication: 7_240_007,
 } as const;

@@ -58,8 +58,15 @@ export function isUuid(value: unknown): value is string {
 export function readBytes(max: number): RequestHandler {
   const raw = express.raw({ type: () => true, limit: max });
   return (req, res, next) => {
-    const tooLarge = (res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large';
-    if (tooLarge || Number(req.get('content-length') ?? 0) > max)
+    if ((res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large')
+      return next(
+        new AppError(
+          413,
+          'BODY_TOO_LARGE',
+          `A JSON body is limited to ${BODY_LIMIT}: send the file as application/octet-stream (up to ${max / 1024 / 1024} MB).`,
+        ),
+      );
+    if (Number(req.get('content-length') ?? 0) > max)
       return next(new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
     raw(req, res, (err?: unknown) => {
       if (!err) return next();

@@ -45,3 +45,34 @@ export function keyedRateLimit(
     },
   });
 }
+
+/**
+ * At most `perKey` requests in flight per key and `total` in all on this instance (work that holds much memory
+ * while it runs, such as an import); past either, 429 BUSY with `message`. Released when the response closes.
+ */
+export function inFlightLimit(
+  perKey: number,
+  total: number,
+  message: string,
+  key: (req: Request, res: Response) => string,
+): RequestHandler {
+  const running = new Map<string, number>();
+  let all = 0;
+  return (req, res, next) => {
+    const k = key(req, res);
+    const mine = running.get(k) ?? 0;
+    if (mine >= perKey || all >= total) {
+      res.status(429).json({ error: { code: 'BUSY', message } });
+      return;
+    }
+    running.set(k, mine + 1);
+    all++;
+    res.once('close', () => {
+      all--;
+      const left = (running.get(k) ?? 1) - 1;
+      if (left > 0) running.set(k, left);
+      else running.delete(k);
+    });
+    next();
+  };
+}

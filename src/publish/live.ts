@@ -2,7 +2,7 @@ import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import { type PublishDeps, publish } from './service.ts';
-import { getDraft } from './store.ts';
+import { getDraft, withPublicationLock } from './store.ts';
 
 /**
  * Live publishing (ADR 0043): a published Conversation marked live has each new turn appended to its session
@@ -43,9 +43,10 @@ export async function turnEnded(sql: Sql, conversationId: string): Promise<void>
  * releases it from the publish page. Only for turns not yet published.
  */
 export async function holdBack(sql: Sql, playerId: string, conversationId: string, messageId: string) {
+  // Any record of it, written or about to be: it is on its way out, or out (the caller holds the lock).
   const [row] = await sql<{ published: boolean; known: boolean }[]>`
     select exists (select 1 from publication_records where conversation_id = ${conversationId}
-        and message_id = ${messageId} and pending is distinct from 'create') as published,
+        and message_id = ${messageId}) as published,
       exists (select 1 from messages m join conversations c on c.id = m.conversation_id
         where m.id = ${messageId} and c.id = ${conversationId} and c.player_id = ${playerId}) as known`;
   if (!row?.known) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
@@ -76,6 +77,18 @@ export async function runDueAppend(deps: PublishDeps): Promise<boolean> {
       order by live_due_at limit 1 for update skip locked)
     returning conversation_id as "conversationId", player_id as "playerId", did, live_withhold as withhold`;
   if (!due) return false;
+  await withPublicationLock(deps.sql, due.conversationId, () => append(deps, due));
+  return true;
+}
+
+async function append(
+  deps: PublishDeps,
+  due: { conversationId: string; playerId: string; did: string; withhold: boolean },
+): Promise<void> {
+  // Under the lock, again: an unpublish or "live off" that came first wins, and nothing is brought back.
+  const [still] = await deps.sql`select 1 from publications
+    where conversation_id = ${due.conversationId} and live and status = 'published'`;
+  if (!still) return;
   try {
     const choices: Choices = {};
     if (due.withhold) {
@@ -95,7 +108,6 @@ export async function runDueAppend(deps: PublishDeps): Promise<boolean> {
         where conversation_id = ${due.conversationId} and live and live_due_at is null`;
     else deps.log(`live publishing of ${due.conversationId} could not append`, e);
   }
-  return true;
 }
 
 /** Every server looks for due appends every second (each taken by one). */

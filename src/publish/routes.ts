@@ -7,7 +7,7 @@ import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { TurnChoice } from '../redaction/index.ts';
 import { holdBack, setLive } from './live.ts';
 import { type PublishDeps, previewPublication, publish, removedWords, resume, unpublish } from './service.ts';
-import { getDraft, getPublication, getPublishedRecords } from './store.ts';
+import { getDraft, getPublication, getPublishedRecords, withPublicationLock } from './store.ts';
 
 const PublishBody = z
   .object({
@@ -90,7 +90,7 @@ export function publishRoutes(deps: PublishDeps): Router {
     const player = currentPlayer(res);
     const { messageId } = parseBody(req, HoldBody);
     const id = await owned(player.id, req.params.id);
-    await holdBack(deps.sql, player.id, id, messageId);
+    await withPublicationLock(deps.sql, id, () => holdBack(deps.sql, player.id, id, messageId));
     res.status(204).end();
   });
 
@@ -105,20 +105,20 @@ export function publishRoutes(deps: PublishDeps): Router {
     const player = currentPlayer(res);
     const body = parseBody(req, PublishBody);
     const id = await owned(player.id, req.params.id);
-    res.json(await publish(deps, player, id, body));
+    res.json(await withPublicationLock(deps.sql, id, () => publish(deps, player, id, body)));
   });
 
   router.post('/conversations/:id/publication/resume', async (req, res) => {
     const player = currentPlayer(res);
     const id = await owned(player.id, req.params.id);
     if (!(await getPublication(deps.sql, id))) throw notFound('Publication');
-    res.json({ calls: await resume(deps, player.did, id) });
+    res.json({ calls: await withPublicationLock(deps.sql, id, () => resume(deps, player.did, id)) });
   });
 
   router.delete('/conversations/:id/publication', async (req, res) => {
     const player = currentPlayer(res);
     const id = await owned(player.id, req.params.id);
-    await unpublish(deps, player, id);
+    await withPublicationLock(deps.sql, id, () => unpublish(deps, player, id));
     res.status(204).end();
   });
 

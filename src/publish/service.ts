@@ -108,13 +108,14 @@ async function plan(
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
   if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
-  const [turns, participants, existing, current, draft, skills] = await Promise.all([
+  const [turns, participants, existing, current, draft, skills, everyId] = await Promise.all([
     loadTurns(deps.sql, conversationId),
     getParticipants(deps.sql, conversationId),
     getPublishedRecords(deps.sql, conversationId),
     getPublication(deps.sql, conversationId),
     getDraft(deps.sql, conversationId),
     skillNames(deps.sql, playerId),
+    deps.sql<{ id: string }[]>`select id from messages where conversation_id = ${conversationId}`,
   ]);
   if (turns.length === 0)
     throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
@@ -233,13 +234,32 @@ async function plan(
     sessionRkey,
     title: sessionRecord.title,
     defaultTitle: fallback,
-    draft: { sessionRkey, title: chosenTitle, choices, words },
+    // Choices for turns on other branches are kept too: a withheld or redacted turn that comes back to the
+    // path (the Player switches branch) comes back withheld or redacted (ADR 0042).
+    draft: {
+      sessionRkey,
+      title: chosenTitle,
+      choices: { ...elsewhere(draft, known, everyId), ...choices },
+      words,
+    },
     records,
     problems,
   };
 }
 
 /** The covered words the draft keeps for turns the Conversation no longer has. */
+/** The draft's choices for turns that exist on another branch of the Conversation. */
+function elsewhere(
+  draft: Draft | undefined,
+  onPath: ReadonlySet<string>,
+  all: readonly { id: string }[],
+): Choices {
+  const exists = new Set(all.map((r) => r.id));
+  return Object.fromEntries(
+    Object.entries(draft?.choices ?? {}).filter(([id]) => !onPath.has(id) && exists.has(id)),
+  );
+}
+
 export function removedWords(
   draft: Draft | undefined,
   current: ReadonlySet<string>,

@@ -1,5 +1,5 @@
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
-import { transaction } from '../db/index.ts';
+import { LOCKS, transaction } from '../db/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
 
@@ -178,4 +178,29 @@ export async function dropPublication(sql: Sql, conversationId: string) {
 export async function unfinishedPublications(sql: Sql): Promise<{ conversationId: string; did: string }[]> {
   return sql`select conversation_id as "conversationId", did from publications
     where status in ('publishing', 'unpublishing')`;
+}
+
+/**
+ * Runs `fn` while holding the Conversation's publication lock (ADR 0043): a publish by hand, an unpublish, a
+ * live append on any server and a hold never interleave, so none plans from what another is about to replace.
+ * Held on a connection of its own for as long as `fn` runs (publishing waits on the PDS).
+ */
+export async function withPublicationLock<T>(
+  sql: Sql,
+  conversationId: string,
+  fn: () => Promise<T>,
+): Promise<T> {
+  const conn = await sql.reserve();
+  try {
+    await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${conversationId}))`;
+    try {
+      return await fn();
+    } finally {
+      await conn`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${conversationId}))`.catch(
+        () => {},
+      );
+    }
+  } finally {
+    conn.release();
+  }
 }

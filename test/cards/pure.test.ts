@@ -175,3 +175,25 @@ it('a V2 card exported and read back gives the same NPC and lorebook; the PNG ke
     { numRuns: 300 },
   );
 });
+
+it('a name is put in as it is: replacement patterns in it do not expand, and an oversized field is refused before', () => {
+  const name = "$'".repeat(50);
+  const r = readCard(
+    new TextEncoder().encode(
+      JSON.stringify({ name, description: `${'{{char}} '.repeat(80)}x`, scenario: '$& {{user}}' }),
+    ),
+  );
+  // 80 names of 100 characters: longer than a description holds, so it moved into the prompt, unexpanded.
+  expect(r.npc.prompt.length).toBeLessThan(10_000);
+  expect(r.npc.prompt.startsWith(`${name} ${name}`)).toBe(true);
+  expect(r.npc.prompt).toContain('Scenario: $& the Player');
+  expect(() =>
+    readCard(new TextEncoder().encode(JSON.stringify({ name: 'X', personality: 'p'.repeat(20_001) }))),
+  ).toThrow(/personality is 20,001 characters/);
+  // NUL and half surrogate pairs cannot be stored: they are made storable on the way in.
+  expect(
+    readCard(new TextEncoder().encode(JSON.stringify({ name: 'A\u0000B', description: 'x\ud800y' }))).npc,
+  ).toMatchObject({
+    name: expect.not.stringContaining('\u0000'),
+  });
+});

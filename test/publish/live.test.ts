@@ -161,3 +161,35 @@ it('a turn still being written when its append falls due (the Player closed the 
   await until('every turn', async () => (await published(uri)).length === 4, 20_000);
   expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.', 'Two', 'Dos.']);
 }, 60_000);
+
+it('a withheld turn on another branch stays withheld when its branch is shown and published again', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Cy' }]);
+  await turn(c, 'Tell me a secret', 'The vault code is 4411.');
+  const rows = (await (await api(`/api/conversations/${c}`)).json()) as {
+    messages: { id: string; text: string }[];
+  };
+  const [ask, secret] = rows.messages;
+  const { uri } = (await (
+    await api(`/api/conversations/${c}/publication`, {
+      method: 'PUT',
+      body: { choices: { [secret!.id]: { withheld: true } } },
+    })
+  ).json()) as { uri: string };
+  // Another branch from the question, published: the withheld reply is off the path and leaves the PDS.
+  await turn(c, 'Tell me a joke', 'Why did the vault close? It was tired.');
+  local.app.fake.enqueue(textScript('A harmless answer.'));
+  await collectFrames(
+    await api(`/api/conversations/${c}/messages`, {
+      body: { text: 'Something else', branchFrom: { parentId: null } },
+    }),
+  );
+  await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } });
+  expect(JSON.stringify(await published(uri))).not.toContain('Tell me a secret');
+  // Back to the first branch, published again: the reply is still withheld.
+  expect((await api(`/api/conversations/${c}/branch`, { body: { messageId: ask!.id } })).status).toBe(204);
+  await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } });
+  const out = await published(uri);
+  expect(out[0]).toMatchObject({ text: 'Tell me a secret' });
+  expect(out[1]).toMatchObject({ withheld: true });
+  expect(JSON.stringify(out)).not.toContain('4411');
+}, 60_000);
