@@ -306,8 +306,11 @@ export async function sandboxTools(
 /** Deletes a Conversation's sandbox folder (when the Conversation is deleted; its stored files go with its rows). */
 export async function removeSandbox(dataDir: string, conversationId: string): Promise<void> {
   const root = sandboxFolder(dataDir, conversationId);
-  await rm(root, { recursive: true, force: true });
-  await rm(`${root}.manifest.json`, { force: true });
+  // After whatever the folder is doing (a refresh or a write-back still running would write it back).
+  await withFolder(root, async () => {
+    await rm(root, { recursive: true, force: true });
+    await rm(`${root}.manifest.json`, { force: true });
+  });
 }
 
 /** Ends the idle sandbox processes (at shutdown; busy ones end with their command or their server). */

@@ -55,9 +55,16 @@ export class SandboxStore {
   }
 
   async #pull(): Promise<void> {
-    const [row] = await this.sql<{ version: string }[]>`
-      select version::text from sandbox_versions where conversation_id = ${this.conversationId}`;
-    const version = Number(row?.version ?? 0);
+    const [row] = await this.sql<{ version: string | null; alive: boolean }[]>`
+      select (select version::text from sandbox_versions where conversation_id = ${this.conversationId}) as version,
+        exists (select 1 from conversations where id = ${this.conversationId}) as alive`;
+    // A Conversation deleted meanwhile (through any instance): its copy goes, and nothing is made again.
+    if (!row?.alive) {
+      await rm(this.root, { recursive: true, force: true });
+      await rm(this.#manifestPath, { force: true });
+      throw new Error('This Conversation has been deleted.');
+    }
+    const version = Number(row.version ?? 0);
     const local = await this.#manifest();
     if (local?.version === version) return;
     // A folder from before sandboxes were stored here, and nothing stored yet: the folder is the truth.
