@@ -109,8 +109,12 @@ it('a live Conversation grows on the PDS and in an open reader; a held-back turn
   await page.goto(`${local.app.url}/c/${c}`);
   await page.locator('.live-banner', { hasText: '2 new turns go out in' }).waitFor();
   await shoot(page, 'live-banner');
-  await page.locator('.live-banner').getByRole('button', { name: 'Hold back' }).click();
+  // One turn at a time: the reply only, then the question too.
+  await page.locator('.live-banner').getByRole('button', { name: 'Hold back Ada: Still here.' }).click();
+  await page.locator('.live-banner', { hasText: '1 held back' }).waitFor();
+  await page.locator('.live-banner').getByRole('button', { name: 'Hold back You: Still there?' }).click();
   await page.locator('.live-banner', { hasText: '2 held back' }).waitFor();
+  await shoot(page, 'live-banner-held');
   await page.goto(`${local.app.url}/c/${c}/publish`);
   await page.getByRole('button', { name: 'Stop live publishing' }).waitFor();
   await shoot(page, 'live-settings');

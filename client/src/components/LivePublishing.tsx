@@ -82,7 +82,14 @@ export function LiveSettings({
  * In the Conversation: when it is published live, the turns not yet out, when they go, and a way to hold one
  * back (it is then published withheld, a visible hole).
  */
-export function LiveBanner({ conversationId, pathIds }: { conversationId: string; pathIds: string[] }) {
+export function LiveBanner({
+  conversationId,
+  path,
+}: {
+  conversationId: string;
+  /** The finished turns on the path shown, in order: who spoke and the start of what they said. */
+  path: { id: string; who: string; text: string }[];
+}) {
   const queryClient = useQueryClient();
   const answer = useQuery({
     queryKey: ['publication', conversationId],
@@ -108,9 +115,10 @@ export function LiveBanner({ conversationId, pathIds }: { conversationId: string
   const p = answer.data?.publication;
   if (!p?.live) return null;
   const out = new Set(p.turns.map((t) => t.messageId));
-  const waiting = pathIds.filter((id) => !out.has(id));
-  const held = waiting.filter((id) => answer.data?.draft?.choices[id]?.withheld);
-  const toHold = waiting.filter((id) => !held.includes(id));
+  const waiting = path.filter((t) => !out.has(t.id));
+  const isHeld = (id: string) => Boolean(answer.data?.draft?.choices[id]?.withheld);
+  const held = waiting.filter((t) => isHeld(t.id));
+  const toHold = waiting.filter((t) => !isHeld(t.id)).map((t) => t.id);
   const due = p.liveDueAt ? Math.max(0, Math.ceil((Date.parse(p.liveDueAt) - now) / 1000)) : null;
   return (
     <div className="live-banner" role="status">
@@ -120,10 +128,33 @@ export function LiveBanner({ conversationId, pathIds }: { conversationId: string
         : ` — ${waiting.length} new turn${waiting.length === 1 ? '' : 's'} ${due === null ? 'go out after the next reply' : `go out in ${due} s`}${
             held.length ? ` (${held.length} held back, published as withheld)` : ''
           }.`}{' '}
-      {toHold.length > 0 && (
+      {toHold.length > 1 && (
         <button type="button" className="link" onClick={() => hold.mutate(toHold)} disabled={hold.isPending}>
-          Hold back
+          Hold all back
         </button>
+      )}
+      {waiting.length > 0 && (
+        <ul className="live-waiting">
+          {waiting.map((t) => (
+            <li key={t.id}>
+              <span className="live-who">{t.who}:</span>{' '}
+              <span className="live-text">{t.text.slice(0, 80) || '…'}</span>{' '}
+              {isHeld(t.id) ? (
+                <em>held back</em>
+              ) : (
+                <button
+                  type="button"
+                  className="link"
+                  aria-label={`Hold back ${t.who}: ${t.text.slice(0, 40)}`}
+                  onClick={() => hold.mutate([t.id])}
+                  disabled={hold.isPending}
+                >
+                  Hold back
+                </button>
+              )}
+            </li>
+          ))}
+        </ul>
       )}
       <ErrorNote error={hold.error} />
     </div>

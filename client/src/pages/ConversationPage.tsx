@@ -240,7 +240,9 @@ export function ConversationPage() {
       <ErrorNote error={error} />
       <LiveBanner
         conversationId={id}
-        pathIds={stored.filter((m) => m.status !== 'streaming').map((m) => m.id)}
+        path={stored
+          .filter((m) => m.status !== 'streaming')
+          .map((m) => ({ id: m.id, who: m.role === 'player' ? 'You' : (m.npcName ?? 'NPC'), text: m.text }))}
       />
       <Composer
         conversationId={id}
