@@ -65,7 +65,6 @@ export function startIndexer(o: IndexerOptions): Indexer {
       o.log('indexer: a batch could not be written; retrying', e),
     );
     close = () => batcher.close();
-    const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
     if (o.source.kind === 'jetstream') {
       const jetstream = new JetstreamFollower({
         url: o.source.url,
@@ -81,7 +80,8 @@ export function startIndexer(o: IndexerOptions): Indexer {
     }
     const firehose = new Firehose({
       service: o.source.url,
-      idResolver,
+      // The relay's commits are verified against their authors' keys (and handles both ways).
+      idResolver: new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch }),
       getCursor: () => readCursor(o.sql, 'relay'),
       filterCollections: [...COLLECTIONS],
       handleEvent: (evt) => batcher.add(relayOp(evt)),

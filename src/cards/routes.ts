@@ -14,7 +14,7 @@ import {
 } from '../http/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
-import { CardError, type ImportedCard, readCard, toCardV2 } from './card.ts';
+import { CardError, fromJson, type ImportedCard, readCard, toCardV2 } from './card.ts';
 import { pngWithText } from './png.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
@@ -24,8 +24,7 @@ function cardOf(req: Request): ImportedCard {
   const body: unknown = req.body;
   try {
     if (Buffer.isBuffer(body) && body.length > 0) return readCard(new Uint8Array(body));
-    if (req.is('application/json') && body !== undefined)
-      return readCard(new TextEncoder().encode(JSON.stringify(body)));
+    if (req.is('application/json') && body !== undefined) return fromJson(body);
   } catch (e) {
     if (e instanceof CardError) throw new AppError(e.code === 'CARD_TOO_LONG' ? 422 : 400, e.code, e.message);
     throw e;

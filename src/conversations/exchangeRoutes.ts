@@ -34,8 +34,7 @@ import {
   markdownHead,
   markdownMessage,
 } from './exchange.ts';
-import { type MessageRow, toMessage } from './messages.ts';
-import { createConversation, getConversation, getParticipants } from './store.ts';
+import { createConversation, getConversation, getParticipants, messagesAfter } from './store.ts';
 
 const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
 const PAGE = 500;
@@ -121,15 +120,8 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     let first = true;
     try {
       for (;;) {
-        const rows = await sql<
-          (MessageRow & { on_path: boolean })[]
-        >`select id, seq::text as seq, role, npc_id,
-          npc_name, parts, text, status, error, provider, model, input_tokens, output_tokens, reasoning_tokens,
-          cached_input_tokens, cost_usd, created_at, parent_id, on_path
-          from messages where conversation_id = ${conversation.id} and messages.seq > ${after}
-          order by messages.seq limit ${PAGE}`;
-        for (const row of rows) {
-          const m = { ...toMessage(row), onPath: row.on_path };
+        const rows = await messagesAfter(sql, conversation.id, after, PAGE);
+        for (const m of rows) {
           if (format === 'json') {
             // Every branch: the tree is part of the Conversation.
             await write(res, `${first ? '' : ','}${JSON.stringify(exportMessage(m, npcIndex))}`);

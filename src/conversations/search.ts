@@ -27,8 +27,8 @@ export function searchWords(q: string): string[] {
  * The words as a tsquery: each must appear, the last one also as a prefix (so results come while typing).
  * Words are only letters and digits, so no input can be tsquery syntax.
  */
-export function toTsquery(q: string): string | null {
-  const words = searchWords(q);
+export function toTsquery(q: string | string[]): string | null {
+  const words = typeof q === 'string' ? searchWords(q) : q;
   if (!words.length) return null;
   // A one-letter prefix matches most of a language: only a word of two letters or more is also a prefix.
   return words.map((w, i) => (i === words.length - 1 && w.length > 1 ? `${w}:*` : w)).join(' & ');
@@ -79,7 +79,7 @@ export async function searchMessages(
   limit: number,
 ): Promise<SearchHit[]> {
   const words = searchWords(q);
-  const query = toTsquery(q);
+  const query = toTsquery(words);
   if (!query) return [];
   // A common word across a long history makes ranking read many rows: bounded like any request's work.
   const rows = await sql

@@ -165,6 +165,19 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
   }
 }
 
+/** Every Message of a Conversation after `after` (a seq), every branch, oldest first, with whether it is on the path. */
+export async function messagesAfter(
+  sql: Sql,
+  conversationId: string,
+  after: string,
+  limit: number,
+): Promise<(Message & { onPath: boolean })[]> {
+  const rows = await sql<(MessageRow & { on_path: boolean })[]>`
+    select ${messageColumns(sql)}, on_path from messages
+    where conversation_id = ${conversationId} and messages.seq > ${after} order by messages.seq limit ${limit}`;
+  return rows.map((r) => ({ ...toMessage(r), onPath: r.on_path }));
+}
+
 /** A page of Messages, oldest first, ending before `before` (a seq), or the latest page. */
 export async function listMessages(
   sql: Sql,
