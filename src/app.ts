@@ -29,6 +29,8 @@ export interface AppDeps {
   adminDids: string[];
   checkpointMs: number;
   chunkTimeoutMs: number;
+  /** How many characters of Parts, and how long, one reply may take. */
+  replyLimits: { maxChars: number; maxMs: number };
   /** Longest one attachment upload may take. */
   uploadTimeoutMs: number;
   /** Replies in flight on this process, and their mirror to other instances (replies/). */

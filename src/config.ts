@@ -76,6 +76,10 @@ const Env = z.object({
   CHECKPOINT_MS: z.coerce.number().int().min(10).max(10_000).default(250),
   /** Upper bound for one Provider call without any output, so a silent Provider cannot hold a turn forever. */
   PROVIDER_CHUNK_TIMEOUT_MS: z.coerce.number().int().min(100).default(120_000),
+  /** Most characters of Parts one reply may hold, and the longest it may run: a Model looping, or a Provider
+   * trickling a token a minute, ends there instead of growing a row and holding a stream for ever. */
+  REPLY_MAX_CHARS: z.coerce.number().int().min(1000).max(100_000_000).default(1_000_000),
+  REPLY_MAX_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
   /**
    * Longest one attachment upload may take, first byte to last (a stalled client is cut off). Under the hour after
    * which a staging blob counts as a crashed upload's leftover.
@@ -100,6 +104,7 @@ export interface Config {
   providers: ProviderConfig[];
   checkpointMs: number;
   providerChunkTimeoutMs: number;
+  replyLimits: { maxChars: number; maxMs: number };
   uploadTimeoutMs: number;
   defaultProvider?: string;
   defaultModel?: string;
@@ -172,6 +177,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providers,
     checkpointMs: e.CHECKPOINT_MS,
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
+    replyLimits: { maxChars: e.REPLY_MAX_CHARS, maxMs: e.REPLY_MAX_MS },
     uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,

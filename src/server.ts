@@ -117,6 +117,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     adminDids: config.adminDids,
     checkpointMs: config.checkpointMs,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,
     hub,
     mirror,

@@ -22,6 +22,7 @@ import {
   thinkingSupport,
   type VillageSettings,
 } from '../village/index.ts';
+import { DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { blocked, describeFailure, type Failure } from './failures.ts';
@@ -40,6 +41,8 @@ export interface TurnDeps {
   toolLimits?: ToolLimits;
   /** Most model steps (tool rounds) in one reply. */
   maxSteps?: number;
+  /** How many characters of Parts, and how long, one reply may take. */
+  replyLimits?: ReplyLimits;
   log: (message: string, error?: unknown) => void;
 }
 
@@ -189,9 +192,12 @@ async function runReply(
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
-  let errorCode: Failure['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
+  let errorCode: Failure['code'] | LimitReached['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
   const { provider: providerId, model: modelId } = speaker.resolved;
-  const fail = (f: Failure) => {
+  // The Player's Stop (or the server's shutdown) and the reply's own bounds both end the Provider call.
+  const bounds = new ReplyBounds(deps.replyLimits ?? DEFAULT_REPLY_LIMITS);
+  const callSignal = AbortSignal.any([signal, bounds.signal]);
+  const fail = (f: Failure | LimitReached) => {
     status = 'failed';
     errorCode = f.code;
     error = f.message;
@@ -207,7 +213,7 @@ async function runReply(
       tail: await tail,
       tools,
       handoff,
-      signal,
+      signal: callSignal,
     });
     releaseAttachments = context.release;
     promptChars =
@@ -226,7 +232,7 @@ async function runReply(
       tools: tools.tools,
       // A hand-over ends the reply: the named NPC answers next.
       stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
-      abortSignal: signal,
+      abortSignal: callSignal,
       reasoning: think ? 'medium' : undefined,
       providerOptions: thinkingOptions(speaker.kind, think),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
@@ -239,6 +245,7 @@ async function runReply(
         chunk.type === 'reasoning-start' ? sectionBreak(parts) : toFragment(chunk, tools.descriptions);
       const fragment = raw && wellFormed(raw);
       if (fragment) {
+        bounds.count(fragment);
         parts = foldPart(parts, fragment);
         // A file the NPC shared is shown as a file Part after its call (only from our own share_file tool).
         const shared =
@@ -264,6 +271,7 @@ async function runReply(
       } else if (chunk.type === 'abort') {
         // Our signal is the Player stopping; any other abort is the SDK's own timeout on a silent Provider.
         if (signal.aborted) status = endedBy(signal);
+        else if (bounds.reached) fail(bounds.reached);
         else {
           status = 'failed';
           errorCode = 'PROVIDER_TIMEOUT';
@@ -272,15 +280,18 @@ async function runReply(
       } else if (chunk.type === 'error') fail(describeFailure(chunk.error, providerId, modelId));
     }
     if (signal.aborted && status === 'complete') status = endedBy(signal);
+    else if (bounds.reached && status === 'complete') fail(bounds.reached);
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     if (signal.aborted) status = endedBy(signal);
+    else if (bounds.reached) fail(bounds.reached);
     else if (errorCode === 'INTERNAL') {
       status = 'failed';
       error = 'The reply could not be prepared. Nothing was lost; try again.';
       deps.log('turn setup failed', e);
     } else fail(describeFailure(e, providerId, modelId));
   } finally {
+    bounds.close();
     releaseAttachments();
     await closeTools();
     await deps.checkpoints.settle(message.id);

@@ -1,0 +1,71 @@
+import type { Part } from '../parts/index.ts';
+
+/** How far one reply may go: characters of Parts (text, reasoning, tool inputs and outputs) and time. */
+export interface ReplyLimits {
+  maxChars: number;
+  maxMs: number;
+}
+
+// A million characters is over 200,000 tokens, past what any Model writes in one reply; a quarter of an hour
+// covers eight tool rounds of the slowest tools. A reply past either is a Model looping or a Provider trickling.
+export const DEFAULT_REPLY_LIMITS: ReplyLimits = { maxChars: 1_000_000, maxMs: 15 * 60_000 };
+
+export interface LimitReached {
+  code: 'REPLY_TOO_LONG' | 'REPLY_TIME_LIMIT';
+  message: string;
+}
+
+/**
+ * The bounds of one reply. Its signal aborts the Provider call (and any tool running) once the reply has grown
+ * past `maxChars` or run past `maxMs`; `reached` then says which, in words for the Player. What arrived before is
+ * kept, as on Stop.
+ */
+export class ReplyBounds {
+  readonly signal: AbortSignal;
+  reached: LimitReached | undefined;
+  private readonly controller = new AbortController();
+  private readonly timer: NodeJS.Timeout;
+  private chars = 0;
+
+  constructor(private readonly limits: ReplyLimits) {
+    this.signal = this.controller.signal;
+    const minutes = Math.round(limits.maxMs / 60_000);
+    const span = minutes >= 1 ? `${minutes} minute(s)` : `${Math.round(limits.maxMs / 1000)} s`;
+    this.timer = setTimeout(
+      () =>
+        this.end({
+          code: 'REPLY_TIME_LIMIT',
+          message: `The reply ran for ${span}, the longest a reply may run here, so it was ended. What arrived is kept.`,
+        }),
+      limits.maxMs,
+    );
+    this.timer.unref();
+  }
+
+  /** Counts a fragment of the reply as it arrives: a delta's text, or a tool call's input and output. */
+  count(fragment: Part): void {
+    this.chars += charsOf(fragment);
+    if (this.chars > this.limits.maxChars)
+      this.end({
+        code: 'REPLY_TOO_LONG',
+        message: `The reply grew past ${this.limits.maxChars.toLocaleString('en')} characters, the most one reply may hold here, so it was ended. What arrived is kept.`,
+      });
+  }
+
+  close(): void {
+    clearTimeout(this.timer);
+  }
+
+  private end(reached: LimitReached): void {
+    if (this.reached) return;
+    this.reached = reached;
+    this.controller.abort(reached);
+  }
+}
+
+/** What a fragment adds to the reply: its text for text and reasoning, else its JSON (tools, files). */
+export function charsOf(fragment: Part): number {
+  return fragment.type === 'text' || fragment.type === 'reasoning'
+    ? fragment.text.length
+    : JSON.stringify(fragment).length;
+}
