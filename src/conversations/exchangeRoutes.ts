@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
-import type { Sql } from '../db/index.ts';
+import { type Sql, transaction } from '../db/index.ts';
 import {
   AppError,
   inFlightLimit,
@@ -16,8 +16,8 @@ import {
 } from '../http/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import {
-  createNpc,
   getVillageSettings,
+  insertNpc,
   listNpcs,
   type Npc,
   type ProviderRegistry,
@@ -34,7 +34,7 @@ import {
   markdownHead,
   markdownMessage,
 } from './exchange.ts';
-import { createConversation, getConversation, getParticipants, messagesAfter } from './store.ts';
+import { getConversation, getParticipants, insertConversation, messagesAfter } from './store.ts';
 
 const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
 const PAGE = 500;
@@ -152,61 +152,63 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       const settings = await getVillageSettings(sql);
       // Each NPC of the file is one of the Player's that is the same character (name, Job Title, description,
       // prompt), or is made from the file's definition: a namesake with another prompt is not silently swapped in.
+      // Made in the import's transaction: a refused import leaves no NPC behind.
       const mine = await listNpcs(sql, player.id);
-      const npcIds: string[] = [];
-      const created: string[] = [];
-      for (const n of file.npcs) {
-        const same = mine.find(
-          (m) =>
-            m.name === n.name &&
-            m.jobTitle === n.jobTitle &&
-            m.description === n.description &&
-            m.prompt === n.prompt,
-        );
-        if (same) {
-          npcIds.push(same.id);
-          continue;
-        }
-        const usable = n.provider !== null && providers.has(n.provider);
-        const npc = await createNpc(
-          sql,
-          player.id,
-          { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
-          settings.maxNpcs,
-        );
-        mine.push(npc);
-        npcIds.push(npc.id);
-        created.push(npc.name);
-      }
       const ids = file.messages.map(() => randomUUID());
-      const rows = file.messages.map((m, i) =>
-        importedRow(m, npcIds, randomUUID, {
-          id: ids[i]!,
-          parentId: tree.parents[i] === null ? null : ids[tree.parents[i]!]!,
-          onPath: tree.onPath[i]!,
-        }),
-      );
-      const conversation = await createConversation(
-        sql,
-        player.id,
-        [...new Set(npcIds)],
-        file.conversation.title,
-        settings.maxConversations,
-        async (tx, c) => {
-          for (let i = 0; i < rows.length; i += 1000) {
-            const chunk = rows
-              .slice(i, i + 1000)
-              .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
-            await tx`insert into messages ${tx(chunk)}`;
+      const created: string[] = [];
+      const { conversation, count } = await transaction(sql, async (tx) => {
+        const npcIds: string[] = [];
+        for (const n of file.npcs) {
+          const same = mine.find(
+            (m) =>
+              m.name === n.name &&
+              m.jobTitle === n.jobTitle &&
+              m.description === n.description &&
+              m.prompt === n.prompt,
+          );
+          if (same) {
+            npcIds.push(same.id);
+            continue;
           }
-          await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
-        },
-      );
+          const usable = n.provider !== null && providers.has(n.provider);
+          const npc = await insertNpc(
+            tx,
+            player.id,
+            { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
+            settings.maxNpcs,
+          );
+          mine.push(npc);
+          npcIds.push(npc.id);
+          created.push(npc.name);
+        }
+        const c = await insertConversation(
+          tx,
+          player.id,
+          [...new Set(npcIds)],
+          file.conversation.title,
+          settings.maxConversations,
+        );
+        const rows = file.messages.map((m, i) =>
+          importedRow(m, npcIds, randomUUID, {
+            id: ids[i]!,
+            parentId: tree.parents[i] === null ? null : ids[tree.parents[i]!]!,
+            onPath: tree.onPath[i]!,
+          }),
+        );
+        for (let i = 0; i < rows.length; i += 1000) {
+          const chunk = rows
+            .slice(i, i + 1000)
+            .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
+          await tx`insert into messages ${tx(chunk)}`;
+        }
+        await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
+        return { conversation: c, count: rows.length };
+      });
       const participants = await getParticipants(sql, conversation.id);
       respond(
         res,
         ConversationImported,
-        { conversation, participants, messages: rows.length, createdNpcs: created },
+        { conversation, participants, messages: count, createdNpcs: created },
         201,
       );
     },

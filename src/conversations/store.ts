@@ -45,34 +45,39 @@ export async function createConversation(
   npcIds: string[],
   title: string | null,
   max: number,
-  /** More to store with it, in the same transaction (an imported file's Messages). */
-  also?: (tx: Queryable, conversation: Conversation) => Promise<void>,
 ): Promise<Conversation> {
   const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
   const unknown = npcIds.find((id) => !own.has(id));
   if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
-  return transaction(sql, async (tx) => {
-    await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
-    const [c] = await tx<Conversation[]>`
-      insert into conversations (player_id, title) select ${playerId}, ${title}
-      where (select count(*) from conversations where player_id = ${playerId}) < ${max}
-      returning ${conversationColumns(tx)}`;
-    if (!c) {
-      throw new AppError(
-        429,
-        'TOO_MANY_CONVERSATIONS',
-        `You have ${max.toLocaleString('en')} Conversations, the most this Village allows. Delete one to start another.`,
-      );
-    }
-    const rows = [...new Set(npcIds)].map((npc_id, position) => ({
-      conversation_id: c!.id,
-      npc_id,
-      position,
-    }));
-    if (rows.length) await tx`insert into conversation_participants ${tx(rows)}`;
-    if (also) await also(tx, c!);
-    return c!;
-  });
+  return transaction(sql, (tx) => insertConversation(tx, playerId, npcIds, title, max));
+}
+
+/**
+ * `createConversation` inside the caller's transaction, for NPC ids the caller knows are the Player's (an
+ * import makes its NPCs, the Conversation and its Messages in one transaction).
+ */
+export async function insertConversation(
+  tx: Queryable,
+  playerId: string,
+  npcIds: string[],
+  title: string | null,
+  max: number,
+): Promise<Conversation> {
+  await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
+  const [c] = await tx<Conversation[]>`
+    insert into conversations (player_id, title) select ${playerId}, ${title}
+    where (select count(*) from conversations where player_id = ${playerId}) < ${max}
+    returning ${conversationColumns(tx)}`;
+  if (!c) {
+    throw new AppError(
+      429,
+      'TOO_MANY_CONVERSATIONS',
+      `You have ${max.toLocaleString('en')} Conversations, the most this Village allows. Delete one to start another.`,
+    );
+  }
+  const rows = [...new Set(npcIds)].map((npc_id, position) => ({ conversation_id: c.id, npc_id, position }));
+  if (rows.length) await tx`insert into conversation_participants ${tx(rows)}`;
+  return c;
 }
 
 type ListedConversation = Conversation & {

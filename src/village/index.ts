@@ -4,7 +4,7 @@ export { type InputSupport, inputSupport, type ThinkingSupport, thinkingSupport 
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';
-export { COUNT_LOCK, createNpc, getNpc, getNpcs, listNpcs, type Npc } from './npcs.ts';
+export { COUNT_LOCK, createNpc, getNpc, getNpcs, insertNpc, listNpcs, type Npc } from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';
 export {

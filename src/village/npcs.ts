@@ -80,26 +80,31 @@ export async function createNpc(
   /** More to store with the NPC, in the same transaction (an imported card's lorebook). */
   also?: (tx: Queryable, npc: Npc) => Promise<void>,
 ): Promise<Npc> {
-  const row = await transaction(sql, async (tx) => {
-    await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
-    const [created] = await tx<Npc[]>`
-      insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
-      select ${playerId}, ${input.name}, ${input.jobTitle}, ${input.description}, ${input.prompt},
-        ${input.provider}, ${input.model}, ${input.thinking}
-      where (select count(*) from npcs where player_id = ${playerId}) < ${max}
-      returning ${columns(tx)}`;
-    if (created && input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
-    if (created && also) await also(tx, created);
-    return created;
+  return transaction(sql, async (tx) => {
+    const npc = await insertNpc(tx, playerId, input, max);
+    if (also) await also(tx, npc);
+    return npc;
   });
-  if (!row) {
+}
+
+/** `createNpc` inside the caller's transaction (an imported Conversation makes its NPCs with it). */
+export async function insertNpc(tx: Queryable, playerId: string, input: NpcInput, max: number): Promise<Npc> {
+  await tx`select pg_advisory_xact_lock(${COUNT_LOCK}, hashtext(${playerId}))`;
+  const [created] = await tx<Npc[]>`
+    insert into npcs (player_id, name, job_title, description, prompt, provider, model, thinking)
+    select ${playerId}, ${input.name}, ${input.jobTitle}, ${input.description}, ${input.prompt},
+      ${input.provider}, ${input.model}, ${input.thinking}
+    where (select count(*) from npcs where player_id = ${playerId}) < ${max}
+    returning ${columns(tx)}`;
+  if (!created) {
     throw new AppError(
       429,
       'TOO_MANY_NPCS',
       `You have ${max.toLocaleString('en')} NPCs, the most this Village allows. Delete one to make another.`,
     );
   }
-  return row;
+  if (input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
+  return created;
 }
 
 export async function updateNpc(

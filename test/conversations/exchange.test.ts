@@ -244,3 +244,27 @@ it('every branch travels: the tree and the branch shown come back; a version 1 f
     'Because.',
   ]);
 });
+
+it('an import refused at the Conversation limit leaves nothing behind, not even the NPCs it would have made', async () => {
+  const id = await richConversation();
+  const file = await exportOf(id);
+  const other = await app.signIn();
+  const npcs = async () =>
+    (await app.db.sql`select count(*)::int as n from npcs where player_id = ${other.playerId}`)[0]!.n;
+  await setupConversation(app, other.cookie, [{ name: 'Someone else' }]);
+  const before = await npcs();
+  const { max } = (await app.db.sql`select max_conversations as max from village_settings`)[0]!;
+  await app.db.sql`update village_settings set max_conversations = 1`;
+  try {
+    const res = await importFile(JSON.stringify(file), other.cookie);
+    expect(res.status).toBe(429);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('TOO_MANY_CONVERSATIONS');
+    // The file's Ada is not one of this Player's: the import would have made her, and did not keep her.
+    expect(await npcs()).toBe(before);
+  } finally {
+    await app.db.sql`update village_settings set max_conversations = ${max}`;
+  }
+  const res = await importFile(JSON.stringify(file), other.cookie);
+  expect(res.status).toBe(201);
+  expect(await npcs()).toBe(before + 1);
+});
