@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -267,4 +268,49 @@ it('an import refused at the Conversation limit leaves nothing behind, not even 
   const res = await importFile(JSON.stringify(file), other.cookie);
   expect(res.status).toBe(201);
   expect(await npcs()).toBe(before + 1);
+});
+
+it('imports run one at a time per Player and four at a time per instance; a slot comes back when its import ends', async () => {
+  const players = await Promise.all(Array.from({ length: 5 }, () => app.signIn()));
+  const url = new URL('/api/conversations/import', app.running.listenUrl);
+  // Four imports whose bodies are still arriving hold the four slots of this instance.
+  const held = players.slice(0, 4).map((p) => {
+    const req = http.request(url, {
+      method: 'POST',
+      headers: { cookie: p.cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+    });
+    const answer = new Promise<number>((resolve, reject) => {
+      req.on('response', (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      });
+      req.on('error', reject);
+    });
+    req.write('{"format":');
+    return { req, answer };
+  });
+  const codeOf = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+  // A fifth Player is turned away once the four are in (an empty body would otherwise be refused as such).
+  let busy: Response | undefined;
+  for (let i = 0; i < 100 && !busy; i++) {
+    const res = await importFile('', players[4]!.cookie);
+    if (res.status === 429) busy = res;
+    else {
+      expect(res.status).toBe(400);
+      await res.body?.cancel();
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  expect(busy).toBeDefined();
+  expect(await codeOf(busy!)).toBe('BUSY');
+  // And a Player whose import is running may not start another.
+  const again = await importFile('', players[0]!.cookie);
+  expect(again.status).toBe(429);
+  expect(await codeOf(again)).toBe('BUSY');
+  // The held imports end (a broken file: 400), and their slots are free again.
+  for (const h of held) h.req.end(' "nothing"}');
+  expect(await Promise.all(held.map((h) => h.answer))).toEqual([400, 400, 400, 400]);
+  const after = await importFile('', players[4]!.cookie);
+  expect(after.status).toBe(400);
+  expect(await codeOf(after)).toBe('INVALID_BODY');
 });
