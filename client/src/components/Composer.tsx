@@ -40,12 +40,14 @@ export function Composer(props: {
   onCancelBranch?: () => void;
 }) {
   const [text, setText] = useState('');
-  // An edit starts from the words being edited.
+  // An edit starts from the words being edited, set in the same render that shows the note (set in an effect,
+  // the note was painted a frame before the words, and a quick reader saw an empty box).
   const branchKey = props.branch?.key;
-  const branchText = props.branch?.text;
-  useEffect(() => {
-    if (branchKey !== undefined) setText(branchText ?? '');
-  }, [branchKey, branchText]);
+  const [shownBranch, setShownBranch] = useState<string | undefined>(undefined);
+  if (branchKey !== shownBranch) {
+    setShownBranch(branchKey);
+    if (branchKey !== undefined) setText(props.branch?.text ?? '');
+  }
   const [npcId, setNpcId] = useState('');
   const [chips, setChips] = useState<Chip[]>([]);
   const [linking, setLinking] = useState(false);
