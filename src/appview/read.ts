@@ -77,7 +77,7 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
 
 const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, a.handle, a.verified_at, s.record, s.indexed_at,
-  (select count(*)::int from index_messages m where m.session_uri = s.uri) as turns`;
+  (select count(*)::int from index_messages m where m.session_uri = s.uri and m.did = s.did) as turns`;
 
 /**
  * The XRPC getThread answer as JSON text, built by PostgreSQL in one statement: a 1,000-turn thread is not
@@ -88,7 +88,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   // newest index time) is unchanged: one small query instead of re-assembling a thousand turns.
   const [v] = await sql<{ version: string }[]>`
     select s.cid || '|' || coalesce(a.handle, '') || '|' || (select count(*) || '|' || coalesce(max(m.indexed_at)::text, '')
-      from index_messages m where m.session_uri = s.uri) as version
+      from index_messages m where m.session_uri = s.uri and m.did = s.did) as version
     from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
   const cached = v && threadCache.get(uri);
   if (cached && cached.version === v.version) return cached.json;
@@ -99,7 +99,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
         || ',"messages":[' || coalesce((select string_agg(m.view, ',' order by m.rkey) from index_messages m
-          where m.session_uri = s.uri), '') || ']}' as json
+          where m.session_uri = s.uri and m.did = s.did), '') || ']}' as json
       from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     return row;
   };
@@ -161,7 +161,8 @@ export async function getThread(
     if (!session) return null;
     await ensureHandles(sql, network, [session]);
     const messages = await sql<MessageView[]>`
-      select uri, cid, record from index_messages where session_uri = ${uri} order by rkey`;
+      select uri, cid, record from index_messages where session_uri = ${uri} and did = ${session.did}
+      order by rkey`;
     return { session: toSessionView(session), messages };
   };
   const found = await read();

@@ -4,6 +4,26 @@ import { wellFormed } from '../parts/index.ts';
 
 export const COLLECTIONS = [SESSION, MESSAGE] as const;
 
+/** Larger than any record we write (a turn's text is at most 60,000 bytes): anything past it is not a turn. */
+export const MAX_RECORD_CHARS = 128 * 1024;
+
+/**
+ * Whether a record from the network may be indexed: one of ours, valid to its lexicon, storable as jsonb, of a
+ * sane size, and — for a turn — in a session of its own author. Any repo can hold any record: a turn naming
+ * somebody else's session must not appear in their thread.
+ */
+export function indexable(did: string, collection: string, record: unknown): boolean {
+  if (collection !== SESSION && collection !== MESSAGE) return false;
+  if (!isValidRecord(collection, record)) return false;
+  // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
+  // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
+  if (wellFormed(record) !== record) return false;
+  if (JSON.stringify(record).length > MAX_RECORD_CHARS) return false;
+  return collection === SESSION || sessionOf(record).startsWith(`at://${did}/${SESSION}/`);
+}
+
+const sessionOf = (record: unknown) => (record as { session: string }).session;
+
 /**
  * Indexes one record from the network. Invalid records are skipped and counted (and any older valid version
  * is dropped); valid ones are upserted by at-uri, so replaying an event never doubles a row.
@@ -16,7 +36,7 @@ export async function indexRecord(
 ): Promise<'indexed' | 'skipped'> {
   const uri = `at://${r.did}/${r.collection}/${r.rkey}`;
   const nsid = r.collection === SESSION ? SESSION : r.collection === MESSAGE ? MESSAGE : null;
-  if (!nsid || !isValidRecord(nsid, r.record) || wellFormed(r.record) !== r.record) {
+  if (!nsid || !indexable(r.did, r.collection, r.record)) {
     await removeRecord(sql, uri);
     await sql`update index_state set skipped = skipped + 1 where id`;
     return 'skipped';
@@ -51,22 +71,21 @@ export async function indexRecords(
   did: string | null,
   records: { did?: string; collection: string; rkey: string; cid: string; record: unknown }[],
 ): Promise<void> {
-  const valid = records.filter(
-    (r) =>
-      (r.collection === SESSION || r.collection === MESSAGE) &&
-      isValidRecord(r.collection, r.record) &&
-      // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
-      // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
-      wellFormed(r.record) === r.record,
-  );
-  const skipped = records.length - valid.length;
-  if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   const didOf = (r: { did?: string }) => r.did ?? did!;
   const uriOf = (r: { did?: string; collection: string; rkey: string }) =>
     `at://${didOf(r)}/${r.collection}/${r.rkey}`;
   // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
-  const latest = new Map(valid.map((r) => [uriOf(r), r]));
-  const unique = [...latest.values()];
+  const checked = records.map((r) => ({ ...r, ok: indexable(didOf(r), r.collection, r.record) }));
+  const skipped = checked.filter((r) => !r.ok).length;
+  if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
+  const latest = [...new Map(checked.map((r) => [uriOf(r), r])).values()];
+  // A record whose latest version is refused leaves the index, older versions with it: the author blanked it.
+  const gone = latest.filter((r) => !r.ok).map(uriOf);
+  if (gone.length) {
+    await sql`delete from index_sessions where uri = any(${gone}::text[])`;
+    await sql`delete from index_messages where uri = any(${gone}::text[])`;
+  }
+  const unique = latest.filter((r) => r.ok);
   const sessions = unique
     .filter((r) => r.collection === SESSION)
     .map((r) => ({

@@ -161,6 +161,68 @@ describe('the indexer', () => {
     expect(page.status).toBe(200);
   });
 
+  it("a turn in another author's session is not indexed; a turn updated to something invalid leaves the index", async () => {
+    const { uri: aliceSession } = await publishFixture(2);
+    await until(
+      async () =>
+        (await sql()`select 1 from index_messages where session_uri = ${aliceSession}`).length === 2,
+      "Alice's turns",
+    );
+    const message = (session: string, text: string) => ({
+      $type: 'click.aligned.chat.message',
+      session,
+      role: 'user',
+      createdAt: new Date().toISOString(),
+      text,
+    });
+    // Bob's repo names Alice's session, with a record key that sorts first in her thread.
+    const injected = await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      record: message(aliceSession, 'injected by bob'),
+      validate: false,
+    });
+    // And one of Bob's own turns, indexed, then blanked with a record the lexicon refuses.
+    const own = `at://${bobDid}/click.aligned.chat.session/${TID.nextStr()}`;
+    const rkey = TID.nextStr();
+    await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.message',
+      rkey,
+      record: message(own, 'soon blanked'),
+      validate: false,
+    });
+    const ownUri = `at://${bobDid}/click.aligned.chat.message/${rkey}`;
+    await until(
+      async () => (await sql()`select 1 from index_messages where uri = ${ownUri}`).length === 1,
+      'own',
+    );
+    await bob.com.atproto.repo.putRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.message',
+      rkey,
+      record: { $type: 'click.aligned.chat.message', session: own, role: 'user' },
+      validate: false,
+    });
+    // A later turn of Bob's own, indexed: everything before it in his repo's stream has been seen.
+    const sentinel = await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.message',
+      record: message(own, 'sentinel'),
+      validate: false,
+    });
+    await until(
+      async () => (await sql()`select 1 from index_messages where uri = ${sentinel.data.uri}`).length === 1,
+      'the sentinel',
+    );
+    expect(await sql()`select 1 from index_messages where uri = ${injected.data.uri}`).toHaveLength(0);
+    expect(await sql()`select 1 from index_messages where uri = ${ownUri}`).toHaveLength(0);
+    const thread = await xrpc('click.aligned.chat.getThread', { uri: aliceSession });
+    const texts = (thread.body.messages as { record: { text?: string } }[]).map((m) => m.record.text);
+    expect(texts).toEqual(['turn 1', 'turn 2']);
+  });
+
   it('skips more than a thousand fuzzed invalid records without crashing, and goes on indexing', async () => {
     const [before] = await sql()`select skipped::int as n from index_state`;
     const junk = (i: number) => {
