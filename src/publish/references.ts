@@ -26,9 +26,17 @@ export function parseRecordPointer(raw: string): RecordPointer | undefined {
   const at = AT_URI.exec(text);
   if (at && at.index === 0) return { actor: at[1]!, collection: at[2]!, rkey: at[3]! };
   const link = POST_LINK.exec(text);
-  if (link && link.index === 0)
-    return { actor: decodeURIComponent(link[1]!), collection: 'app.bsky.feed.post', rkey: link[2]! };
-  return undefined;
+  const actor = link && link.index === 0 ? decoded(link[1]!) : undefined;
+  return actor ? { actor, collection: 'app.bsky.feed.post', rkey: link![2]! } : undefined;
+}
+
+/** A link's percent-escaped handle; undefined when the escapes are not UTF-8 (such a link names nobody). */
+function decoded(s: string): string | undefined {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return undefined;
+  }
 }
 
 export function findRecordPointers(text: string): RecordPointer[] {
@@ -38,7 +46,9 @@ export function findRecordPointers(text: string): RecordPointer[] {
     found.set(pointerKey(p), p);
   }
   for (const m of text.matchAll(POST_LINK)) {
-    const p = { actor: decodeURIComponent(m[1]!), collection: 'app.bsky.feed.post', rkey: m[2]! };
+    const actor = decoded(m[1]!);
+    if (!actor) continue;
+    const p = { actor, collection: 'app.bsky.feed.post', rkey: m[2]! };
     found.set(pointerKey(p), p);
   }
   return [...found.values()];

@@ -1,3 +1,4 @@
+import { decodeNamedCharacterReference } from 'decode-named-character-reference';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
 /**
@@ -5,8 +6,11 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
  * what a reader would recognise as the same word is caught: compatibility forms (full-width letters,
  * ligatures), accents and letters with strokes (ł, ø, æ), case (including ß/SS), apostrophes of every kind;
  * invisible characters (joiners, BOMs, fillers) are ignored, and white space, dashes and underscores all read
- * as one word break. Matching is by substring, not whole words: covering too much is visible in the preview;
- * too little leaks.
+ * as one word break. What a reader decodes is decoded first: Markdown's emphasis, code and link brackets and
+ * its backslash escapes are invisible, character references (`&#77;`, `&amp;`) and percent-escapes (`%20`,
+ * `12+Maple+Street`) read as what they stand for, and a link's destination is read both as text and as if it
+ * were not there (`[12 Maple](…) Street` shows "12 Maple Street"). Matching is by substring, not whole words:
+ * covering too much is visible in the preview; too little leaks.
  */
 
 /** A string folded for matching, with the original [start, end) of each folded code unit. */
@@ -38,9 +42,42 @@ const STROKED = new RegExp(`[${Object.keys(STROKES).join('')}]`, 'g');
 const EDGES = /^[ \p{P}\p{S}]+|[ \p{P}\p{S}]+$/gu;
 const SYMBOL = /\p{S}/u;
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
+/** Markdown's marks around words (emphasis, code, strike-through, link text): a reader never sees them. */
+const MARKS = new Set(['*', '`', '~', '[', ']']);
+/** Spellings a reader decodes: a character reference, a run of percent-escapes, a backslash escape. */
+const ENCODED =
+  /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|(?:%[0-9A-Fa-f]{2})+|\\[!-/:-@[-`{-~]/g;
+/** The same, and a link's destination, which the reader shows as nothing between the link text and what follows. */
+const ENCODED_OR_LINK = new RegExp(`\\]\\([^()\\s]*\\)|${ENCODED.source}`, 'g');
+/** A quick look can rule a string out only when none of the above is in it. */
+const DECODABLE = /[&%\\*`~[\]+]/;
+
+/** What an encoded spelling stands for; null when it decodes to nothing a reader would show differently. */
+function decoded(token: string): string | null {
+  if (token.startsWith('\\')) return token.slice(1);
+  if (token.startsWith('%')) {
+    try {
+      return decodeURIComponent(token);
+    } catch {
+      return null; // not UTF-8: shown as written
+    }
+  }
+  if (token.startsWith('](')) return '';
+  const name = token.slice(1, -1);
+  if (name[0] !== '#') return decodeNamedCharacterReference(name) || null;
+  const code = Number.parseInt(
+    name.slice(name[1] === 'x' || name[1] === 'X' ? 2 : 1),
+    name[1]?.toLowerCase() === 'x' ? 16 : 10,
+  );
+  return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
+    ? String.fromCodePoint(code)
+    : null;
+}
 
 /** How one grapheme reads, for matching: '' when invisible, ' ' when it breaks words. */
 function foldGrapheme(g: string): string {
+  if (MARKS.has(g)) return '';
+  if (g === '+') return ' ';
   const bare = g.normalize('NFKD').replace(INVISIBLE, '');
   if (!bare) return '';
   if (BREAK.test(bare)) return ' ';
@@ -52,7 +89,11 @@ function foldGrapheme(g: string): string {
     .normalize('NFC');
 }
 
-function fold(s: string): Folded {
+/**
+ * `s` folded for matching. With `hideLinks`, link destinations read as nothing (the text a reader sees);
+ * without, they read as text (the destination itself, which the record carries).
+ */
+function fold(s: string, hideLinks = false): Folded {
   const from: number[] = [];
   const to: number[] = [];
   let text = '';
@@ -76,17 +117,35 @@ function fold(s: string): Folded {
       to.push(end);
     }
   };
-  if (ASCII.test(s)) {
-    // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
-    for (let i = 0; i < s.length; i++) {
-      const c = s[i]!;
-      const breaks = c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r';
-      push(breaks ? ' ' : c.toLowerCase(), i, i + 1);
+  /** Plain text from `offset` on; `span` maps every piece to one source range (a decoded spelling's). */
+  const plain = (t: string, offset: number, span?: [number, number]) => {
+    const at = (i: number, n: number): [number, number] => span ?? [offset + i, offset + i + n];
+    if (ASCII.test(t)) {
+      // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
+      for (let i = 0; i < t.length; i++) {
+        const c = t[i]!;
+        const breaks =
+          c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r' || c === '+';
+        push(breaks ? ' ' : MARKS.has(c) ? '' : c.toLowerCase(), ...at(i, 1));
+      }
+      return;
     }
-    return { text, from, to };
+    for (const { segment, index } of segmenter.segment(t))
+      push(foldGrapheme(segment), ...at(index, segment.length));
+  };
+  const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
+  let last = 0;
+  for (const m of s.matchAll(encoded)) {
+    const start = m.index;
+    const end = start + m[0].length;
+    const value = decoded(m[0]);
+    plain(s.slice(last, start), last);
+    if (value === null) plain(m[0], start);
+    else if (value === '') push('', start, end);
+    else plain(value, start, [start, end]);
+    last = end;
   }
-  for (const { segment, index } of segmenter.segment(s))
-    push(foldGrapheme(segment), index, index + segment.length);
+  plain(s.slice(last), last);
   return { text, from, to };
 }
 
@@ -123,15 +182,17 @@ export function makeCover(words: Iterable<string>): Cover {
     if (!needles.length || !s) return [];
     // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
     // printable ASCII that most text is), and the full fold only where a needle may be.
-    if (ASCII.test(s)) {
+    if (ASCII.test(s) && !DECODABLE.test(s)) {
       const quick = s.toLowerCase().replace(ASCII_BREAKS, ' ');
       if (!needles.some((n) => quick.includes(n))) return [];
     }
-    const f = fold(s);
     const hits: Span[] = [];
-    for (const needle of needles) {
-      for (let at = f.text.indexOf(needle); at >= 0; at = f.text.indexOf(needle, at + 1)) {
-        hits.push({ start: f.from[at]!, end: f.to[at + needle.length - 1]! });
+    // As written (a link's destination is text in the record), and as a reader shows it (without it).
+    for (const f of s.includes('](') ? [fold(s), fold(s, true)] : [fold(s)]) {
+      for (const needle of needles) {
+        for (let at = f.text.indexOf(needle); at >= 0; at = f.text.indexOf(needle, at + 1)) {
+          hits.push({ start: f.from[at]!, end: f.to[at + needle.length - 1]! });
+        }
       }
     }
     return mergeSpans(hits, s.length);

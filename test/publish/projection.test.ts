@@ -355,6 +355,26 @@ describe('a covered word is covered everywhere', () => {
     expect(problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
   });
 
+  it('a post link whose escapes are not UTF-8 names nobody: the turn still publishes', () => {
+    const text = 'broken https://bsky.app/profile/%ZZ%E0/post/3kabc and https://bsky.app/profile/%C3/post/3k';
+    const t = convo([['m', [{ type: 'text', text }]]]);
+    const published = publishedTexts(t, {});
+    const wanted = referencesOf(t[0]!, {}, published);
+    expect(wanted.pointers).toEqual([]);
+    const { record } = projectTurn(
+      t[0]!,
+      0,
+      {},
+      {
+        sessionUri,
+        resolution: empty,
+        published,
+        known: { agents: [], skills: [] },
+      },
+    );
+    expect((record as { text: string }).text).toBe(text);
+  });
+
   it('a link or mention that spells a covered word in percent-encoding is refused too, never looked up', () => {
     const text = 'I am Zephyr. See https://bsky.app/profile/%7Aephyr.bsky.social/post/3kabc';
     const t = convo([['m', [{ type: 'text', text }]]]);
@@ -367,9 +387,11 @@ describe('a covered word is covered everywhere', () => {
     const wanted = referencesOf(t[0]!, choice, published);
     expect(wanted.pointers).toEqual([]);
     expect(wanted.accounts).toEqual([]);
-    // As the Player reads it in the problem list (a bsky.app link's handle is decoded when parsed).
+    // The link in the text spells the word in percent-escapes: it is covered where it stands, so it is no
+    // longer a link to follow.
+    expect([...published.texts.values()].join(' ')).toMatch(/profile\/█+\.bsky\.social/);
+    // The added ones, as the Player reads them in the problem list.
     expect(wanted.covered).toEqual([
-      'at://zephyr.bsky.social/app.bsky.feed.post/3kabc',
       'at://did:web:%7Aephyr.example/app.bsky.feed.post/3k',
       '@did:web:%5aephyr.example',
       '@%7aephyr.test',

@@ -22,6 +22,19 @@ const variants = (w: string): string[] => [
   [...w].join('\u3164'),
 ];
 
+/** Text as a reader shows it: references and escapes decoded, Markdown's marks and link destinations gone. */
+const decodeForReader = (s: string): string => {
+  let t = s.replace(/\]\([^()\s]*\)/g, '').replace(/[*`~[\]]/g, '');
+  t = t.replace(/&#x([0-9a-f]+);/gi, (_, h) => String.fromCodePoint(Number.parseInt(h, 16)));
+  t = t.replace(/&#([0-9]+);/g, (_, d) => String.fromCodePoint(Number(d)));
+  t = t
+    .replace(/&nbsp;/g, ' ')
+    .replace(/&amp;/g, '&')
+    .replace(/\\(.)/g, '$1')
+    .replace(/\+/g, ' ');
+  return t.replace(/(%[0-9A-F]{2})+/gi, (m) => decodeURIComponent(m)).replace(/\u00a0/g, ' ');
+};
+
 const word = fc.stringMatching(/^[a-z]{3,7}$/).map((w) => `q${w}x`);
 const accented = fc.constantFrom('café', 'señora', 'übermut', 'naïve', 'straße');
 
@@ -94,6 +107,47 @@ describe('the covering pass', () => {
     ]);
     // A selection of nothing but spaces and punctuation covers its span only.
     expect(makeCover([' , ']).needles).toEqual([]);
+  });
+
+  it('covers a phrase however it is spelled for a reader to decode: Markdown, escapes, references, URLs', () => {
+    // Spellings a Markdown reader, a browser or a URL decodes back to the words, mixed within one phrase.
+    const disguises: ((c: string) => string)[] = [
+      (c) => c,
+      (c) => `**${c}**`,
+      (c) => `\`${c}\``,
+      (c) => `~~${c}~~`,
+      (c) => (/[a-z]/i.test(c) ? `&#${c.codePointAt(0)};` : c),
+      (c) => (/[a-z]/i.test(c) ? `&#x${c.codePointAt(0)!.toString(16)};` : c),
+      (c) => (c === ' ' ? '+' : c),
+      (c) =>
+        encodeURIComponent(c).replace(/[a-z]/gi, (l) => `%${l.charCodeAt(0).toString(16).toUpperCase()}`),
+      (c) => (c === '&' ? '&amp;' : c === ' ' ? '&nbsp;' : c),
+      (c) => (/[.!-]/.test(c) ? `\\${c}` : c),
+    ];
+    fc.assert(
+      fc.property(
+        fc.array(word, { minLength: 2, maxLength: 3 }),
+        fc.array(fc.nat(disguises.length - 1), { minLength: 30, maxLength: 30 }),
+        fc.boolean(),
+        (words, picks, linked) => {
+          const secret = words.join(' ');
+          // Each character (or the phrase's first word, as a link's text) spelled its own way.
+          const spelled = [...secret].map((c, i) => disguises[picks[i % picks.length]!]!(c)).join('');
+          const first = words[0]!;
+          const text = linked
+            ? `see [${first}](https://maps.example/?q=${encodeURIComponent(first)})${secret.slice(first.length)} ok`
+            : `see ${spelled} ok`;
+          const out = makeCover([secret]).apply(text);
+          expect(out).toContain(REDACTION_BAR);
+          expect(out.startsWith('see ')).toBe(true);
+          expect(out.endsWith(' ok')).toBe(true);
+          // What a reader decodes from the covered text no longer holds the phrase.
+          const read = decodeForReader(out);
+          expect(read.toLowerCase().replace(/\s+/g, ' ')).not.toContain(secret);
+        },
+      ),
+      { numRuns: 400 },
+    );
   });
 
   it('is not fooled by separators, strokes, touching selections or symbols', () => {
