@@ -1,4 +1,4 @@
-import { mkdtemp, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,25 @@ describe('the sandbox process', () => {
       // Empty files are not free.
       await run('rm -f d.bin e.bin');
       await expect(run('for i in $(seq 1 300); do : > f$i; done')).rejects.toThrow(/No space left/);
+      // `mkdir -p` makes every folder on its way in one call: each is counted (256 blocks fill 1 MB).
+      await run('rm -f f*');
+      const deep = Array.from({ length: 60 }, (_, i) => `d${i}`).join('/');
+      await expect(run(`for i in $(seq 1 10); do mkdir -p x$i/${deep}; done`)).rejects.toThrow(
+        /No space left/,
+      );
+      const folders = async (root: string): Promise<number> => {
+        let n = 0;
+        for (const e of await readdir(root, { withFileTypes: true }))
+          if (e.isDirectory()) n += 1 + (await folders(path.join(root, e.name)));
+        return n;
+      };
+      expect(await folders(path.join(dir, 'sandboxes', 'c'))).toBeLessThanOrEqual(256);
+      // And a path past the limits is refused, however it is made.
+      await run('rm -rf x*');
+      const tooDeep = Array.from({ length: 70 }, () => 'a').join('/');
+      const refused = await run(`mkdir -p ${tooDeep} 2>&1; echo "exit $?"`);
+      expect(refused.stdout).toMatch(/too long/i);
+      expect(await folders(path.join(dir, 'sandboxes', 'c'))).toBe(0);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -11,6 +11,9 @@ export class QuotaExceededError extends Error {
 const MAX_ENTRIES = 10_000;
 /** What an entry costs at least: the disk keeps a block for it, however small. */
 const BLOCK = 4096;
+/** The longest path and the deepest folder a sandbox may name (each folder is a row when the folder is stored). */
+const MAX_PATH = 1024;
+const MAX_DEPTH = 64;
 
 export interface Usage {
   bytes: number;
@@ -69,6 +72,31 @@ export class QuotaFs extends ReadWriteFs {
     throw new QuotaExceededError(message);
   }
 
+  private checkPath(p: string) {
+    const parts = path.posix.resolve('/', p).split('/').filter(Boolean);
+    if (p.length > MAX_PATH || parts.length > MAX_DEPTH)
+      throw Object.assign(
+        new Error(
+          `File name too long: paths in the sandbox are at most ${MAX_PATH} characters and ${MAX_DEPTH} folders deep.`,
+        ),
+        { code: 'ENAMETOOLONG' },
+      );
+  }
+
+  /** The folders a write or `mkdir -p` at `p` would make: each is an entry, counted like any other. */
+  private async missingParents(p: string, self: boolean): Promise<number> {
+    let missing = 0;
+    for (
+      let dir = self ? path.posix.resolve('/', p) : path.posix.dirname(path.posix.resolve('/', p));
+      dir !== '/';
+      dir = path.posix.dirname(dir)
+    ) {
+      if ((await this.costOf(dir)) !== null) break;
+      missing++;
+    }
+    return missing;
+  }
+
   private reserve(delta: number, entries = 0) {
     if (this.used.bytes + delta > this.quota)
       this.refuse(`No space left: this sandbox may hold ${Math.round(this.quota / 1_048_576)} MB of files.`);
@@ -85,9 +113,11 @@ export class QuotaFs extends ReadWriteFs {
     content: FileContent,
     options?: Parameters<ReadWriteFs['writeFile']>[2],
   ) {
+    this.checkPath(p);
     const next = Math.max(BLOCK, bytes(content, typeof options === 'string' ? options : options?.encoding));
     const prior = await this.costOf(p);
-    this.reserve(next - (prior ?? 0), prior === null ? 1 : 0);
+    const parents = prior === null ? await this.missingParents(p, false) : 0;
+    this.reserve(next - (prior ?? 0) + parents * BLOCK, (prior === null ? 1 : 0) + parents);
     return super.writeFile(p, content, options);
   }
 
@@ -96,14 +126,26 @@ export class QuotaFs extends ReadWriteFs {
     content: FileContent,
     options?: Parameters<ReadWriteFs['appendFile']>[2],
   ) {
+    this.checkPath(p);
     const prior = await this.costOf(p);
     const added = bytes(content, typeof options === 'string' ? options : options?.encoding);
-    this.reserve(prior === null ? Math.max(BLOCK, added) : added, prior === null ? 1 : 0);
+    const parents = prior === null ? await this.missingParents(p, false) : 0;
+    this.reserve(
+      (prior === null ? Math.max(BLOCK, added) : added) + parents * BLOCK,
+      (prior === null ? 1 : 0) + parents,
+    );
     return super.appendFile(p, content, options);
   }
 
   override async mkdir(p: string, options?: Parameters<ReadWriteFs['mkdir']>[1]) {
-    if ((await this.costOf(p)) === null) this.reserve(BLOCK, 1);
+    this.checkPath(p);
+    // `mkdir -p a/b/c/…` makes every missing folder on the way in one call: each is counted.
+    const missing = options?.recursive
+      ? await this.missingParents(p, true)
+      : (await this.costOf(p)) === null
+        ? 1
+        : 0;
+    if (missing) this.reserve(missing * BLOCK, missing);
     return super.mkdir(p, options);
   }
 
@@ -112,6 +154,7 @@ export class QuotaFs extends ReadWriteFs {
   }
 
   override async cp(src: string, dest: string, options?: Parameters<ReadWriteFs['cp']>[2]) {
+    this.checkPath(dest);
     // A tree copy is counted as the bytes under the source.
     const s = await this.stat(src);
     const copied = s.isFile
