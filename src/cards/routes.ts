@@ -12,6 +12,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
+import { addMemories } from '../tools/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
 import { CardError, fromJson, type ImportedCard, readCard, toCardV2 } from './card.ts';
@@ -71,10 +72,8 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       maxNpcs,
       async (tx, created) => {
         if (!card.lorebook.length) return;
-        // clock_timestamp() rises row by row: the lorebook keeps its order when exported again.
-        await tx`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
-          select ${player.id}, t, ${created.name}, ${created.id}, clock_timestamp()
-          from unnest(${card.lorebook}::text[]) with ordinality as e (t, n) order by n`;
+        // In order (the lorebook keeps it when exported again), within the Player's Memory limit.
+        await addMemories(tx, player.id, card.lorebook, { npcName: created.name, lorebookOf: created.id });
       },
     );
     respond(res, ImportedNpcResponse, { npc, lorebookEntries: card.lorebook.length, notes }, 201);

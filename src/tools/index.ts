@@ -2,6 +2,7 @@
 // message_npc), under time and output limits; the routes the Player manages them with.
 export { MESSAGE_NPC } from './handoff.ts';
 export { DEFAULT_LIMITS, type ToolLimits } from './limits.ts';
+export { addMemories, MAX_MEMORIES } from './memory.ts';
 export { DESCRIPTION_CHARS, MCP_SEPARATOR, TOOL_NAMES } from './names.ts';
 export { toolRoutes } from './routes.ts';
 export { removeSandbox, SANDBOX_HOME, sandboxFolder, stopSandboxes } from './sandbox/host.ts';

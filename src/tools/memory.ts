@@ -1,6 +1,36 @@
 import { tool } from 'ai';
 import { z } from 'zod';
-import type { Sql } from '../db/index.ts';
+import { LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+
+/** Entries one Player's Memory may hold (twenty imported lorebooks of 500). Recall searches them all. */
+export const MAX_MEMORIES = 10_000;
+
+/**
+ * Adds entries to a Player's Memory, in the caller's transaction, unless that would take it past MAX_MEMORIES
+ * (counted under the Player's count lock, so concurrent adds cannot overshoot). `lorebookOf`: the NPC whose
+ * card brought them; they keep their order (clock_timestamp() rises row by row).
+ */
+export async function addMemories(
+  tx: Queryable,
+  playerId: string,
+  texts: string[],
+  from: { npcName?: string | null; lorebookOf?: string | null } = {},
+): Promise<void> {
+  await tx`select pg_advisory_xact_lock(${LOCKS.counts}, hashtext(${playerId}))`;
+  const [{ n }] = (await tx`select count(*)::int as n from memories where player_id = ${playerId}`) as [
+    { n: number },
+  ];
+  if (n + texts.length > MAX_MEMORIES)
+    throw new AppError(
+      429,
+      'TOO_MANY_MEMORIES',
+      `Your Memory holds ${n.toLocaleString('en')} entries; it may hold ${MAX_MEMORIES.toLocaleString('en')}. Delete some first.`,
+    );
+  await tx`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
+    select ${playerId}, t, ${from.npcName ?? null}, ${from.lorebookOf ?? null}, clock_timestamp()
+    from unnest(${texts}::text[]) with ordinality as e (t, n) order by n`;
+}
 
 export interface Memory {
   id: string;
@@ -17,7 +47,13 @@ export function rememberTool(sql: Sql, playerId: string, npcName: string) {
       text: z.string().min(1).max(2000).describe('The fact to remember, in one or two sentences.'),
     }),
     execute: async ({ text }) => {
-      await sql`insert into memories (player_id, text, npc_name) values (${playerId}, ${text}, ${npcName})`;
+      try {
+        await transaction(sql, (tx) => addMemories(tx, playerId, [text], { npcName }));
+      } catch (e) {
+        // Said to the Model as the tool's failure, in words it can pass on.
+        if (e instanceof AppError) throw new Error(e.message);
+        throw e;
+      }
       return { remembered: text };
     },
   });

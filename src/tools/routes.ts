@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
-import type { JsonValue, Sql } from '../db/index.ts';
+import { type JsonValue, LOCKS, type Sql, transaction } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
 import {
@@ -14,7 +14,7 @@ import {
   SkillResponse,
   type SkillView,
 } from '../wire/index.ts';
-import { listMemories } from './memory.ts';
+import { addMemories, listMemories } from './memory.ts';
 import { SkillInput } from './skills.ts';
 
 const MemoryBody = z.object({ text: z.string().trim().min(1).max(2000) }).strict();
@@ -27,6 +27,7 @@ const McpBody = z
   .strict();
 
 const MAX_MCP_SERVERS = 20;
+const MAX_SKILLS = 200;
 
 /** Skills, Memory and MCP Servers: what the Player manages (grants are saved with the NPC). Behind requireSession. */
 
@@ -45,9 +46,23 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   router.post('/skills', async (req, res) => {
     const player = currentPlayer(res);
     const s = parseBody(req, SkillInput);
-    const [skill] = await sql<SkillView[]>`insert into skills (player_id, name, description, instructions)
-      values (${player.id}, ${s.name}, ${s.description}, ${s.instructions})
-      on conflict (player_id, name) do nothing returning id, name, description, instructions`;
+    const skill = await transaction(sql, async (tx) => {
+      await tx`select pg_advisory_xact_lock(${LOCKS.counts}, hashtext(${player.id}))`;
+      const [{ n }] = (await tx`select count(*)::int as n from skills where player_id = ${player.id}`) as [
+        { n: number },
+      ];
+      // Every Skill granted to an NPC is listed in its prompt at each turn: a Player has a bounded number.
+      if (n >= MAX_SKILLS)
+        throw new AppError(
+          429,
+          'TOO_MANY_SKILLS',
+          `You have ${MAX_SKILLS} Skills, the most one Player can have. Delete one first.`,
+        );
+      const [row] = await tx<SkillView[]>`insert into skills (player_id, name, description, instructions)
+        values (${player.id}, ${s.name}, ${s.description}, ${s.instructions})
+        on conflict (player_id, name) do nothing returning id, name, description, instructions`;
+      return row;
+    });
     if (!skill) throw new AppError(409, 'DUPLICATE', `You already have a Skill named ${s.name}.`);
     respond(res, SkillResponse, { skill }, 201);
   });
@@ -66,11 +81,13 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   router.post('/memories', async (req, res) => {
     const player = currentPlayer(res);
     const { text } = parseBody(req, MemoryBody);
-    const [memory] = await sql<
-      MemoryView[]
-    >`insert into memories (player_id, text) values (${player.id}, ${text})
-      returning id, text, npc_name as "npcName", created_at as "createdAt"`;
-    respond(res, MemoryResponse, { memory: memory! }, 201);
+    const memory = await transaction(sql, async (tx) => {
+      await addMemories(tx, player.id, [text]);
+      const [row] = await tx<MemoryView[]>`select id, text, npc_name as "npcName", created_at as "createdAt"
+        from memories where player_id = ${player.id} order by created_at desc, id desc limit 1`;
+      return row!;
+    });
+    respond(res, MemoryResponse, { memory }, 201);
   });
   router.patch('/memories/:id', async (req, res) => {
     const player = currentPlayer(res);
@@ -111,23 +128,28 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
       if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
       throw e;
     }
-    const [{ count }] =
-      (await sql`select count(*)::int as count from mcp_servers where player_id = ${player.id}`) as [
-        { count: number },
-      ];
-    // Every one is asked for its tools at each turn of an NPC granted it: a Player has a bounded number.
-    if (count >= MAX_MCP_SERVERS) {
-      throw new AppError(
-        400,
-        'TOO_MANY_MCP_SERVERS',
-        `You have ${MAX_MCP_SERVERS} MCP Servers, the most one Player can add. Remove one first.`,
-      );
-    }
-    const [server] = await sql<
-      { id: string; name: string; url: string }[]
-    >`insert into mcp_servers (player_id, name, url, headers)
-      values (${player.id}, ${body.name}, ${body.url}, ${sql.json(body.headers as JsonValue)}) returning id, name, url`;
-    respond(res, McpServerResponse, { server: { ...server!, headerNames: Object.keys(body.headers) } }, 201);
+    const server = await transaction(sql, async (tx) => {
+      // Counted under the Player's count lock: requests sent at once cannot all pass the check.
+      await tx`select pg_advisory_xact_lock(${LOCKS.counts}, hashtext(${player.id}))`;
+      const [{ count }] =
+        (await tx`select count(*)::int as count from mcp_servers where player_id = ${player.id}`) as [
+          { count: number },
+        ];
+      // Every one is asked for its tools at each turn of an NPC granted it: a Player has a bounded number.
+      if (count >= MAX_MCP_SERVERS) {
+        throw new AppError(
+          400,
+          'TOO_MANY_MCP_SERVERS',
+          `You have ${MAX_MCP_SERVERS} MCP Servers, the most one Player can add. Remove one first.`,
+        );
+      }
+      const [row] = await tx<{ id: string; name: string; url: string }[]>`
+        insert into mcp_servers (player_id, name, url, headers)
+        values (${player.id}, ${body.name}, ${body.url}, ${tx.json(body.headers as JsonValue)})
+        returning id, name, url`;
+      return row!;
+    });
+    respond(res, McpServerResponse, { server: { ...server, headerNames: Object.keys(body.headers) } }, 201);
   });
   router.delete('/mcp-servers/:id', async (req, res) => {
     const player = currentPlayer(res);

@@ -108,6 +108,8 @@ export interface FakeProvider {
   requests: RecordedRequest[];
   /** Scripts for the next streaming requests, in order; summary (non-streaming) calls do not consume them. */
   enqueue(...scripts: Script[]): void;
+  /** Drops scripts no request has taken (a reply stopped before its next step leaves one). */
+  clear(): void;
   /** What a non-streaming call (the rolling summary) answers. */
   summaryText: string;
   close(): Promise<void>;
@@ -135,6 +137,9 @@ export async function startFakeProvider(): Promise<FakeProvider> {
     summaryText: 'SUMMARY',
     enqueue: (...scripts: Script[]) => {
       queue.push(...scripts);
+    },
+    clear: () => {
+      queue.length = 0;
     },
     close: async () => {},
   } satisfies FakeProvider;

@@ -287,3 +287,83 @@ describe('MCP Servers', () => {
     }
   });
 });
+
+describe('what one Player may keep is bounded', () => {
+  const codeOf = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
+
+  it('MCP Servers: twenty-five added at once make exactly twenty', async () => {
+    const p = await app.signIn();
+    const answers = await Promise.all(
+      Array.from({ length: 25 }, (_, i) =>
+        app.api('/api/mcp-servers', { cookie: p.cookie, body: { name: `S${i}`, url: mcp.url } }),
+      ),
+    );
+    expect(answers.filter((a) => a.status === 201)).toHaveLength(20);
+    for (const a of answers.filter((r) => r.status !== 201))
+      expect(await codeOf(a)).toBe('TOO_MANY_MCP_SERVERS');
+    const { n } = (
+      await app.db.sql`select count(*)::int as n from mcp_servers where player_id = ${p.playerId}`
+    )[0]!;
+    expect(n).toBe(20);
+  });
+
+  it('Skills: two hundred, then a clear refusal', async () => {
+    const p = await app.signIn();
+    await app.db.sql`insert into skills (player_id, name, description, instructions)
+      select ${p.playerId}, 'skill-' || i, '', 'x' from generate_series(1, 199) i`;
+    const skill = (name: string) =>
+      app.api('/api/skills', { cookie: p.cookie, body: { name, description: 'd', instructions: 'i' } });
+    expect((await skill('last')).status).toBe(201);
+    const over = await skill('one-too-many');
+    expect(over.status).toBe(429);
+    expect(await codeOf(over)).toBe('TOO_MANY_SKILLS');
+  });
+
+  it('Memory: ten thousand entries, by hand, by the remember tool and from a card, then refused in words', async () => {
+    const p = await app.signIn();
+    await app.db.sql`insert into memories (player_id, text)
+      select ${p.playerId}, 'fact ' || i from generate_series(1, 9999) i`;
+    const remember = (text: string) => app.api('/api/memories', { cookie: p.cookie, body: { text } });
+    expect((await remember('the last one')).status).toBe(201);
+    const over = await remember('one too many');
+    expect(over.status).toBe(429);
+    expect(await codeOf(over)).toBe('TOO_MANY_MEMORIES');
+    // A card with a lorebook is refused whole: no NPC is left behind.
+    const card = {
+      spec: 'chara_card_v2',
+      spec_version: '2.0',
+      data: {
+        name: 'Lore',
+        description: '',
+        character_book: { entries: [{ keys: ['k'], content: 'lore' }] },
+      },
+    };
+    const imported = await app.api('/api/npcs/import', { cookie: p.cookie, body: card });
+    expect(imported.status).toBe(429);
+    expect(await codeOf(imported)).toBe('TOO_MANY_MEMORIES');
+    expect(await app.db.sql`select 1 from npcs where player_id = ${p.playerId}`).toHaveLength(0);
+    // The NPC's remember tool fails as a tool, in words, and the reply goes on.
+    const { conversationId, npcIds } = await setupConversation(app, p.cookie);
+    await app.api(`/api/npcs/${npcIds[0]}/grants`, {
+      method: 'PUT',
+      cookie: p.cookie,
+      body: { grants: [{ kind: 'memory' }] },
+    });
+    // (A reply stopped earlier in this file left its second script unread.)
+    app.fake.clear();
+    app.fake.enqueue(...callThen('remember', { text: 'no room' }, 'Noted.'));
+    await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, {
+        cookie: p.cookie,
+        body: { text: 'Remember this' },
+      }),
+    );
+    const reply = (await messages(app, p.cookie, conversationId)).at(-1)!;
+    expect(reply.parts[0]).toMatchObject({ type: 'tool', name: 'remember', state: 'failed' });
+    expect((reply.parts[0] as { error: string }).error).toMatch(/may hold 10,000/);
+    const { n } = (
+      await app.db.sql`select count(*)::int as n from memories where player_id = ${p.playerId}`
+    )[0]!;
+    expect(n).toBe(10_000);
+  });
+});
