@@ -1,4 +1,5 @@
 import { Worker } from 'node:worker_threads';
+import PQueue from 'p-queue';
 import { AppError } from '../http/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import { wellFormed } from '../parts/index.ts';
@@ -50,9 +51,15 @@ export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMI
   } catch (e) {
     throw unreachable(url, describe(e));
   }
+  // Each conversion is a worker thread of its own (up to 128 MB): a few at a time for the whole instance, a
+  // bounded line behind them, and past it a clear "busy" rather than a thread for every request.
+  if (HTML.test(type) && reading.size >= MAX_WAITING)
+    throw new AppError(429, 'BUSY', 'Many pages are being read right now. Try again in a moment.');
   let page: { title?: string; text: string };
   try {
-    page = HTML.test(type) ? await readable(body) : { text: body };
+    page = HTML.test(type)
+      ? await reading.add(() => readable(body), { throwOnTimeout: true })
+      : { text: body };
   } catch (e) {
     throw new AppError(
       422,
@@ -105,6 +112,12 @@ export function readable(html: string, timeoutMs = 5000): Promise<{ title?: stri
 }
 
 const WORKER = new URL('./readable.ts', import.meta.url);
+/** Pages converted at once on this instance, and pages that may wait for a turn. */
+export const MAX_READING = 2;
+const MAX_WAITING = 32;
+const reading = new PQueue({ concurrency: MAX_READING });
+/** How many conversions run now (for tests). */
+export const readingNow = () => reading.pending;
 
 function decode(bytes: Uint8Array, contentType: string): string {
   const charset = contentType.match(/charset="?([\w-]+)/i)?.[1] ?? 'utf-8';

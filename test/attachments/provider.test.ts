@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MAX_READING, readingNow } from '../../src/attachments/page.ts';
 import { foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { pdf, png, upload } from '../support/files.ts';
@@ -42,6 +43,12 @@ beforeAll(async () => {
         <style>.x{color:red}</style></head><body><nav>Home | About NAV-LINKS</nav>
         <article><h1>Spring tides</h1><p>At <b>full moon</b> the tide runs highest.</p></article>
         <footer>FOOTER-TEXT</footer></body></html>`);
+    } else if (req.url?.startsWith('/long')) {
+      // Slow to turn into text: a large table.
+      res.writeHead(200, { 'content-type': 'text/html' });
+      res.end(
+        `<html><body><table>${'<tr><td>cell</td><td>more</td></tr>'.repeat(20_000)}</table></body></html>`,
+      );
     } else if (req.url === '/image') {
       res.writeHead(200, { 'content-type': 'image/png' });
       res.end(png());
@@ -67,6 +74,30 @@ const claudeAnswer = () => [
 ];
 
 describe('pages', () => {
+  it('are turned into text two at a time on an instance, the rest waiting their turn, none refused', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    let most = 0;
+    let polling = true;
+    const poll = (async () => {
+      while (polling) {
+        most = Math.max(most, readingNow());
+        await new Promise((r) => setTimeout(r, 2));
+      }
+    })();
+    const answers = await Promise.all(
+      Array.from({ length: 6 }, (_, i) =>
+        app.api(`/api/conversations/${conversationId}/attachments/url`, {
+          cookie,
+          body: { url: `${siteUrl}/long?${i}` },
+        }),
+      ),
+    );
+    polling = false;
+    await poll;
+    expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201, 201, 201]);
+    expect(most).toBe(MAX_READING);
+  });
+
   it('attaches a page as its readable text (no scripts, navigation or footer), fetched once an hour', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     const res = await app.api(`/api/conversations/${conversationId}/attachments/url`, {
