@@ -1,6 +1,8 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { isValidDid as isDid } from '@atproto/syntax';
+import { jsonToLex } from '@atproto/lexicon';
+import { cidForRecord } from '@atproto/repo';
+import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 
 export interface NetworkOptions {
   /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */
@@ -41,7 +43,9 @@ export class Network {
     try {
       const data = await this.resolver().did.resolveAtprotoData(did);
       if (!this.o.local && !data.pds.startsWith('https://')) return null;
-      const claimed = data.handle === 'handle.invalid' ? null : data.handle.toLowerCase();
+      // A document may claim anything: a name that is not a handle at all is never shown (nor resolved).
+      const claimed =
+        isValidHandle(data.handle) && data.handle !== 'handle.invalid' ? data.handle.toLowerCase() : null;
       const handle = claimed && (await this.handleDid(claimed)) === did ? claimed : null;
       return { did, handle, pds: data.pds };
     } catch {
@@ -92,7 +96,10 @@ export class Network {
         collection: m[2]!,
         rkey: m[3]!,
       });
-      return { cid: res.data.cid ?? '', value: res.data.value };
+      // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
+      // under the cid a ref pinned, and readers would be told the record is unchanged.
+      const cid = (await cidForRecord(jsonToLex(res.data.value as never) as never)).toString();
+      return { cid, value: res.data.value };
     } catch {
       return null;
     }

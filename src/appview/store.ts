@@ -1,3 +1,4 @@
+import { isValidHandle } from '@atproto/syntax';
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { wellFormed } from '../parts/index.ts';
@@ -138,7 +139,9 @@ export async function purgeActor(sql: Queryable, did: string) {
  * verifies — then the handle is hidden and checked again before it is next shown.
  */
 export async function setHandle(sql: Queryable, did: string, handle: string | null) {
-  // Only authors the index already knows: the stream carries every account's identity events.
+  // Only authors the index already knows: the stream carries every account's identity events. A name that is
+  // not a handle is never kept (a reader page and listSessions would show it, or fail on it).
+  if (handle !== null && !isValidHandle(handle)) handle = null;
   await sql`update index_actors set handle = ${handle}, verified_at = ${handle ? new Date() : null}
     where did = ${did}`;
 }

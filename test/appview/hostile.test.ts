@@ -6,6 +6,7 @@ import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
+import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { freePort } from '../support/ports.ts';
@@ -71,9 +72,10 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood') {
                   role: 'user',
                   text: `turn ${t}`,
                   createdAt: new Date().toISOString(),
+                  // Pinned to the post as it was: { text: 'a post' }.
                   refs: Array.from({ length: 50 }, (_, i) => ({
                     uri: `at://${did}/app.bsky.feed.post/p${t}x${i}`,
-                    cid: CID,
+                    cid: POST_CID,
                   })),
                 },
               };
@@ -85,8 +87,11 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood') {
     if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
       served.getRecord++;
       res.setHeader('content-type', 'application/json');
-      const uri = `at://${did}/${url.searchParams.get('collection')}/${url.searchParams.get('rkey')}`;
-      res.end(JSON.stringify({ uri, cid: CID, value: { text: 'a post' } }));
+      const rkey = url.searchParams.get('rkey') ?? '';
+      const uri = `at://${did}/${url.searchParams.get('collection')}/${rkey}`;
+      // Every post is as pinned, except the first of each turn: edited, yet served under the pinned cid.
+      const value = rkey.endsWith('x0') ? { text: 'edited words' } : { text: 'a post' };
+      res.end(JSON.stringify({ uri, cid: POST_CID, value }));
       return;
     }
     if (url.pathname === '/xrpc/com.atproto.repo.listRecords') {
@@ -114,6 +119,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood') {
   return { did, served, sessionRkey, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+const POST_CID = (await cidForRecord({ text: 'a post' })).toString();
 
 let app: TestApp;
 let dataDir: string;
@@ -199,20 +205,26 @@ describe('a thread that points at hundreds of records', () => {
         (await (
           await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}`)
         ).json()) as {
-          thread: { messages: { refs: { state: string }[] }[] };
+          thread: { messages: { refs: { uri: string; state: string }[] }[] };
         };
+      // A post served with other words under its pinned cid is "changed": the cid is computed, not taken.
+      const honest = (r: { uri: string; state: string }) =>
+        r.state === 'unchecked' || r.state === (r.uri.endsWith('x0') ? 'changed' : 'same');
       const first = await read();
       const states = first.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
       expect(states).toHaveLength(500);
       // The fault was offered (500 refs), the bound held: 40 looked up, the rest marked unchecked.
       expect(refs.served.getRecord).toBe(40);
-      expect(states.filter((s) => s === 'same')).toHaveLength(40);
+      expect(states.filter((s) => s !== 'unchecked')).toHaveLength(40);
       expect(states.filter((s) => s === 'unchecked')).toHaveLength(460);
+      expect(first.thread.messages.flatMap((m) => m.refs).every(honest)).toBe(true);
+      expect(states).toContain('changed');
       await read();
       expect(refs.served.getRecord).toBe(40 + 40);
       // …because the first 40 were remembered and the bound let 40 more be looked up.
-      const third = await read();
-      expect(third.thread.messages.flatMap((m) => m.refs).filter((r) => r.state === 'same').length).toBe(120);
+      const third = (await read()).thread.messages.flatMap((m) => m.refs);
+      expect(third.filter((r) => r.state !== 'unchecked').length).toBe(120);
+      expect(third.every(honest)).toBe(true);
     } finally {
       await refs.close();
     }

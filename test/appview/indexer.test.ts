@@ -2,6 +2,7 @@ import { Agent, AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startIndexer } from '../../src/appview/index.ts';
+import { setHandle } from '../../src/appview/store.ts';
 import { indexFailureSwitch } from '../support/faults.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { writeSession, writeTurns } from '../support/records.ts';
@@ -221,6 +222,18 @@ describe('the indexer', () => {
     const thread = await xrpc('click.aligned.chat.getThread', { uri: aliceSession });
     const texts = (thread.body.messages as { record: { text?: string } }[]).map((m) => m.record.text);
     expect(texts).toEqual(['turn 1', 'turn 2']);
+  });
+
+  it('a name that is not a handle is never kept for an author, whatever an identity event says', async () => {
+    const did = 'did:plc:notahandle0000000000000';
+    await sql()`insert into index_actors (did, handle) values (${did}, 'old.test') on conflict do nothing`;
+    const handleOf = async () => (await sql()`select handle from index_actors where did = ${did}`)[0]!.handle;
+    for (const bad of ['x_y.evil.tld', 'alice.bsky.social@evil.tld', 'no-dots', '.test']) {
+      await setHandle(sql(), did, bad);
+      expect(await handleOf()).toBeNull();
+    }
+    await setHandle(sql(), did, 'fine.test');
+    expect(await handleOf()).toBe('fine.test');
   });
 
   it('skips more than a thousand fuzzed invalid records without crashing, and goes on indexing', async () => {
