@@ -82,7 +82,8 @@ export function publishRoutes(deps: PublishDeps): Router {
     const player = currentPlayer(res);
     const body = parseBody(req, LiveBody);
     const id = await owned(player.id, req.params.id);
-    await setLive(deps.sql, player.id, id, body);
+    // After any append under way (it holds the lock): once this answers, no append starts on the old setting.
+    await withPublicationLock(deps.sql, id, () => setLive(deps.sql, player.id, id, body));
     res.status(204).end();
   });
 

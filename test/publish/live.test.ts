@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LOCKS } from '../../src/db/index.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
@@ -197,3 +198,29 @@ it('a withheld turn on another branch stays withheld when its branch is shown an
   expect(out[1]).toMatchObject({ withheld: true });
   expect(JSON.stringify(out)).not.toContain('4411');
 }, 60_000);
+
+it('turning live off waits for an append already under way, so its answer is the last word', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ada' }]);
+  await turn(c, 'Hello', 'Hi.');
+  expect(
+    (await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } })).status,
+  ).toBe(200);
+  await api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: true } });
+  // An append holds the Conversation's publication lock while it writes (here, another connection holds it).
+  const holder = await local.app.db.sql.reserve();
+  await holder`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
+  let answered = false;
+  const off = api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: false } }).then(
+    (r) => {
+      answered = true;
+      return r;
+    },
+  );
+  await new Promise((r) => setTimeout(r, 500));
+  expect(answered).toBe(false);
+  await holder`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
+  holder.release();
+  expect((await off).status).toBe(204);
+  const [row] = await local.app.db.sql`select live from publications where conversation_id = ${c}`;
+  expect(row?.live).toBe(false);
+});
