@@ -15,6 +15,8 @@ const PublishBody = z
     title: z.string().trim().max(200).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
     forgetRemoved: z.boolean().optional(),
+    /** The turns the Player reviewed, in order (the publish page sends them): 409 if the path moved since. */
+    path: z.array(z.uuid()).max(100_000).optional(),
   })
   .strict();
 

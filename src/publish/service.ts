@@ -51,6 +51,11 @@ export interface PublishInput {
   choices: Choices;
   /** Stop covering the words of redactions in turns that have since gone (regenerated replies). */
   forgetRemoved?: boolean;
+  /**
+   * The turns the Player reviewed, in order: when given and the Conversation's path is no longer these (a turn
+   * came, another branch is shown), nothing is published — a turn nobody looked at must not go out in full.
+   */
+  path?: string[];
 }
 
 interface Planned {
@@ -119,6 +124,15 @@ async function plan(
   ]);
   if (turns.length === 0)
     throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
+  if (
+    input.path &&
+    (input.path.length !== turns.length || turns.some((t, i) => t.messageId !== input.path![i]))
+  )
+    throw new AppError(
+      409,
+      'CONVERSATION_CHANGED',
+      'The Conversation changed since this page was opened (a new turn, or another branch shown). Look over its turns again, then publish.',
+    );
   const known = new Set(turns.map((t) => t.messageId));
   const stray = Object.keys(input.choices).find((id) => !known.has(id));
   if (stray) throw new AppError(400, 'INVALID_BODY', `There is no turn ${stray} in this Conversation.`);

@@ -307,6 +307,31 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     ).toBeNull();
   }, 60_000);
 
+  it('a publish of the turns the Player looked over is refused once another turn has come: nothing is written', async () => {
+    const { conversationId, ids } = await fixture();
+    faults.calls = 0;
+    // The page was opened on the first three turns; the fourth came while it was open.
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: {}, path: ids.slice(0, -1) },
+    });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('CONVERSATION_CHANGED');
+    expect(faults.calls).toBe(0);
+    // Reordered is changed too; the path as it stands publishes.
+    const swapped = [ids[1]!, ids[0]!, ...ids.slice(2)];
+    const again = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: {}, path: swapped },
+    });
+    expect(again.status).toBe(409);
+    const ok = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: {}, path: ids },
+    });
+    expect(ok.status).toBe(200);
+  }, 60_000);
+
   it('a reader sees the thread from the network: refs changed since or deleted, mentions as handles, bad records skipped', async () => {
     const { conversationId } = await fixture();
     const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;

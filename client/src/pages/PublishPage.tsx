@@ -126,7 +126,8 @@ export function PublishPage() {
     mutationFn: () =>
       api<Preview & { calls: number }>(`/api/conversations/${id}/publication`, {
         method: 'PUT',
-        body: body(),
+        // The turns looked over here: if the Conversation moved on meanwhile, the server refuses (409).
+        body: { ...body(), path: texts.map((t) => t.id) },
       }),
     // How many records this publish writes: the preview's count of new and changed ones.
     onMutate: () => {
@@ -139,6 +140,11 @@ export function PublishPage() {
     onSettled: () => {
       setPublishing(false);
       return queryClient.invalidateQueries({ queryKey: ['publication', id] });
+    },
+    // New turns (or another branch) arrived while this page was open: show them, to be looked over first.
+    onError: (e) => {
+      if (e instanceof ApiError && e.code === 'CONVERSATION_CHANGED')
+        void queryClient.invalidateQueries({ queryKey: ['publish-source', id] });
     },
   });
   // The outcome is said at the top of the page, where the eye (and a screen reader) is sent.
