@@ -75,6 +75,13 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
   }
 }
 
+/**
+ * One read of a thread is bounded whatever its author wrote: the first 5,000 turns, and no more than 16 MB of
+ * them (a turn is at most 128 KB: see store.ts). Ours never come near; a repo built to be read to death stops here.
+ */
+export const MAX_THREAD_TURNS = 5000;
+const MAX_THREAD_CHARS = 16 * 1024 * 1024;
+
 const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, a.handle, a.verified_at, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri and m.did = s.did) as turns`;
@@ -98,8 +105,10 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
       select a.handle, '{"session":' || json_build_object(
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
-        || ',"messages":[' || coalesce((select string_agg(m.view, ',' order by m.rkey) from index_messages m
-          where m.session_uri = s.uri and m.did = s.did), '') || ']}' as json
+        || ',"messages":[' || coalesce((select string_agg(t.view, ',' order by t.rkey) from (
+            select m.view, m.rkey, sum(length(m.view)) over (order by m.rkey) as upto from index_messages m
+            where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
+          where t.upto <= ${MAX_THREAD_CHARS}), '') || ']}' as json
       from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     return row;
   };
@@ -161,8 +170,10 @@ export async function getThread(
     if (!session) return null;
     await ensureHandles(sql, network, [session]);
     const messages = await sql<MessageView[]>`
-      select uri, cid, record from index_messages where session_uri = ${uri} and did = ${session.did}
-      order by rkey`;
+      select uri, cid, record from (
+        select uri, cid, record, rkey, sum(length(view)) over (order by rkey) as upto from index_messages
+        where session_uri = ${uri} and did = ${session.did} order by rkey limit ${MAX_THREAD_TURNS}) t
+      where upto <= ${MAX_THREAD_CHARS} order by rkey`;
     return { session: toSessionView(session), messages };
   };
   const found = await read();

@@ -236,6 +236,43 @@ describe('the indexer', () => {
     expect(await handleOf()).toBe('fine.test');
   });
 
+  it('one read of a thread is bounded: 5,000 turns at most, and 16 MB at most, whatever the author wrote', async () => {
+    const bigThread = async (name: string, turns: number, textChars: number) => {
+      const did = `did:plc:${name.padEnd(24, 'z')}`;
+      const session = `at://${did}/click.aligned.chat.session/3kbigaaaaaaaa`;
+      await sql()`insert into index_actors (did, handle, verified_at) values (${did}, ${`${name}.test`}, now())`;
+      await sql()`insert into index_sessions (uri, did, rkey, cid, record, created_at) values (${session}, ${did},
+        '3kbigaaaaaaaa', 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+        ${sql().json({ $type: 'click.aligned.chat.session', title: name, createdAt: '2026-01-01T00:00:00Z' })}, now())`;
+      await sql()`insert into index_messages (uri, did, rkey, session_uri, cid, record, view)
+        select u, ${did}, lpad(i::text, 8, '0'), ${session}, 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm', r,
+          json_build_object('uri', u, 'cid', 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm', 'record', r)::text
+        from generate_series(1, ${turns}) i,
+          lateral (select ${`at://${did}/click.aligned.chat.message/`} || lpad(i::text, 8, '0') as u,
+            jsonb_build_object('$type', 'click.aligned.chat.message', 'session', ${session}::text, 'role', 'user',
+              'createdAt', '2026-01-01T00:00:00Z', 'text', repeat('x', ${textChars})) as r) x`;
+      return session;
+    };
+    const turnsOf = async (uri: string) => {
+      const res = await xrpc('click.aligned.chat.getThread', { uri });
+      expect(res.status).toBe(200);
+      return (res.body.messages as unknown[]).length;
+    };
+    const many = await bigThread('many', 5_200, 10);
+    expect(await turnsOf(many)).toBe(5_000);
+    // The reader's own API reads the same bounds.
+    const [, , did] = many.split('/');
+    const page = await fetch(
+      `${local.app.running.listenUrl}/api/reader/threads/${encodeURIComponent(did!)}/3kbigaaaaaaaa`,
+    );
+    expect(page.status).toBe(200);
+    expect(((await page.json()) as { thread: { messages: unknown[] } }).thread.messages).toHaveLength(5_000);
+    // 200 turns of 100 KB: what fits in 16 MB, from the start.
+    const heavy = await turnsOf(await bigThread('heavy', 200, 100_000));
+    expect(heavy).toBeGreaterThan(150);
+    expect(heavy).toBeLessThan(170);
+  });
+
   it('skips more than a thousand fuzzed invalid records without crashing, and goes on indexing', async () => {
     const [before] = await sql()`select skipped::int as n from index_state`;
     const junk = (i: number) => {
