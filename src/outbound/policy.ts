@@ -1,5 +1,5 @@
 import type { LookupAddress, LookupOptions } from 'node:dns';
-import { lookup as dnsLookup } from 'node:dns/promises';
+import { Resolver } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 
@@ -37,7 +37,41 @@ export class RefusedAddressError extends Error {
 
 /** Resolves a hostname to every address it has (the system resolver; tests inject their own). */
 export type Resolve = (hostname: string) => Promise<LookupAddress[]>;
-export const systemResolve: Resolve = (hostname) => dnsLookup(hostname, { all: true });
+
+const LOOPBACK: LookupAddress[] = [
+  { address: '127.0.0.1', family: 4 },
+  { address: '::1', family: 6 },
+];
+
+/**
+ * The resolver for names users and the network supply: DNS queries over c-ares, on the event loop, each given
+ * up after a few seconds. Not `dns.lookup`: that runs getaddrinfo on libuv's four shared threads with no time
+ * limit, so a handful of names whose servers never answer held every thread, and with them every file read,
+ * hash and zip of the server. (`localhost` is answered here, as /etc/hosts would; the policy refuses it.)
+ */
+export function makeSystemResolve(servers?: string[]): Resolve {
+  const resolver = new Resolver({ timeout: 2500, tries: 2 });
+  if (servers) resolver.setServers(servers);
+  return async (hostname) => {
+    const name = hostname.toLowerCase().replace(/\.$/, '');
+    if (name === 'localhost' || name.endsWith('.localhost')) return LOOPBACK;
+    const [v4, v6] = await Promise.allSettled([resolver.resolve4(name), resolver.resolve6(name)]);
+    const found: LookupAddress[] = [
+      ...(v4.status === 'fulfilled' ? v4.value.map((address) => ({ address, family: 4 })) : []),
+      ...(v6.status === 'fulfilled' ? v6.value.map((address) => ({ address, family: 6 })) : []),
+    ];
+    if (found.length) return found;
+    const failed = [v4, v6].map((r) =>
+      r.status === 'rejected' ? (r.reason as NodeJS.ErrnoException) : null,
+    );
+    const code = failed.some((e) => e?.code === 'ETIMEOUT') ? 'ETIMEDOUT' : 'ENOTFOUND';
+    throw Object.assign(
+      new Error(code === 'ETIMEDOUT' ? `DNS lookup for ${name} timed out` : `getaddrinfo ENOTFOUND ${name}`),
+      { code, hostname: name },
+    );
+  };
+}
+export const systemResolve: Resolve = makeSystemResolve();
 
 /**
  * The lookup every outbound connection makes: resolve, then the policy on every answer. The connection is

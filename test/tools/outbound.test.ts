@@ -1,8 +1,13 @@
+import crypto from 'node:crypto';
+import dgram from 'node:dgram';
+import { readFile } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { promisify } from 'node:util';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOutbound, isPublicAddress } from '../../src/outbound/index.ts';
+import { makeSystemResolve } from '../../src/outbound/policy.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -334,6 +339,43 @@ describe('the ATProto network through the policy', () => {
     } finally {
       await app.close();
       await inside.close();
+    }
+  }, 60_000);
+});
+
+describe('names whose DNS servers never answer', () => {
+  it('are given up on, in their own time, without holding the threads file reads and hashes run on', async () => {
+    // A DNS server that hears every query and answers none.
+    const silent = dgram.createSocket('udp4');
+    let queries = 0;
+    silent.on('message', () => {
+      queries++;
+    });
+    await new Promise<void>((r) => silent.bind(0, '127.0.0.1', r));
+    const resolve = makeSystemResolve([`127.0.0.1:${silent.address().port}`]);
+    try {
+      // Far more lookups than libuv has threads (4): with getaddrinfo, each would hold one.
+      const lookups = Array.from({ length: 16 }, (_, i) =>
+        resolve(`n${i}.slow.example`).then(
+          () => 'resolved',
+          (e: NodeJS.ErrnoException) => e.code,
+        ),
+      );
+      let settled = 0;
+      for (const l of lookups) void l.then(() => settled++);
+      // Work that needs those threads finishes while every lookup is still waiting.
+      await Promise.all(
+        Array.from({ length: 8 }, () => promisify(crypto.pbkdf2)('pw', 'salt', 1000, 32, 'sha256')),
+      );
+      await readFile(import.meta.filename);
+      expect(settled).toBe(0);
+      expect(queries).toBeGreaterThan(0);
+      // And every lookup ends, as a time-out.
+      expect(new Set(await Promise.all(lookups))).toEqual(new Set(['ETIMEDOUT']));
+      // localhost is answered without asking anyone (and refused by the policy, as before).
+      expect((await resolve('LocalHost.')).map((a) => a.address)).toEqual(['127.0.0.1', '::1']);
+    } finally {
+      silent.close();
     }
   }, 60_000);
 });
