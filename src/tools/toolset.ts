@@ -78,6 +78,7 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
             quotaBytes: (ctx.sandboxQuotaMb ?? 100) * 1024 * 1024,
           },
           sandboxStore(ctx),
+          ctx.playerId,
         )
       : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],

@@ -151,6 +151,32 @@ describe('the sandbox process', () => {
     }
   }, 60_000);
 
+  it('one Player takes at most two of the four command slots: another Player is not kept waiting behind them', async () => {
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-'));
+    try {
+      const limits = { timeoutMs: 20_000, quotaBytes: 1024 * 1024, maxOutputBytes: 65_536, memoryMb: 128 };
+      const runner = async (conversation: string, owner: string) => {
+        const tools = await sandboxTools(dir, conversation, limits, undefined, owner);
+        const execute = tools.bash!.execute! as (input: unknown, options: unknown) => Promise<unknown>;
+        return (command: string) => execute({ command }, { toolCallId: 'x', messages: [] });
+      };
+      const finished: string[] = [];
+      const timed = (name: string, run: Promise<unknown>) => run.then(() => finished.push(name));
+      // Mallory runs four long commands in four Conversations; then Bob runs one.
+      const mallory = await Promise.all([1, 2, 3, 4].map((i) => runner(`m${i}`, 'mallory')));
+      const bob = await runner('b1', 'bob');
+      const all = mallory.map((run, i) => timed(`m${i + 1}`, run('sleep 1')));
+      await new Promise((r) => setTimeout(r, 50));
+      all.push(timed('bob', bob('sleep 1')));
+      await Promise.all(all);
+      // Bob ran beside Mallory's first two; her other two waited for them.
+      expect(finished.indexOf('bob')).toBeLessThan(3);
+      expect(finished.slice(-2).sort()).toEqual(['m3', 'm4']);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
   it('counts every byte once: no hard links, parallel commands share one quota, files cost a block each', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-'));
     try {

@@ -116,10 +116,38 @@ const processesFor = (memoryMb: number) => {
   return pool;
 };
 
-/** Sandbox commands running at once, across all Conversations; more wait their turn. */
+/**
+ * Sandbox commands running at once, across all Conversations, and at most two of them one Player's: a Player
+ * running busy commands in many Conversations cannot take every slot. More wait their turn, first come first
+ * served among those who may run.
+ */
 const MAX_RUNNING = 4;
+const MAX_PER_OWNER = 2;
 let running = 0;
-const waiting: (() => void)[] = [];
+const runningBy = new Map<string, number>();
+const waiting: { owner: string; go: () => void }[] = [];
+const mayRun = (owner: string) => running < MAX_RUNNING && (runningBy.get(owner) ?? 0) < MAX_PER_OWNER;
+const take = (owner: string) => {
+  running++;
+  runningBy.set(owner, (runningBy.get(owner) ?? 0) + 1);
+};
+const release = (owner: string) => {
+  running--;
+  const left = (runningBy.get(owner) ?? 1) - 1;
+  if (left > 0) runningBy.set(owner, left);
+  else runningBy.delete(owner);
+  // The slot is handed over here, counted before the waiter runs: nobody can take it in between.
+  for (let i = 0; i < waiting.length && running < MAX_RUNNING; ) {
+    const next = waiting[i]!;
+    if (!mayRun(next.owner)) {
+      i++;
+      continue;
+    }
+    waiting.splice(i, 1);
+    take(next.owner);
+    next.go();
+  }
+};
 /** One command at a time per folder: two at once would each count the quota as theirs. */
 const folders = new Map<string, Promise<unknown>>();
 
@@ -135,16 +163,15 @@ export async function withFolder<T>(root: string, work: () => Promise<T>): Promi
   }
 }
 
-/** Runs `work` in one of the instance's MAX_RUNNING command slots (a queue when all are taken). */
-async function inSlot<T>(signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
-  if (running >= MAX_RUNNING) await new Promise<void>((r) => waiting.push(r));
-  running++;
+/** Runs `work` in one of the instance's command slots, as `owner` (a Player): a queue when none is free. */
+async function inSlot<T>(owner: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
+  if (mayRun(owner)) take(owner);
+  else await new Promise<void>((go) => waiting.push({ owner, go }));
   try {
     if (signal?.aborted) throw new SandboxError('The command was stopped.');
     return await work();
   } finally {
-    running--;
-    waiting.shift()?.();
+    release(owner);
   }
 }
 
@@ -158,6 +185,7 @@ function runJob(
   pool: Processes,
   job: Job,
   limits: SandboxLimits,
+  owner: string,
   signal?: AbortSignal,
   store?: SandboxStore,
 ): Promise<unknown> {
@@ -165,7 +193,7 @@ function runJob(
     await store?.pull();
     let out: unknown;
     try {
-      out = await inSlot(signal, () => runNow(pool, job, limits, signal));
+      out = await inSlot(owner, signal, () => runNow(pool, job, limits, signal));
     } catch (e) {
       if (job.op !== 'read') await store?.push().catch(() => {});
       throw e;
@@ -260,6 +288,8 @@ export async function sandboxTools(
   limits: SandboxLimits = DEFAULT_SANDBOX_LIMITS,
   /** Where the files live between commands (PostgreSQL); without it, only on this disk. */
   store?: SandboxStore,
+  /** Whose command it is (the Player): one Player's commands take at most two of the instance's slots. */
+  owner = conversationId,
 ): Promise<ToolSet> {
   const root = sandboxFolder(dataDir, conversationId);
   await mkdir(root, { recursive: true });
@@ -273,7 +303,7 @@ export async function sandboxTools(
     timeoutMs: limits.timeoutMs,
   };
   const run = (job: Omit<Job, keyof typeof base>) =>
-    runJob(pool, { ...base, ...job }, limits, callSignal.getStore(), store);
+    runJob(pool, { ...base, ...job }, limits, owner, callSignal.getStore(), store);
   const sandbox: Sandbox = {
     executeCommand: async (command) =>
       (await run({ op: 'exec', command })) as Awaited<ReturnType<Sandbox['executeCommand']>>,
