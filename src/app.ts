@@ -127,7 +127,7 @@ export function createApp(deps: AppDeps): Express {
     turnRoutes({
       ...deps,
       afterTurn: (id) =>
-        void turnEnded(deps.sql, id).catch((e) => deps.log('could not schedule a live append', e)),
+        turnEnded(deps.sql, id).catch((e) => deps.log('could not schedule a live append', e)),
     }),
   );
   api.use(attachmentRoutes(deps));

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/index.ts';
+import { LIVE_INSTANCES, type Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import { type PublishDeps, publish } from './service.ts';
@@ -32,9 +32,13 @@ export async function setLive(sql: Sql, playerId: string, conversationId: string
     );
 }
 
-/** A turn ended: if the Conversation is live, its append is due after the delay (one statement, no-op otherwise). */
+/**
+ * A turn ended (told before its claim is released): if the Conversation is live, its append is due after the
+ * delay, and the end is dated so no append takes the turn sooner (one statement, a no-op otherwise).
+ */
 export async function turnEnded(sql: Sql, conversationId: string): Promise<void> {
-  await sql`update publications set live_due_at = now() + make_interval(secs => live_delay_seconds)
+  await sql`update publications set live_due_at = now() + make_interval(secs => live_delay_seconds),
+      live_turn_ended_at = now()
     where conversation_id = ${conversationId} and live`;
 }
 
@@ -89,6 +93,20 @@ async function append(
   const [still] = await deps.sql`select 1 from publications
     where conversation_id = ${due.conversationId} and live and status = 'published'`;
   if (!still) return;
+  // Only once the Conversation is quiet: no turn running (a Party's next reply may not have begun yet), and the
+  // last turn's delay has passed — a retry must not catch a turn that has only just ended.
+  const [quiet] = await deps.sql<{ busy: boolean; wait: Date | null }[]>`
+    select c.turn_owner is not null and c.turn_owner in (${deps.sql.unsafe(LIVE_INSTANCES)}) as busy,
+      case when p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) > now()
+        then p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) end as wait
+    from publications p join conversations c on c.id = p.conversation_id
+    where p.conversation_id = ${due.conversationId}`;
+  if (quiet?.busy || quiet?.wait) {
+    const at = quiet.wait ?? new Date(Date.now() + 2000);
+    await deps.sql`update publications set live_due_at = greatest(coalesce(live_due_at, ${at}), ${at})
+      where conversation_id = ${due.conversationId} and live`;
+    return;
+  }
   try {
     const choices: Choices = {};
     if (due.withhold) {

@@ -56,8 +56,8 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
   hub?: ReplyHub;
   /** True once the instance is shutting down: new turns are sent elsewhere (503). */
   draining?: () => boolean;
-  /** Told when a turn has ended (live publishing schedules its append: see publish/live.ts). */
-  afterTurn?: (conversationId: string) => void;
+  /** Told when a turn has ended, before its claim is released (live publishing: see publish/live.ts). Never throws. */
+  afterTurn?: (conversationId: string) => Promise<void>;
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
@@ -108,7 +108,6 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       prepared.conversation =
         (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
-    deps.afterTurn?.(prepared.conversation.id);
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
@@ -127,7 +126,6 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     prepared.conversation =
       (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
-    deps.afterTurn?.(prepared.conversation.id);
   });
 
   return router;
@@ -266,6 +264,9 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       message: 'The reply could not be completed.',
     });
   } finally {
+    // Told before the claim goes (live publishing dates the turn's end here): whoever sees the Conversation
+    // free also sees that a turn has just ended.
+    await deps.afterTurn?.(plan.conversation.id);
     await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId).catch((e) =>
       deps.log('turn claim not released', e),
     );

@@ -224,3 +224,28 @@ it('turning live off waits for an append already under way, so its answer is the
   const [row] = await local.app.db.sql`select live from publications where conversation_id = ${c}`;
   expect(row?.live).toBe(false);
 });
+
+it('no append takes a turn younger than the delay, even one that falls due early (a retry while a reply ran)', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Cy' }]);
+  await turn(c, 'First', 'One.');
+  const { uri } = (await (
+    await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } })
+  ).json()) as { uri: string };
+  await api(`/api/conversations/${c}/publication/live`, {
+    method: 'PUT',
+    body: { live: true, delaySeconds: 4 },
+  });
+  await turn(c, 'Second', 'Two.');
+  // An append falls due at once, as a retry scheduled while the reply streamed would (the fault, injected).
+  await local.app.db.sql`update publications set live_due_at = now() where conversation_id = ${c}`;
+  // Every server looks each second: the append is taken, sees the turn is younger than its delay, and waits.
+  await until('the early append to be taken', async () => {
+    const [p] = await local.app.db.sql`select live_due_at, live_turn_ended_at from publications
+      where conversation_id = ${c}`;
+    return p!.live_due_at && p!.live_due_at.getTime() >= p!.live_turn_ended_at.getTime() + 4000;
+  });
+  expect((await published(uri)).map((r) => r.text)).toEqual(['First', 'One.']);
+  // Held back in time, the turn can still be held back; and after the delay it goes out.
+  await until('the new turn', async () => (await published(uri)).length === 4, 20_000);
+  expect((await published(uri)).map((r) => r.text)).toEqual(['First', 'One.', 'Second', 'Two.']);
+}, 60_000);
