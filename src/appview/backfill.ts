@@ -28,6 +28,8 @@ export const BACKFILL_LIMITS: BackfillLimits = {
   cooldownMs: 10 * 60_000,
 };
 
+class BackfillBusy extends Error {}
+
 /** The backfills of one index (one database): one job per DID at a time, a few at once in all. */
 class Backfills {
   private jobs = new Map<string, Promise<number>>();
@@ -53,7 +55,8 @@ class Backfills {
       and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
     if (recent) return 0;
     if (this.active >= this.limits.concurrency) {
-      if (this.queue.length >= this.limits.waiting) return 0; // busy: a later reader asks again
+      // Busy: not read, and not "read and empty" either — the reader is told to ask again (INDEXING).
+      if (this.queue.length >= this.limits.waiting) throw new BackfillBusy();
       await new Promise<void>((r) => this.queue.push(r));
     }
     this.active++;
@@ -98,8 +101,22 @@ async function readRepo(sql: Sql, network: Network, did: string, limits: Backfil
     await sql`insert into index_actors (did, handle, backfilled_at, verified_at)
       values (${did}, ${handle}, now(), ${handle ? new Date() : null})
       on conflict (did) do update set handle = excluded.handle, backfilled_at = now(), verified_at = excluded.verified_at`;
+    // Any reader can name any DID: the rows that only held a cool-down that has passed, for authors with
+    // nothing indexed, are let go now and then, so asking about many DIDs does not grow the table for ever.
+    if (Math.random() < PRUNE_CHANCE) await pruneActors(sql, limits.cooldownMs);
   }
   return records;
+}
+
+const PRUNE_CHANCE = 0.02;
+
+/** Authors the index keeps nothing of, whose backfill cool-down is over. */
+export async function pruneActors(sql: Sql, cooldownMs: number): Promise<number> {
+  const gone = await sql`delete from index_actors a
+    where a.backfilled_at < now() - make_interval(secs => ${cooldownMs / 1000})
+      and not exists (select 1 from index_sessions s where s.did = a.did)
+      and not exists (select 1 from index_messages m where m.did = a.did)`;
+  return gone.count;
 }
 
 const registries = new WeakMap<Sql, Backfills>();
@@ -122,7 +139,7 @@ export async function backfillActor(
   const finished = await Promise.race([
     job.then(
       () => true,
-      () => true,
+      (e) => !(e instanceof BackfillBusy),
     ),
     new Promise<false>((r) => {
       timer = setTimeout(() => r(false), waitMs);

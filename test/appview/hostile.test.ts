@@ -8,6 +8,8 @@ import { TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
+import { Network } from '../../src/appview/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { freePort } from '../support/ports.ts';
 
@@ -15,14 +17,16 @@ import { freePort } from '../support/ports.ts';
  * A PDS and DID document an attacker runs: the document claims someone else's handle, and the repo answers
  * every listRecords with 100 valid records and another cursor, for ever.
  */
-async function hostilePds(mode: 'flood' | 'refs' = 'flood') {
+async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>) {
   const key = await Secp256k1Keypair.create();
   const served = { pages: 0, didDocs: 0, getRecord: 0 };
   const sessionRkey = TID.nextStr();
   let rkey = TID.nextStr();
   let did = '';
-  const server = http.createServer((req, res) => {
+  const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
+    // Held: the repo answers nothing until the test lets it.
+    if (hold && url.pathname === '/xrpc/com.atproto.repo.listRecords') await hold;
     if (url.pathname === '/.well-known/did.json') {
       served.didDocs++;
       res.setHeader('content-type', 'application/json');
@@ -195,6 +199,51 @@ describe('an anonymous reader pointed at a hostile PDS', () => {
     ).json()) as { sessions: { author: { did: string } }[] };
     expect(alice.sessions.every((s) => s.author.did !== pds.did)).toBe(true);
   }, 60_000);
+});
+
+describe('the backfill queue', () => {
+  it('when full, a reader is told to ask again (INDEXING), not that the thread does not exist', async () => {
+    const network = new Network({
+      handleResolver: () => app.running.localnet!.pdsUrl,
+      plcUrl: () => app.running.localnet!.plcUrl,
+      local: true,
+      fetch: globalThis.fetch,
+    });
+    let release = () => {};
+    const slow = await hostilePds('flood', new Promise<void>((r) => (release = r)));
+    try {
+      const limits = { ...BACKFILL_LIMITS, concurrency: 1, waiting: 0, timeMs: 10_000 };
+      // Its own registry (the test's connection pool), with one job at a time and no line. The first job is
+      // held at the repo (it has asked for the records) while the second reader comes.
+      const first = backfillActor(app.db.sql, network, slow.did, 10_000, limits);
+      for (let i = 0; i < 100 && slow.served.didDocs === 0; i++) await sleep(20);
+      await sleep(100);
+      expect(await backfillActor(app.db.sql, network, 'did:plc:waitingforaturn000000000', 5000, limits)).toBe(
+        false,
+      );
+      release();
+      expect(await first).toBe(true);
+    } finally {
+      release();
+      await slow.close();
+    }
+  }, 30_000);
+
+  it('forgets authors it keeps nothing of once their cool-down is over', async () => {
+    const sql = app.db.sql;
+    const did = (name: string) => `did:plc:${name.padEnd(24, 'p')}`;
+    await sql`insert into index_actors (did, backfilled_at) values
+      (${did('stale')}, now() - interval '1 hour'), (${did('fresh')}, now())`;
+    await sql`insert into index_actors (did, backfilled_at) values (${did('kept')}, now() - interval '1 hour')`;
+    await sql`insert into index_sessions (uri, did, rkey, cid, record) values
+      (${`at://${did('kept')}/click.aligned.chat.session/3kkeptaaaaaaa`}, ${did('kept')}, '3kkeptaaaaaaa', ${CID},
+       ${sql.json({ $type: 'click.aligned.chat.session', createdAt: '2026-01-01T00:00:00Z' })})`;
+    expect(await pruneActors(sql, 10 * 60_000)).toBeGreaterThanOrEqual(1);
+    const left = (
+      await sql`select did from index_actors where did = any(${[did('stale'), did('fresh'), did('kept')]})`
+    ).map((r) => r.did);
+    expect(left.sort()).toEqual([did('fresh'), did('kept')].sort());
+  });
 });
 
 describe('a thread that points at hundreds of records', () => {
