@@ -17,6 +17,7 @@ export {
   type AttachmentRow,
   insertAttachment,
   pendingAttachments,
+  QuotaFullError,
   storedBytes,
   sweepAbandoned,
   toPart,

@@ -3,7 +3,7 @@ import { pipeline } from 'node:stream/promises';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
-import type { Sql } from '../db/index.ts';
+import { type Sql, transaction } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
 import { wellFormed } from '../parts/index.ts';
@@ -19,6 +19,7 @@ import {
   deletePending,
   getAttachment,
   insertAttachment,
+  QuotaFullError,
   recentPage,
   storedBytes,
   toPart,
@@ -109,8 +110,9 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
           mediaType,
           size: written.size,
           tokens: attachmentTokens(mediaType, written.size, pages?.pages),
+          quota: settings.playerAttachmentMb * MB,
         }),
-      );
+      ).catch(overQuota(settings));
       res.set('Connection', 'keep-alive');
       respond(res, AttachmentView, toPart(row), 201);
     } finally {
@@ -132,8 +134,11 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
       throw e;
     }
     const cached = await recentPage(sql, player.id, url.href);
+    const quota = settings.playerAttachmentMb * MB;
     const row = cached
-      ? await insertAttachment(sql, { ...cached, conversationId, messageId: null })
+      ? await transaction(sql, (tx) =>
+          insertAttachment(tx as never, { ...cached, conversationId, messageId: null, quota }),
+        ).catch(overQuota(settings))
       : await storePage(deps, player.id, conversationId, url, room, settings);
     respond(res, AttachmentView, toPart(row), 201);
   });
@@ -241,9 +246,17 @@ async function storePage(
       tokens: attachmentTokens('text/plain', written.size),
       url: url.href,
       title: page.title ?? null,
+      quota: settings.playerAttachmentMb * MB,
     }),
-  );
+  ).catch(overQuota(settings));
 }
+
+/** The quota, counted as the attachment is stored, was reached meanwhile: said as the quota refusal. */
+const overQuota =
+  (settings: VillageSettings) =>
+  (e: unknown): never => {
+    throw e instanceof QuotaFullError ? refusal(settings, e.room) : e;
+  };
 
 /**
  * Headers for a download. Pictures are shown inline (the transcript's thumbnails); everything else is a download,

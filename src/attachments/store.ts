@@ -1,4 +1,4 @@
-import type { Sql } from '../db/index.ts';
+import { LOCKS, type Sql } from '../db/index.ts';
 import type { AttachmentPart } from '../parts/index.ts';
 import { collectBlobs } from './blobs.ts';
 
@@ -21,21 +21,38 @@ const columns = (sql: Sql) => sql`
   id, player_id as "playerId", conversation_id as "conversationId", message_id as "messageId",
   blob_id as "blobId", kind, name, media_type as "mediaType", size::float8 as size, tokens, url, title`;
 
+/** An attachment past what the Player may store; `room` is what was left. Nothing was stored. */
+export class QuotaFullError extends Error {
+  constructor(readonly room: number) {
+    super('The attachment space is full.');
+  }
+}
+
+/**
+ * Records an attachment. With `quota` (bytes the Player may store), it is counted in the same statement under
+ * the Player's lock — the caller's transaction — so uploads finishing at once cannot each take the last room.
+ */
 export async function insertAttachment(
   sql: Sql,
   a: Omit<AttachmentRow, 'id' | 'messageId' | 'url' | 'title'> & {
     messageId?: string | null;
     url?: string | null;
     title?: string | null;
+    quota?: number;
   },
 ): Promise<AttachmentRow> {
+  if (a.quota !== undefined)
+    await sql`select pg_advisory_xact_lock(${LOCKS.attachmentQuota}, hashtext(${a.playerId}))`;
   const [row] = await sql<AttachmentRow[]>`
     insert into attachments (player_id, conversation_id, message_id, blob_id, kind, name, media_type, size, tokens,
       url, title)
-    values (${a.playerId}, ${a.conversationId}, ${a.messageId ?? null}, ${a.blobId}, ${a.kind}, ${a.name},
-      ${a.mediaType}, ${a.size}, ${a.tokens}, ${a.url ?? null}, ${a.title ?? null})
+    select ${a.playerId}, ${a.conversationId}, ${a.messageId ?? null}, ${a.blobId}, ${a.kind}, ${a.name},
+      ${a.mediaType}, ${a.size}, ${a.tokens}, ${a.url ?? null}, ${a.title ?? null}
+    where ${a.quota === undefined} or (select coalesce(sum(size), 0) from attachments
+      where player_id = ${a.playerId}) + ${a.size} <= ${a.quota ?? 0}
     returning ${columns(sql)}`;
-  return row!;
+  if (!row) throw new QuotaFullError((a.quota ?? 0) - (await storedBytes(sql, a.playerId)));
+  return row;
 }
 
 /** One of the Player's own attachments; another Player's is not found (never "forbidden": no probing). */

@@ -18,4 +18,6 @@ export const LOCKS = {
   counts: 7_240_006,
   /** Changing one Conversation's publication (a publish, an unpublish, a live append, a hold), keyed by its id. */
   publication: 7_240_007,
+  /** Counting what one Player's attachments take, as one is stored, keyed by a hash of the Player id. */
+  attachmentQuota: 7_240_008,
 } as const;

@@ -6,6 +6,7 @@ import {
   adoptBlob,
   attachmentTokens,
   insertAttachment,
+  QuotaFullError,
   sniffMediaType,
   storedBytes,
   toPart,
@@ -91,8 +92,13 @@ export function shareFileTool(
           mediaType: type,
           size: written.size,
           tokens: attachmentTokens(type, written.size),
+          quota: limits.playerBytes,
         }),
-      );
+      ).catch((e) => {
+        throw e instanceof QuotaFullError
+          ? new Error("The Player's attachment space is full, so the file cannot be shared.")
+          : e;
+      });
       return { shared: toPart(row) as FilePart };
     },
   });

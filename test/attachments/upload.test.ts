@@ -148,6 +148,22 @@ describe('uploading', () => {
     expect(over.status).toBe(413);
     expect((await error(over)).code).toBe('ATTACHMENT_QUOTA');
   });
+
+  it('uploads finishing at once cannot each take the last room: the space is counted as each is stored', async () => {
+    await app.db.sql`update village_settings set max_attachment_mb = 1, player_attachment_mb = 1`;
+    const p = await app.signIn();
+    const { conversationId: theirs } = await setupConversation(app, p.cookie);
+    // Three at once, each alone within the space, together twice over it.
+    const answers = await Promise.all(
+      ['d', 'e', 'f'].map((c) => upload(app, p.cookie, theirs, `${c}.txt`, Buffer.alloc(600_000, c))),
+    );
+    expect(answers.map((a) => a.status).sort()).toEqual([201, 413, 413]);
+    for (const a of answers.filter((r) => r.status === 413))
+      expect((await error(a)).code).toBe('ATTACHMENT_QUOTA');
+    const [row] = await app.db.sql<{ n: number }[]>`
+      select coalesce(sum(size), 0)::int as n from attachments where player_id = ${p.playerId}`;
+    expect(row!.n).toBe(600_000);
+  });
 });
 
 describe('chunks', () => {
