@@ -1,6 +1,5 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 
@@ -98,7 +97,8 @@ export class Network {
       });
       // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
       // under the cid a ref pinned, and readers would be told the record is unchanged.
-      const cid = (await cidForRecord(jsonToLex(res.data.value as never) as never)).toString();
+      // (The client has already read the JSON into lex values — blobs as BlobRefs — so it is hashed as it is.)
+      const cid = (await cidForRecord(res.data.value as never)).toString();
       return { cid, value: res.data.value };
     } catch {
       return null;

@@ -6,6 +6,7 @@ import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
+import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
@@ -94,7 +95,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
       const rkey = url.searchParams.get('rkey') ?? '';
       const uri = `at://${did}/${url.searchParams.get('collection')}/${rkey}`;
       // Every post is as pinned, except the first of each turn: edited, yet served under the pinned cid.
-      const value = rkey.endsWith('x0') ? { text: 'edited words' } : { text: 'a post' };
+      const value = rkey.endsWith('x0') ? { ...POST, text: 'edited words' } : POST;
       res.end(JSON.stringify({ uri, cid: POST_CID, value }));
       return;
     }
@@ -123,7 +124,27 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
   return { did, served, sessionRkey, close: () => new Promise<void>((r) => server.close(() => r())) };
 }
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
-const POST_CID = (await cidForRecord({ text: 'a post' })).toString();
+/** A post with a picture: its cid is computed from its JSON, as any PDS computes it (a blob ref included). */
+const POST = {
+  $type: 'app.bsky.feed.post',
+  text: 'a post',
+  createdAt: '2026-01-01T00:00:00.000Z',
+  embed: {
+    $type: 'app.bsky.embed.images',
+    images: [
+      {
+        alt: '',
+        image: {
+          $type: 'blob',
+          ref: { $link: 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy' },
+          mimeType: 'image/png',
+          size: 1234,
+        },
+      },
+    ],
+  },
+};
+const POST_CID = (await cidForRecord(jsonToLex(POST) as never)).toString();
 
 let app: TestApp;
 let dataDir: string;
