@@ -9,6 +9,7 @@ export {
   beginPlayerTurn,
   beginRegenerate,
   type Conversation,
+  chargeTokens,
   checkpointMessages,
   finishMessage,
   getConversation,

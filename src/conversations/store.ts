@@ -479,6 +479,15 @@ export async function finishMessage(
     on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
 }
 
+/** Tokens spent outside a reply (the rolling summary's calls), added to the Player's and the Village's day. */
+export async function chargeTokens(sql: Sql, playerId: string, tokens: number): Promise<void> {
+  if (!(tokens > 0)) return;
+  await sql`insert into daily_spend (day, player_id, tokens)
+    select (now() at time zone 'utc')::date, who, ${Math.ceil(tokens)}::bigint
+    from unnest(array[${playerId}::uuid, ${VILLAGE}::uuid]) as who
+    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
+}
+
 /**
  * Replies left streaming by a server that is no longer alive are marked interrupted, keeping their last
  * checkpoint. Run at start; safe while other servers stream, since theirs are alive.

@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import { type Conversation, type HistoryRow, saveSummary } from '../conversations/index.ts';
+import { type Conversation, chargeTokens, type HistoryRow, saveSummary } from '../conversations/index.ts';
 import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
 import { loadAttachments } from './attachments.ts';
@@ -8,6 +8,9 @@ import { systemPromptParts } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
+
+/** Summary calls one turn may make: a backlog past that (an imported Conversation) is folded over later turns. */
+const SUMMARY_CALLS_PER_TURN = 4;
 
 export interface Handoff {
   from: string;
@@ -22,6 +25,8 @@ export async function assembleContext(
   deps: TurnDeps,
   args: {
     conversation: Conversation;
+    /** Whose turn it is: the summary calls are charged to them. */
+    playerId: string;
     participants: Npc[];
     speaker: Speaker;
     settings: VillageSettings;
@@ -54,8 +59,13 @@ export async function assembleContext(
         party,
         budget: settings.historyBudget,
         signal: args.signal,
+        maxChunks: SUMMARY_CALLS_PER_TURN,
+        // Each call is the Player's spending like the reply itself, and its summary is kept at once.
+        onChunk: async (s, through, tokens) => {
+          await saveSummary(deps.sql, conversation.id, s, through.seq);
+          await chargeTokens(deps.sql, args.playerId, tokens);
+        },
       });
-      await saveSummary(deps.sql, conversation.id, summary, dropped.at(-1)!.seq);
     } catch (e) {
       // The reply goes on with the older summary; the same turns are folded in on the next turn.
       deps.log('rolling summary failed', e);

@@ -207,6 +207,7 @@ async function runReply(
     closeTools = tools.close;
     const context = await assembleContext(deps, {
       conversation,
+      playerId: plan.playerId,
       participants: plan.participants,
       speaker,
       settings: plan.settings,

@@ -98,6 +98,54 @@ describe('windowing and the rolling summary', () => {
     }
   });
 
+  it('a long backlog is folded four calls a turn at most, each call charged to the Player and kept at once', async () => {
+    const p = await app.signIn();
+    const { conversationId } = await setupConversation(app, p.cookie);
+    // An imported-like backlog: forty turns of ~900 characters, never summarised.
+    await app.db.sql`insert into messages (conversation_id, role, npc_name, parts, text)
+      select ${conversationId}, case when i % 2 = 1 then 'player' else 'npc' end,
+        case when i % 2 = 1 then null else 'Ada' end,
+        jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'B' || i || ' ' || repeat('lorem ipsum ', 75))),
+        'B' || i || ' ' || repeat('lorem ipsum ', 75)
+      from generate_series(1, 40) i`;
+    await app.db.sql`update village_settings set history_budget = 1000`;
+    const spent = async () =>
+      (
+        await app.db
+          .sql`select coalesce(sum(tokens), 0)::int as n from daily_spend where player_id = ${p.playerId}`
+      )[0]!.n as number;
+    const through = async () =>
+      Number(
+        (await app.db.sql`select summary_through from conversations where id = ${conversationId}`)[0]!
+          .summary_through,
+      );
+    try {
+      const before = { calls: summaries().length, spent: await spent() };
+      const turn = async () => {
+        const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+          cookie: p.cookie,
+          body: { text: 'Go on' },
+        });
+        expect(res.status).toBe(200);
+        await collectFrames(res);
+      };
+      await turn();
+      const calls = summaries().length - before.calls;
+      expect(calls).toBe(4);
+      // Each summary call is charged (the fake reports 10 + 2 tokens), besides the reply's own usage.
+      const [reply] = await app.db.sql`select input_tokens + output_tokens as n from messages
+        where conversation_id = ${conversationId} and role = 'npc' order by seq desc limit 1`;
+      expect((await spent()) - before.spent).toBe(calls * 12 + Number(reply!.n));
+      // The summary went as far as the four calls covered; the next turn goes on from there.
+      const first = await through();
+      expect(first).toBeGreaterThan(0);
+      await turn();
+      expect(await through()).toBeGreaterThan(first);
+    } finally {
+      await app.db.sql`update village_settings set history_budget = 60000`;
+    }
+  });
+
   it('keeps a final turn that alone exceeds the budget', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     await app.db.sql`update village_settings set history_budget = 1000`;
