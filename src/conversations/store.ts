@@ -456,13 +456,14 @@ export async function finishMessage(
     error: string | null;
     usage: Usage | null;
     costUsd: number | null;
-    /** Charged to the daily budgets when the Provider reported no usage (a reply stopped early). */
+    /** Charged to the daily budgets besides the usage reported: what the Provider did not count (a reply, or
+     * its last step, stopped before the Provider's count came). */
     estimatedTokens?: number | null;
   },
 ): Promise<void> {
   const { parts, text } = settle(end.parts, end.status);
   const u = end.usage;
-  const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) || (end.estimatedTokens ?? 0);
+  const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0);
   // One statement: the reply's row, and what it cost added to its Player's and the Village's day.
   await sql`
     with done as (

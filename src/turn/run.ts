@@ -22,7 +22,7 @@ import {
   thinkingSupport,
   type VillageSettings,
 } from '../village/index.ts';
-import { DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
+import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { blocked, describeFailure, type Failure } from './failures.ts';
@@ -191,6 +191,9 @@ async function runReply(
   let releaseAttachments = () => {};
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
+  // The Provider's final count arrived (a `finish`), and what has streamed since the last step it counted.
+  let finished = false;
+  let sinceStep = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
   let errorCode: Failure['code'] | LimitReached['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
   const { provider: providerId, model: modelId } = speaker.resolved;
@@ -247,6 +250,7 @@ async function runReply(
       const fragment = raw && wellFormed(raw);
       if (fragment) {
         bounds.count(fragment);
+        sinceStep += charsOf(fragment);
         parts = foldPart(parts, fragment);
         // A file the NPC shared is shown as a file Part after its call (only from our own share_file tool).
         const shared =
@@ -257,8 +261,11 @@ async function runReply(
         deps.checkpoints.update(message.id, parts);
         emit({ type: 'part', messageId: message.id, part: fragment });
         if (shared) emit({ type: 'part', messageId: message.id, part: shared });
-      } else if (chunk.type === 'finish-step') stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
-      else if (chunk.type === 'finish') {
+      } else if (chunk.type === 'finish-step') {
+        stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
+        sinceStep = 0;
+      } else if (chunk.type === 'finish') {
+        finished = true;
         usage = toUsage(chunk.totalUsage);
         cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
         // The Provider ended the reply itself: a safety filter or a refusal, said as such (what came is kept).
@@ -300,12 +307,15 @@ async function runReply(
     if (status === 'interrupted')
       error = 'The server restarted while this reply was being written; what had arrived is kept.';
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage, cacheWrites);
-    // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate then,
-    // at four characters a token, so a reply stopped before the Provider reports usage still counts.
-    const spent =
-      usage?.inputTokens != null || usage?.outputTokens != null
-        ? null
-        : Math.ceil((promptChars + JSON.stringify(parts).length) / 4);
+    // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate for
+    // what was not, at four characters a token: the whole reply when nothing was reported, else the step cut
+    // short (its prompt and what it streamed) when the reply ended without the Provider's final count.
+    const reported = usage?.inputTokens != null || usage?.outputTokens != null;
+    const spent = !reported
+      ? Math.ceil((promptChars + JSON.stringify(parts).length) / 4)
+      : !finished
+        ? Math.ceil((promptChars + sinceStep) / 4)
+        : null;
     const shared = parts.filter((p) => p.type === 'file').map((p) => p.id);
     if (shared.length)
       await linkShared(sql, conversation.id, message.id, shared).catch((e) =>

@@ -145,10 +145,18 @@ describe('usage on the abort path (ADR 0003)', () => {
         }
       },
     );
+    const spent = async () =>
+      (
+        await app.db.sql`select coalesce(sum(tokens), 0)::int as n from daily_spend
+          where player_id = (select player_id from conversations where id = ${conversationId})`
+      )[0]!.n as number;
+    const before = await spent();
     await sendAndStop(app, cookie, conversationId, 'Go', (f) => textOf(partsOf(f)).includes('s2'));
     const [, reply] = await settled(app, cookie, conversationId);
     expect(reply?.status).toBe('stopped');
     expect(reply?.usage).toMatchObject({ inputTokens: 21, outputTokens: 7 });
+    // The step cut short is charged too (its prompt and what it streamed, estimated): not only the 28 reported.
+    expect((await spent()) - before).toBeGreaterThan(28);
   });
 });
 
