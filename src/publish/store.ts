@@ -1,3 +1,4 @@
+import PQueue from 'p-queue';
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
 import { LOCKS, transaction } from '../db/index.ts';
 import type { Choices } from '../redaction/index.ts';
@@ -184,12 +185,32 @@ export async function unfinishedPublications(sql: Sql): Promise<{ conversationId
  * Runs `fn` while holding the Conversation's publication lock (ADR 0043): a publish by hand, an unpublish, a
  * live append on any server and a hold never interleave, so none plans from what another is about to replace.
  * Held on a connection of its own for as long as `fn` runs (publishing waits on the PDS).
+ *
+ * A waiter holds a pooled connection while PostgreSQL makes it wait, and `fn` needs another: so in this process
+ * one waiter per Conversation, and a few Conversations at once, never every connection of the pool (ten
+ * requests for one Conversation took them all, and the holder waited for a connection for ever).
  */
 export async function withPublicationLock<T>(
   sql: Sql,
   conversationId: string,
   fn: () => Promise<T>,
 ): Promise<T> {
+  const before = lockLines.get(conversationId) ?? Promise.resolve();
+  const mine = before
+    .catch(() => {})
+    .then(() => holders.add(() => locked(sql, conversationId, fn), { throwOnTimeout: true }));
+  lockLines.set(conversationId, mine);
+  try {
+    return await mine;
+  } finally {
+    if (lockLines.get(conversationId) === mine) lockLines.delete(conversationId);
+  }
+}
+
+const lockLines = new Map<string, Promise<unknown>>();
+const holders = new PQueue({ concurrency: 3 });
+
+async function locked<T>(sql: Sql, conversationId: string, fn: () => Promise<T>): Promise<T> {
   const conn = await sql.reserve();
   try {
     await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${conversationId}))`;

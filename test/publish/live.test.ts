@@ -249,3 +249,23 @@ it('no append takes a turn younger than the delay, even one that falls due early
   await until('the new turn', async () => (await published(uri)).length === 4, 20_000);
   expect((await published(uri)).map((r) => r.text)).toEqual(['First', 'One.', 'Second', 'Two.']);
 }, 60_000);
+
+it('many requests for one publication at once all answer: waiters never take every connection of the pool', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Di' }]);
+  await turn(c, 'Hi', 'Hello.');
+  expect(
+    (await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } })).status,
+  ).toBe(200);
+  // Fifteen at once, more than the pool's ten connections: each waits its turn for the lock.
+  const answers = await Promise.all(
+    Array.from({ length: 15 }, (_, i) =>
+      api(`/api/conversations/${c}/publication/live`, {
+        method: 'PUT',
+        body: { live: i % 2 === 0, delaySeconds: 600 },
+      }),
+    ),
+  );
+  expect(answers.map((a) => a.status)).toEqual(Array(15).fill(204));
+  // And the server answers anything else as ever.
+  expect((await api(`/api/conversations/${c}`)).status).toBe(200);
+}, 60_000);
