@@ -77,10 +77,11 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
 
 /**
  * One read of a thread is bounded whatever its author wrote: the first 5,000 turns, and no more than 16 MB of
- * them (a turn is at most 128 KB: see store.ts). Ours never come near; a repo built to be read to death stops here.
+ * them (a turn is at most 256 KB: see store.ts). Ours never come near; a repo built to be read to death stops
+ * here. Bytes by `octet_length`, which PostgreSQL reads from a stored value's header without decompressing it.
  */
 export const MAX_THREAD_TURNS = 5000;
-const MAX_THREAD_CHARS = 16 * 1024 * 1024;
+const MAX_THREAD_BYTES = 16 * 1024 * 1024;
 
 const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, a.handle, a.verified_at, s.record, s.indexed_at,
@@ -106,9 +107,9 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
         || ',"messages":[' || coalesce((select string_agg(t.view, ',' order by t.rkey) from (
-            select m.view, m.rkey, sum(length(m.view)) over (order by m.rkey) as upto from index_messages m
+            select m.view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto from index_messages m
             where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
-          where t.upto <= ${MAX_THREAD_CHARS}), '') || ']}' as json
+          where t.upto <= ${MAX_THREAD_BYTES}), '') || ']}' as json
       from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     return row;
   };
@@ -171,9 +172,9 @@ export async function getThread(
     await ensureHandles(sql, network, [session]);
     const messages = await sql<MessageView[]>`
       select uri, cid, record from (
-        select uri, cid, record, rkey, sum(length(view)) over (order by rkey) as upto from index_messages
+        select uri, cid, record, rkey, sum(octet_length(view)) over (order by rkey) as upto from index_messages
         where session_uri = ${uri} and did = ${session.did} order by rkey limit ${MAX_THREAD_TURNS}) t
-      where upto <= ${MAX_THREAD_CHARS} order by rkey`;
+      where upto <= ${MAX_THREAD_BYTES} order by rkey`;
     return { session: toSessionView(session), messages };
   };
   const found = await read();

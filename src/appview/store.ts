@@ -5,21 +5,30 @@ import { wellFormed } from '../parts/index.ts';
 
 export const COLLECTIONS = [SESSION, MESSAGE] as const;
 
-/** Larger than any record we write (a turn's text is at most 60,000 bytes): anything past it is not a turn. */
-export const MAX_RECORD_CHARS = 128 * 1024;
+/**
+ * Larger than any record we write, as JSON text (a turn's text is at most 60,000 bytes, which escaping can at
+ * most double, and 100 one-line steps): anything past it is not a turn.
+ */
+export const MAX_RECORD_CHARS = 256 * 1024;
 
 /**
  * Whether a record from the network may be indexed: one of ours, valid to its lexicon, storable as jsonb, of a
  * sane size, and — for a turn — in a session of its own author. Any repo can hold any record: a turn naming
  * somebody else's session must not appear in their thread.
  */
-export function indexable(did: string, collection: string, record: unknown): boolean {
+export function indexable(
+  did: string,
+  collection: string,
+  record: unknown,
+  /** The record's JSON length when the caller has it already. */
+  jsonChars?: number,
+): boolean {
   if (collection !== SESSION && collection !== MESSAGE) return false;
   if (!isValidRecord(collection, record)) return false;
   // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
   // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
   if (wellFormed(record) !== record) return false;
-  if (JSON.stringify(record).length > MAX_RECORD_CHARS) return false;
+  if ((jsonChars ?? JSON.stringify(record).length) > MAX_RECORD_CHARS) return false;
   return collection === SESSION || sessionOf(record).startsWith(`at://${did}/${SESSION}/`);
 }
 
@@ -76,7 +85,11 @@ export async function indexRecords(
   const uriOf = (r: { did?: string; collection: string; rkey: string }) =>
     `at://${didOf(r)}/${r.collection}/${r.rkey}`;
   // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
-  const checked = records.map((r) => ({ ...r, ok: indexable(didOf(r), r.collection, r.record) }));
+  const checked = records.map((r) => {
+    // Serialised once: for the size check and, for a turn, the view served as it is.
+    const json = JSON.stringify(r.record) ?? '';
+    return { ...r, json, ok: indexable(didOf(r), r.collection, r.record, json.length) };
+  });
   const skipped = checked.filter((r) => !r.ok).length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   const latest = [...new Map(checked.map((r) => [uriOf(r), r])).values()];
@@ -106,7 +119,7 @@ export async function indexRecords(
       session_uri: (r.record as { session: string }).session,
       cid: r.cid,
       record: sql.json(r.record as JsonValue),
-      view: JSON.stringify({ uri: uriOf(r), cid: r.cid, record: r.record }),
+      view: `{"uri":${JSON.stringify(uriOf(r))},"cid":${JSON.stringify(r.cid)},"record":${r.json}}`,
     }));
   if (sessions.length) {
     await sql`insert into index_sessions ${sql(sessions)} on conflict (uri) do update set cid = excluded.cid,
