@@ -22,7 +22,9 @@ interface Folded {
 
 // Printable ASCII and the bar itself (which folds to itself): one code unit each, no segmentation needed.
 const ASCII = /^[\t\n\r\x20-\x7e\u2588]*$/;
-const ASCII_BREAKS = /[ \t\n\r_-]+/g;
+const ASCII_BREAKS = /[ \t\n\r_+-]+/g;
+const ASCII_MARKS = /[*`~[\]]/g;
+const LINK_DESTINATION = /\]\([^()\s]*\)/g;
 const INVISIBLE = /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}]/gu;
 const BREAK = /^[\s\p{Pd}\p{Pc}\u2212]+$/u;
 const QUOTES = /[\u2018\u2019\u201a\u201b\u2032\u02bc\uff07]/gu;
@@ -49,8 +51,8 @@ const ENCODED =
   /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|(?:%[0-9A-Fa-f]{2})+|\\[!-/:-@[-`{-~]/g;
 /** The same, and a link's destination, which the reader shows as nothing between the link text and what follows. */
 const ENCODED_OR_LINK = new RegExp(`\\]\\([^()\\s]*\\)|${ENCODED.source}`, 'g');
-/** A quick look can rule a string out only when none of the above is in it. */
-const DECODABLE = /[&%\\*`~[\]+]/;
+/** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
+const DECODABLE = /[&%\\]/;
 
 /** What an encoded spelling stands for; null when it decodes to nothing a reader would show differently. */
 function decoded(token: string): string | null {
@@ -183,8 +185,13 @@ export function makeCover(words: Iterable<string>): Cover {
     // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
     // printable ASCII that most text is), and the full fold only where a needle may be.
     if (ASCII.test(s) && !DECODABLE.test(s)) {
-      const quick = s.toLowerCase().replace(ASCII_BREAKS, ' ');
-      if (!needles.some((n) => quick.includes(n))) return [];
+      // As the fold reads it: marks gone, breaks one space; and again without link destinations.
+      const lower = s.toLowerCase();
+      const quick = lower.replace(ASCII_MARKS, '').replace(ASCII_BREAKS, ' ');
+      const shown = s.includes('](')
+        ? lower.replace(LINK_DESTINATION, '').replace(ASCII_MARKS, '').replace(ASCII_BREAKS, ' ')
+        : quick;
+      if (!needles.some((n) => quick.includes(n) || shown.includes(n))) return [];
     }
     const hits: Span[] = [];
     // As written (a link's destination is text in the record), and as a reader shows it (without it).
