@@ -37,7 +37,9 @@ import {
 import { getConversation, getParticipants, insertConversation, messagesAfter } from './store.ts';
 
 const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
-const PAGE = 500;
+const PAGE = 200;
+/** The longest an export may take, however slowly it is read: a 20 MB file at 64 KB/s is five minutes. */
+const EXPORT_DEADLINE_MS = 10 * 60_000;
 const ExportQuery = z.object({ format: z.enum(['json', 'md']).default('json') });
 
 const npcOf = (n: Npc): ExportedNpc => ({
@@ -84,6 +86,14 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     'An import is already running: wait for it to finish.',
     (_req, res) => currentPlayer(res).id,
   );
+  // An export holds a page of rows while its reader takes them, for as long as the reader is slow: two per
+  // Player and eight per instance at once, and none longer than EXPORT_DEADLINE_MS.
+  const exportsAtOnce = inFlightLimit(
+    2,
+    8,
+    'Two exports are already running: wait for one to finish.',
+    (_req, res) => currentPlayer(res).id,
+  );
   const rationed = (what: string) =>
     keyedRateLimit(
       30,
@@ -91,7 +101,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       (_req, res) => currentPlayer(res).id,
     );
 
-  router.get('/conversations/:id/export', rationed('exports'), async (req, res) => {
+  router.get('/conversations/:id/export', rationed('exports'), exportsAtOnce, async (req, res) => {
     const player = currentPlayer(res);
     const { format } = parseQuery(req, ExportQuery);
     const conversation = isUuid(req.params.id)
@@ -118,6 +128,8 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     } else await write(res, markdownHead(conversation.title, npcs));
     let after = '0';
     let first = true;
+    const deadline = setTimeout(() => res.destroy(), EXPORT_DEADLINE_MS);
+    res.once('close', () => clearTimeout(deadline));
     try {
       for (;;) {
         const rows = await messagesAfter(sql, conversation.id, after, PAGE);

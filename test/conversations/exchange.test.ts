@@ -314,3 +314,38 @@ it('imports run one at a time per Player and four at a time per instance; a slot
   expect(after.status).toBe(400);
   expect(await codeOf(after)).toBe('INVALID_BODY');
 });
+
+it('exports run two at a time per Player, however slowly they are read', async () => {
+  const p = await app.signIn();
+  const { conversationId: c } = await setupConversation(app, p.cookie);
+  // Large enough (about 8 MB) that a reader taking nothing keeps the export running.
+  await app.db.sql`insert into messages (conversation_id, role, parts, text)
+    select ${c}, 'player', jsonb_build_array(jsonb_build_object('type', 'text', 'text', repeat('w', 4000))),
+      repeat('w', 4000) from generate_series(1, 2000)`;
+  const url = new URL(`/api/conversations/${c}/export`, app.running.listenUrl);
+  const held = await Promise.all(
+    [1, 2].map(
+      () =>
+        new Promise<http.ClientRequest>((resolve) => {
+          const req = http.get(url, { headers: { cookie: p.cookie } }, (res) => {
+            res.pause(); // reads nothing
+            resolve(req);
+          });
+        }),
+    ),
+  );
+  const third = await app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
+  expect(third.status).toBe(429);
+  expect(((await third.json()) as { error: { code: string } }).error.code).toBe('BUSY');
+  for (const req of held) req.destroy();
+  // The slots come back when the readers go.
+  let again: Response | undefined;
+  for (let i = 0; i < 50; i++) {
+    again = await app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
+    if (again.status === 200) break;
+    await again.body?.cancel();
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  expect(again!.status).toBe(200);
+  await again!.body?.cancel();
+});
