@@ -1,6 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { type Network, readerRoutes, threadOutline } from './appview/index.ts';
+import { type Network, readerRoutes, threadPreview } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes } from './cards/index.ts';
@@ -90,17 +90,13 @@ export function createApp(deps: AppDeps): Express {
       ...deps,
       threadMeta: async (actor, rkey) => {
         if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) return null;
-        // The index only (no ref or mention lookups): a link preview needs a title and a line.
-        const thread = await threadOutline(deps.sql, deps.reader, actor, rkey);
+        // The index (no backfill, no ref lookups), one small statement: a title, an author and a line.
+        const thread = await threadPreview(deps.sql, deps.reader, actor, rkey);
         if (!thread) return null;
-        const first = thread.messages.find((m) => typeof m.record.text === 'string')?.record.text as
-          | string
-          | undefined;
-        const who = thread.session.author.handle
-          ? `@${thread.session.author.handle}`
-          : thread.session.author.did;
+        const first = thread.first ?? undefined;
+        const who = thread.handle ? `@${thread.handle}` : thread.did;
         return {
-          title: String(thread.session.record.title ?? 'A conversation'),
+          title: thread.title ?? 'A conversation',
           description: `${who} published a conversation with AI characters${first ? `: “${first.slice(0, 160)}”` : '.'}`,
           url: `${deps.baseUrl()}/profile/${actor}/thread/${rkey}`,
         };

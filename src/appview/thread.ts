@@ -77,9 +77,3 @@ export async function readThread(
     messages,
   };
 }
-
-/** A thread from the index alone, for a link preview: its session and turns, no lookups on the network. */
-export async function threadOutline(sql: Sql, network: Network, actor: string, rkey: string) {
-  const did = await resolveActor(sql, network, actor);
-  return did ? getThread(sql, network, `at://${did}/${SESSION}/${rkey}`) : null;
-}
