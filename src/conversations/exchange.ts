@@ -1,11 +1,20 @@
 import { z } from 'zod';
-import { flattenText, Part, UsageSchema } from '../parts/index.ts';
+import { flattenText, Part } from '../parts/index.ts';
 import type { Message } from './messages.ts';
 
 /**
  * A Conversation as a file (issue 18): JSON that imports back the same — every Part, usage, status and time —
  * and Markdown to read. Pure: the routes stream these pieces out and feed an upload in.
  */
+/** Token counts as the columns hold them (whole numbers a 32-bit integer takes). */
+const tokens = z.number().int().min(0).max(2_147_483_647).nullable();
+const ImportedUsage = z.object({
+  inputTokens: tokens,
+  outputTokens: tokens,
+  reasoningTokens: tokens,
+  cachedInputTokens: tokens,
+});
+
 export const EXPORT_FORMAT = 'agentsville.conversation';
 /** 2: Messages carry `parentId` and `onPath` (the Conversation tree, ADR 0042). 1 was one path. */
 export const EXPORT_VERSION = 2;
@@ -35,7 +44,7 @@ export const ExportedMessage = z.object({
   error: z.string().max(10_000).nullable().default(null),
   provider: z.string().max(64).nullable().default(null),
   model: z.string().max(200).nullable().default(null),
-  usage: UsageSchema.nullable().default(null),
+  usage: ImportedUsage.nullable().default(null),
   costUsd: z.number().nonnegative().nullable().default(null),
   createdAt: z.iso.datetime({ offset: true }),
 });

@@ -244,8 +244,27 @@ function parseExport(req: Request): ConversationExport {
       );
     }
   }
+  // Nothing we export nests deeper than a tool's input does; far deeper is a file made to exhaust a stack.
+  if (depthOf(json) > MAX_DEPTH)
+    throw new AppError(400, 'INVALID_BODY', `The file nests deeper than ${MAX_DEPTH} levels.`);
   const parsed = ConversationExport.safeParse(json);
   if (!parsed.success) throw invalidBody(parsed.error);
   // Storable text, as every turn's is: NUL and half surrogate pairs become U+FFFD (jsonb refuses them).
   return wellFormed(parsed.data);
+}
+
+const MAX_DEPTH = 64;
+
+/** How deep a JSON value nests, walked without recursion (a value made to be deep cannot overflow it). */
+function depthOf(value: unknown): number {
+  let most = 0;
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length) {
+    const [v, d] = stack.pop()!;
+    if (!v || typeof v !== 'object') continue;
+    most = Math.max(most, d);
+    if (most > MAX_DEPTH) return most;
+    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
+  }
+  return most;
 }

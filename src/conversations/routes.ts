@@ -43,6 +43,7 @@ const MessagesQuery = z.object({
   before: z
     .string()
     .regex(/^\d{1,19}$/, 'before is a message seq')
+    .refine((v) => BigInt(v) <= 9_223_372_036_854_775_807n, 'before is a message seq')
     .optional(),
 });
 

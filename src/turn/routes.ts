@@ -103,10 +103,10 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       reply: firstReply(prepared.speaker),
       branchFrom: body.branchFrom,
     });
-    // A branch may have set the rolling summary aside (it covered another branch): read it as it is now.
-    if (body.branchFrom)
-      prepared.conversation =
-        (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
+    // Read again now the turn is ours: a branch (this one, or a switch from another tab just before the claim)
+    // may have set the rolling summary aside, and the summary sent must be the path's.
+    prepared.conversation =
+      (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
   });
 

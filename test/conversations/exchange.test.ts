@@ -187,7 +187,31 @@ it('a file that is not an export, or a broken one, is refused in words and store
     /npcs/,
   );
   await refused('', /export file/);
+  // Numbers the columns cannot hold, and a value nested to exhaust a stack: refused in words, not a 500.
+  await refused(
+    JSON.stringify({
+      ...good,
+      messages: [
+        {
+          ...good.messages[0],
+          usage: { inputTokens: 1.5, outputTokens: 3e9, reasoningTokens: null, cachedInputTokens: null },
+        },
+      ],
+    }),
+    /messages/,
+  );
+  const deep = `${'['.repeat(100_000)}${']'.repeat(100_000)}`;
+  await refused(
+    JSON.stringify({
+      ...good,
+      messages: [{ ...good.messages[0], parts: [{ type: 'tool', id: 'x', state: 'done', input: 'DEEP' }] }],
+    }).replace('"DEEP"', deep),
+    /nests deeper/,
+  );
   expect(await count()).toBe(before);
+  // A page asked for before a seq no Message can have is refused too.
+  const far = await app.api(`/api/conversations/${id}/messages?before=9999999999999999999`, { cookie });
+  expect(far.status).toBe(400);
 });
 
 it('every branch travels: the tree and the branch shown come back; a version 1 file is one path', async () => {
