@@ -16,7 +16,7 @@ export async function addMemories(
   playerId: string,
   texts: string[],
   from: { npcName?: string | null; lorebookOf?: string | null } = {},
-): Promise<void> {
+): Promise<Memory[]> {
   await tx`select pg_advisory_xact_lock(${LOCKS.counts}, hashtext(${playerId}))`;
   const [{ n }] = (await tx`select count(*)::int as n from memories where player_id = ${playerId}`) as [
     { n: number },
@@ -27,9 +27,10 @@ export async function addMemories(
       'TOO_MANY_MEMORIES',
       `Your Memory holds ${n.toLocaleString('en')} entries; it may hold ${MAX_MEMORIES.toLocaleString('en')}. Delete some first.`,
     );
-  await tx`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
+  return tx<Memory[]>`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
     select ${playerId}, t, ${from.npcName ?? null}, ${from.lorebookOf ?? null}, clock_timestamp()
-    from unnest(${texts}::text[]) with ordinality as e (t, n) order by n`;
+    from unnest(${texts}::text[]) with ordinality as e (t, n) order by n
+    returning id, text, npc_name as "npcName", created_at as "createdAt"`;
 }
 
 export interface Memory {

@@ -81,13 +81,8 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   router.post('/memories', async (req, res) => {
     const player = currentPlayer(res);
     const { text } = parseBody(req, MemoryBody);
-    const memory = await transaction(sql, async (tx) => {
-      await addMemories(tx, player.id, [text]);
-      const [row] = await tx<MemoryView[]>`select id, text, npc_name as "npcName", created_at as "createdAt"
-        from memories where player_id = ${player.id} order by created_at desc, id desc limit 1`;
-      return row!;
-    });
-    respond(res, MemoryResponse, { memory }, 201);
+    const [memory] = await transaction(sql, (tx) => addMemories(tx, player.id, [text]));
+    respond(res, MemoryResponse, { memory: memory! }, 201);
   });
   router.patch('/memories/:id', async (req, res) => {
     const player = currentPlayer(res);

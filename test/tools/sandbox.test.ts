@@ -225,6 +225,12 @@ describe('the sandbox process', () => {
       const refused = await run(`mkdir -p ${tooDeep} 2>&1; echo "exit $?"`);
       expect(refused.stdout).toMatch(/too long/i);
       expect(await folders(path.join(dir, 'sandboxes', 'c'))).toBe(0);
+      // Nor by moving a deep folder under another: 40 + 40 levels.
+      const forty = Array.from({ length: 40 }, () => 'b').join('/');
+      await run(`mkdir -p p/${forty} && mkdir -p q/${forty}`);
+      const moved = await run(`mv p q/${forty}/ 2>&1; echo "exit $?"`);
+      expect(moved.stdout).toMatch(/too long/i);
+      expect(await folders(path.join(dir, 'sandboxes', 'c', 'p'))).toBe(40);
     } finally {
       await rm(dir, { recursive: true, force: true });
     }

@@ -37,6 +37,21 @@ export async function usage(root: string): Promise<Usage> {
   return used;
 }
 
+/** The longest relative path under `dir`, and the most folders deep (bounded by the entry limit). */
+async function extentUnder(dir: string): Promise<{ length: number; depth: number }> {
+  const most = { length: 0, depth: 0 };
+  const walk = async (d: string, rel: string, depth: number) => {
+    for (const entry of await readdir(d, { withFileTypes: true }).catch(() => [])) {
+      const r = rel ? `${rel}/${entry.name}` : entry.name;
+      most.length = Math.max(most.length, r.length);
+      most.depth = Math.max(most.depth, depth);
+      if (entry.isDirectory()) await walk(path.join(d, entry.name), r, depth + 1);
+    }
+  };
+  await walk(dir, '', 1);
+  return most;
+}
+
 const bytes = (content: FileContent, encoding?: unknown) =>
   typeof content === 'string'
     ? Buffer.byteLength(content, encoding === 'binary' || encoding === 'latin1' ? 'latin1' : 'utf8')
@@ -147,6 +162,24 @@ export class QuotaFs extends ReadWriteFs {
         : 0;
     if (missing) this.reserve(missing * BLOCK, missing);
     return super.mkdir(p, options);
+  }
+
+  override async mv(src: string, dest: string) {
+    // A folder moved takes its tree along: the deepest path under it must still fit where it lands.
+    this.checkPath(dest);
+    const s = await this.stat(src);
+    if (s.isDirectory) {
+      // Checked as if the longest and the deepest path under it were one: refusing a little early is fine.
+      const below = await extentUnder(path.join(this.rootDir, src));
+      this.checkPath(path.posix.join(dest, 'x'.repeat(below.length)));
+      this.checkPath(path.posix.join(dest, ...Array(below.depth).fill('x')));
+    }
+    return super.mv(src, dest);
+  }
+
+  override async symlink(target: string, linkPath: string) {
+    this.checkPath(linkPath);
+    return super.symlink(target, linkPath);
   }
 
   override async link(_existing: string, _new: string): Promise<void> {
