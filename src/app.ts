@@ -24,6 +24,8 @@ import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
   sql: Sql;
+  /** Connections for publication locks only (publish/store.ts). */
+  lockSql?: Sql;
   providers: ProviderRegistry;
   instanceId: number;
   adminDids: string[];

@@ -110,8 +110,11 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
 
   let oauth: NodeOAuthClient | undefined;
   let baseUrl = atproto.publicUrl ?? '';
+  // Publication locks wait on connections of their own, never the pool the publishing itself needs.
+  const publicationLocks = connect(url, { max: 16 });
   const app = createApp({
     sql,
+    lockSql: publicationLocks,
     providers,
     instanceId: instance.id,
     adminDids: config.adminDids,
@@ -185,6 +188,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // Publications a crash or a rate limit left part-way resume in the background.
   const publishDeps = {
     sql,
+    lockSql: publicationLocks,
     oauth: () => oauth!,
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
@@ -194,9 +198,9 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // Live publishing: appends that are due go out from whichever server takes them first (ADR 0043).
   const stopLiveAppends = startLiveAppends(publishDeps);
   for (const p of await unfinishedPublications(sql)) {
-    withPublicationLock(sql, p.conversationId, () => resume(publishDeps, p.did, p.conversationId)).catch(
-      (e) => log(`publication ${p.conversationId} still unfinished`, e),
-    );
+    withPublicationLock(publicationLocks, p.conversationId, () =>
+      resume(publishDeps, p.did, p.conversationId),
+    ).catch((e) => log(`publication ${p.conversationId} still unfinished`, e));
   }
 
   return {
@@ -222,6 +226,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       await localnet?.close();
       await instance.release();
       await lockSql.end({ timeout: 5 });
+      await publicationLocks.end({ timeout: 5 });
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

@@ -36,6 +36,8 @@ import {
 
 export interface PublishDeps {
   sql: Sql;
+  /** Connections for publication locks only (see withPublicationLock); the main pool when not given. */
+  lockSql?: Sql;
   oauth: () => NodeOAuthClient;
   plcUrl: () => string;
   localNetwork: boolean;

@@ -1,6 +1,6 @@
-import PQueue from 'p-queue';
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
 import { LOCKS, transaction } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
 
@@ -186,19 +186,18 @@ export async function unfinishedPublications(sql: Sql): Promise<{ conversationId
  * live append on any server and a hold never interleave, so none plans from what another is about to replace.
  * Held on a connection of its own for as long as `fn` runs (publishing waits on the PDS).
  *
- * A waiter holds a pooled connection while PostgreSQL makes it wait, and `fn` needs another: so in this process
- * one waiter per Conversation, and a few Conversations at once, never every connection of the pool (ten
- * requests for one Conversation took them all, and the holder waited for a connection for ever).
+ * `lockSql` should be a pool of its own (the server's `publicationLocks`): a waiter holds a connection while
+ * PostgreSQL makes it wait, and `fn` needs the main pool, so waiters must never take the pool `fn` runs on
+ * (fifteen requests for one Conversation once took all ten connections and the holder waited for ever). In this
+ * process one request per Conversation waits at the lock; a wait past a minute is a 503.
  */
 export async function withPublicationLock<T>(
-  sql: Sql,
+  lockSql: Sql,
   conversationId: string,
   fn: () => Promise<T>,
 ): Promise<T> {
   const before = lockLines.get(conversationId) ?? Promise.resolve();
-  const mine = before
-    .catch(() => {})
-    .then(() => holders.add(() => locked(sql, conversationId, fn), { throwOnTimeout: true }));
+  const mine = before.catch(() => {}).then(() => locked(lockSql, conversationId, fn));
   lockLines.set(conversationId, mine);
   try {
     return await mine;
@@ -208,12 +207,22 @@ export async function withPublicationLock<T>(
 }
 
 const lockLines = new Map<string, Promise<unknown>>();
-const holders = new PQueue({ concurrency: 3 });
 
 async function locked<T>(sql: Sql, conversationId: string, fn: () => Promise<T>): Promise<T> {
   const conn = await sql.reserve();
   try {
-    await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${conversationId}))`;
+    await conn`select set_config('lock_timeout', '60s', false)`;
+    await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${conversationId}))`.catch((e) => {
+      throw (e as { code?: string }).code === '55P03'
+        ? new AppError(
+            503,
+            'PUBLICATION_BUSY',
+            'Another change to this publication is still going out. Try again in a minute.',
+            undefined,
+            30,
+          )
+        : e;
+    });
     try {
       return await fn();
     } finally {

@@ -269,3 +269,31 @@ it('many requests for one publication at once all answer: waiters never take eve
   // And the server answers anything else as ever.
   expect((await api(`/api/conversations/${c}`)).status).toBe(200);
 }, 60_000);
+
+it('a publication waiting for its lock never holds up another: each Conversation waits on its own', async () => {
+  const published = async () => {
+    const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ed' }]);
+    await turn(c, 'Hi', 'Hello.');
+    const res = await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } });
+    expect(res.status, await res.clone().text()).toBe(200);
+    return c;
+  };
+  const held: string[] = [];
+  for (let i = 0; i < 4; i++) held.push(await published());
+  const free = await published();
+  // Four Conversations' locks are held elsewhere (another instance publishing, say): their requests wait.
+  const holder = await local.app.db.sql.reserve();
+  for (const c of held) await holder`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
+  const waiting = held.map((c) =>
+    api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: true } }),
+  );
+  // A fifth Conversation's request is answered at once, not after theirs.
+  const answer = await api(`/api/conversations/${free}/publication/live`, {
+    method: 'PUT',
+    body: { live: true },
+  });
+  expect(answer.status).toBe(204);
+  for (const c of held) await holder`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
+  holder.release();
+  expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([204, 204, 204, 204]);
+}, 60_000);
