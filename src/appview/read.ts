@@ -71,7 +71,8 @@ export async function threadPreview(
   const [row] = await sql<
     { title: string | null; did: string; handle: string | null; first: string | null }[]
   >`
-    select s.record->>'title' as title, s.did, a.handle,
+    select s.record->>'title' as title, s.did,
+      case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end as handle,
       (select left(m.record->>'text', 200) from index_messages m
         where m.session_uri = s.uri and m.did = s.did and m.record ? 'text' order by m.rkey limit 1) as first
     from index_sessions s left join index_actors a on a.did = s.did

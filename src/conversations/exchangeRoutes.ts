@@ -253,7 +253,7 @@ function parseExport(req: Request): ConversationExport {
   return wellFormed(parsed.data);
 }
 
-const MAX_DEPTH = 64;
+const MAX_DEPTH = 256;
 
 /** How deep a JSON value nests, walked without recursion (a value made to be deep cannot overflow it). */
 function depthOf(value: unknown): number {

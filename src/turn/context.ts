@@ -64,12 +64,15 @@ export async function assembleContext(
         onChunk: async (s, through, tokens) => {
           await saveSummary(deps.sql, conversation.id, s, through.seq);
           await chargeTokens(deps.sql, args.playerId, tokens);
+          summary = s;
         },
       });
     } catch (e) {
-      // The reply goes on with the older summary; the same turns are folded in on the next turn.
+      // The reply goes on with the summary as far as it got; the turns not yet folded in are on the next turn.
       deps.log('rolling summary failed', e);
     }
+    // Past SUMMARY_CALLS_PER_TURN (a long imported backlog) the oldest dropped turns are neither in the window
+    // nor yet in the summary for this turn: later turns fold them in, four calls at a time.
   }
   const system = systemPromptParts({
     identity: speaker.npc,

@@ -103,10 +103,6 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       reply: firstReply(prepared.speaker),
       branchFrom: body.branchFrom,
     });
-    // Read again now the turn is ours: a branch (this one, or a switch from another tab just before the claim)
-    // may have set the rolling summary aside, and the summary sent must be the path's.
-    prepared.conversation =
-      (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
   });
 
@@ -122,9 +118,6 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
     });
-    // The replies answered again left the path; a summary that covered them was set aside.
-    prepared.conversation =
-      (await getConversation(deps.sql, player.id, prepared.conversation.id)) ?? prepared.conversation;
     await stream(deps, res, { ...prepared, ...begun });
   });
 
@@ -254,7 +247,12 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   };
   try {
     sse.open();
-    await runTurn(deps, { ...plan, track }, abort.signal, send);
+    // Read again now the turn is ours (inside this try, so a failure still releases the claim): a branch — this
+    // turn's, a regenerate's, or a switch from another tab just before the claim — may have set the rolling
+    // summary aside, and the summary sent must be the path's.
+    const conversation =
+      (await getConversation(deps.sql, plan.playerId, plan.conversation.id)) ?? plan.conversation;
+    await runTurn(deps, { ...plan, conversation, track }, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({
@@ -273,7 +271,8 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     if (held) out(held);
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
     // marked interrupted, with its last checkpoint, before its followers are told it ended.
-    const unfinished = begun.filter((id) => !finished.has(id));
+    // (The first reply's row was written with the claim: it counts even if the turn failed before it began.)
+    const unfinished = [...new Set([plan.replyId, ...begun])].filter((id) => !finished.has(id));
     if (unfinished.length)
       await markUnfinished(deps.sql, unfinished).catch((e) => deps.log('unfinished replies not marked', e));
     for (const id of begun) hub?.end(id);

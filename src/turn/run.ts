@@ -191,8 +191,9 @@ async function runReply(
   let releaseAttachments = () => {};
   // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
   let promptChars = 0;
-  // The Provider's final count arrived (a `finish`), and what has streamed since the last step it counted.
+  // The Provider's final count arrived (a `finish`); a step has begun and not been counted; what it streamed.
   let finished = false;
+  let stepOpen = false;
   let sinceStep = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
   let errorCode: Failure['code'] | LimitReached['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
@@ -261,8 +262,10 @@ async function runReply(
         deps.checkpoints.update(message.id, parts);
         emit({ type: 'part', messageId: message.id, part: fragment });
         if (shared) emit({ type: 'part', messageId: message.id, part: shared });
-      } else if (chunk.type === 'finish-step') {
+      } else if (chunk.type === 'start-step') stepOpen = true;
+      else if (chunk.type === 'finish-step') {
         stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
+        stepOpen = false;
         sinceStep = 0;
       } else if (chunk.type === 'finish') {
         finished = true;
@@ -309,11 +312,11 @@ async function runReply(
     const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage, cacheWrites);
     // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate for
     // what was not, at four characters a token: the whole reply when nothing was reported, else the step cut
-    // short (its prompt and what it streamed) when the reply ended without the Provider's final count.
+    // short (its prompt and what it streamed) when the reply ended inside a step the Provider never counted.
     const reported = usage?.inputTokens != null || usage?.outputTokens != null;
     const spent = !reported
       ? Math.ceil((promptChars + JSON.stringify(parts).length) / 4)
-      : !finished
+      : !finished && stepOpen
         ? Math.ceil((promptChars + sinceStep) / 4)
         : null;
     const shared = parts.filter((p) => p.type === 'file').map((p) => p.id);

@@ -230,6 +230,8 @@ describe('the sandbox process', () => {
       await run(`mkdir -p p/${forty} && mkdir -p q/${forty}`);
       const moved = await run(`mv p q/${forty}/ 2>&1; echo "exit $?"`);
       expect(moved.stdout).toMatch(/too long/i);
+      const copied = await run(`cp -r p q/${forty}/ 2>&1; echo "exit $?"`);
+      expect(copied.stdout).toMatch(/too long/i);
       expect(await folders(path.join(dir, 'sandboxes', 'c', 'p'))).toBe(40);
     } finally {
       await rm(dir, { recursive: true, force: true });

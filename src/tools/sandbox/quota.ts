@@ -167,14 +167,16 @@ export class QuotaFs extends ReadWriteFs {
   override async mv(src: string, dest: string) {
     // A folder moved takes its tree along: the deepest path under it must still fit where it lands.
     this.checkPath(dest);
-    const s = await this.stat(src);
-    if (s.isDirectory) {
-      // Checked as if the longest and the deepest path under it were one: refusing a little early is fine.
-      const below = await extentUnder(path.join(this.rootDir, src));
-      this.checkPath(path.posix.join(dest, 'x'.repeat(below.length)));
-      this.checkPath(path.posix.join(dest, ...Array(below.depth).fill('x')));
-    }
+    if ((await this.stat(src)).isDirectory) await this.checkTreeAt(src, dest);
     return super.mv(src, dest);
+  }
+
+  /** The folder at `src`, moved or copied to `dest`: its longest and its deepest path must still fit there. */
+  private async checkTreeAt(src: string, dest: string) {
+    // Checked as if the longest and the deepest path under it were one: refusing a little early is fine.
+    const below = await extentUnder(path.join(this.rootDir, src));
+    this.checkPath(path.posix.join(dest, 'x'.repeat(below.length)));
+    this.checkPath(path.posix.join(dest, ...Array(below.depth).fill('x')));
   }
 
   override async symlink(target: string, linkPath: string) {
@@ -188,8 +190,9 @@ export class QuotaFs extends ReadWriteFs {
 
   override async cp(src: string, dest: string, options?: Parameters<ReadWriteFs['cp']>[2]) {
     this.checkPath(dest);
-    // A tree copy is counted as the bytes under the source.
+    // A tree copy is counted as the bytes under the source, and must fit the path limits where it lands.
     const s = await this.stat(src);
+    if (s.isDirectory) await this.checkTreeAt(src, dest);
     const copied = s.isFile
       ? { bytes: Math.max(BLOCK, s.size), entries: 1 }
       : await usage(path.join(this.rootDir, src));
