@@ -72,7 +72,7 @@ export function createApp(deps: AppDeps): Express {
   app.set('trust proxy', 'loopback');
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address.
-  const rationed = publicRateLimit(deps.publicRequestsPerMinute);
+  const rationed = publicRateLimit(deps.publicRequestsPerMinute, { sql: deps.sql, name: 'public' });
   app.use(['/xrpc', '/api/reader', '/profile', '/oauth', '/api/auth/login'], rationed);
 
   app.get('/healthz', (_req, res) => {

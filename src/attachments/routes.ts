@@ -62,8 +62,18 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
   const uploading = new Map<string, number>();
   // Each upload and page fetch is work and bytes: rationed per Player, not per address. Downloads too, more
   // loosely (a transcript of pictures loads each of them).
-  const rationed = perPlayer(60, 'Too many attachments at once: at most 60 a minute. Try again shortly.');
-  const downloads = perPlayer(600, 'Too many downloads at once: at most 600 a minute. Try again shortly.');
+  const rationed = perPlayer(
+    sql,
+    'attachments',
+    60,
+    'Too many attachments at once: at most 60 a minute. Try again shortly.',
+  );
+  const downloads = perPlayer(
+    sql,
+    'downloads',
+    600,
+    'Too many downloads at once: at most 600 a minute. Try again shortly.',
+  );
 
   router.post('/conversations/:id/attachments', rationed, async (req, res) => {
     const player = currentPlayer(res);
@@ -178,8 +188,8 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
   return router;
 }
 
-function perPlayer(limit: number, message: string) {
-  return keyedRateLimit(limit, message, (_req, res) => currentPlayer(res).id);
+function perPlayer(sql: Sql, name: string, limit: number, message: string) {
+  return keyedRateLimit(limit, message, (_req, res) => currentPlayer(res).id, { sql, name });
 }
 
 /** The Conversation must be the Player's; the pending count and the Player's space are checked up front. */

@@ -50,6 +50,7 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     30,
     'Too many imports at once: at most 30 a minute.',
     (_req, res) => currentPlayer(res).id,
+    { sql, name: 'card-imports' },
   );
 
   router.post('/npcs/import', rationed, oneImportAtATime, readBytes(MAX_CARD_BYTES), async (req, res) => {

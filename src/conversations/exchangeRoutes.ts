@@ -99,6 +99,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       30,
       `Too many ${what} at once: at most 30 a minute.`,
       (_req, res) => currentPlayer(res).id,
+      { sql, name: what },
     );
 
   router.get('/conversations/:id/export', rationed('exports'), exportsAtOnce, async (req, res) => {

@@ -146,6 +146,7 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     120,
     'Too many searches at once: at most 120 a minute.',
     (_req, res) => currentPlayer(res).id,
+    { sql, name: 'searches' },
   );
 
   // Shows another branch of the Conversation: the path through the chosen Message (ADR 0042).

@@ -2,7 +2,7 @@
 export { isUuid, parseBody, parseQuery, readBytes, readJsonBody } from './body.ts';
 export { AppError, errorHandler, forbidden, invalidBody, notFound, unauthenticated } from './errors.ts';
 export { escapeHtml } from './html.ts';
-export { inFlightLimit, keyedRateLimit, publicRateLimit } from './rateLimit.ts';
+export { inFlightLimit, keyedRateLimit, publicRateLimit, type SharedCount } from './rateLimit.ts';
 export { respond } from './respond.ts';
 export { INTENT_HEADER, requireIntent, securityHeaders } from './security.ts';
 export { SseWriter } from './sse.ts';

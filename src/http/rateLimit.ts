@@ -1,13 +1,27 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
+import type { Sql } from '../db/index.ts';
+import { PgRateStore } from './rateStore.ts';
+
+/**
+ * Where a limiter counts: `shared` (the database, and a name for this limiter) counts across every server
+ * instance; without it, this instance's memory (tests of pure units). A counter that cannot be reached lets the
+ * request through rather than refuse everyone.
+ */
+export interface SharedCount {
+  sql: Sql;
+  name: string;
+}
+const counting = (shared: SharedCount | undefined) =>
+  shared ? { store: new PgRateStore(shared.sql, shared.name), passOnStoreError: true } : {};
 
 /**
  * Per client address, for routes anyone may call without signing in: `perMinute` requests a minute, then 429
- * with Retry-After. XRPC routes answer in the spec's error shape. Counted in this instance's memory: several
- * instances behind one address each allow the limit (a shared store would be PostgreSQL's job; not needed yet).
+ * with Retry-After. XRPC routes answer in the spec's error shape.
  */
-export function publicRateLimit(perMinute: number): RequestHandler {
+export function publicRateLimit(perMinute: number, shared?: SharedCount): RequestHandler {
   return rateLimit({
+    ...counting(shared),
     windowMs: 60_000,
     limit: perMinute,
     standardHeaders: 'draft-8',
@@ -27,14 +41,16 @@ export function publicRateLimit(perMinute: number): RequestHandler {
 
 /**
  * `limit` requests a minute per key (a Player, for work a signed-in request starts: uploads, imports), then 429
- * RATE_LIMITED with `message`. Counted per instance, like the public limit.
+ * RATE_LIMITED with `message`. Counted across instances when `shared` is given, like the public limit.
  */
 export function keyedRateLimit(
   limit: number,
   message: string,
   key: (req: Request, res: Response) => string,
+  shared?: SharedCount,
 ): RequestHandler {
   return rateLimit({
+    ...counting(shared),
     windowMs: 60_000,
     limit,
     keyGenerator: key,

@@ -132,4 +132,22 @@ describe('the public routes are rationed per address', () => {
       await strict.close();
     }
   });
+
+  it('the limit holds across server instances: two instances on one database allow it once, not twice', async () => {
+    const a = await startTestApp({ publicRequestsPerMinute: 6 });
+    const b = await startTestApp({ publicRequestsPerMinute: 6 }, {}, { db: a.db, fake: a.fake });
+    try {
+      const statuses: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        const on = i % 2 === 0 ? a : b;
+        const res = await fetch(`${on.running.listenUrl}/xrpc/click.aligned.chat.listSessions`);
+        await res.body?.cancel();
+        statuses.push(res.status);
+      }
+      expect(statuses).toEqual([200, 200, 200, 200, 200, 200, 429, 429]);
+    } finally {
+      await b.close();
+      await a.close();
+    }
+  });
 });
