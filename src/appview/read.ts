@@ -120,22 +120,31 @@ const sessionColumns = (sql: Sql) => sql`
 export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
   // Hot threads are served from memory while their version (session CID, author handle, turn count and
   // newest index time) is unchanged: one small query instead of re-assembling a thousand turns.
-  const [v] = await sql<{ version: string }[]>`
-    select s.cid || '|' || coalesce(a.handle, '') || '|' || (select count(*) || '|' || coalesce(max(m.indexed_at)::text, '')
-      from index_messages m where m.session_uri = s.uri and m.did = s.did) as version
-    from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+  // The same small query says how large the thread is: most are far inside the bounds and are read whole,
+  // without the running sum the bounded read needs.
+  const [v] = await sql<{ version: string; bounded: boolean }[]>`
+    select s.cid || '|' || coalesce(a.handle, '') || '|' || t.n || '|' || coalesce(t.newest::text, '') as version,
+      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded
+    from index_sessions s left join index_actors a on a.did = s.did,
+      lateral (select count(*) as n, max(m.indexed_at) as newest, coalesce(sum(octet_length(m.view)), 0) as bytes
+        from index_messages m where m.session_uri = s.uri and m.did = s.did) t
+    where s.uri = ${uri}`;
   const cached = v && threadCache.get(uri);
   if (cached && cached.version === v.version) return cached.json;
+  const turns = v?.bounded
+    ? sql`(select string_agg(t.view, ',' order by t.rkey) from (
+        select m.view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto from index_messages m
+        where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
+      where t.upto <= ${MAX_THREAD_BYTES})`
+    : sql`(select string_agg(m.view, ',' order by m.rkey) from index_messages m
+        where m.session_uri = s.uri and m.did = s.did)`;
   const read = async () => {
     // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
     const [row] = await sql<{ json: string; handle: string | null }[]>`
       select a.handle, '{"session":' || json_build_object(
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
-        || ',"messages":[' || coalesce((select string_agg(t.view, ',' order by t.rkey) from (
-            select m.view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto from index_messages m
-            where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
-          where t.upto <= ${MAX_THREAD_BYTES}), '') || ']}' as json
+        || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
       from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     return row;
   };
