@@ -255,6 +255,16 @@ const insertReply = (
   returning id`;
 
 /**
+ * A turn begun: the Player's Message, the first reply's row, and the rolling summary as the claim found it —
+ * after this turn's own branch and any switch before it, so the turn sends the summary of its path.
+ */
+export interface Begun {
+  playerMessage: Message;
+  replyId: string;
+  summary: Pick<Conversation, 'summary' | 'summaryThrough'>;
+}
+
+/**
  * Checks what the Player may spend, claims the Conversation for one turn and writes the Player's Message, in
  * one transaction: when the claim fails nothing is inserted and the answer is 409; over a limit, 429.
  */
@@ -272,7 +282,7 @@ export async function beginPlayerTurn(
     /** Start a branch: the Message goes after `parentId` (null: as a new first Message), not after the head. */
     branchFrom?: { parentId: string | null };
   },
-): Promise<{ playerMessage: Message; replyId: string }> {
+): Promise<Begun> {
   const attached = args.attachments ?? [];
   // A Message of attachments alone is titled by the first one's name.
   const first = attached[0];
@@ -292,7 +302,10 @@ export async function beginPlayerTurn(
       ...(args.text ? [{ type: 'text', text: args.text }] : []),
       ...attached,
     ] as JsonValue);
-    const [row] = await tx<(Spent & Partial<MessageRow> & { reply_id: string | null })[]>`
+    const [row] = await tx<
+      (Spent &
+        Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string })[]
+    >`
       with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)},
       claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
@@ -302,11 +315,17 @@ export async function beginPlayerTurn(
         returning ${messageColumns(tx)}),
       ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`, tx`player.id`)})
-      select spend.*, player.*, (select id from reply) as reply_id from spend left join player on true`;
+      select spend.*, player.*, (select id from reply) as reply_id,
+        (select summary from claimed) as claimed_summary, (select summary_through from claimed) as claimed_through
+      from spend left join player on true`;
     await locked;
     judgeSpending(row!, args.limits);
     if (!row?.id || !row.reply_id) throw turnInProgress();
-    return { playerMessage: toMessage(row as MessageRow), replyId: row.reply_id };
+    return {
+      playerMessage: toMessage(row as MessageRow),
+      replyId: row.reply_id,
+      summary: { summary: row.claimed_summary, summaryThrough: row.claimed_through },
+    };
   });
 }
 
@@ -360,7 +379,7 @@ export async function beginRegenerate(
     limits: SpendingLimits;
     reply: FirstReply;
   },
-): Promise<{ playerMessage: Message; replyId: string }> {
+): Promise<Begun> {
   return transaction(sql, async (tx) => {
     // BEGIN, the lock and both reads in one round trip; the claim and COMMIT in a second.
     const locked = lockSpending(tx, args.playerId);
@@ -379,17 +398,25 @@ export async function beginRegenerate(
       throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
     // The replies answered again leave the path but stay in the tree: the new one is their sibling, and the
     // Player can switch back (ADR 0042). A summary that covered them is rebuilt from the path.
-    const [row] = await tx<{ reply_id: string }[]>`
+    const [row] = await tx<{ reply_id: string | null; summary: string; summary_through: string }[]>`
       with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
       ${logTurn(tx, args.playerId)},
       aside as (update messages set on_path = false
         where conversation_id = (select id from claimed) and on_path and seq > ${last.seq} returning seq),
       forgot as (update conversations set summary = '', summary_through = 0
-        where id = (select id from claimed) and summary_through > ${last.seq} and exists (select 1 from aside)),
+        where id = (select id from claimed) and summary_through > ${last.seq} and exists (select 1 from aside)
+        returning id),
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`, tx`${last.id}::uuid`)})
-      select id as reply_id from reply`;
-    if (!row) throw turnInProgress();
-    return { playerMessage: toMessage(last), replyId: row.reply_id };
+      select (select id from reply) as reply_id,
+        case when exists (select 1 from forgot) then '' else (select summary from claimed) end as summary,
+        case when exists (select 1 from forgot) then '0' else (select summary_through from claimed) end
+          as summary_through`;
+    if (!row?.reply_id) throw turnInProgress();
+    return {
+      playerMessage: toMessage(last),
+      replyId: row.reply_id,
+      summary: { summary: row.summary, summaryThrough: row.summary_through },
+    };
   });
 }
 
@@ -410,7 +437,7 @@ const claimSql = (
   update conversations set turn_owner = ${instanceId}, updated_at = now(), title = coalesce(title, ${title})
   where id = ${conversationId} and player_id = ${playerId} and ${when}
     and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
-  returning id`;
+  returning id, summary, summary_through::text as summary_through`;
 
 export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number): Promise<void> {
   await sql`update conversations set turn_owner = null where id = ${conversationId} and turn_owner = ${instanceId}`;

@@ -103,7 +103,9 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       reply: firstReply(prepared.speaker),
       branchFrom: body.branchFrom,
     });
-    await stream(deps, res, { ...prepared, ...begun });
+    // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
+    const conversation = { ...prepared.conversation, ...begun.summary };
+    await stream(deps, res, { ...prepared, ...begun, conversation });
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
@@ -118,7 +120,9 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
     });
-    await stream(deps, res, { ...prepared, ...begun });
+    // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
+    const conversation = { ...prepared.conversation, ...begun.summary };
+    await stream(deps, res, { ...prepared, ...begun, conversation });
   });
 
   return router;
@@ -247,12 +251,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   };
   try {
     sse.open();
-    // Read again now the turn is ours (inside this try, so a failure still releases the claim): a branch — this
-    // turn's, a regenerate's, or a switch from another tab just before the claim — may have set the rolling
-    // summary aside, and the summary sent must be the path's.
-    const conversation =
-      (await getConversation(deps.sql, plan.playerId, plan.conversation.id)) ?? plan.conversation;
-    await runTurn(deps, { ...plan, conversation, track }, abort.signal, send);
+    await runTurn(deps, { ...plan, track }, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({
