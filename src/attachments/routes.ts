@@ -2,7 +2,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { currentPlayer } from '../auth/index.ts';
+import { currentPlayer, playerKey } from '../auth/index.ts';
 import { type Sql, transaction } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
@@ -189,7 +189,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
 }
 
 function perPlayer(sql: Sql, name: string, limit: number, message: string) {
-  return keyedRateLimit(limit, message, (_req, res) => currentPlayer(res).id, { sql, name });
+  return keyedRateLimit(limit, message, playerKey, { sql, name });
 }
 
 /** The Conversation must be the Player's; the pending count and the Player's space are checked up front. */

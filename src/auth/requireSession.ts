@@ -20,3 +20,6 @@ export function currentPlayer(res: Response): Player {
   if (!player) throw unauthenticated();
   return player;
 }
+
+/** The signed-in Player's id as a limiter's key (rate and in-flight limits are per Player). */
+export const playerKey = (_req: unknown, res: Response): string => currentPlayer(res).id;

@@ -1,6 +1,6 @@
 import { type Request, Router } from 'express';
 import { z } from 'zod';
-import { currentPlayer } from '../auth/index.ts';
+import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import {
   AppError,
@@ -44,14 +44,12 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     1,
     4,
     'An import is already running: wait for it to finish.',
-    (_req, res) => currentPlayer(res).id,
+    playerKey,
   );
-  const rationed = keyedRateLimit(
-    30,
-    'Too many imports at once: at most 30 a minute.',
-    (_req, res) => currentPlayer(res).id,
-    { sql, name: 'card-imports' },
-  );
+  const rationed = keyedRateLimit(30, 'Too many imports at once: at most 30 a minute.', playerKey, {
+    sql,
+    name: 'card-imports',
+  });
 
   router.post('/npcs/import', rationed, oneImportAtATime, readBytes(MAX_CARD_BYTES), async (req, res) => {
     const player = currentPlayer(res);

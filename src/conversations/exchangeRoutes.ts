@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
-import { currentPlayer } from '../auth/index.ts';
+import { currentPlayer, playerKey } from '../auth/index.ts';
 import { type Sql, transaction } from '../db/index.ts';
 import {
   AppError,
@@ -84,7 +84,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     1,
     4,
     'An import is already running: wait for it to finish.',
-    (_req, res) => currentPlayer(res).id,
+    playerKey,
   );
   // An export holds a page of rows while its reader takes them, for as long as the reader is slow: two per
   // Player and eight per instance at once, and none longer than EXPORT_DEADLINE_MS.
@@ -92,15 +92,10 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     2,
     8,
     'Two exports are already running: wait for one to finish.',
-    (_req, res) => currentPlayer(res).id,
+    playerKey,
   );
   const rationed = (what: string) =>
-    keyedRateLimit(
-      30,
-      `Too many ${what} at once: at most 30 a minute.`,
-      (_req, res) => currentPlayer(res).id,
-      { sql, name: what },
-    );
+    keyedRateLimit(30, `Too many ${what} at once: at most 30 a minute.`, playerKey, { sql, name: what });
 
   router.get('/conversations/:id/export', rationed('exports'), exportsAtOnce, async (req, res) => {
     const player = currentPlayer(res);

@@ -1,6 +1,6 @@
 import { Router } from 'express';
 import { z } from 'zod';
-import { currentPlayer } from '../auth/index.ts';
+import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { removeSandbox } from '../tools/index.ts';
@@ -142,12 +142,10 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
   });
 
   // Search is work for PostgreSQL: rationed per Player (a search box asks as the Player types, after a pause).
-  const searches = keyedRateLimit(
-    120,
-    'Too many searches at once: at most 120 a minute.',
-    (_req, res) => currentPlayer(res).id,
-    { sql, name: 'searches' },
-  );
+  const searches = keyedRateLimit(120, 'Too many searches at once: at most 120 a minute.', playerKey, {
+    sql,
+    name: 'searches',
+  });
 
   // Shows another branch of the Conversation: the path through the chosen Message (ADR 0042).
   router.post('/conversations/:id/branch', async (req, res) => {

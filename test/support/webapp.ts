@@ -1,5 +1,6 @@
 import type { Page } from 'playwright-core';
-import type { TestApp } from './app.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { startTestApp, type TestApp } from './app.ts';
 import { type Browser, openBrowser } from './browser.ts';
 
 /** A browser signed in to the test app as a fresh Player (the session cookie set directly). */
@@ -10,6 +11,23 @@ export async function openSignedIn(app: TestApp): Promise<Browser & { cookie: st
     { name: 'av_session', value: cookie.split('=')[1]!, url: app.url, httpOnly: true, sameSite: 'Lax' },
   ]);
   return { ...browser, cookie };
+}
+
+export type SignedIn = Awaited<ReturnType<typeof openSignedIn>>;
+
+/** A browser test file's app and signed-in browser: started before its tests, closed after them. */
+export function useSignedInApp(set: (app: TestApp, browser: SignedIn) => void): void {
+  let app: TestApp | undefined;
+  let browser: SignedIn | undefined;
+  beforeAll(async () => {
+    app = await startTestApp();
+    browser = await openSignedIn(app);
+    set(app, browser);
+  }, 60_000);
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+  });
 }
 
 /** Each Part of each Message on the page, as [kind, text]: what "reload equals stream" compares. */

@@ -1,20 +1,16 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { expect, it } from 'vitest';
+import type { TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
-import { openSignedIn } from '../support/webapp.ts';
+import { type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
 let app: TestApp;
-let browser: Awaited<ReturnType<typeof openSignedIn>>;
-beforeAll(async () => {
-  app = await startTestApp();
-  browser = await openSignedIn(app);
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
+let browser: SignedIn;
+useSignedInApp((a, b) => {
+  app = a;
+  browser = b;
 });
 
 it('Regenerate keeps the old reply one click away, and editing a message starts a branch', async () => {

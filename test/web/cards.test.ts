@@ -1,18 +1,14 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import { pngWithText } from '../../src/cards/png.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import type { TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
-import { openSignedIn } from '../support/webapp.ts';
+import { type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
 let app: TestApp;
-let browser: Awaited<ReturnType<typeof openSignedIn>>;
-beforeAll(async () => {
-  app = await startTestApp();
-  browser = await openSignedIn(app);
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
+let browser: SignedIn;
+useSignedInApp((a, b) => {
+  app = a;
+  browser = b;
 });
 
 it('a character card file picked on the NPCs page becomes an NPC; a broken one says why', async () => {

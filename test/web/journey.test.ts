@@ -1,17 +1,13 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { expect, it } from 'vitest';
+import type { TestApp } from '../support/app.ts';
 import { textScript } from '../support/fakeProvider.ts';
-import { openSignedIn } from '../support/webapp.ts';
+import { type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
 let app: TestApp;
-let browser: Awaited<ReturnType<typeof openSignedIn>>;
-beforeAll(async () => {
-  app = await startTestApp();
-  browser = await openSignedIn(app);
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
+let browser: SignedIn;
+useSignedInApp((a, b) => {
+  app = a;
+  browser = b;
 });
 
 it('a Player builds an NPC, talks with it, renames and deletes the Conversation, and sees usage — by keyboard', async () => {

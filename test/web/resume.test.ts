@@ -1,18 +1,14 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { expect, it } from 'vitest';
+import type { TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
 import { messages, setupConversation } from '../support/turns.ts';
-import { openSignedIn, partsOnPage } from '../support/webapp.ts';
+import { partsOnPage, type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
 let app: TestApp;
-let browser: Awaited<ReturnType<typeof openSignedIn>>;
-beforeAll(async () => {
-  app = await startTestApp();
-  browser = await openSignedIn(app);
-}, 60_000);
-afterAll(async () => {
-  await browser?.close();
-  await app?.close();
+let browser: SignedIn;
+useSignedInApp((a, b) => {
+  app = a;
+  browser = b;
 });
 
 it('a reply survives a reload and a second tab: both follow it live, and Stop in one stops it for both', async () => {
