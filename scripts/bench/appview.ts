@@ -3,7 +3,7 @@ import { TID } from '@atproto/common-web';
 import { IdResolver, MemoryCache } from '@atproto/identity';
 import { Firehose, MemoryRunner } from '@atproto/sync';
 import { startIndexer } from '../../src/appview/index.ts';
-import { indexRecord } from '../../src/appview/store.ts';
+import { indexRecords } from '../../src/appview/store.ts';
 import { startLocalApp } from '../../test/support/localnet.ts';
 import type { Figure } from '../bench.ts';
 import { median, round, sideBySide } from './stats.ts';
@@ -122,19 +122,20 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       values (${turnsUri}, ${bob.did}, ${thread}, 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm', ${app.db.sql.json({ $type: 'click.aligned.chat.session', title: 'T', createdAt: new Date().toISOString() })}, now())`;
     // 1,000 turns through the indexer's own code path.
     for (let i = 1; i <= 1000; i++) {
-      await indexRecord(app.db.sql, {
-        did: bob.did,
-        collection: 'click.aligned.chat.message',
-        rkey: TID.nextStr(),
-        cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
-        record: {
-          $type: 'click.aligned.chat.message',
-          session: turnsUri,
-          role: 'user',
-          createdAt: '2026-11-01T00:00:00.000Z',
-          text: `turn ${i} ${'words '.repeat(30)}`,
+      await indexRecords(app.db.sql, bob.did, [
+        {
+          collection: 'click.aligned.chat.message',
+          rkey: TID.nextStr(),
+          cid: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm',
+          record: {
+            $type: 'click.aligned.chat.message',
+            session: turnsUri,
+            role: 'user',
+            createdAt: '2026-11-01T00:00:00.000Z',
+            text: `turn ${i} ${'words '.repeat(30)}`,
+          },
         },
-      });
+      ]);
     }
     const url = `${app.running.listenUrl}/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(turnsUri)}`;
     const getThread = async () => {

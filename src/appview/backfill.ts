@@ -1,7 +1,7 @@
 import type { Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
-import { indexRecord } from './store.ts';
+import { type IndexInput, indexRecords, pruneTombstones, underAuthorLock } from './store.ts';
 
 /**
  * How much reading one author's repo may cost (pages are per collection). A backfill is triggered by anonymous readers and runs against a
@@ -16,6 +16,9 @@ export interface BackfillLimits {
   concurrency: number;
   waiting: number;
   cooldownMs: number;
+  /** What backfills may keep in all, across authors (see evictBackfilled). */
+  totalRecords: number;
+  totalBytes: number;
 }
 
 export const BACKFILL_LIMITS: BackfillLimits = {
@@ -26,6 +29,8 @@ export const BACKFILL_LIMITS: BackfillLimits = {
   concurrency: 4,
   waiting: 100,
   cooldownMs: 10 * 60_000,
+  totalRecords: 50_000,
+  totalBytes: 128 * 1024 * 1024,
 };
 
 class BackfillBusy extends Error {}
@@ -41,18 +46,18 @@ class Backfills {
   ) {}
 
   /** Starts the DID's backfill, or joins the one running. It belongs to no request: a reader leaving ends nothing. */
-  start(network: Network, did: string): Promise<number> {
+  start(network: Network, did: string, limits = this.limits): Promise<number> {
     const running = this.jobs.get(did);
     if (running) return running;
-    const job = this.run(network, did).finally(() => this.jobs.delete(did));
+    const job = this.run(network, did, limits).finally(() => this.jobs.delete(did));
     job.catch(() => {});
     this.jobs.set(did, job);
     return job;
   }
 
-  private async run(network: Network, did: string): Promise<number> {
+  private async run(network: Network, did: string, limits: BackfillLimits): Promise<number> {
     const [recent] = await this.sql`select 1 from index_actors where did = ${did}
-      and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
+      and backfilled_at > now() - make_interval(secs => ${limits.cooldownMs / 1000})`;
     if (recent) return 0;
     if (this.active >= this.limits.concurrency) {
       // Busy: not read, and not "read and empty" either — the reader is told to ask again (INDEXING).
@@ -61,7 +66,7 @@ class Backfills {
     }
     this.active++;
     try {
-      return await readRepo(this.sql, network, did, this.limits);
+      return await readRepo(this.sql, network, did, limits);
     } finally {
       this.active--;
       this.queue.shift()?.();
@@ -73,8 +78,19 @@ class Backfills {
 async function readRepo(sql: Sql, network: Network, did: string, limits: BackfillLimits): Promise<number> {
   const signal = AbortSignal.timeout(limits.timeMs);
   const id = await network.identity(did);
+  // Read from the database's clock: whatever the index takes after this (a delete, a newer version from the
+  // stream) wins over what this read brings.
+  const [row] = await sql<{ since: Date }[]>`select clock_timestamp() as since`;
+  const since = row!.since;
   let records = 0;
   let bytes = 0;
+  let page: IndexInput[] = [];
+  const write = async () => {
+    const batch = page;
+    page = [];
+    if (batch.length)
+      await underAuthorLock(sql, did, (tx) => indexRecords(tx, did, batch, { backfill: { since } }));
+  };
   try {
     if (id) {
       outer: for (const collection of [SESSION, MESSAGE]) {
@@ -85,27 +101,56 @@ async function readRepo(sql: Sql, network: Network, did: string, limits: Backfil
         })) {
           bytes += JSON.stringify(r.value).length;
           if (++records > limits.records || bytes > limits.bytes) break outer;
-          await indexRecord(sql, {
-            did,
-            collection,
-            rkey: r.uri.split('/').pop()!,
-            cid: r.cid,
-            record: r.value,
-          });
+          page.push({ collection, rkey: r.uri.split('/').pop()!, cid: r.cid, record: r.value });
+          if (page.length >= 100) await write();
         }
+        await write();
       }
     }
   } finally {
+    await write().catch(() => {});
     // Even a partial or failed read counts: the same author is not read again before the cool-down.
     const handle = id?.handle ?? null;
     await sql`insert into index_actors (did, handle, backfilled_at, verified_at)
       values (${did}, ${handle}, now(), ${handle ? new Date() : null})
       on conflict (did) do update set handle = excluded.handle, backfilled_at = now(), verified_at = excluded.verified_at`;
+    await evictBackfilled(sql, limits);
     // Any reader can name any DID: the rows that only held a cool-down that has passed, for authors with
     // nothing indexed, are let go now and then, so asking about many DIDs does not grow the table for ever.
-    if (Math.random() < PRUNE_CHANCE) await pruneActors(sql, limits.cooldownMs);
+    if (Math.random() < PRUNE_CHANCE) {
+      await pruneActors(sql, limits.cooldownMs);
+      await pruneTombstones(sql);
+    }
   }
   return records;
+}
+
+/**
+ * The total a backfill may keep across authors: each fresh DID an anonymous reader names can bring its limit
+ * of rows, so what only backfills vouch for is bounded as a whole, the authors read longest ago let go first.
+ * Rows the network's stream has since delivered are no longer counted (they are the index proper).
+ */
+async function evictBackfilled(sql: Sql, limits: BackfillLimits): Promise<void> {
+  const authors = await sql<{ did: string; n: number; bytes: number }[]>`
+    select did, sum(n)::int as n, sum(bytes)::float8 as bytes, max(at) as at from (
+      select did, count(*) as n, sum(octet_length(view)) as bytes, max(written_at) as at
+        from index_messages where from_backfill group by did
+      union all
+      select did, count(*), sum(octet_length(record::text)), max(written_at)
+        from index_sessions where from_backfill group by did) x
+    group by did order by max(at) desc`;
+  let n = 0;
+  let bytes = 0;
+  const evict: string[] = [];
+  for (const a of authors) {
+    n += a.n;
+    bytes += a.bytes;
+    if (n > limits.totalRecords || bytes > limits.totalBytes) evict.push(a.did);
+  }
+  if (!evict.length) return;
+  await sql`delete from index_messages where from_backfill and did = any(${evict}::text[])`;
+  await sql`delete from index_sessions where from_backfill and did = any(${evict}::text[])`;
+  // Read again only after the cool-down, like any author.
 }
 
 const PRUNE_CHANCE = 0.02;
@@ -134,7 +179,7 @@ export async function backfillActor(
     registry = new Backfills(sql, limits);
     registries.set(sql, registry);
   }
-  const job = registry.start(network, did);
+  const job = registry.start(network, did, limits);
   let timer: NodeJS.Timeout | undefined;
   const finished = await Promise.race([
     job.then(

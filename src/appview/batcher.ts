@@ -1,29 +1,28 @@
 import type { Sql } from '../db/index.ts';
-import { type IngestSource, indexRecords, purgeActor, removeRecord, saveCursor, setHandle } from './store.ts';
+import type { Op } from './ops.ts';
+import {
+  type IngestSource,
+  indexRecords,
+  purgeActor,
+  removeRecord,
+  saveCursor,
+  setHandle,
+  setStatus,
+  underAuthorLock,
+} from './store.ts';
 
-/**
- * One event of either source, reduced to what the index does with it. `at` is the event's position in its
- * stream: a relay's sequence number, or Jetstream's time in microseconds.
- */
-export type Op =
-  | {
-      kind: 'upsert';
-      at: number;
-      did: string;
-      collection: string;
-      rkey: string;
-      cid: string;
-      record: unknown;
-    }
-  | { kind: 'delete'; at: number; uri: string }
-  | { kind: 'purge'; at: number; did: string }
-  | { kind: 'handle'; at: number; did: string; handle: string | null }
-  | { kind: 'skip'; at: number };
+export interface BatcherEvents {
+  /** A batch could not be stored (the database is away or refused it); it is retried or split. */
+  onError: (e: unknown) => void;
+  /** One record was refused for what it holds, skipped and counted: `uri` names it. */
+  onSkip: (uri: string, reason: string) => void;
+}
 
 /**
  * Buffers events and applies them in order, consecutive upserts as one bulk statement, every 50 ms or 500
  * events. The cursor saved is the last event written, so a restart replays only what was not yet in the
- * index (every op is idempotent, so replaying is harmless).
+ * index (every op is idempotent, so replaying is harmless). One record can never stop the index: a batch that
+ * fails for anything but the database being away is written op by op, and an op that fails alone is skipped.
  */
 export class Batcher {
   private ops: Op[] = [];
@@ -36,7 +35,7 @@ export class Batcher {
   constructor(
     private readonly sql: Sql,
     private readonly source: IngestSource,
-    private readonly onError: (e: unknown) => void,
+    private readonly events: BatcherEvents,
   ) {}
 
   async add(op: Op): Promise<void> {
@@ -61,21 +60,20 @@ export class Batcher {
   }
 
   /**
-   * Writes a batch, and on a storage failure writes the same batch again (backing off) until it is stored:
-   * the cursor is saved with the batch, so it never moves past an event that is not in the index. Stopping
-   * gives up the batch without saving its cursor; the next start replays it.
+   * Writes a batch. While the database is away the same batch is retried (backing off) until it is stored: the
+   * cursor is saved with the batch, so it never moves past an event that is not in the index. Any other failure
+   * — a refused value, or an exception of our own on a record nobody foresaw — splits the batch. Stopping gives
+   * up the batch without saving its cursor; the next start replays it.
    */
   private async write(ops: Op[]): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await apply(this.sql, this.source, ops);
+        await apply(this.sql, this.source, ops, this.events.onSkip);
         return;
       } catch (e) {
-        this.onError(e);
-        // Refused for what it holds (a data or constraint error), not for the database being away: the same
-        // batch would fail for ever. Each op alone instead; the one refused is skipped and counted.
-        if (refusedForContent(e)) return this.oneByOne(ops);
-        await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+        this.events.onError(e);
+        if (!databaseAway(e)) return this.oneByOne(ops);
+        await backOff(attempt);
       }
     }
   }
@@ -84,16 +82,19 @@ export class Batcher {
     for (const op of ops) {
       for (let attempt = 0; !this.stopped; attempt++) {
         try {
-          await apply(this.sql, this.source, [op]);
+          await apply(this.sql, this.source, [op], this.events.onSkip);
           break;
         } catch (e) {
-          this.onError(e);
-          if (refusedForContent(e)) {
-            await this.sql`update index_state set skipped = skipped + 1 where id`.catch(() => {});
-            await saveCursor(this.sql, op.at, this.source).catch(() => {});
-            break;
+          if (databaseAway(e)) {
+            this.events.onError(e);
+            await backOff(attempt);
+            continue;
           }
-          await new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+          // This op alone fails, and would for ever: decided, skipped, counted, and the cursor moves past it.
+          this.events.onSkip(describe(op), e instanceof Error ? `${e.name}: ${e.message}` : String(e));
+          await this.sql`update index_state set skipped = skipped + 1 where id`.catch(() => {});
+          await saveCursor(this.sql, op.at, this.source).catch(() => {});
+          break;
         }
       }
     }
@@ -113,10 +114,23 @@ export class Batcher {
   }
 }
 
-async function apply(sql: Sql, source: IngestSource, ops: Op[]): Promise<void> {
+const backOff = (attempt: number) => new Promise((r) => setTimeout(r, Math.min(100 * 2 ** attempt, 5000)));
+
+function describe(op: Op): string {
+  if (op.kind === 'upsert') return `at://${op.did}/${op.collection}/${op.rkey}`;
+  if (op.kind === 'delete') return op.uri;
+  return 'did' in op ? `${op.kind} of ${op.did}` : op.kind;
+}
+
+async function apply(
+  sql: Sql,
+  source: IngestSource,
+  ops: Op[],
+  onSkip: BatcherEvents['onSkip'],
+): Promise<void> {
   let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
   const flushUpserts = async () => {
-    if (upserts.length) await indexRecords(sql, null, upserts);
+    if (upserts.length) await indexRecords(sql, null, upserts, { onSkip });
     upserts = [];
   };
   for (const op of ops) {
@@ -125,16 +139,30 @@ async function apply(sql: Sql, source: IngestSource, ops: Op[]): Promise<void> {
       continue;
     }
     await flushUpserts();
-    if (op.kind === 'delete') await removeRecord(sql, op.uri);
-    else if (op.kind === 'purge') await purgeActor(sql, op.did);
+    if (op.kind === 'delete') {
+      const did = /^at:\/\/([^/]+)\//.exec(op.uri)?.[1] ?? '';
+      // Under the author's lock: a backfill of the same author cannot write a stale copy beside it.
+      await underAuthorLock(sql, did, (tx) => removeRecord(tx, op.uri, op.rev));
+    } else if (op.kind === 'purge') await purgeActor(sql, op.did);
+    else if (op.kind === 'status') await setStatus(sql, op.did, op.status);
     else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
   }
   await flushUpserts();
   await saveCursor(sql, Math.max(...ops.map((o) => o.at)), source);
 }
 
-/** SQLSTATE classes 22 (data exception) and 23 (integrity constraint): the content, not the connection. */
-function refusedForContent(e: unknown): boolean {
-  const code = (e as { code?: unknown }).code;
-  return typeof code === 'string' && (code.startsWith('22') || code.startsWith('23'));
+/**
+ * The database cannot store anything right now — the connection is gone, the server is shutting down or out of
+ * room, a lock or serialisation conflict — so the same write will succeed later and must be retried, never
+ * skipped. Anything else is about what is being written.
+ */
+export function databaseAway(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code !== 'string') return false;
+  // postgres.js's own connection errors, and Node's socket errors.
+  if (/^(CONNECTION_|CONNECT_TIMEOUT|E(CONN|PIPE|TIMEDOUT|HOSTUNREACH|NETUNREACH|AI_AGAIN))/.test(code))
+    return true;
+  // SQLSTATE classes 08 (connection), 53 (insufficient resources), 57 (operator intervention), 58 (system
+  // error); serialisation failure, deadlock, lock not available.
+  return /^(08|53|57|58)/.test(code) || code === '40001' || code === '40P01' || code === '55P03';
 }

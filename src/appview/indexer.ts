@@ -3,8 +3,10 @@ import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
-import { Batcher, type Op } from './batcher.ts';
+import { Batcher } from './batcher.ts';
 import { JetstreamFollower } from './jetstream.ts';
+import { accountOp, type Op } from './ops.ts';
+import { shapeProblem } from './shape.ts';
 import { COLLECTIONS, readCursor } from './store.ts';
 
 const LEADER_LOCK = LOCKS.indexerLeader;
@@ -61,9 +63,10 @@ export function startIndexer(o: IndexerOptions): Indexer {
     };
     if (stopped) return;
     const source = o.source.kind;
-    const batcher = new Batcher(o.sql, source, (e) =>
-      o.log('indexer: a batch could not be written; retrying', e),
-    );
+    const batcher = new Batcher(o.sql, source, {
+      onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
+      onSkip: (uri, reason) => o.log(`indexer: skipped ${uri}: ${reason}`),
+    });
     close = () => batcher.close();
     if (o.source.kind === 'jetstream') {
       const jetstream = new JetstreamFollower({
@@ -105,11 +108,23 @@ export function startIndexer(o: IndexerOptions): Indexer {
   };
 }
 
-/** A relay event, already verified by @atproto/sync (signature, proofs, handle), as an index op. */
-function relayOp(evt: Event): Op {
+/**
+ * A relay event, already verified by @atproto/sync (signature, proofs, handle), as an index op. Never throws:
+ * a record too deep or too large to convert is decided here as a skip, so the cursor moves past it.
+ */
+export function relayOp(evt: Event): Op {
   switch (evt.event) {
     case 'create':
-    case 'update':
+    case 'update': {
+      // lexToJson recurses: the shape is bounded first (see shape.ts).
+      const problem = shapeProblem(evt.record);
+      let record: unknown;
+      try {
+        record = problem ? null : lexToJson(evt.record as never);
+      } catch {
+        record = null;
+      }
+      // A null record is refused where it is stored (skipped, counted, logged, any older version dropped).
       return {
         kind: 'upsert',
         at: evt.seq,
@@ -117,14 +132,14 @@ function relayOp(evt: Event): Op {
         collection: evt.collection,
         rkey: evt.rkey,
         cid: evt.cid.toString(),
-        record: lexToJson(evt.record as never),
+        record,
+        rev: evt.rev,
       };
+    }
     case 'delete':
-      return { kind: 'delete', at: evt.seq, uri: evt.uri.toString() };
+      return { kind: 'delete', at: evt.seq, uri: evt.uri.toString(), rev: evt.rev };
     case 'account':
-      return !evt.active && (evt.status === 'deleted' || evt.status === 'takendown')
-        ? { kind: 'purge', at: evt.seq, did: evt.did }
-        : { kind: 'skip', at: evt.seq };
+      return accountOp(evt.seq, evt.did, evt.active, evt.status);
     case 'identity':
       // @atproto/sync verified the handle both ways; none means it did not verify (hidden until re-checked).
       return { kind: 'handle', at: evt.seq, did: evt.did, handle: evt.handle ?? null };

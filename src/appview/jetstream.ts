@@ -1,6 +1,6 @@
 import WebSocket from 'ws';
-import type { Op } from './batcher.ts';
 import { cidMatches, parseJetstreamMessage } from './jetstreamEvent.ts';
+import type { Op } from './ops.ts';
 
 /** Our collections, as one Jetstream filter (prefix wildcards are part of its protocol). */
 export const WANTED_COLLECTIONS = 'click.aligned.chat.*';

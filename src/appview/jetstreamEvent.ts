@@ -1,9 +1,11 @@
 import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
-import { isValidDid, isValidRecordKey } from '@atproto/syntax';
+import { isValidDid, isValidRecordKey, isValidTid } from '@atproto/syntax';
 import { CID } from 'multiformats/cid';
 import { z } from 'zod';
-import type { Op } from './batcher.ts';
+import type { Op } from './ops.ts';
+import { accountOp } from './ops.ts';
+import { shapeProblem } from './shape.ts';
 import { COLLECTIONS } from './store.ts';
 
 /**
@@ -25,6 +27,7 @@ const commitEvent = z.object({
     rkey: z.string().max(512),
     record: z.record(z.string(), z.unknown()).optional(),
     cid: z.string().max(256).optional(),
+    rev: z.string().max(64).optional(),
   }),
 });
 const identityEvent = z.object({ kind: z.literal('identity'), did: z.string().max(2048), time_us: timeUs });
@@ -66,17 +69,19 @@ export function parseJetstreamMessage(text: string): Parsed {
   const at = e.time_us;
   if (!isValidDid(e.did)) return { kind: 'invalid', at, reason: 'not a DID' };
   if (e.kind === 'identity') return { kind: 'identity', at, did: e.did };
-  if (e.kind === 'account') {
-    const gone = !e.account.active && (e.account.status === 'deleted' || e.account.status === 'takendown');
-    return { kind: 'op', op: gone ? { kind: 'purge', at, did: e.did } : { kind: 'skip', at } };
-  }
+  if (e.kind === 'account')
+    return { kind: 'op', op: accountOp(at, e.did, e.account.active, e.account.status) };
   const c = e.commit;
   // Jetstream filters by wantedCollections, but an instance that sends more must not widen the index.
   if (!ours.has(c.collection)) return { kind: 'op', op: { kind: 'skip', at } };
   if (!isValidRecordKey(c.rkey)) return { kind: 'invalid', at, reason: 'not a record key' };
+  const rev = c.rev && isValidTid(c.rev) ? c.rev : undefined;
   if (c.operation === 'delete')
-    return { kind: 'op', op: { kind: 'delete', at, uri: `at://${e.did}/${c.collection}/${c.rkey}` } };
+    return { kind: 'op', op: { kind: 'delete', at, uri: `at://${e.did}/${c.collection}/${c.rkey}`, rev } };
   if (!c.record || !c.cid) return { kind: 'invalid', at, reason: 'a write without its record or cid' };
+  // Everything after this (the cid's hash, validation) recurses: the shape is bounded first (see shape.ts).
+  const problem = shapeProblem(c.record);
+  if (problem) return { kind: 'invalid', at, reason: `at://${e.did}/${c.collection}/${c.rkey}: ${problem}` };
   return {
     kind: 'record',
     op: {
@@ -87,6 +92,7 @@ export function parseJetstreamMessage(text: string): Parsed {
       rkey: c.rkey,
       cid: c.cid,
       record: c.record,
+      ...(rev ? { rev } : {}),
     },
   };
 }

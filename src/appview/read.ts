@@ -21,6 +21,8 @@ export interface MessageView {
 }
 
 interface SessionRow {
+  /** Null while the author's account is active; a hidden author's threads are served to no one. */
+  status: string | null;
   uri: string;
   cid: string;
   did: string;
@@ -76,7 +78,7 @@ export async function threadPreview(
       (select left(m.record->>'text', 200) from index_messages m
         where m.session_uri = s.uri and m.did = s.did and m.record ? 'text' order by m.rkey limit 1) as first
     from index_sessions s left join index_actors a on a.did = s.did
-    where s.uri = ${`at://${did}/${SESSION}/${rkey}`}`;
+    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and a.status is null`;
   return row ?? null;
 }
 
@@ -109,8 +111,12 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
 export const MAX_THREAD_TURNS = 5000;
 const MAX_THREAD_BYTES = 16 * 1024 * 1024;
 
+/** Only a handle verified within the day is ever served: otherwise it is looked up again first (ensureHandles). */
+const verifiedHandle = (sql: Sql) =>
+  sql`case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end`;
+
 const sessionColumns = (sql: Sql) => sql`
-  s.uri, s.cid, s.did, a.handle, a.verified_at, s.record, s.indexed_at,
+  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at, a.status, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri and m.did = s.did) as turns`;
 
 /**
@@ -122,13 +128,14 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   // newest index time) is unchanged: one small query instead of re-assembling a thousand turns.
   // The same small query says how large the thread is: most are far inside the bounds and are read whole,
   // without the running sum the bounded read needs.
-  const [v] = await sql<{ version: string; bounded: boolean }[]>`
-    select s.cid || '|' || coalesce(a.handle, '') || '|' || t.n || '|' || coalesce(t.newest::text, '') as version,
-      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded
+  const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean }[]>`
+    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || t.n || '|' || coalesce(t.newest::text, '') as version,
+      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded, a.status is not null as hidden
     from index_sessions s left join index_actors a on a.did = s.did,
       lateral (select count(*) as n, max(m.indexed_at) as newest, coalesce(sum(octet_length(m.view)), 0) as bytes
         from index_messages m where m.session_uri = s.uri and m.did = s.did) t
     where s.uri = ${uri}`;
+  if (v?.hidden) return null;
   const cached = v && threadCache.get(uri);
   if (cached && cached.version === v.version) return cached.json;
   const turns = v?.bounded
@@ -141,11 +148,11 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   const read = async () => {
     // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
     const [row] = await sql<{ json: string; handle: string | null }[]>`
-      select a.handle, '{"session":' || json_build_object(
+      select ${verifiedHandle(sql)} as handle, '{"session":' || json_build_object(
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', a.handle)))::text
+          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})))::text
         || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
-      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
+      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and a.status is null`;
     return row;
   };
   let row = await read();
@@ -181,6 +188,7 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
     if (!session && !finished) throw indexing();
     if (!session) return null;
   }
+  if (session.status) return null;
   await ensureHandles(sql, network, [session]);
   return toSessionView(session);
 }
@@ -204,6 +212,7 @@ export async function getThread(
     const [session] = await sql<SessionRow[]>`
       select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
     if (!session) return null;
+    if (session.status) return { hidden: true } as const;
     await ensureHandles(sql, network, [session]);
     const messages = await sql<MessageView[]>`
       select uri, cid, record from (
@@ -213,15 +222,15 @@ export async function getThread(
     return { session: toSessionView(session), messages };
   };
   const found = await read();
+  if (found && 'hidden' in found) return null;
   if (found) return found;
   const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
   if (!did || !isDid(did)) return null;
-  if (!(await backfillActor(sql, network, did))) {
-    const late = await read();
-    if (!late) throw indexing();
-    return late;
-  }
-  return read();
+  const finished = await backfillActor(sql, network, did);
+  const late = await read();
+  if (late && 'hidden' in late) return null;
+  if (!late && !finished) throw indexing();
+  return late;
 }
 
 /** A listSessions cursor back into its (indexedAt, uri); anything else is the client's mistake (400). */
@@ -246,7 +255,12 @@ export async function listSessions(
   const [at, uri] = opts.cursor ? readCursor(opts.cursor) : [];
   const rows = await sql<SessionRow[]>`
     select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did
-    where true ${opts.did ? sql`and s.did = ${opts.did}` : sql``}
+    where a.status is null
+      ${
+        // Everyone's list shows what the network's stream delivered (or our own Players published), never
+        // what an anonymous request made us fetch from a repo anyone can run: that is served only when asked for.
+        opts.did ? sql`and s.did = ${opts.did}` : sql`and not s.from_backfill`
+      }
       ${at && uri ? sql`and (s.indexed_at, s.uri) < (${new Date(at)}, ${uri})` : sql``}
     order by s.indexed_at desc, s.uri desc limit ${opts.limit}`;
   await ensureHandles(sql, network, rows);

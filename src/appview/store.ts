@@ -1,7 +1,8 @@
 import { isValidHandle } from '@atproto/syntax';
-import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import { type JsonValue, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { wellFormed } from '../parts/index.ts';
+import { shapeProblem } from './shape.ts';
 
 export const COLLECTIONS = [SESSION, MESSAGE] as const;
 
@@ -12,132 +13,203 @@ export const COLLECTIONS = [SESSION, MESSAGE] as const;
 export const MAX_RECORD_CHARS = 256 * 1024;
 
 /**
- * Whether a record from the network may be indexed: one of ours, valid to its lexicon, storable as jsonb, of a
- * sane size, and — for a turn — in a session of its own author. Any repo can hold any record: a turn naming
- * somebody else's session must not appear in their thread.
+ * Why a record from the network may not be indexed, or null when it may: one of ours, of a sane shape (checked
+ * iteratively first, since everything after recurses), valid to its lexicon, storable as jsonb, and — for a
+ * turn — in a session of its own author. Any repo can hold any record: a turn naming somebody else's session
+ * must not appear in their thread. Never throws, whatever the record.
  */
-export function indexable(
+export function refusal(
   did: string,
   collection: string,
   record: unknown,
   /** The record's JSON length when the caller has it already. */
   jsonChars?: number,
-): boolean {
-  if (collection !== SESSION && collection !== MESSAGE) return false;
-  if (!isValidRecord(collection, record)) return false;
-  // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
-  // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
-  if (wellFormed(record) !== record) return false;
-  if ((jsonChars ?? JSON.stringify(record).length) > MAX_RECORD_CHARS) return false;
-  return collection === SESSION || sessionOf(record).startsWith(`at://${did}/${SESSION}/`);
+): string | null {
+  if (collection !== SESSION && collection !== MESSAGE) return 'not one of our collections';
+  const shape = shapeProblem(record);
+  if (shape) return shape;
+  try {
+    if (!isValidRecord(collection, record)) return 'not valid to its lexicon';
+    // NUL or half a surrogate pair: valid to the lexicon, refused by jsonb. Such a record cannot be kept as
+    // written, so it is skipped like an invalid one — never retried for ever, holding up the stream.
+    if (wellFormed(record) !== record) return 'text PostgreSQL cannot store';
+    if ((jsonChars ?? JSON.stringify(record).length) > MAX_RECORD_CHARS) return 'too large';
+  } catch {
+    return 'unreadable';
+  }
+  if (collection === MESSAGE && !sessionOf(record).startsWith(`at://${did}/${SESSION}/`))
+    return "a turn in another author's session";
+  return null;
 }
+
+export const indexable = (did: string, collection: string, record: unknown) =>
+  refusal(did, collection, record) === null;
 
 const sessionOf = (record: unknown) => (record as { session: string }).session;
 
-/**
- * Indexes one record from the network. Invalid records are skipped and counted (and any older valid version
- * is dropped); valid ones are upserted by at-uri, so replaying an event never doubles a row.
- */
-export async function indexRecord(
-  sql: Queryable,
-  r: { did: string; collection: string; rkey: string; cid: string; record: unknown },
-  /** Authors already in index_actors: a hot consumer skips one statement per record. */
-  knownActors?: Set<string>,
-): Promise<'indexed' | 'skipped'> {
-  const uri = `at://${r.did}/${r.collection}/${r.rkey}`;
-  const nsid = r.collection === SESSION ? SESSION : r.collection === MESSAGE ? MESSAGE : null;
-  if (!nsid || !indexable(r.did, r.collection, r.record)) {
-    await removeRecord(sql, uri);
-    await sql`update index_state set skipped = skipped + 1 where id`;
-    return 'skipped';
-  }
-  const record = sql.json(r.record as JsonValue);
-  if (nsid === SESSION) {
-    const createdAt = (r.record as { createdAt: string }).createdAt;
-    await sql`insert into index_sessions (uri, did, rkey, cid, record, created_at)
-      values (${uri}, ${r.did}, ${r.rkey}, ${r.cid}, ${record}, ${new Date(createdAt)})
-      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, created_at = excluded.created_at`;
-  } else {
-    const session = (r.record as { session: string }).session;
-    const view = JSON.stringify({ uri, cid: r.cid, record: r.record });
-    await sql`insert into index_messages (uri, did, rkey, session_uri, cid, record, view)
-      values (${uri}, ${r.did}, ${r.rkey}, ${session}, ${r.cid}, ${record}, ${view})
-      on conflict (uri) do update set cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri,
-        view = excluded.view, indexed_at = now()`;
-  }
-  if (!knownActors?.has(r.did)) {
-    await sql`insert into index_actors (did) values (${r.did}) on conflict do nothing`;
-    knownActors?.add(r.did);
-  }
-  return 'indexed';
+export interface IndexInput {
+  did?: string;
+  collection: string;
+  rkey: string;
+  cid: string;
+  record: unknown;
+  /** The repo rev of the commit that wrote it, when the event carried one. */
+  rev?: string;
+}
+
+export interface IndexOptions {
+  /**
+   * Records a backfill read from the author's repo, starting at `since`: a delete or a newer version the index
+   * took after that wins over them, and they are not listed for everyone until the network's stream vouches.
+   */
+  backfill?: { since: Date };
+  /** Told of each record refused, with why (the caller logs it with its URI). */
+  onSkip?: (uri: string, reason: string) => void;
 }
 
 /**
- * Many records of one author at once, in one statement per collection: the write-through after a publish.
- * Each record is still validated; invalid ones are skipped and counted like any other.
+ * Records into the index, one statement per collection: the stream's batches, a backfill's pages and the
+ * write-through after a publish. Each record is validated; refused ones are skipped, counted and reported, and
+ * any older version of them dropped (the author blanked it). Upserts by at-uri, so replaying is harmless; a
+ * version older than a delete (a tombstone) or than the row's own rev is not written.
  */
 export async function indexRecords(
   sql: Queryable,
   did: string | null,
-  records: { did?: string; collection: string; rkey: string; cid: string; record: unknown }[],
+  records: IndexInput[],
+  opts: IndexOptions = {},
 ): Promise<void> {
   const didOf = (r: { did?: string }) => r.did ?? did!;
   const uriOf = (r: { did?: string; collection: string; rkey: string }) =>
     `at://${didOf(r)}/${r.collection}/${r.rkey}`;
-  // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
   const checked = records.map((r) => {
-    // Serialised once: for the size check and, for a turn, the view served as it is.
-    const json = JSON.stringify(r.record) ?? '';
-    return { ...r, json, ok: indexable(didOf(r), r.collection, r.record, json.length) };
+    const uri = uriOf(r);
+    const why = refusal(didOf(r), r.collection, r.record, 0);
+    // Serialised once, and only once the shape is known to be sane: for the size check and, for a turn, the
+    // view served as it is.
+    const json = why ? '' : (JSON.stringify(r.record) ?? '');
+    const reason = why ?? (json.length > MAX_RECORD_CHARS ? 'too large' : null);
+    if (reason) opts.onSkip?.(uri, reason);
+    return { ...r, uri, json, ok: reason === null };
   });
   const skipped = checked.filter((r) => !r.ok).length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
-  const latest = [...new Map(checked.map((r) => [uriOf(r), r])).values()];
-  // A record whose latest version is refused leaves the index, older versions with it: the author blanked it.
-  const gone = latest.filter((r) => !r.ok).map(uriOf);
+  // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
+  const latest = [...new Map(checked.map((r) => [r.uri, r])).values()];
+  const gone = latest.filter((r) => !r.ok).map((r) => r.uri);
   if (gone.length) {
     await sql`delete from index_sessions where uri = any(${gone}::text[])`;
     await sql`delete from index_messages where uri = any(${gone}::text[])`;
   }
-  const unique = latest.filter((r) => r.ok);
+  const unique = await afterTombstones(
+    sql,
+    latest.filter((r) => r.ok),
+    opts.backfill?.since,
+  );
+  const since = opts.backfill?.since ?? null;
+  const fromBackfill = since !== null;
   const sessions = unique
     .filter((r) => r.collection === SESSION)
     .map((r) => ({
-      uri: uriOf(r),
+      uri: r.uri,
       did: didOf(r),
       rkey: r.rkey,
       cid: r.cid,
       record: sql.json(r.record as JsonValue),
       created_at: new Date((r.record as { createdAt: string }).createdAt),
+      rev: r.rev ?? null,
+      from_backfill: fromBackfill,
     }));
   const messages = unique
     .filter((r) => r.collection === MESSAGE)
     .map((r) => ({
-      uri: uriOf(r),
+      uri: r.uri,
       did: didOf(r),
       rkey: r.rkey,
       session_uri: (r.record as { session: string }).session,
       cid: r.cid,
       record: sql.json(r.record as JsonValue),
-      view: `{"uri":${JSON.stringify(uriOf(r))},"cid":${JSON.stringify(r.cid)},"record":${r.json}}`,
+      view: `{"uri":${JSON.stringify(r.uri)},"cid":${JSON.stringify(r.cid)},"record":${r.json}}`,
+      rev: r.rev ?? null,
+      from_backfill: fromBackfill,
     }));
+  // A backfill's copy never replaces a version written after it began; a stream's never one of a later rev.
   if (sessions.length) {
     await sql`insert into index_sessions ${sql(sessions)} on conflict (uri) do update set cid = excluded.cid,
-      record = excluded.record, created_at = excluded.created_at`;
+      record = excluded.record, created_at = excluded.created_at, rev = excluded.rev, written_at = now(),
+      from_backfill = index_sessions.from_backfill and excluded.from_backfill
+      where ${newer(sql, 'index_sessions', since)}`;
   }
   for (let i = 0; i < messages.length; i += 500) {
     await sql`insert into index_messages ${sql(messages.slice(i, i + 500))} on conflict (uri) do update set
       cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri, view = excluded.view,
-      indexed_at = now()`;
+      indexed_at = now(), rev = excluded.rev, written_at = now(),
+      from_backfill = index_messages.from_backfill and excluded.from_backfill
+      where ${newer(sql, 'index_messages', since)}`;
   }
   for (const d of new Set(unique.map(didOf)))
     await sql`insert into index_actors (did) values (${d}) on conflict do nothing`;
 }
 
-/** A deleted record goes at once: a copy must not outlive the author's deletion. */
-export async function removeRecord(sql: Queryable, uri: string) {
+function newer(sql: Queryable, table: 'index_sessions' | 'index_messages', since: Date | null) {
+  const t = sql(table);
+  return since
+    ? sql`${t}.written_at < ${since}`
+    : sql`(excluded.rev is null or ${t}.rev is null or ${t}.rev <= excluded.rev)`;
+}
+
+/** Drops the records a kept delete is newer than: by rev for the stream's, by time for a backfill's. */
+async function afterTombstones<T extends { uri: string; rev?: string }>(
+  sql: Queryable,
+  records: T[],
+  since: Date | undefined,
+): Promise<T[]> {
+  if (!records.length) return records;
+  const uris = records.map((r) => r.uri);
+  const stones = await sql<{ uri: string; rev: string | null; deleted_at: Date }[]>`
+    select uri, rev, deleted_at from index_tombstones where uri = any(${uris}::text[])`;
+  if (!stones.length) return records;
+  const byUri = new Map(stones.map((t) => [t.uri, t]));
+  return records.filter((r) => {
+    const t = byUri.get(r.uri);
+    if (!t) return true;
+    if (since) return t.deleted_at < since;
+    return r.rev !== undefined && t.rev !== null && r.rev > t.rev;
+  });
+}
+
+/**
+ * A deleted record goes at once, and its delete is kept (with the deleting commit's rev, when known) so that a
+ * stale copy — a backfill's, or an older event replayed — cannot bring it back. Run under the author's lock
+ * (see `underAuthorLock`) where a backfill could be writing beside it.
+ */
+export async function removeRecord(sql: Queryable, uri: string, rev?: string) {
+  await sql`insert into index_tombstones (uri, rev) values (${uri}, ${rev ?? null})
+    on conflict (uri) do update set deleted_at = now(),
+      rev = case when index_tombstones.rev is null or excluded.rev > index_tombstones.rev
+        then excluded.rev else index_tombstones.rev end`;
   await sql`delete from index_sessions where uri = ${uri}`;
   await sql`delete from index_messages where uri = ${uri}`;
+}
+
+/**
+ * Serialises writes of one author's records between a backfill and the stream's deletes: the backfill checks
+ * tombstones and writes in one transaction under it, so a delete cannot land between its check and its write.
+ */
+export function underAuthorLock<T>(sql: Sql, did: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  return transaction(sql, async (tx) => {
+    await tx`select pg_advisory_xact_lock(${LOCKS.indexAuthor}, hashtext(${did}))`;
+    return fn(tx);
+  });
+}
+
+/** How long a delete is remembered: longer than any backfill or replay can lag behind it. */
+export const TOMBSTONE_DAYS = 7;
+
+export async function pruneTombstones(sql: Queryable): Promise<number> {
+  const gone = await sql`delete from index_tombstones
+    where deleted_at < now() - make_interval(days => ${TOMBSTONE_DAYS})`;
+  return gone.count;
 }
 
 /** An account deleted or taken down: everything of it leaves the index. */
@@ -145,6 +217,15 @@ export async function purgeActor(sql: Queryable, did: string) {
   await sql`delete from index_sessions where did = ${did}`;
   await sql`delete from index_messages where did = ${did}`;
   await sql`delete from index_actors where did = ${did}`;
+}
+
+/**
+ * An account's status from the network: null when active. Any other (deactivated, suspended, desynchronized,
+ * throttled, or a bare inactive) hides the author's threads from every read until it is active again — a
+ * service should not redistribute the content of an account that is not active. Authors the index knows only.
+ */
+export async function setStatus(sql: Queryable, did: string, status: string | null) {
+  await sql`update index_actors set status = ${status} where did = ${did}`;
 }
 
 /**

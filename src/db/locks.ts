@@ -20,4 +20,6 @@ export const LOCKS = {
   publication: 7_240_007,
   /** Counting what one Player's attachments take, as one is stored, keyed by a hash of the Player id. */
   attachmentQuota: 7_240_008,
+  /** Writing one author's records into the index, where a backfill and a delete could race: keyed by DID hash. */
+  indexAuthor: 7_240_009,
 } as const;

@@ -12,7 +12,8 @@ export async function indexFailureSwitch(sql: Sql) {
     begin
       if exists (select 1 from fail_switch) then
         perform nextval('fail_fired');
-        raise exception 'injected storage failure';
+        -- disk_full: the database cannot store for now (as opposed to refusing what a record holds).
+        raise exception 'injected storage failure' using errcode = '53100';
       end if;
       return new;
     end $$;
