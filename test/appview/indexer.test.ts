@@ -318,6 +318,59 @@ describe('the indexer', () => {
     await until(() => indexed(fine.uri), 'a valid record after the junk');
   });
 
+  it('a record nested thousands of levels deep is skipped, counted and named; the index goes on', async () => {
+    // Any repo can hold any record: the PDS stores an unvalidated one as it is.
+    let deep: unknown = 'bottom';
+    for (let i = 0; i < 1950; i++) deep = [deep];
+    const rkey = TID.nextStr();
+    const before = (await sql()`select skipped::int as n from index_state`)[0]!.n as number;
+    await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'click.aligned.chat.session',
+      rkey,
+      validate: false,
+      record: {
+        $type: 'click.aligned.chat.session',
+        title: 'Deep',
+        createdAt: new Date().toISOString(),
+        x: deep,
+      },
+    });
+    const after = await writeSession(bob, bobDid, 'After the deep one');
+    await until(() => indexed(after), 'the session written after it');
+    expect(await indexed(`at://${bobDid}/click.aligned.chat.session/${rkey}`)).toBe(false);
+    expect((await sql()`select skipped::int as n from index_state`)[0]!.n).toBeGreaterThan(before);
+  });
+
+  it('an account that is not active is hidden from every read until it is active again', async () => {
+    const uri = await writeSession(bob, bobDid, 'Bob, before going quiet');
+    await until(() => indexed(uri), 'the session');
+    expect((await xrpc('click.aligned.chat.getThread', { uri })).status).toBe(200);
+    const listed = async () =>
+      ((await xrpc('click.aligned.chat.listSessions', {})).body.sessions as { uri: string }[]).some(
+        (s) => s.uri === uri,
+      );
+    expect(await listed()).toBe(true);
+    await bob.com.atproto.server.deactivateAccount({});
+    try {
+      await until(async () => (await xrpc('click.aligned.chat.getThread', { uri })).status !== 200, 'hidden');
+      expect(await listed()).toBe(false);
+      const page = await fetch(
+        `${local.app.running.listenUrl}/api/reader/threads/bob.test/${uri.split('/').pop()}`,
+      );
+      expect(page.status).toBe(404);
+      // Hidden, not forgotten: the records stay indexed for when the account comes back.
+      expect(await indexed(uri)).toBe(true);
+    } finally {
+      await bob.com.atproto.server.activateAccount();
+    }
+    await until(
+      async () => (await xrpc('click.aligned.chat.getThread', { uri })).status === 200,
+      'shown again',
+    );
+    expect(await listed()).toBe(true);
+  });
+
   it('a storage failure mid-stream is retried, never skipped: the index ends equal to the repo', async () => {
     const db = sql();
     const failures = await indexFailureSwitch(db);
