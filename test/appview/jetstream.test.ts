@@ -4,6 +4,7 @@ import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
+import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { type Indexer, startIndexer } from '../../src/appview/index.ts';
 import { loadConfig } from '../../src/config.ts';
@@ -225,6 +226,97 @@ it('an instance that lies or breaks is contained: wrong cids, foreign collection
       async () => (await sql()`select 1 from index_sessions where did = ${victim}`).length === 0,
       'the purge',
     );
+  } finally {
+    await indexer.stop();
+  }
+}, 120_000);
+
+it('generated hostile records (deep, wide, huge, NUL, half surrogates, wrong types) are each skipped; a good record after them is indexed', async () => {
+  const net = local.app.running.localnet!;
+  const logged: string[] = [];
+  const indexer: Indexer = startIndexer({
+    sql: sql(),
+    source: { kind: 'jetstream', url: jet.url },
+    plcUrl: net.plcUrl,
+    local: true,
+    fetch: globalThis.fetch,
+    log: (m) => logged.push(m),
+    retryMs: 100,
+  });
+  try {
+    const connectedBefore = jet.connections.length;
+    await indexer.leading;
+    // Connected before anything is sent: with no stored cursor it would follow live from then on.
+    await until(async () => jet.connections.length > connectedBefore, 'the connection');
+    const deep = (d: number, array: boolean) => {
+      let v: unknown = 'x';
+      for (let i = 0; i < d; i++) v = array ? [v] : { a: v };
+      return v;
+    };
+    const base = { $type: 'click.aligned.chat.session', title: 'T', createdAt: '2026-11-30T00:00:00.000Z' };
+    const hostile = fc.oneof(
+      fc
+        .tuple(fc.integer({ min: 33, max: 3000 }), fc.boolean())
+        .map(([d, a]) => ({ ...base, x: deep(d, a) })),
+      fc.integer({ min: 60_000, max: 120_000 }).map((n) => ({ ...base, wide: Array(n).fill(1) })),
+      fc.integer({ min: 270_000, max: 400_000 }).map((n) => ({ ...base, title: 'y'.repeat(n) })),
+      fc.constantFrom('\u0000', '\ud800', 'a\udfffb').map((bad) => ({ ...base, title: bad })),
+      fc.record({
+        $type: fc.constant('click.aligned.chat.session'),
+        title: fc.anything(),
+        createdAt: fc.anything(),
+      }),
+    );
+    const skippedBefore = (await sql()`select skipped::int as n from index_state`)[0]!.n as number;
+    const samples = fc.sample(hostile, { numRuns: 30, seed: 24 });
+    const rkeys: string[] = [];
+    for (const record of samples) {
+      const rkey = TID.nextStr();
+      rkeys.push(rkey);
+      // Its real cid where one can be computed, so the record reaches the index's own checks.
+      let cid = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+      try {
+        cid = (await cidForRecord(jsonToLex(record as never) as never)).toString();
+      } catch {}
+      jet.inject({
+        did,
+        kind: 'commit',
+        commit: {
+          rev: TID.nextStr(),
+          operation: 'create',
+          collection: 'click.aligned.chat.session',
+          rkey,
+          record,
+          cid,
+        },
+      });
+    }
+    const good = await writeSession(agent, did, 'After the hostile ones');
+    await until(
+      async () => (await sql()`select 1 from index_sessions where uri = ${good}`).length > 0,
+      'the good record',
+      600,
+    );
+    for (const rkey of rkeys)
+      expect(await sql()`select 1 from index_sessions where rkey = ${rkey}`).toHaveLength(0);
+    // Each was decided: skipped and counted by the index, or refused (and logged) before it.
+    const skipped =
+      ((await sql()`select skipped::int as n from index_state`)[0]!.n as number) - skippedBefore;
+    const refusedEarly = logged.filter((m) =>
+      /nested too deeply|too many values|too large|the cid is not/.test(m),
+    ).length;
+    expect(skipped + refusedEarly).toBeGreaterThanOrEqual(samples.length);
+
+    // An account that is not active is hidden until it is active again (the status is Jetstream's own).
+    const read = () =>
+      fetch(
+        `${local.app.running.listenUrl}/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(good)}`,
+      );
+    expect((await read()).status).toBe(200);
+    jet.inject({ did, kind: 'account', account: { active: false, did, status: 'suspended' } });
+    await until(async () => (await read()).status !== 200, 'the thread to be hidden');
+    jet.inject({ did, kind: 'account', account: { active: true, did } });
+    await until(async () => (await read()).status === 200, 'the thread to be shown again');
   } finally {
     await indexer.stop();
   }
