@@ -210,3 +210,21 @@ it('a reply whose server died is settled interrupted and then waits its hold-bac
   expect(out[3]).toMatchObject({ withheld: true });
   expect(JSON.stringify(out)).not.toContain('4411');
 }, 60_000);
+
+it('settling a dead reply anywhere else (here the publish page) starts its hold-back window too', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Di' }]);
+  await say(c, 'One', 'Uno.');
+  await publishReviewed(c);
+  await goLive(c, 600);
+  await say(c, 'Two', 'Dos.');
+  await local.app.db.sql`update messages set status = 'streaming', instance_id = 1
+    where conversation_id = ${c} and text = 'Dos.'`;
+  await local.app.db.sql`update publications set live_due_at = null,
+    live_turn_ended_at = now() - interval '1 hour' where conversation_id = ${c}`;
+  expect((await api(`/api/conversations/${c}/publication/preview`, { body: {} })).status).toBe(200);
+  const [p] = await local.app.db
+    .sql`select live_due_at, live_turn_ended_at > now() - interval '1 minute' as fresh
+    from publications where conversation_id = ${c}`;
+  expect(p!.fresh).toBe(true);
+  expect(p!.live_due_at).not.toBeNull();
+}, 60_000);
