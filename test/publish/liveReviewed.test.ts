@@ -228,3 +228,17 @@ it('settling a dead reply anywhere else (here the publish page) starts its hold-
   expect(p!.fresh).toBe(true);
   expect(p!.live_due_at).not.toBeNull();
 }, 60_000);
+
+it('regenerating a published reply pauses live publishing too: the published reply is not replaced', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ed' }]);
+  await say(c, 'Name a colour', 'Blue.');
+  const uri = await publishReviewed(c);
+  const before = await published(uri);
+  await goLive(c, 1);
+  const door = await gate(c);
+  local.app.fake.enqueue(textScript('Red, and my password is hunter2.'));
+  await collectFrames(await api(`/api/conversations/${c}/regenerate`, { body: {} }));
+  await door.passAppend();
+  expect(await published(uri)).toEqual(before);
+  expect((await publication(c)).publication.livePaused).toBe(true);
+}, 60_000);
