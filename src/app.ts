@@ -122,16 +122,14 @@ export function createApp(deps: AppDeps): Express {
   api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(exchangeRoutes(deps));
-  api.use(conversationRoutes(deps));
-  api.use(
-    turnRoutes({
-      ...deps,
-      afterTurn: (id) =>
-        turnEnded(deps.sql, id).catch((e) => deps.log('could not schedule a live append', e)),
-    }),
-  );
+  // Turns came onto the path (a turn ended, a reply was settled interrupted, another branch was shown): live
+  // publishing starts their hold-back window (ADR 0043, 0046).
+  const onPath = (ids: string | string[]) =>
+    turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
+  api.use(conversationRoutes({ ...deps, pathMoved: onPath }));
+  api.use(turnRoutes({ ...deps, afterTurn: onPath }));
   api.use(attachmentRoutes(deps));
-  api.use(replyRoutes(deps));
+  api.use(replyRoutes({ ...deps, afterInterrupted: onPath }));
   api.use(publishRoutes(deps));
   api.use(toolRoutes(deps));
   api.use(() => {

@@ -17,7 +17,13 @@ import {
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
-import { resume, startLiveAppends, unfinishedPublications, withPublicationLock } from './publish/index.ts';
+import {
+  resume,
+  startLiveAppends,
+  turnEnded,
+  unfinishedPublications,
+  withPublicationLock,
+} from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
 import { stopSandboxes, sweepSandboxCopies } from './tools/index.ts';
 import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
@@ -65,15 +71,19 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const sql = connect(url, { onQuery: options.onQuery });
   await migrate(sql);
   const instance = await registerInstance(sql);
+  // A reply settled interrupted has ended: a live Conversation gives it its hold-back window (ADR 0046).
   const interrupted = await markInterrupted(sql);
-  if (interrupted) log(`Marked ${interrupted} reply(s) left mid-stream as interrupted.`);
+  await turnEnded(sql, interrupted);
+  if (interrupted.length) log(`Marked ${interrupted.length} reply(s) left mid-stream as interrupted.`);
   // And while this server runs: a server that dies while others keep running leaves replies streaming.
   let draining = false;
   const hub = new ReplyHub();
   const mirror = new ReplyMirror(sql, hub, log);
   await mirror.start();
   const sweep = setInterval(() => {
-    markInterrupted(sql).catch((e) => log('could not mark interrupted replies', e));
+    markInterrupted(sql)
+      .then((ended) => turnEnded(sql, ended))
+      .catch((e) => log('could not mark interrupted replies', e));
     mirror.sweep().catch((e) => log('could not sweep reply frames', e));
     // Attachments: crashed uploads, uploads never sent, and bytes nothing uses any more.
     Promise.all([sweepStaging(sql), sweepAbandoned(sql), sweepOrphans(sql)]).catch((e) =>

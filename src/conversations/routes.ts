@@ -69,7 +69,16 @@ function decodeCursor(raw: string): { updatedAt: Date; id: string } {
 }
 
 /** Conversations and their Messages. Mounted behind requireSession. */
-export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string }): Router {
+export function conversationRoutes({
+  sql,
+  dataDir,
+  pathMoved,
+}: {
+  sql: Sql;
+  dataDir: string;
+  /** Told before another branch is shown (live publishing restarts its hold-back window). Never throws. */
+  pathMoved?: (conversationId: string) => Promise<void>;
+}): Router {
   const router = Router();
 
   const owned = async (playerId: string, id: string) => {
@@ -152,6 +161,8 @@ export function conversationRoutes({ sql, dataDir }: { sql: Sql; dataDir: string
     const player = currentPlayer(res);
     const conversation = await owned(player.id, req.params.id);
     const { messageId } = parseBody(req, BranchBody);
+    // Before the path moves, so no live append that sees the new path sees the old window (ADR 0046).
+    await pathMoved?.(conversation.id);
     await switchBranch(sql, player.id, conversation.id, messageId);
     res.status(204).end();
   });

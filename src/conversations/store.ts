@@ -518,20 +518,24 @@ export async function chargeTokens(sql: Sql, playerId: string, tokens: number): 
 
 /**
  * Replies left streaming by a server that is no longer alive are marked interrupted, keeping their last
- * checkpoint. Run at start; safe while other servers stream, since theirs are alive.
+ * checkpoint. Run at start; safe while other servers stream, since theirs are alive. Returns the Conversation of
+ * each reply marked: the reply has ended, so live publishing starts its hold-back window (publish/hold.ts).
  */
-export async function markInterrupted(sql: Sql): Promise<number> {
-  const rows = await sql<{ id: string; parts: unknown }[]>`
-    select id, parts from messages
+export async function markInterrupted(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ id: string; conversationId: string; parts: unknown }[]>`
+    select id, conversation_id as "conversationId", parts from messages
     where status = 'streaming' and (instance_id is null or instance_id not in (${sql.unsafe(LIVE_INSTANCES)}))`;
+  const ended: string[] = [];
   for (const row of rows) {
     const { parts, text } = settle(readParts(row.parts), 'interrupted');
-    await sql`update messages set status = 'interrupted', parts = ${sql.json(parts as JsonValue)}, text = ${text},
-        error = 'The server stopped while this reply was being written; what had arrived is kept.',
+    const done =
+      await sql`update messages set status = 'interrupted', parts = ${sql.json(parts as JsonValue)},
+        text = ${text}, error = 'The server stopped while this reply was being written; what had arrived is kept.',
         instance_id = null, updated_at = now()
       where id = ${row.id} and status = 'streaming'`;
+    if (done.count > 0) ended.push(row.conversationId);
   }
-  return rows.length;
+  return ended;
 }
 
 /**

@@ -2,7 +2,8 @@
 // the stored plan, the batched writer with resume, reference resolution, and the routes.
 export { batches, MAX_BYTES, MAX_WRITES, POINTS_PER_HOUR } from './batches.ts';
 export { executePending } from './execute.ts';
-export { startLiveAppends, turnEnded } from './live.ts';
+export { turnEnded } from './hold.ts';
+export { startLiveAppends } from './live.ts';
 export { defaultTitle, projectSession, projectTurn, publishedTexts } from './projection.ts';
 export { agentRepo, type Repo, type RepoWrite } from './repo.ts';
 export { publishRoutes } from './routes.ts';

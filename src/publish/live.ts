@@ -1,12 +1,16 @@
+import { markInterrupted } from '../conversations/index.ts';
 import { LIVE_INSTANCES, type Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
+import { holdReplies, turnEnded } from './hold.ts';
+import { extendsReviewed } from './review.ts';
 import { type PublishDeps, publish } from './service.ts';
 import { getDraft, withPublicationLock } from './store.ts';
 
 /**
- * Live publishing (ADR 0043): a published Conversation marked live has each new turn appended to its session
- * once the turn is complete and a delay has passed, in the background, by whichever server takes it first.
+ * Live publishing (ADR 0043, 0046): a published Conversation marked live has each new turn appended to its
+ * session once the turn is complete and a delay has passed, in the background, by whichever server takes it
+ * first — only while the path shown extends the one the Player reviewed and published.
  * New turns get the choice made in advance (published, or withheld); during the delay the Player can hold a
  * turn back. Turning live off stops appending; nothing already published changes.
  */
@@ -30,41 +34,6 @@ export async function setLive(sql: Sql, playerId: string, conversationId: string
       'NOT_PUBLISHED',
       'Publish the Conversation first; then its new turns can follow live.',
     );
-}
-
-/**
- * A turn ended (told before its claim is released): if the Conversation is live, its append is due after the
- * delay, and the end is dated so no append takes the turn sooner (one statement, a no-op otherwise).
- */
-export async function turnEnded(sql: Sql, conversationId: string): Promise<void> {
-  await sql`update publications set live_due_at = now() + make_interval(secs => live_delay_seconds),
-      live_turn_ended_at = now()
-    where conversation_id = ${conversationId} and live`;
-}
-
-/**
- * Holds a turn back before it goes out: it will be published withheld (a visible hole) until the Player
- * releases it from the publish page. Only for turns not yet published.
- */
-export async function holdBack(sql: Sql, playerId: string, conversationId: string, messageId: string) {
-  // Any record of it, written or about to be: it is on its way out, or out (the caller holds the lock).
-  const [row] = await sql<{ published: boolean; known: boolean }[]>`
-    select exists (select 1 from publication_records where conversation_id = ${conversationId}
-        and message_id = ${messageId}) as published,
-      exists (select 1 from messages m join conversations c on c.id = m.conversation_id
-        where m.id = ${messageId} and c.id = ${conversationId} and c.player_id = ${playerId}) as known`;
-  if (!row?.known) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
-  if (row.published)
-    throw new AppError(
-      409,
-      'ALREADY_PUBLISHED',
-      'That turn has gone out already: withhold it from the publish page.',
-    );
-  const updated = await sql`update publication_drafts
-    set choices = jsonb_set(choices, array[${messageId}::text],
-      coalesce(choices -> ${messageId}::text, '{}'::jsonb) || '{"withheld": true}'::jsonb)
-    where conversation_id = ${conversationId}`;
-  if (updated.count === 0) throw new AppError(409, 'NOT_PUBLISHED', 'This Conversation is not published.');
 }
 
 /**
@@ -93,21 +62,34 @@ async function append(
   const [still] = await deps.sql`select 1 from publications
     where conversation_id = ${due.conversationId} and live and status = 'published'`;
   if (!still) return;
+  // A reply whose server died is settled first, and that starts its hold-back window as a turn's end does:
+  // it is not sent out in the same step (ADR 0046).
+  await turnEnded(deps.sql, await markInterrupted(deps.sql));
   // Only once the Conversation is quiet: no turn running (a Party's next reply may not have begun yet), and the
-  // last turn's delay has passed — a retry must not catch a turn that has only just ended.
-  const [quiet] = await deps.sql<{ busy: boolean; wait: Date | null }[]>`
+  // last turn's delay has passed — a retry must not catch a turn that has only just ended. The path is read in
+  // the same statement: the append publishes exactly it, or nothing (see below).
+  const [quiet] = await deps.sql<{ busy: boolean; wait: Date | null; path: string[]; reviewed: string[] }[]>`
     select c.turn_owner is not null and c.turn_owner in (${deps.sql.unsafe(LIVE_INSTANCES)}) as busy,
       case when p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) > now()
-        then p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) end as wait
+        then p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) end as wait,
+      array(select m.id::text from messages m where m.conversation_id = p.conversation_id and m.on_path
+        order by m.seq) as path,
+      p.reviewed_path::text[] as reviewed
     from publications p join conversations c on c.id = p.conversation_id
     where p.conversation_id = ${due.conversationId}`;
-  if (quiet?.busy || quiet?.wait) {
+  if (!quiet) return;
+  // The path no longer starts with what the Player reviewed (another branch shown, an edit, a regenerated
+  // reply): paused until they review and publish again. Nothing is sent, deleted or rewritten.
+  if (!extendsReviewed(quiet.path, quiet.reviewed)) return;
+  if (quiet.busy || quiet.wait) {
     const at = quiet.wait ?? new Date(Date.now() + 2000);
     await deps.sql`update publications set live_due_at = greatest(coalesce(live_due_at, ${at}), ${at})
       where conversation_id = ${due.conversationId} and live`;
     return;
   }
   try {
+    // A held-back question holds its replies, even those that came after the hold.
+    await holdReplies(deps.sql, due.conversationId);
     const choices: Choices = {};
     if (due.withhold) {
       const [draft, fresh] = await Promise.all([
@@ -118,13 +100,19 @@ async function append(
       ]);
       for (const { id } of fresh) if (!draft?.choices[id]) choices[id] = { withheld: true };
     }
-    await publish(deps, { id: due.playerId, did: due.did }, due.conversationId, { choices });
+    // With the path read above: if it moved since (a branch shown, a turn begun), nothing goes out
+    // (CONVERSATION_CHANGED); whatever moved it makes the append due again.
+    await publish(deps, { id: due.playerId, did: due.did }, due.conversationId, {
+      choices,
+      path: quiet.path,
+    });
   } catch (e) {
     // A turn still being written: try again shortly. Anything else waits for the next turn, and is said.
     if (e instanceof AppError && e.code === 'TURN_IN_PROGRESS')
       await deps.sql`update publications set live_due_at = now() + interval '2 seconds'
         where conversation_id = ${due.conversationId} and live and live_due_at is null`;
-    else deps.log(`live publishing of ${due.conversationId} could not append`, e);
+    else if (!(e instanceof AppError && e.code === 'CONVERSATION_CHANGED'))
+      deps.log(`live publishing of ${due.conversationId} could not append`, e);
   }
 }
 

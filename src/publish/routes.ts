@@ -5,9 +5,17 @@ import { getConversation, messageIds as messageIdsOf } from '../conversations/in
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { TurnChoice } from '../redaction/index.ts';
-import { holdBack, setLive } from './live.ts';
+import { holdBack } from './hold.ts';
+import { setLive } from './live.ts';
+import { extendsReviewed } from './review.ts';
 import { type PublishDeps, previewPublication, publish, removedWords, resume, unpublish } from './service.ts';
-import { getDraft, getPublication, getPublishedRecords, withPublicationLock } from './store.ts';
+import {
+  getDraft,
+  getPublication,
+  getPublishedRecords,
+  getReviewedPath,
+  withPublicationLock,
+} from './store.ts';
 
 const PublishBody = z
   .object({
@@ -60,10 +68,15 @@ export function publishRoutes(deps: PublishDeps): Router {
       res.json({ publication: null, draft: kept });
       return;
     }
-    const records = await getPublishedRecords(deps.sql, id);
+    const [records, reviewed] = await Promise.all([
+      getPublishedRecords(deps.sql, id),
+      getReviewedPath(deps.sql, id),
+    ]);
     res.json({
       publication: {
         ...publication,
+        // Live appends wait while the path shown has left the one reviewed (ADR 0046): the page says so.
+        livePaused: publication.live && !extendsReviewed(messageIds, reviewed),
         uri: `at://${publication.did}/${SESSION}/${publication.sessionRkey}`,
         turns: records
           .filter((r) => r.collection === MESSAGE)

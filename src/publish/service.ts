@@ -11,6 +11,7 @@ import type { Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
+import { turnEnded } from './hold.ts';
 import {
   defaultTitle,
   type Problem,
@@ -79,8 +80,11 @@ async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[
   let messages = await allMessages(sql, conversationId);
   // A reply left streaming by a server that has since died is not in progress: it is marked interrupted here
   // (as every server does at start), so it cannot block publishing while the others keep running.
-  if (messages.some((m) => m.status === 'streaming') && (await markInterrupted(sql)) > 0) {
-    messages = await allMessages(sql, conversationId);
+  if (messages.some((m) => m.status === 'streaming')) {
+    const ended = await markInterrupted(sql);
+    // Ended now: a live Conversation gives the reply its hold-back window (ADR 0046).
+    await turnEnded(sql, ended);
+    if (ended.length) messages = await allMessages(sql, conversationId);
   }
   if (messages.some((m) => m.status === 'streaming')) {
     throw new AppError(

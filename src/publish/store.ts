@@ -58,6 +58,13 @@ export async function getPublication(
   return row;
 }
 
+/** The turns the Player last reviewed and published, in order (ADR 0046). */
+export async function getReviewedPath(sql: Queryable, conversationId: string): Promise<string[]> {
+  const [row] = await sql<{ path: string[] }[]>`
+    select reviewed_path::text[] as path from publications where conversation_id = ${conversationId}`;
+  return row?.path ?? [];
+}
+
 export async function getPublishedRecords(
   sql: Queryable,
   conversationId: string,
@@ -81,6 +88,11 @@ export async function savePlan(
 ): Promise<void> {
   const p = plan.publication;
   const d = plan.draft;
+  // The turns this plan publishes, in order: what the Player reviewed (or, live, what extends it; ADR 0046).
+  const reviewed = plan.records
+    .filter((r) => r.messageId && r.pending !== 'delete')
+    .sort((a, b) => a.position - b.position)
+    .map((r) => r.messageId!);
   await transaction(sql, async (tx) => {
     await tx`
       insert into publication_drafts (conversation_id, session_rkey, title, choices, words)
@@ -89,10 +101,11 @@ export async function savePlan(
       on conflict (conversation_id) do update set session_rkey = excluded.session_rkey, title = excluded.title,
         choices = excluded.choices, words = excluded.words, updated_at = now()`;
     await tx`
-      insert into publications (conversation_id, player_id, did, session_rkey, title, status)
-      values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing')
+      insert into publications (conversation_id, player_id, did, session_rkey, title, status, reviewed_path)
+      values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing',
+        ${reviewed}::uuid[])
       on conflict (conversation_id) do update set title = excluded.title, status = 'publishing', error = null,
-        updated_at = now()`;
+        reviewed_path = excluded.reviewed_path, updated_at = now()`;
     // One statement per 500 records, not one per record: a 1,000-turn plan is two round trips.
     for (let i = 0; i < plan.records.length; i += 500) {
       const rows = plan.records.slice(i, i + 500).map((r) => ({

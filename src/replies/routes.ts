@@ -15,6 +15,8 @@ export interface ReplyRouteDeps {
   hub: ReplyHub;
   mirror: ReplyMirror;
   log: (message: string, error?: unknown) => void;
+  /** Told of the Conversations whose replies were settled interrupted here (live publishing). Never throws. */
+  afterInterrupted?: (conversationIds: string[]) => Promise<void>;
 }
 
 /**
@@ -80,7 +82,7 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
       if (outcome !== 'ended') return;
       // The reply ended without its last frames reaching this instance (it ended before it could be mirrored,
       // or its server died): the stored row says how. A dead server's reply is marked interrupted first.
-      await markInterrupted(deps.sql);
+      await deps.afterInterrupted?.(await markInterrupted(deps.sql));
       const stored = await getReply(deps.sql, player.id, id, messageId);
       if (!stored) return;
       if (!seen) return sendStored(sse, stored);

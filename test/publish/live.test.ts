@@ -3,9 +3,10 @@ import { LOCKS } from '../../src/db/index.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
-import { sessionRecords } from '../support/publication.ts';
+import { publishedMessages } from '../support/publication.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
+import { until } from '../support/until.ts';
 
 // Live publishing (issue 18): each new turn of a live Conversation is appended to its published session once
 // complete, after a delay in which it can be held back; readers see it without reloading.
@@ -23,21 +24,7 @@ const turn = async (c: string, text: string, reply: string) => {
   local.app.fake.enqueue(textScript(reply));
   await collectFrames(await api(`/api/conversations/${c}/messages`, { body: { text } }));
 };
-/** The session's message records in reading order (their rkeys are TIDs, in reading order). */
-const published = async (uri: string) =>
-  [...(await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri)).entries()]
-    .filter(([, r]) => r.collection === 'click.aligned.chat.message')
-    .sort(([a], [b]) => a.localeCompare(b))
-    .map(([, r]) => r.value as { text?: string; withheld?: boolean });
-async function until<T>(what: string, check: () => Promise<T | undefined | false>, ms = 20_000): Promise<T> {
-  const end = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+const published = (uri: string) => publishedMessages(local.app.running.localnet!.pdsUrl, alice.did, uri);
 
 it('a live Conversation grows on the PDS and in an open reader; a held-back turn goes out withheld; off stops it', async () => {
   const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ada' }]);

@@ -46,3 +46,11 @@ export async function expectRepoToMatchPlan(
     expect(got.cid).toBe(p.cid);
   }
 }
+
+/** The session's message records on the PDS in reading order (their rkeys are TIDs, in reading order). */
+export async function publishedMessages(pdsUrl: string, did: string, sessionUri: string) {
+  return [...(await sessionRecords(pdsUrl, did, sessionUri)).entries()]
+    .filter(([, r]) => r.collection === 'click.aligned.chat.message')
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([, r]) => r.value as { text?: string; withheld?: boolean });
+}

@@ -1,5 +1,6 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
+import { Link } from 'react-router';
 import { api } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
@@ -9,7 +10,22 @@ export interface LiveView {
   liveWithhold: boolean;
   liveDelaySeconds: number;
   liveDueAt: string | null;
+  /** The path shown has left the one reviewed and published: nothing goes out until it is published again. */
+  livePaused?: boolean;
   turns: { messageId: string | null }[];
+}
+
+/** Why live publishing is waiting, and how to resume it (ADR 0046): said in the Conversation and on the publish page. */
+const PAUSED =
+  'Live publishing paused: you switched to another branch (or edited or regenerated a published turn). Nothing more goes out and nothing published changes. Review and publish again to resume.';
+
+/** On the publish page, at the top: where the Player comes to resume. */
+export function LivePausedNote() {
+  return (
+    <p className="notice live-paused" role="status">
+      {PAUSED}
+    </p>
+  );
 }
 type PublicationAnswer = {
   publication: LiveView | null;
@@ -114,6 +130,13 @@ export function LiveBanner({
   });
   const p = answer.data?.publication;
   if (!p?.live) return null;
+  if (p.livePaused)
+    return (
+      <div className="live-banner paused" role="status">
+        <span className="live-dot" aria-hidden="true" /> {PAUSED}{' '}
+        <Link to={`/c/${conversationId}/publish`}>Review and publish</Link>
+      </div>
+    );
   const out = new Set(p.turns.map((t) => t.messageId));
   const waiting = path.filter((t) => !out.has(t.id));
   const isHeld = (id: string) => Boolean(answer.data?.draft?.choices[id]?.withheld);

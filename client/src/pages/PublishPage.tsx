@@ -15,7 +15,7 @@ import {
 import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
 import { ApiError, api, fetchAs, type Message } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
+import { LivePausedNote, LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
 import {
   Barred,
   type Preview,
@@ -202,6 +202,7 @@ export function PublishPage() {
           {publication.data?.draft && ' Your choices from before are kept.'}
         </p>
       )}
+      {current?.livePaused && <LivePausedNote />}
       <label>
         Title
         <input
