@@ -9,6 +9,8 @@ import type { Figure } from '../bench.ts';
 import { median, round, sideBySide } from './stats.ts';
 
 const RECORDS = 2000;
+/** Hostile records written between the good ones (issue 24's figure). */
+const HOSTILE = 10_000;
 
 /**
  * index_rate: events/s through our indexer ÷ the raw Firehose decode rate of the same events (both replay
@@ -49,6 +51,8 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
         };
       });
       await agent.com.atproto.repo.applyWrites({ repo: bob.did, writes: writes as never });
+      // Between the good ones, hostile ones of every kind the network can hold (issue 24).
+      await writeHostile(agent, bob.did, uri, HOSTILE / (RECORDS / 200), b);
     }
     const ws = net.pdsUrl.replace(/^http/, 'ws');
     const idResolver = () =>
@@ -57,7 +61,10 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
     await waitFor(
       async () =>
         Number(
-          (await app.db.sql`select count(*)::int as n from index_messages where session_uri = ${uri}`)[0]!.n,
+          (
+            await app.db
+              .sql`select count(*)::int as n from index_messages where session_uri = ${uri} and record->>'text' like 'turn %'`
+          )[0]!.n,
         ) === RECORDS,
     );
     const lastSeq = Number((await app.db.sql`select cursor::text as c from index_state`)[0]!.c);
@@ -108,11 +115,24 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
     yield {
       figure: 'index_rate',
       value: round(rate.b / rate.a),
-      unit: 'ratio (ours ÷ raw decode)',
+      unit: 'ratio (ours ÷ raw decode), with the hostile records in the stream',
       target: '>= 0.5',
       records: RECORDS,
+      hostile: HOSTILE,
       ours_ms: round(rate.a, 0),
       raw_ms: round(rate.b, 0),
+    };
+    // After the last of those runs, from cursor 0: every good turn indexed, no hostile one.
+    const [counts] = await app.db.sql<{ good: number; hostile: number }[]>`
+      select count(*) filter (where session_uri = ${uri} and record->>'text' like 'turn %')::int as good,
+        count(*) filter (where not (session_uri = ${uri} and record->>'text' like 'turn %'))::int as hostile
+      from index_messages`;
+    yield {
+      figure: 'hostile_ingest_good_indexed',
+      value: round((100 * counts!.good) / RECORDS, 1),
+      unit: '% of good records indexed with 10,000 hostile ones mixed in',
+      target: '= 100',
+      hostile_indexed: counts!.hostile,
     };
 
     // thread_read_1000
@@ -186,6 +206,59 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
   } finally {
     await local.close();
   }
+}
+
+/**
+ * `n` records no index may take, written as any account can (unvalidated): nested up to ~2,000 deep, wide,
+ * NUL, wrong types, turns in another author's session, missing fields. Deterministic.
+ */
+async function writeHostile(agent: AtpAgent, did: string, session: string, n: number, seed: number) {
+  const base = () => ({
+    $type: 'click.aligned.chat.message',
+    session,
+    role: 'user',
+    createdAt: new Date().toISOString(),
+    text: 'hostile',
+  });
+  const deep = (d: number) => {
+    let v: unknown = 'x';
+    for (let i = 0; i < d; i++) v = [v];
+    return v;
+  };
+  const kinds: ((i: number) => Record<string, unknown>)[] = [
+    (i) => ({ ...base(), x: deep(33 + ((i * 7919) % 1900)) }),
+    () => ({ ...base(), text: 'nul \u0000 inside' }),
+    // (Half a surrogate pair is not here: the PDS stores U+FFFD in its place, a record fit to index.)
+    (i) => ({ ...base(), x: JSON.parse(`${'{"a":'.repeat(33 + (i % 600))}1${'}'.repeat(33 + (i % 600))}`) }),
+    (i) => ({ ...base(), text: i }),
+    () => ({ ...base(), session: 42 }),
+    () => ({ ...base(), createdAt: 'yesterday' }),
+    () => ({ ...base(), session: 'at://did:plc:someoneelseentirely000/click.aligned.chat.session/3kabc' }),
+    () => ({ $type: 'click.aligned.chat.message', text: 'no session, no role' }),
+    (i) => (i % 40 === 0 ? { ...base(), wide: Array(60_000).fill(1) } : { ...base(), x: deep(500) }),
+  ];
+  let writes: unknown[] = [];
+  let bytes = 0;
+  const flush = async () => {
+    if (writes.length)
+      await agent.com.atproto.repo.applyWrites({ repo: did, validate: false, writes: writes as never });
+    writes = [];
+    bytes = 0;
+  };
+  for (let i = 0; i < n; i++) {
+    const value = kinds[(i + seed) % kinds.length]!(i + seed * n);
+    const size = JSON.stringify(value).length;
+    // Under the PDS's caps: 200 writes and 1,000,000 bytes of JSON a call.
+    if (writes.length >= 200 || bytes + size > 900_000) await flush();
+    writes.push({
+      $type: 'com.atproto.repo.applyWrites#create',
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      value,
+    });
+    bytes += size;
+  }
+  await flush();
 }
 
 async function waitFor(check: () => Promise<boolean>, everyMs = 25) {
