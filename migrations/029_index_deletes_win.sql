@@ -19,3 +19,7 @@ create index index_messages_backfilled on index_messages (did) where from_backfi
 
 -- An account that is not active (deactivated, suspended, desynchronized, throttled, …): null when active.
 alter table index_actors add column status text;
+
+-- Jetstream v2 numbers its events (`cursor`, per instance): resuming from that number on the same instance is
+-- exact, where a time must be rewound. Kept with the instance's host; the time stays for any other instance.
+alter table index_state add column jetstream_seq bigint, add column jetstream_host text;

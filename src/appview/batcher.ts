@@ -36,6 +36,8 @@ export class Batcher {
     private readonly sql: Sql,
     private readonly source: IngestSource,
     private readonly events: BatcherEvents,
+    /** The Jetstream instance's host, whose event numbers the ops carry. */
+    private readonly host?: string,
   ) {}
 
   async add(op: Op): Promise<void> {
@@ -68,7 +70,7 @@ export class Batcher {
   private async write(ops: Op[]): Promise<void> {
     for (let attempt = 0; !this.stopped; attempt++) {
       try {
-        await apply(this.sql, this.source, ops, this.events.onSkip);
+        await apply(this.sql, this.source, ops, this.events.onSkip, this.host);
         return;
       } catch (e) {
         this.events.onError(e);
@@ -82,7 +84,7 @@ export class Batcher {
     for (const op of ops) {
       for (let attempt = 0; !this.stopped; attempt++) {
         try {
-          await apply(this.sql, this.source, [op], this.events.onSkip);
+          await apply(this.sql, this.source, [op], this.events.onSkip, this.host);
           break;
         } catch (e) {
           if (databaseAway(e)) {
@@ -93,7 +95,7 @@ export class Batcher {
           // This op alone fails, and would for ever: decided, skipped, counted, and the cursor moves past it.
           this.events.onSkip(describe(op), e instanceof Error ? `${e.name}: ${e.message}` : String(e));
           await this.sql`update index_state set skipped = skipped + 1 where id`.catch(() => {});
-          await saveCursor(this.sql, op.at, this.source).catch(() => {});
+          await saveCursor(this.sql, op.at, this.source, seqOf([op], this.host)).catch(() => {});
           break;
         }
       }
@@ -127,6 +129,7 @@ async function apply(
   source: IngestSource,
   ops: Op[],
   onSkip: BatcherEvents['onSkip'],
+  host?: string,
 ): Promise<void> {
   let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
   const flushUpserts = async () => {
@@ -148,7 +151,12 @@ async function apply(
     else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
   }
   await flushUpserts();
-  await saveCursor(sql, Math.max(...ops.map((o) => o.at)), source);
+  await saveCursor(sql, Math.max(...ops.map((o) => o.at)), source, seqOf(ops, host));
+}
+
+function seqOf(ops: Op[], host: string | undefined) {
+  const seqs = ops.flatMap((o) => (o.seq === undefined ? [] : [o.seq]));
+  return host && seqs.length ? { seq: Math.max(...seqs), host } : undefined;
 }
 
 /**

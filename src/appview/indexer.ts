@@ -7,7 +7,7 @@ import { Batcher } from './batcher.ts';
 import { JetstreamFollower } from './jetstream.ts';
 import { accountOp, type Op } from './ops.ts';
 import { shapeProblem } from './shape.ts';
-import { COLLECTIONS, readCursor } from './store.ts';
+import { COLLECTIONS, readCursor, readJetstreamPosition } from './store.ts';
 
 const LEADER_LOCK = LOCKS.indexerLeader;
 
@@ -63,15 +63,20 @@ export function startIndexer(o: IndexerOptions): Indexer {
     };
     if (stopped) return;
     const source = o.source.kind;
-    const batcher = new Batcher(o.sql, source, {
-      onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
-      onSkip: (uri, reason) => o.log(`indexer: skipped ${uri}: ${reason}`),
-    });
+    const batcher = new Batcher(
+      o.sql,
+      source,
+      {
+        onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
+        onSkip: (uri, reason) => o.log(`indexer: skipped ${uri}: ${reason}`),
+      },
+      new URL(o.source.url).host,
+    );
     close = () => batcher.close();
     if (o.source.kind === 'jetstream') {
       const jetstream = new JetstreamFollower({
         url: o.source.url,
-        getCursor: () => readCursor(o.sql, 'jetstream'),
+        getCursor: () => readJetstreamPosition(o.sql),
         handle: (op) => batcher.add(op),
         isKnownActor: async (did) => (await o.sql`select 1 from index_actors where did = ${did}`).length > 0,
         onError: (message, e) => o.log(`indexer: ${message}`, e),

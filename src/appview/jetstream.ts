@@ -1,6 +1,7 @@
 import WebSocket from 'ws';
 import { cidMatches, parseJetstreamMessage } from './jetstreamEvent.ts';
 import type { Op } from './ops.ts';
+import type { JetstreamPosition } from './store.ts';
 
 /** Our collections, as one Jetstream filter (prefix wildcards are part of its protocol). */
 export const WANTED_COLLECTIONS = 'click.aligned.chat.*';
@@ -20,7 +21,7 @@ const PING_MS = 30_000;
 export interface JetstreamOptions {
   /** The subscribe endpoint, e.g. wss://jetstream2.us-east.bsky.network/subscribe */
   url: string;
-  getCursor: () => Promise<number | undefined>;
+  getCursor: () => Promise<JetstreamPosition>;
   handle: (op: Op) => Promise<void>;
   /** Identity events matter only for authors the index holds. */
   isKnownActor: (did: string) => Promise<boolean>;
@@ -40,6 +41,8 @@ export class JetstreamFollower {
   private pendingBytes = 0;
   private attempt = 0;
   private lastAt: number | undefined;
+  /** The last v2 event number taken in from this instance. */
+  private lastSeq: number | undefined;
   private retry: NodeJS.Timeout | undefined;
 
   constructor(private readonly o: JetstreamOptions) {}
@@ -57,17 +60,22 @@ export class JetstreamFollower {
 
   private async connect() {
     if (this.stopped) return;
-    let cursor: number | undefined;
+    const url = new URL(this.o.url);
+    let at: JetstreamPosition;
     try {
-      cursor = this.lastAt ?? (await this.o.getCursor());
+      at = this.lastAt !== undefined ? { timeUs: this.lastAt } : await this.o.getCursor();
     } catch (e) {
       this.o.onError('jetstream: the cursor could not be read', e);
       return this.reconnectLater();
     }
-    const url = new URL(this.o.url);
+    const seq = this.lastSeq ?? (at.host === url.host ? at.seq : undefined);
     url.searchParams.set('wantedCollections', WANTED_COLLECTIONS);
     url.searchParams.set('maxMessageSizeBytes', String(MAX_MESSAGE_BYTES));
-    if (cursor !== undefined) url.searchParams.set('cursor', String(Math.max(0, cursor - REWIND_US)));
+    // The same instance's own event number resumes exactly (v2); a time is rewound a little, since each
+    // instance stamps its own times. Replaying is harmless (idempotent).
+    if (seq !== undefined) url.searchParams.set('cursor', String(seq));
+    else if (at.timeUs !== undefined)
+      url.searchParams.set('cursor', String(Math.max(0, at.timeUs - REWIND_US)));
     const ws = new WebSocket(url, { maxPayload: MAX_MESSAGE_BYTES, handshakeTimeout: 10_000 });
     this.ws = ws;
     let alive = true;
@@ -138,6 +146,10 @@ export class JetstreamFollower {
       op = { kind: 'skip', at: parsed.at };
     }
     this.lastAt = op.at;
+    if (parsed.seq !== undefined) {
+      this.lastSeq = parsed.seq;
+      op = { ...op, seq: parsed.seq };
+    }
     await this.o.handle(op);
   }
 }

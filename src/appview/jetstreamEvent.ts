@@ -30,7 +30,11 @@ const commitEvent = z.object({
     rev: z.string().max(64).optional(),
   }),
 });
-const identityEvent = z.object({ kind: z.literal('identity'), did: z.string().max(2048), time_us: timeUs });
+const identityEvent = z.object({
+  kind: z.literal('identity'),
+  did: z.string().max(2048),
+  time_us: timeUs,
+});
 const accountEvent = z.object({
   kind: z.literal('account'),
   did: z.string().max(2048),
@@ -43,11 +47,21 @@ const anyEvent = z.object({ time_us: timeUs });
 export type JetstreamEvent = z.infer<typeof jetstreamEvent>;
 
 /** What one message means for the index, before the checks that need I/O (cid hash, handle). */
-export type Parsed =
+export type Parsed = (
   | { kind: 'op'; op: Op }
   | { kind: 'record'; op: Extract<Op, { kind: 'upsert' }> }
   | { kind: 'identity'; at: number; did: string }
-  | { kind: 'invalid'; at: number | null; reason: string };
+  | { kind: 'invalid'; at: number | null; reason: string }
+) & {
+  /** Jetstream v2's own number for the event (`cursor`), when it sent one. */
+  seq?: number;
+};
+
+/** A v2 event number: below 10^15, where Jetstream reads a cursor as a time in µs instead. */
+function seqOf(json: unknown): number | undefined {
+  const c = (json as { cursor?: unknown } | null)?.cursor;
+  return typeof c === 'number' && Number.isSafeInteger(c) && c >= 0 && c < 1e15 ? c : undefined;
+}
 
 const ours = new Set<string>(COLLECTIONS);
 
@@ -59,6 +73,12 @@ export function parseJetstreamMessage(text: string): Parsed {
   } catch {
     return { kind: 'invalid', at: null, reason: 'not JSON' };
   }
+  const seq = seqOf(json);
+  const parsed = parseEvent(json);
+  return seq === undefined ? parsed : { ...parsed, seq };
+}
+
+function parseEvent(json: unknown): Parsed {
   const parsed = jetstreamEvent.safeParse(json);
   if (!parsed.success) {
     // A kind this code does not know (Jetstream may add some) still moves the cursor past it.

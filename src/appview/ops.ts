@@ -1,8 +1,11 @@
 /**
  * One event of either source, reduced to what the index does with it. `at` is the event's position in its
- * stream: a relay's sequence number, or Jetstream's time in microseconds. `rev` is the commit's repo rev.
+ * stream: a relay's sequence number, or Jetstream's time in microseconds; `seq`, Jetstream v2's own number for
+ * the event, when it sent one. `rev` is the commit's repo rev.
  */
-export type Op =
+export type Op = OpKind & { seq?: number };
+
+type OpKind =
   | {
       kind: 'upsert';
       at: number;

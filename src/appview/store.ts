@@ -249,9 +249,33 @@ export async function readCursor(sql: Sql, source: IngestSource = 'relay'): Prom
   return row?.cursor ? Number(row.cursor) : undefined;
 }
 
-export async function saveCursor(sql: Sql, cursor: number, source: IngestSource = 'relay') {
+/** Where Jetstream stopped: its time, and its own event number on the instance (`host`) that sent it. */
+export interface JetstreamPosition {
+  timeUs?: number;
+  seq?: number;
+  host?: string;
+}
+
+export async function readJetstreamPosition(sql: Sql): Promise<JetstreamPosition> {
+  const [row] = await sql<{ t: string | null; seq: string | null; host: string | null }[]>`
+    select jetstream_cursor::text as t, jetstream_seq::text as seq, jetstream_host as host from index_state where id`;
+  return {
+    ...(row?.t ? { timeUs: Number(row.t) } : {}),
+    ...(row?.seq && row.host ? { seq: Number(row.seq), host: row.host } : {}),
+  };
+}
+
+export async function saveCursor(
+  sql: Sql,
+  cursor: number,
+  source: IngestSource = 'relay',
+  /** Jetstream v2's event number, and the instance it belongs to. */
+  seq?: { seq: number; host: string },
+) {
   if (source === 'jetstream')
-    await sql`update index_state set jetstream_cursor = ${cursor}, updated_at = now()
+    await sql`update index_state set jetstream_cursor = ${cursor}, updated_at = now(),
+        jetstream_seq = coalesce(${seq?.seq ?? null}::bigint, jetstream_seq),
+        jetstream_host = coalesce(${seq?.host ?? null}, jetstream_host)
       where id and (jetstream_cursor is null or jetstream_cursor < ${cursor})`;
   else
     await sql`update index_state set cursor = ${cursor}, updated_at = now() where id and (cursor is null or cursor < ${cursor})`;

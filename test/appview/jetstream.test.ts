@@ -322,6 +322,47 @@ it('generated hostile records (deep, wide, huge, NUL, half surrogates, wrong typ
   }
 }, 120_000);
 
+it("resumes a v2 instance from its own event number (exact), kept with the instance's host", async () => {
+  const net = local.app.running.localnet!;
+  const v2 = await startJetstream({ v2: true });
+  v2.follow(net.pdsUrl.replace(/^http/, 'ws'), net.plcUrl);
+  const start = () =>
+    startIndexer({
+      sql: sql(),
+      source: { kind: 'jetstream', url: v2.url },
+      plcUrl: net.plcUrl,
+      local: true,
+      fetch: globalThis.fetch,
+      log: () => {},
+      retryMs: 100,
+    });
+  try {
+    const first = start();
+    await first.leading;
+    await until(async () => v2.connections.length > 0, 'the connection');
+    const uri = await writeSession(agent, did, 'Numbered');
+    await writeTurns(agent, did, uri, 3, 'one');
+    await until(async () => (await count(uri)) === 3, 'the first turns');
+    await first.stop();
+    const [saved] = await sql()<{ seq: string | null; host: string | null }[]>`
+      select jetstream_seq::text as seq, jetstream_host as host from index_state`;
+    expect(saved!.host).toBe(new URL(v2.url).host);
+    expect(Number(saved!.seq)).toBeGreaterThan(0);
+    await writeTurns(agent, did, uri, 3, 'two');
+    const second = start();
+    try {
+      await second.leading;
+      await until(async () => (await count(uri)) === 6, 'the turns written while it was stopped');
+      // Resumed from the number, not from a rewound time.
+      expect(v2.connections.at(-1)!.get('cursor')).toBe(saved!.seq);
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    await v2.close();
+  }
+}, 60_000);
+
 it('is chosen by configuration, one source at a time', () => {
   expect(loadConfig({ INDEXER_JETSTREAM_URL: 'wss://jetstream.example/subscribe' }).indexerJetstreamUrl).toBe(
     'wss://jetstream.example/subscribe',

@@ -24,6 +24,8 @@ export interface TestJetstream {
 
 interface Entry {
   timeUs: number;
+  /** The v2 event number (1, 2, …), sent as `cursor` when the server speaks v2. */
+  seq: number;
   collection: string | null;
   text: string;
 }
@@ -74,8 +76,17 @@ export function wanted(collection: string | null, patterns: string[]): boolean {
   return patterns.some((p) => (p.endsWith('.*') ? collection.startsWith(p.slice(0, -1)) : p === collection));
 }
 
-export async function startJetstream(): Promise<TestJetstream> {
+/**
+ * `v2`: number each event (`cursor`, as Jetstream v2 does) and take a cursor below 10^15 as that number;
+ * otherwise only times (v1).
+ */
+export async function startJetstream(o: { v2?: boolean } = {}): Promise<TestJetstream> {
   const log: Entry[] = [];
+  let lastSeq = 0;
+  const numbered = (json: Record<string, unknown>) => {
+    const seq = ++lastSeq;
+    return { seq, text: JSON.stringify(o.v2 ? { ...json, cursor: seq } : json) };
+  };
   const clients = new Set<{ ws: WebSocket; wanted: string[]; max: number }>();
   const connections: URLSearchParams[] = [];
   const sent = new Map<string, number>();
@@ -106,7 +117,8 @@ export async function startJetstream(): Promise<TestJetstream> {
       max: Number(q.get('maxMessageSizeBytes') ?? Infinity),
     };
     const cursor = q.get('cursor');
-    if (cursor !== null) for (const e of log) if (e.timeUs >= Number(cursor)) send(c, e);
+    const bySeq = o.v2 && cursor !== null && Number(cursor) < 1e15;
+    if (cursor !== null) for (const e of log) if ((bySeq ? e.seq : e.timeUs) >= Number(cursor)) send(c, e);
     clients.add(c);
     ws.on('close', () => clients.delete(c));
     ws.on('error', () => {});
@@ -127,7 +139,7 @@ export async function startJetstream(): Promise<TestJetstream> {
           const json = jetstreamJson(evt, timeUs);
           if (!json) return;
           const collection = 'collection' in evt ? (evt.collection as string) : null;
-          publish({ timeUs, collection, text: JSON.stringify(json) });
+          publish({ timeUs, collection, ...numbered(json) });
         },
         onError: () => {},
       });
@@ -135,10 +147,11 @@ export async function startJetstream(): Promise<TestJetstream> {
     },
     inject(event, opts) {
       const timeUs = stamp();
-      const text = typeof event === 'string' ? event : JSON.stringify({ time_us: timeUs, ...event });
+      const { seq, text } =
+        typeof event === 'string' ? { seq: ++lastSeq, text: event } : numbered({ time_us: timeUs, ...event });
       const commit =
         typeof event === 'string' ? undefined : (event.commit as { collection?: string } | undefined);
-      publish({ timeUs, collection: commit?.collection ?? null, text }, opts);
+      publish({ timeUs, seq, collection: commit?.collection ?? null, text }, opts);
       return timeUs;
     },
     async close() {
