@@ -5,7 +5,7 @@ import {
   type NodeSavedSessionStore,
 } from '@atproto/oauth-client-node';
 import type { Sql } from '../db/index.ts';
-import { advisoryRequestLock, sessionStore, stateStore } from './stores.ts';
+import { advisoryRequestLock, endedGrant, sessionStore, stateStore } from './stores.ts';
 
 /**
  * What the app may do in a Player's repo: write its two collections and nothing else. Declared in the client
@@ -64,6 +64,7 @@ export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<Node
     stateStore: stateStore(sql),
     sessionStore: o.sessionStore ?? sessionStore(sql),
     requestLock: advisoryRequestLock(o.lockSql ?? sql),
+    onSessionDeleted: endedGrant(sql),
     fetch: o.fetch,
   });
 }

@@ -9,7 +9,14 @@ import { AppError, escapeHtml, parseBody, respond } from '../http/index.ts';
 import { MeResponse } from '../wire/index.ts';
 import { currentPlayer } from './requireSession.ts';
 import { restoreSession } from './restore.ts';
-import { createSession, endSessions, SESSION_COOKIE, SESSION_TTL_MS, upsertPlayer } from './sessions.ts';
+import {
+  createSession,
+  endSession,
+  endSessions,
+  SESSION_COOKIE,
+  SESSION_TTL_MS,
+  upsertPlayer,
+} from './sessions.ts';
 
 const LoginBody = z
   .object({
@@ -109,8 +116,9 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
   router.get('/me', async (_req, res) => {
     const player = currentPlayer(res);
     // Loads (and refreshes when due) the OAuth session: one revoked or expired elsewhere surfaces here.
-    // A web session is only ever made by a callback, and deleting an OAuth session deletes its web
-    // sessions (stores.ts), so a Player without one is a session made directly (tests, admin tools).
+    // A web session is only ever made by a callback, and a grant that ends for good ends its web sessions
+    // (stores.ts: endedGrant): a Player without one is a grant being replaced by a sign-in on another device
+    // this instant, or a session made directly (tests, admin tools).
     const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
     if (held) {
       await restoreSession(deps.oauth(), player.did, 'continue').catch(async (e: unknown) => {
@@ -131,14 +139,17 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
     respond(res, MeResponse, { did: player.did, handle: player.handle });
   });
 
-  router.post('/auth/logout', async (_req, res) => {
+  router.post('/auth/logout', async (req, res) => {
     const player = currentPlayer(res);
-    // Revoking deletes the OAuth session, and with it every web session of this Player (see stores.ts).
-    await deps
-      .oauth()
-      .revoke(player.did)
-      .catch((e) => deps.log('revoke failed', e));
-    await endSessions(deps.sql, player.id);
+    const token = parseCookie(req.headers.cookie ?? '')[SESSION_COOKIE] ?? '';
+    // Signing out here ends this device's session. The grant at the PDS is shared by the Player's other
+    // devices: it is revoked only when none is left signed in.
+    const { remaining } = await endSession(deps.sql, token);
+    if (remaining === 0)
+      await deps
+        .oauth()
+        .revoke(player.did)
+        .catch((e) => deps.log('revoke failed', e));
     res.clearCookie(SESSION_COOKIE, { path: '/' });
     res.status(204).end();
   });

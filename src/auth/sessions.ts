@@ -36,7 +36,16 @@ export async function findSession(sql: Sql, token: string): Promise<Player | und
   return row;
 }
 
-/** Ends every web session of a Player (logout revokes the OAuth session they all depend on). */
+/** Ends every web session of a Player (their grant has ended). */
 export async function endSessions(sql: Sql, playerId: string): Promise<void> {
   await sql`delete from sessions where player_id = ${playerId}`;
+}
+
+/** Ends one web session (signing out on one device); says how many the Player still has elsewhere. */
+export async function endSession(sql: Sql, token: string): Promise<{ remaining: number }> {
+  const [row] = await sql<{ remaining: number }[]>`
+    with gone as (delete from sessions where token_hash = ${hash(token)} returning player_id)
+    select count(*)::int as remaining from sessions s, gone
+    where s.player_id = gone.player_id and s.expires_at > now() and s.token_hash <> ${hash(token)}`;
+  return { remaining: row?.remaining ?? 0 };
 }

@@ -5,9 +5,10 @@ import {
   type NodeSavedStateStore,
   type RuntimeLock,
   requestLocalLock,
+  TokenRevokedError,
 } from '@atproto/oauth-client-node';
 import type { JsonValue, Sql } from '../db/index.ts';
-import { LOCKS, transaction } from '../db/index.ts';
+import { LOCKS } from '../db/index.ts';
 
 /** Pending authorizations older than this are dropped: a Player who wandered off starts again. */
 const STATE_TTL = '1 hour';
@@ -32,8 +33,10 @@ export function stateStore(sql: Sql): NodeSavedStateStore {
 }
 
 /**
- * OAuth session store in PostgreSQL, keyed by DID. When the client drops a session (revoked, or a refresh
- * that failed), the Player's web sessions go with it: they would only fail later, with a worse message.
+ * OAuth session store in PostgreSQL, keyed by DID: one grant per Player, shared by every device the Player is
+ * signed in on. Dropping it does not end web sessions: the client drops it too when a new sign-in replaces it
+ * (it revokes the old grant on each callback), and another device must stay signed in then. Only a real end
+ * of the grant ends them (`endedGrant`, below).
  */
 export function sessionStore(sql: Sql): NodeSavedSessionStore {
   return {
@@ -48,11 +51,21 @@ export function sessionStore(sql: Sql): NodeSavedSessionStore {
       return row?.value;
     },
     async del(did) {
-      await transaction(sql, async (tx) => {
-        await tx`delete from oauth_sessions where did = ${did}`;
-        await tx`delete from sessions where player_id in (select id from players where did = ${did})`;
-      });
+      await sql`delete from oauth_sessions where did = ${did}`;
     },
+  };
+}
+
+/**
+ * Told by the OAuth client each time it drops a grant, with why. A revocation is ours (a sign-out, or a new
+ * sign-in replacing the grant: a fresh one is stored at once) and ends nothing else; a refresh the
+ * authorization server refused, or tokens it no longer accepts, ends the grant for good, and with it every web
+ * session of the Player on every device: they would only fail later, with a worse message.
+ */
+export function endedGrant(sql: Sql) {
+  return async (did: string, cause: unknown) => {
+    if (cause instanceof TokenRevokedError) return;
+    await sql`delete from sessions where player_id in (select id from players where did = ${did})`;
   };
 }
 

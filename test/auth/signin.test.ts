@@ -163,6 +163,54 @@ describe('signing in with a demo account through the local PDS', () => {
   }, 60_000);
 });
 
+describe('two devices', () => {
+  it('a sign-in on a second browser leaves the first signed in; signing out on one leaves the other', async () => {
+    const alice = account('alice.test');
+    const second = await openBrowser();
+    try {
+      const cookieOf = async (b: Browser) =>
+        `av_session=${(await b.context.cookies(app.url)).find((c) => c.name === 'av_session')!.value}`;
+      await signInThroughPds(browser.page, app.url, alice.handle, alice.password);
+      await browser.page.waitForURL(`${app.url}/`);
+      const first = await cookieOf(browser);
+      const grantBefore = (await app.db.sql`select value from oauth_sessions where did = ${alice.did}`)[0]!
+        .value;
+      // The second device signs in: the OAuth client revokes the earlier grant and stores a new one.
+      await signInThroughPds(second.page, app.url, alice.handle, alice.password);
+      await second.page.waitForURL(`${app.url}/`);
+      const other = await cookieOf(second);
+      const grantAfter = (await app.db.sql`select value from oauth_sessions where did = ${alice.did}`)[0]!
+        .value;
+      expect(JSON.stringify(grantAfter)).not.toBe(JSON.stringify(grantBefore)); // the revocation on callback ran
+      expect((await me(first)).status).toBe(200);
+      expect((await me(other)).status).toBe(200);
+      // Both work against the PDS with the shared grant: a turn, and the page in the first browser.
+      const { conversationId } = await setupConversation(app, first);
+      const frames = await collectFrames(
+        await app.api(`/api/conversations/${conversationId}/messages`, {
+          cookie: first,
+          body: { text: 'From A' },
+        }),
+      );
+      expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+      await browser.page.reload();
+      await expect.poll(() => browser.page.locator('.who').textContent()).toContain('@alice.test');
+      // Signing out on the second device ends only its session; the grant stays for the first.
+      expect((await app.api('/api/auth/logout', { method: 'POST', cookie: other })).status).toBe(204);
+      expect((await me(other)).status).toBe(401);
+      expect((await me(first)).status).toBe(200);
+      expect(await count('oauth_sessions')).toBeGreaterThan(0);
+      await app.running.oauth.restore(alice.did);
+      // The last device to sign out revokes the grant.
+      expect((await app.api('/api/auth/logout', { method: 'POST', cookie: first })).status).toBe(204);
+      expect((await me(first)).status).toBe(401);
+      await expect(app.running.oauth.restore(alice.did)).rejects.toThrow();
+    } finally {
+      await second.close();
+    }
+  }, 120_000);
+});
+
 describe('two server processes on one database', () => {
   it('refresh the same OAuth session at once: one refresh reaches the PDS, both keep working', async () => {
     const bob = account('bob.test');
