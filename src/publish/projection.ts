@@ -61,6 +61,10 @@ export interface PublishAgent {
   model: string | null;
 }
 
+/**
+ * What was looked up on the network. A key that is absent was not looked up (the Player has not asked the
+ * preview to check that turn's links): the turn is "not checked yet", not refused.
+ */
 export interface Resolution {
   /** By pointerKey: the strongRef, or null when it could not be resolved. */
   refs: Map<string, { uri: string; cid: string } | null>;
@@ -190,8 +194,10 @@ export function projectTurn(
     /** Names a default step summary may use: the session's agents and the Player's Skills. */
     known: { agents: readonly string[]; skills: readonly string[] };
   },
-): { record: MessageRecord; problems: Problem[] } {
+): { record: MessageRecord; problems: Problem[]; unchecked: string[] } {
   const problems: Problem[] = [];
+  // Links and mentions not looked up yet: left out of the record (and not refused) until they are.
+  const unchecked: string[] = [];
   const problem = (code: Problem['code'], message: string) =>
     problems.push({ messageId: turn.messageId, turn: index + 1, code, message });
   const record: MessageRecord = {
@@ -203,7 +209,7 @@ export function projectTurn(
   if (turn.role === 'npc' && turn.provider && turn.model) record.model = `${turn.provider}/${turn.model}`;
   if (choice.withheld) {
     record.withheld = true;
-    return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems };
+    return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems, unchecked };
   }
 
   const text = ctx.published.texts.get(turn.messageId) ?? '';
@@ -239,6 +245,10 @@ export function projectTurn(
       `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
   const refs = pointers.flatMap((p) => {
+    if (!ctx.resolution.refs.has(pointerKey(p))) {
+      unchecked.push(pointerKey(p));
+      return [];
+    }
     const resolved = ctx.resolution.refs.get(pointerKey(p));
     if (!resolved)
       problem('UNRESOLVED_REF', `Turn ${index + 1} refers to ${pointerKey(p)}, which could not be found.`);
@@ -246,6 +256,10 @@ export function projectTurn(
   });
   if (refs.length) record.refs = refs.slice(0, 50);
   const mentions = accounts.flatMap((a) => {
+    if (!ctx.resolution.mentions.has(a)) {
+      unchecked.push(isDid(a) ? a : `@${a}`);
+      return [];
+    }
     const did = isDid(a) ? (ctx.resolution.mentions.get(a) ?? a) : ctx.resolution.mentions.get(a);
     if (!did)
       problem(
@@ -276,7 +290,7 @@ export function projectTurn(
       );
     }
   }
-  return { record: out, problems };
+  return { record: out, problems, unchecked };
 }
 
 export function projectSession(args: {

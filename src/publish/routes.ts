@@ -17,6 +17,8 @@ const PublishBody = z
     forgetRemoved: z.boolean().optional(),
     /** The turns the Player reviewed, in order (the publish page sends them): 409 if the path moved since. */
     path: z.array(z.uuid()).max(100_000).optional(),
+    /** Preview only: the turns whose links and mentions to look up now (none until the Player asks). */
+    check: z.array(z.uuid()).max(100_000).optional(),
   })
   .strict();
 

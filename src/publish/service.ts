@@ -58,6 +58,12 @@ export interface PublishInput {
    * came, another branch is shown), nothing is published — a turn nobody looked at must not go out in full.
    */
   path?: string[];
+  /**
+   * Preview only: the turns whose links and mentions to look up now. A lookup reaches whoever a link names (an
+   * NPC's reply can name any host), so a preview looks up nothing the Player has not asked it to; publishing
+   * looks up every published turn's.
+   */
+  check?: string[];
 }
 
 interface Planned {
@@ -68,6 +74,7 @@ interface Planned {
   draft: Draft;
   records: PublishedRecord[];
   problems: Problem[];
+  unchecked: Preview['unchecked'];
 }
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
@@ -112,6 +119,7 @@ async function plan(
   conversationId: string,
   playerId: string,
   input: PublishInput,
+  lookups: 'all' | ReadonlySet<string>,
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
   if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
@@ -149,7 +157,11 @@ async function plan(
   const removed = input.forgetRemoved ? {} : removedWords(draft, known);
   const published = publishedTexts(turns, choices, Object.values(removed).flat());
   const words = { ...removed, ...published.words };
-  const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
+  // Withheld turns ask for nothing (referencesOf); of the others, only those checked when previewing.
+  const lookUp = (id: string) => lookups === 'all' || lookups.has(id);
+  const wanted = turns
+    .filter((t) => lookUp(t.messageId))
+    .map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
     wanted.flatMap((w) => w.pointers),
@@ -192,6 +204,7 @@ async function plan(
   ];
 
   const problems: Problem[] = [];
+  const unchecked: Planned['unchecked'] = [];
   const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
   // TIDs sort as strings: new turns take TIDs after the last one published, so TID order stays reading order.
   let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
@@ -207,6 +220,8 @@ async function plan(
       known: names,
     });
     problems.push(...projected.problems);
+    if (projected.unchecked.length)
+      unchecked.push({ messageId: turn.messageId, turn: i + 1, links: projected.unchecked });
     const prior = byMessage.get(turn.messageId);
     let rkey = prior?.rkey;
     if (!rkey) {
@@ -260,6 +275,7 @@ async function plan(
     },
     records,
     problems,
+    unchecked,
   };
 }
 
@@ -318,6 +334,7 @@ function toPreview(p: Planned): Preview {
       write: r.pending,
     })),
     problems: p.problems,
+    unchecked: p.unchecked,
     points: pointsFor(writes),
   };
 }
@@ -329,7 +346,8 @@ export async function previewPublication(
   input: PublishInput,
 ) {
   const { agent } = await repoFor(deps, player.did);
-  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input));
+  const checked = new Set(input.check ?? []);
+  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input, checked));
 }
 
 /** Publishes, appends or edits: plans, refuses on any problem, stores the plan, then writes it. */
@@ -340,8 +358,10 @@ export async function publish(
   input: PublishInput,
 ) {
   const { repo, agent } = await repoFor(deps, player.did);
-  const planned = await plan(deps, player.did, agent, conversationId, player.id, input);
+  const planned = await plan(deps, player.did, agent, conversationId, player.id, input, 'all');
   const preview = toPreview(planned);
+  // Every published turn's links were looked up above; one left unchecked would be published without them.
+  if (planned.unchecked.length) throw new Error('publish left links unchecked');
   if (planned.problems.length) {
     throw new AppError(
       400,

@@ -36,6 +36,11 @@ export interface Preview {
     write: 'create' | 'update' | 'delete' | null;
   }[];
   problems: Problem[];
+  /**
+   * Links and mentions of published turns not looked up yet: a preview looks up only the turns the Player asks
+   * it to check (a lookup reaches whoever the link names), and publishing looks up the rest.
+   */
+  unchecked: { messageId: string; turn: number; links: string[] }[];
   /** The PDS rate-limit points the writes cost. */
   points: number;
 }

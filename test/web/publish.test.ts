@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { shoot } from '../support/browser.ts';
 import { insertConversation } from '../support/conversations.ts';
+import { didWebHost } from '../support/didWeb.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 let local: LocalApp;
@@ -239,5 +240,35 @@ it('while publishing, the page says how many turns are written of how many, from
     expect(await status.count()).toBe(0);
   } finally {
     await app.db.sql.unsafe('drop trigger if exists slow_mark on publication_records');
+  }
+}, 60_000);
+
+it('links in a reply show as not checked yet, and are looked up only when the Player asks', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const host = await didWebHost();
+  try {
+    const pin = `at://${host.did}/app.bsky.feed.post/pin-4411-alice`;
+    await insertConversation(app.db.sql, alice.playerId, {
+      title: 'Pins',
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Where was it?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: `Pinned at ${pin}.` }] },
+      ],
+    }).then(({ conversationId }) => page.goto(`${app.url}/c/${conversationId}/publish`));
+    const note = page.locator('.publish-turn').nth(1).getByTestId('unchecked-links');
+    await note.waitFor();
+    expect(await note.textContent()).toContain(pin);
+    // The page's previews have run (the preview shows the turn), and asked the host nothing.
+    await page.locator('section.preview').getByText('not checked yet').waitFor();
+    expect(host.requests).toEqual([]);
+    await note.getByRole('button', { name: 'Check links' }).click();
+    await note.waitFor({ state: 'detached' });
+    await page.locator('section.preview').getByText('1 record link(s)').waitFor();
+    expect(host.requests.length).toBeGreaterThan(0);
+    await shoot(page, 'publish-links-checked');
+  } finally {
+    await host.close();
   }
 }, 60_000);

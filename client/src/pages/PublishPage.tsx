@@ -108,14 +108,21 @@ export function PublishPage() {
   const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
 
   const body = () => ({ title: title.trim() || null, choices, ...(forgetRemoved ? { forgetRemoved } : {}) });
+  // The turns whose links and mentions the Player asked to check: a lookup reaches whoever a link names, so
+  // the preview looks up nothing else (publishing looks up every published turn's). A changed turn is unchecked.
+  const [checked, setChecked] = useState<string[]>([]);
+  const check = checked.filter((m) => !choices[m]?.withheld);
   const [shown, setShown] = useState<Preview | null>(null);
   const preview = useMutation({
-    mutationFn: () => api<Preview>(`/api/conversations/${id}/publication/preview`, { body: body() }),
+    mutationFn: () =>
+      api<Preview>(`/api/conversations/${id}/publication/preview`, {
+        body: { ...body(), ...(check.length ? { check } : {}) },
+      }),
     onSuccess: setShown,
   });
   // The preview follows the editor: every change is previewed by the server, whose projection is the truth.
   const previewNow = preview.mutate;
-  const signature = JSON.stringify(body());
+  const signature = JSON.stringify([body(), check]);
   useEffect(() => {
     if (!data.data || !loaded || !signature) return;
     const timer = setTimeout(() => previewNow(), 400);
@@ -160,8 +167,13 @@ export function PublishPage() {
       previewNow();
     },
   });
-  const set = (messageId: string, patch: Partial<TurnChoice>) =>
+  const set = (messageId: string, patch: Partial<TurnChoice>) => {
     setChoices((c) => ({ ...c, [messageId]: { ...c[messageId], ...patch } }));
+    setChecked((c) => c.filter((m) => m !== messageId));
+  };
+  const checkLinks = (ids: string[]) => setChecked((c) => [...new Set([...c, ...ids])]);
+  const uncheckedOf = (messageId: string) =>
+    shown?.unchecked?.find((u) => u.messageId === messageId)?.links ?? [];
 
   if (!data.data) return <ErrorNote error={data.error} />;
   const current = publication.data?.publication;
@@ -235,6 +247,8 @@ export function PublishPage() {
             choice={choices[m.id] ?? {}}
             defaults={stepDefaults(m.id)}
             problems={problemsOf(m.id)}
+            unchecked={uncheckedOf(m.id)}
+            onCheck={() => checkLinks([m.id])}
             onChange={(patch) => set(m.id, patch)}
           />
         ))}
@@ -248,6 +262,15 @@ export function PublishPage() {
         >
           Preview records
         </button>
+        {(shown?.unchecked?.length ?? 0) > 0 && (
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => checkLinks(shown!.unchecked.map((u) => u.messageId))}
+          >
+            Check links of published turns
+          </button>
+        )}
         <button type="button" onClick={() => publish.mutate()} disabled={publish.isPending}>
           {publish.isPending ? 'Publishing…' : current ? 'Update publication' : 'Publish'}
         </button>
@@ -319,6 +342,8 @@ function TurnEditor({
   choice,
   defaults,
   problems,
+  unchecked,
+  onCheck,
   onChange,
 }: {
   message: Message;
@@ -327,6 +352,9 @@ function TurnEditor({
   choice: TurnChoice;
   defaults: { summary: string }[] | undefined;
   problems: Problem[];
+  /** Links and mentions not looked up yet (nothing is looked up until the Player asks). */
+  unchecked: string[];
+  onCheck: () => void;
   onChange: (c: Partial<TurnChoice>) => void;
 }) {
   const textRef = useRef<HTMLParagraphElement>(null);
@@ -387,6 +415,15 @@ function TurnEditor({
         <p className="meta covered-note">
           {extra.length === 1 ? 'One more place' : `${extra.length} more places`} covered here because you
           redacted the same words elsewhere.
+        </p>
+      )}
+      {unchecked.length > 0 && !choice.withheld && (
+        <p className="meta unchecked-links" data-testid="unchecked-links">
+          Not checked yet: {unchecked.join(', ')}. Checking asks the network for each (the sites they name see
+          the request); publishing checks them too.{' '}
+          <button type="button" className="link" onClick={onCheck}>
+            Check links
+          </button>
         </p>
       )}
       {problems.length > 0 && (
