@@ -9,6 +9,7 @@ import {
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
 import {
+  type AgentChoice,
   type Choices,
   type Cover,
   coveredWords,
@@ -24,7 +25,7 @@ import {
   pointerKey,
   type RecordPointer,
 } from './references.ts';
-import { defaultStepSummary } from './steps.ts';
+import { defaultStepName, defaultStepSummary } from './steps.ts';
 import { clip, graphemes, oneLine } from './text.ts';
 
 /**
@@ -54,11 +55,15 @@ export interface PublishTurn {
 
 export type { Problem };
 
+/**
+ * An NPC as the session names it: its name and Job Title, and what the Player chose to say of it. Its own
+ * description is not here at all (an imported card's is its whole character definition): only the Player's words.
+ */
 export interface PublishAgent {
   name: string;
   jobTitle: string;
-  description: string;
   model: string | null;
+  choice?: AgentChoice;
 }
 
 /**
@@ -79,6 +84,8 @@ export interface Published {
   texts: Map<string, string>;
   /** By Message id: the words each turn's redactions cover (kept in the draft for turns that later go). */
   words: Record<string, string[]>;
+  /** By Message id: the time each turn's record says (a hole's is coarse unless the Player keeps it). */
+  times: Map<string, Date>;
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
@@ -108,8 +115,26 @@ export function publishedTexts(
       note ? [shown, `[Attached: ${cover.apply(note, [])}]`].filter(Boolean).join('\n\n') : shown,
     );
   }
-  return { cover, texts, words };
+  return { cover, texts, words, times: publishedTimes(turns, choices) };
 }
+
+/**
+ * When each turn's record says it happened. A published turn: exactly. A hole (withheld turn) whose Player did
+ * not keep its time: the last time already published before it, else the start of its day in UTC — the reading
+ * order (TIDs) already says it came after that turn, so the hole says nothing more, and times never go backwards.
+ */
+export function publishedTimes(turns: readonly PublishTurn[], choices: Choices): Map<string, Date> {
+  const times = new Map<string, Date>();
+  let last: Date | undefined;
+  for (const t of turns) {
+    const choice = choices[t.messageId];
+    if (!choice?.withheld || choice.keepTime) last = t.createdAt;
+    times.set(t.messageId, last ?? startOfUtcDay(t.createdAt));
+  }
+  return times;
+}
+
+const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 
 /**
  * The title when the Player has not written one: the first published words, cut at a word boundary. Made from
@@ -204,9 +229,11 @@ export function projectTurn(
     $type: MESSAGE,
     session: ctx.sessionUri,
     role: turn.role === 'player' ? 'user' : 'assistant',
-    createdAt: turn.createdAt.toISOString(),
+    createdAt: (ctx.published.times.get(turn.messageId) ?? startOfUtcDay(turn.createdAt)).toISOString(),
   };
-  if (turn.role === 'npc' && turn.provider && turn.model) record.model = `${turn.provider}/${turn.model}`;
+  // A hole names no model unless the Player keeps it: which model wrote a withheld reply is the Player's to say.
+  if (turn.role === 'npc' && turn.provider && turn.model && (!choice.withheld || choice.keepModel))
+    record.model = `${turn.provider}/${turn.model}`;
   if (choice.withheld) {
     record.withheld = true;
     return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems, unchecked };
@@ -223,7 +250,7 @@ export function projectTurn(
     );
   const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
     const step: StepRecord = {
-      name: part.name ?? 'tool',
+      name: choice.stepNames?.[i]?.trim() || defaultStepName(part),
       summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.known),
     };
     if (part.state === 'failed') step.failed = true;
@@ -302,7 +329,9 @@ export function projectSession(args: {
   const agents: AgentRecord[] = args.agents.slice(0, 20).map((a) => {
     const agent: AgentRecord = { name: a.name };
     if (a.jobTitle) agent.role = a.jobTitle;
-    if (a.description) agent.description = oneLine(a.description);
+    // Only what the Player wrote: by default an agent is its name and Job Title.
+    const description = oneLine(a.choice?.description ?? '');
+    if (description) agent.description = description;
     if (a.model) agent.model = a.model;
     return agent;
   });

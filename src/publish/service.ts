@@ -7,7 +7,7 @@ import { allMessages, getConversation, getParticipants, markInterrupted } from '
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
-import type { Choices, Preview } from '../redaction/index.ts';
+import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
@@ -51,6 +51,8 @@ export interface PublishInput {
   title?: string | null;
   /** Choices by Message id; a turn not named keeps the draft's choice. */
   choices: Choices;
+  /** What the session says of each NPC, by NPC id; an NPC not named keeps the draft's choice. */
+  agents?: AgentChoices;
   /** Stop covering the words of redactions in turns that have since gone (regenerated replies). */
   forgetRemoved?: boolean;
   /**
@@ -75,6 +77,7 @@ interface Planned {
   records: PublishedRecord[];
   problems: Problem[];
   unchecked: Preview['unchecked'];
+  agents: Preview['agents'];
 }
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
@@ -175,17 +178,22 @@ async function plan(
   const fallback = defaultTitle(turns, published);
   // The agents a reader meets: NPCs with a published turn. One whose every turn is withheld is not named.
   const speaking = new Set(turns.filter((t) => !choices[t.messageId]?.withheld).map((t) => t.npcId));
-  const agents = participants
-    .filter((n) => speaking.has(n.id))
-    .map((n) => ({
-      name: n.name,
-      jobTitle: n.jobTitle,
-      description: n.description,
-      model: null,
-    }));
+  // Kept only for NPCs of this Conversation.
+  const agentChoices: AgentChoices = Object.fromEntries(
+    Object.entries({ ...draft?.agents, ...input.agents }).filter(([id]) =>
+      participants.some((n) => n.id === id),
+    ),
+  );
+  const named = participants.filter((n) => speaking.has(n.id));
+  const agents = named.map((n) => ({
+    name: n.name,
+    jobTitle: n.jobTitle,
+    model: null,
+    choice: agentChoices[n.id],
+  }));
   const sessionRecord = projectSession({
     title: chosenTitle ?? fallback,
-    createdAt: turns[0]!.createdAt,
+    createdAt: published.times.get(turns[0]!.messageId)!,
     agents,
     cover: published.cover,
   });
@@ -272,10 +280,18 @@ async function plan(
       title: chosenTitle,
       choices: { ...elsewhere(draft, known, everyId), ...choices },
       words,
+      agents: agentChoices,
     },
     records,
     problems,
     unchecked,
+    // The editor offers each NPC's own description to start from: the Player's to see, not to publish unasked.
+    agents: named.map((n) => ({
+      npcId: n.id,
+      name: n.name,
+      jobTitle: n.jobTitle,
+      description: n.description,
+    })),
   };
 }
 
@@ -335,6 +351,7 @@ function toPreview(p: Planned): Preview {
     })),
     problems: p.problems,
     unchecked: p.unchecked,
+    agents: p.agents,
     points: pointsFor(writes),
   };
 }

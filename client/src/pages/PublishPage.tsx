@@ -3,6 +3,7 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { attachmentsOf, flattenText, readParts } from '../../../src/parts/index.ts';
 import {
+  type AgentChoices,
   type Choices,
   type Cover,
   coverOf,
@@ -36,6 +37,7 @@ interface PublicationView extends LiveView {
 interface Draft {
   title: string | null;
   choices: Choices;
+  agents?: AgentChoices;
   /** Words still covered from turns that have since gone (regenerated replies). */
   removedWords: string[];
 }
@@ -82,6 +84,7 @@ export function PublishPage() {
     if (remaining !== undefined) setPlanned((p) => Math.max(p, remaining));
   }, [remaining]);
   const [choices, setChoices] = useState<Choices>({});
+  const [agents, setAgents] = useState<AgentChoices>({});
   const [title, setTitle] = useState('');
   const [forgetRemoved, setForgetRemoved] = useState(false);
   const [loaded, setLoaded] = useState(false);
@@ -91,6 +94,7 @@ export function PublishPage() {
     const draft = publication.data.draft;
     if (draft) {
       setChoices(draft.choices);
+      setAgents(draft.agents ?? {});
       setTitle(draft.title ?? '');
     }
     setLoaded(true);
@@ -107,7 +111,12 @@ export function PublishPage() {
   // The same covering pass the server runs: what the editor marks is what the records will cover.
   const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
 
-  const body = () => ({ title: title.trim() || null, choices, ...(forgetRemoved ? { forgetRemoved } : {}) });
+  const body = () => ({
+    title: title.trim() || null,
+    choices,
+    agents,
+    ...(forgetRemoved ? { forgetRemoved } : {}),
+  });
   // The turns whose links and mentions the Player asked to check: a lookup reaches whoever a link names, so
   // the preview looks up nothing else (publishing looks up every published turn's). A changed turn is unchecked.
   const [checked, setChecked] = useState<string[]>([]);
@@ -184,8 +193,11 @@ export function PublishPage() {
   const problemsOf = (messageId: string) =>
     (publishProblems ?? shown?.problems ?? []).filter((p) => p.messageId === messageId);
   const stepDefaults = (messageId: string) =>
-    (shown?.records.find((r) => r.messageId === messageId)?.record as { steps?: { summary: string }[] })
-      ?.steps;
+    (
+      shown?.records.find((r) => r.messageId === messageId)?.record as {
+        steps?: { name: string; summary: string }[];
+      }
+    )?.steps;
   return (
     <div className="narrow publish">
       <p>
@@ -236,6 +248,43 @@ export function PublishPage() {
         <p className="meta" data-testid="published-title">
           Published as: <Barred text={shown.title} />
         </p>
+      )}
+      {(shown?.agents.length ?? 0) > 0 && (
+        <fieldset className="publish-agents">
+          <legend>Who readers are told they talked to</legend>
+          <p className="meta">
+            Each NPC is published by its name and Job Title. Its own description stays private (for an
+            imported card it is the whole character) unless you write one here.
+          </p>
+          {shown!.agents.map((a) => (
+            <div key={a.npcId} className="publish-agent" data-npc-id={a.npcId}>
+              <label>
+                About {a.name}
+                {a.jobTitle ? ` (${a.jobTitle})` : ''}, in your words (published)
+                <textarea
+                  value={agents[a.npcId]?.description ?? ''}
+                  maxLength={300}
+                  rows={2}
+                  placeholder="Nothing: readers see only the name and Job Title"
+                  onChange={(e) =>
+                    setAgents((c) => ({ ...c, [a.npcId]: { description: e.target.value || undefined } }))
+                  }
+                />
+              </label>
+              {a.description && !agents[a.npcId]?.description && (
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() =>
+                    setAgents((c) => ({ ...c, [a.npcId]: { description: a.description.slice(0, 300) } }))
+                  }
+                >
+                  Start from {a.name}’s own description
+                </button>
+              )}
+            </div>
+          ))}
+        </fieldset>
       )}
       <ol className="publish-turns">
         {data.data.messages.map((m, i) => (
@@ -350,7 +399,7 @@ function TurnEditor({
   text: string;
   cover: Cover;
   choice: TurnChoice;
-  defaults: { summary: string }[] | undefined;
+  defaults: { name: string; summary: string }[] | undefined;
   problems: Problem[];
   /** Links and mentions not looked up yet (nothing is looked up until the Player asks). */
   unchecked: string[];
@@ -407,7 +456,32 @@ function TurnEditor({
           Withhold this turn
         </label>
       </div>
-      {choice.withheld && <p className="meta">Published as a visible hole: none of its words leave.</p>}
+      {choice.withheld && (
+        <div className="meta hole-choices">
+          <p>
+            Published as a visible hole: none of its words leave, nor when it happened (it shows the time of
+            the turn published before it){message.role === 'npc' ? ', nor which model wrote it' : ''}.
+          </p>
+          <label className="check">
+            <input
+              type="checkbox"
+              checked={Boolean(choice.keepTime)}
+              onChange={(e) => onChange({ keepTime: e.target.checked || undefined })}
+            />
+            Show when it happened ({new Date(message.createdAt).toLocaleString()})
+          </label>
+          {message.role === 'npc' && message.model && (
+            <label className="check">
+              <input
+                type="checkbox"
+                checked={Boolean(choice.keepModel)}
+                onChange={(e) => onChange({ keepModel: e.target.checked || undefined })}
+              />
+              Show which model wrote it ({message.model})
+            </label>
+          )}
+        </div>
+      )}
       <p ref={textRef} className="turn-text" data-testid="turn-text">
         <Marked text={text} own={mergeSpans(own, text.length)} extra={extra} />
       </p>
@@ -502,29 +576,35 @@ function TurnEditor({
       {!choice.withheld && (
         <>
           {tools.map((t, i) => (
-            <label key={t.type === 'tool' ? t.id : i}>
-              Step {i + 1}: {t.type === 'tool' ? t.name : ''} — summary
-              <input
-                value={choice.steps?.[i] ?? ''}
-                placeholder={
-                  choice.steps?.[i] || !defaults?.[i]
-                    ? 'Default: what kind of call it was, never its arguments'
-                    : `Default: ${defaults[i]!.summary}`
-                }
-                maxLength={250}
-                onChange={(e) => {
-                  const steps = [...(choice.steps ?? [])];
-                  while (steps.length < i) steps.push(null);
-                  steps[i] = e.target.value || null;
-                  onChange({ steps });
-                }}
-              />
-              {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
-                <span className="meta covered-note">
-                  Published as: <Barred text={cover.apply(choice.steps[i])} />
-                </span>
-              )}
-            </label>
+            <div key={t.type === 'tool' ? t.id : i} className="step-choice">
+              <label>
+                Step {i + 1}: name (published)
+                <input
+                  value={choice.stepNames?.[i] ?? ''}
+                  maxLength={64}
+                  placeholder={
+                    choice.stepNames?.[i] || !defaults?.[i]
+                      ? 'Default: a neutral name'
+                      : `Default: ${defaults[i]!.name}`
+                  }
+                  onChange={(e) => onChange({ stepNames: listWith(choice.stepNames, i, e.target.value) })}
+                />
+              </label>
+              {t.type === 'tool' &&
+                t.name &&
+                !choice.stepNames?.[i] &&
+                defaults?.[i] &&
+                defaults[i]!.name !== t.name && (
+                  <button
+                    type="button"
+                    className="link"
+                    onClick={() => onChange({ stepNames: listWith(choice.stepNames, i, t.name ?? '') })}
+                  >
+                    Publish its real name ({t.name})
+                  </button>
+                )}
+              <StepSummary index={i} choice={choice} defaults={defaults} cover={cover} onChange={onChange} />
+            </div>
           ))}
           <div className="row">
             <label>
@@ -546,6 +626,50 @@ function TurnEditor({
       )}
     </li>
   );
+}
+
+/** A step's summary: the Player's words, or the neutral default the placeholder shows. */
+function StepSummary({
+  index: i,
+  choice,
+  defaults,
+  cover,
+  onChange,
+}: {
+  index: number;
+  choice: TurnChoice;
+  defaults: { summary: string }[] | undefined;
+  cover: Cover;
+  onChange: (c: Partial<TurnChoice>) => void;
+}) {
+  return (
+    <label>
+      Step {i + 1}: summary
+      <input
+        value={choice.steps?.[i] ?? ''}
+        placeholder={
+          choice.steps?.[i] || !defaults?.[i]
+            ? 'Default: what kind of call it was, never its arguments'
+            : `Default: ${defaults[i]!.summary}`
+        }
+        maxLength={250}
+        onChange={(e) => onChange({ steps: listWith(choice.steps, i, e.target.value) })}
+      />
+      {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
+        <span className="meta covered-note">
+          Published as: <Barred text={cover.apply(choice.steps[i])} />
+        </span>
+      )}
+    </label>
+  );
+}
+
+/** `list` with its `i`th entry set (empty: null, the default), padded with nulls. */
+function listWith(list: (string | null)[] | undefined, i: number, value: string): (string | null)[] {
+  const out = [...(list ?? [])];
+  while (out.length < i) out.push(null);
+  out[i] = value || null;
+  return out;
 }
 
 /** The turn's own words, with its redactions and the places the cover reaches marked. */
