@@ -38,8 +38,9 @@ import { clip, graphemes, oneLine } from './text.ts';
  */
 
 const SUMMARY_GRAPHEMES = 250;
+/** The message lexicon's text limits: graphemes, and UTF-8 bytes at 10 a grapheme (as app.bsky.feed.post). */
 const TEXT_GRAPHEMES = 15_000;
-const TEXT_BYTES = 60_000;
+const TEXT_BYTES = 150_000;
 const TITLE_CHARS = 80;
 
 export interface PublishTurn {
@@ -299,10 +300,11 @@ export function projectTurn(
 
   const out = coverStrings(record, ctx.published.cover, MESSAGE_KEEP);
   // Limits are checked on what will be written, after covering.
-  if (out.text && (graphemes(out.text, TEXT_GRAPHEMES) > TEXT_GRAPHEMES || utf8(out.text) > TEXT_BYTES)) {
+  const tooLong = out.text ? textOverLimit(out.text) : undefined;
+  if (tooLong) {
     problem(
       'TEXT_TOO_LONG',
-      `Turn ${index + 1} is too long to publish (${graphemes(out.text).toLocaleString('en')} characters; the limit is 15,000). Redact part of it or withhold it.`,
+      `Turn ${index + 1} is too long to publish (${tooLong}). Redact part of it or withhold it.`,
     );
   }
   for (const [i, step] of (out.steps ?? []).entries()) {
@@ -318,6 +320,17 @@ export function projectTurn(
     }
   }
   return { record: out, problems, unchecked };
+}
+
+/** Which of the text's limits it is over, in words (the one that was hit), or undefined when within both. */
+function textOverLimit(text: string): string | undefined {
+  const n = graphemes(text, TEXT_GRAPHEMES);
+  if (n > TEXT_GRAPHEMES)
+    return `${n.toLocaleString('en')} characters; the limit is ${TEXT_GRAPHEMES.toLocaleString('en')} characters`;
+  const bytes = utf8(text);
+  if (bytes > TEXT_BYTES)
+    return `${bytes.toLocaleString('en')} bytes as UTF-8; the limit is ${TEXT_BYTES.toLocaleString('en')} bytes, whatever the number of characters`;
+  return undefined;
 }
 
 export function projectSession(args: {

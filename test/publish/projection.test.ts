@@ -12,9 +12,12 @@ import {
   type Resolution,
   referencesOf,
 } from '../../src/publish/projection.ts';
+import { graphemes } from '../../src/publish/text.ts';
 import { makeCover, REDACTION_BAR, type TurnChoice } from '../../src/redaction/index.ts';
 
 const sessionUri = 'at://did:plc:alice/click.aligned.chat.session/3kaaaaaaaaaa2';
+/** Hindi heavy in conjuncts: 40 graphemes in 257 bytes of UTF-8. */
+const HINDI = 'राष्ट्रीय स्वास्थ्य सांस्कृतिक व्यक्तित्व मनोवैज्ञानिक द्वन्द्वात्मक उज्ज्वलता स्पष्टीकरण। ';
 const empty: Resolution = { refs: new Map(), mentions: new Map() };
 const noCover = makeCover([]);
 /** projectTurn for a Conversation of this one turn. */
@@ -193,6 +196,30 @@ describe('the projection', () => {
     expect(problems).toMatchObject([{ code: 'TEXT_TOO_LONG', turn: 5 }]);
     expect(problems[0]!.message).toMatch(/Turn 5 is too long/);
     expect(record.text?.length).toBe(15_001);
+  });
+
+  it('a long Hindi turn publishes: the byte limit allows 10 bytes a grapheme, as Bluesky posts do', () => {
+    const text = HINDI.repeat(240);
+    // 9,600 graphemes, over 60,000 bytes: refused under the old byte limit, within both limits now.
+    expect(graphemes(text)).toBe(9_600);
+    expect(new TextEncoder().encode(text).length).toBeGreaterThan(60_000);
+    const { record, problems } = project(turn([{ type: 'text', text }]), 0, {});
+    expect(problems).toEqual([]);
+    expect(record.text).toBe(text);
+    assertValidRecord('click.aligned.chat.message', record);
+  });
+
+  it('a turn over a text limit is refused with a message naming the limit it hit', () => {
+    const chars = project(turn([{ type: 'text', text: 'y'.repeat(15_001) }]), 0, {}).problems;
+    expect(chars.map((p) => p.message)).toEqual([
+      'Turn 1 is too long to publish (15,001 characters; the limit is 15,000 characters). Redact part of it or withhold it.',
+    ]);
+    // 7,000 family emoji: few characters, 25 bytes each.
+    const family = '👨‍👩‍👧‍👦'.repeat(7_000);
+    const bytes = project(turn([{ type: 'text', text: family }]), 2, {}).problems;
+    expect(bytes.map((p) => p.message)).toEqual([
+      'Turn 3 is too long to publish (175,000 bytes as UTF-8; the limit is 150,000 bytes, whatever the number of characters). Redact part of it or withhold it.',
+    ]);
   });
 
   it('turns links and @handles into strongRefs and DIDs, and reports the ones it cannot resolve', () => {

@@ -573,6 +573,40 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
   }, 60_000);
 
+  it('a long Hindi turn publishes; one over the byte limit is refused with a message naming that limit', async () => {
+    // 9,600 graphemes in 61,680 bytes: refused under the old 60,000-byte limit.
+    const hindi = 'राष्ट्रीय स्वास्थ्य सांस्कृतिक व्यक्तित्व मनोवैज्ञानिक द्वन्द्वात्मक उज्ज्वलता स्पष्टीकरण। '.repeat(240);
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'हिंदी में लिखिए।' }] },
+        { role: 'npc', parts: [{ type: 'text', text: hindi }] },
+        { role: 'npc', parts: [{ type: 'text', text: '👨‍👩‍👧‍👦'.repeat(7_000) }] },
+      ],
+    });
+    const refused = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {},
+    });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as {
+      error: { details: { problems: { turn: number; message: string }[] } };
+    };
+    expect(error.details.problems).toMatchObject([
+      { turn: 3, message: expect.stringContaining('the limit is 150,000 bytes') },
+    ]);
+
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[2]!]: { withheld: true } } },
+    });
+    expect(res.status).toBe(200);
+    const { uri } = (await res.json()) as { uri: string };
+    const found = await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri);
+    const texts = [...found.values()].map((r) => (r.value as { text?: string }).text);
+    expect(texts).toContain(hindi);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
+
   it('a reply left streaming by a server that died does not block publishing', async () => {
     const { conversationId } = await insertConversation(local.app.db.sql, alice.playerId, {
       turns: [
