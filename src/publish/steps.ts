@@ -1,6 +1,5 @@
 import type { ToolPart } from '../parts/index.ts';
 import { MCP_SEPARATOR, TOOL_NAMES } from '../tools/index.ts';
-import { oneLine } from './text.ts';
 
 const OWN_TOOLS: ReadonlySet<string> = new Set(Object.values(TOOL_NAMES));
 
@@ -16,8 +15,8 @@ export function defaultStepName(part: ToolPart): string {
 /**
  * A published step's summary when the Player writes none: what kind of thing the call did, never its
  * arguments or output (those carry the Player's and the NPC's words). The server's own Tools get a neutral
- * phrase; an MCP tool gets its own description, which the server recorded on the call. Unclipped: the
- * projection clips after covering.
+ * phrase; an MCP tool a generic one — its description comes from the Player's server and would name what the
+ * generic step name hides (the editor offers it to publish). Unclipped: the projection clips after covering.
  */
 export function defaultStepSummary(
   part: ToolPart,
@@ -45,8 +44,6 @@ export function defaultStepSummary(
       return who ? `asked ${who}` : 'asked another NPC';
     }
   }
-  if (part.name?.includes(MCP_SEPARATOR)) {
-    return part.description ? oneLine(part.description) : 'called a tool of an MCP Server';
-  }
+  if (part.name?.includes(MCP_SEPARATOR)) return 'called a tool of an MCP Server';
   return 'called a tool';
 }

@@ -313,16 +313,21 @@ describe('the projection', () => {
   it('step names: the server’s own Tools by name, others generic, unless the Player names them', () => {
     const t = turn([
       { type: 'tool', id: 'a', name: 'bash', input: {}, state: 'done' },
-      { type: 'tool', id: 'b', name: 'acme-payroll__lookup', input: {}, state: 'done' },
+      {
+        type: 'tool',
+        id: 'b',
+        name: 'acme-payroll__lookup',
+        description: 'Looks up an employee in the ACME payroll',
+        input: {},
+        state: 'done',
+      },
       { type: 'tool', id: 'c', name: 'made_up', input: {}, state: 'done' },
       { type: 'tool', id: 'd', name: 'acme-payroll__lookup', input: {}, state: 'done' },
     ]);
-    expect(project(t, 0, {}).record.steps!.map((s) => s.name)).toEqual([
-      'bash',
-      'mcp-tool',
-      'tool',
-      'mcp-tool',
-    ]);
+    const plain = project(t, 0, {}).record;
+    expect(plain.steps!.map((s) => s.name)).toEqual(['bash', 'mcp-tool', 'tool', 'mcp-tool']);
+    // Nor does the default summary give the server away (its tool's description is the Player's to publish).
+    expect(JSON.stringify(plain)).not.toMatch(/acme|payroll/i);
     const named = project(t, 0, { stepNames: [null, ' acme-payroll__lookup ', '', 'looked someone up'] });
     expect(named.record.steps!.map((s) => s.name)).toEqual([
       'bash',

@@ -260,6 +260,7 @@ export function TurnEditor({
               <StepSummary
                 index={i}
                 tool={t.type === 'tool' ? (t.name ?? 'tool') : ''}
+                description={t.type === 'tool' ? t.description : undefined}
                 choice={choice}
                 defaults={defaults}
                 cover={cover}
@@ -293,6 +294,7 @@ export function TurnEditor({
 function StepSummary({
   index: i,
   tool,
+  description,
   choice,
   defaults,
   cover,
@@ -301,6 +303,8 @@ function StepSummary({
   index: number;
   /** Its real name: the Player's own editor shows it, whatever is published. */
   tool: string;
+  /** What the tool's server says it does: offered to publish, never published unasked. */
+  description: string | undefined;
   choice: TurnChoice;
   defaults: { summary: string }[] | undefined;
   cover: Cover;
@@ -319,6 +323,15 @@ function StepSummary({
         maxLength={250}
         onChange={(e) => onChange({ steps: listWith(choice.steps, i, e.target.value) })}
       />
+      {description && !choice.steps?.[i] && (
+        <button
+          type="button"
+          className="link"
+          onClick={() => onChange({ steps: listWith(choice.steps, i, description.slice(0, 250)) })}
+        >
+          Publish what its server says it does
+        </button>
+      )}
       {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
         <span className="meta covered-note">
           Published as: <Barred text={cover.apply(choice.steps[i])} />
