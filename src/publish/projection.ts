@@ -9,6 +9,7 @@ import {
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
 import {
+  type AgentChoice,
   type Choices,
   type Cover,
   coveredWords,
@@ -24,7 +25,7 @@ import {
   pointerKey,
   type RecordPointer,
 } from './references.ts';
-import { defaultStepSummary } from './steps.ts';
+import { defaultStepName, defaultStepSummary } from './steps.ts';
 import { clip, graphemes, oneLine } from './text.ts';
 
 /**
@@ -37,8 +38,9 @@ import { clip, graphemes, oneLine } from './text.ts';
  */
 
 const SUMMARY_GRAPHEMES = 250;
+/** The message lexicon's text limits: graphemes, and UTF-8 bytes at 10 a grapheme (as app.bsky.feed.post). */
 const TEXT_GRAPHEMES = 15_000;
-const TEXT_BYTES = 60_000;
+const TEXT_BYTES = 150_000;
 const TITLE_CHARS = 80;
 
 export interface PublishTurn {
@@ -54,13 +56,21 @@ export interface PublishTurn {
 
 export type { Problem };
 
+/**
+ * An NPC as the session names it: its name and Job Title, and what the Player chose to say of it. Its own
+ * description is not here at all (an imported card's is its whole character definition): only the Player's words.
+ */
 export interface PublishAgent {
   name: string;
   jobTitle: string;
-  description: string;
   model: string | null;
+  choice?: AgentChoice;
 }
 
+/**
+ * What was looked up on the network. A key that is absent was not looked up (the Player has not asked the
+ * preview to check that turn's links): the turn is "not checked yet", not refused.
+ */
 export interface Resolution {
   /** By pointerKey: the strongRef, or null when it could not be resolved. */
   refs: Map<string, { uri: string; cid: string } | null>;
@@ -75,6 +85,8 @@ export interface Published {
   texts: Map<string, string>;
   /** By Message id: the words each turn's redactions cover (kept in the draft for turns that later go). */
   words: Record<string, string[]>;
+  /** By Message id: the time each turn's record says (a hole's is coarse unless the Player keeps it). */
+  times: Map<string, Date>;
 }
 
 const utf8 = (s: string) => new TextEncoder().encode(s).length;
@@ -104,8 +116,26 @@ export function publishedTexts(
       note ? [shown, `[Attached: ${cover.apply(note, [])}]`].filter(Boolean).join('\n\n') : shown,
     );
   }
-  return { cover, texts, words };
+  return { cover, texts, words, times: publishedTimes(turns, choices) };
 }
+
+/**
+ * When each turn's record says it happened. A published turn: exactly. A hole (withheld turn) whose Player did
+ * not keep its time: the last time already published before it, else the start of its day in UTC — the reading
+ * order (TIDs) already says it came after that turn, so the hole says nothing more, and times never go backwards.
+ */
+export function publishedTimes(turns: readonly PublishTurn[], choices: Choices): Map<string, Date> {
+  const times = new Map<string, Date>();
+  let last: Date | undefined;
+  for (const t of turns) {
+    const choice = choices[t.messageId];
+    if (!choice?.withheld || choice.keepTime) last = t.createdAt;
+    times.set(t.messageId, last ?? startOfUtcDay(t.createdAt));
+  }
+  return times;
+}
+
+const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 
 /**
  * The title when the Player has not written one: the first published words, cut at a word boundary. Made from
@@ -190,20 +220,24 @@ export function projectTurn(
     /** Names a default step summary may use: the session's agents and the Player's Skills. */
     known: { agents: readonly string[]; skills: readonly string[] };
   },
-): { record: MessageRecord; problems: Problem[] } {
+): { record: MessageRecord; problems: Problem[]; unchecked: string[] } {
   const problems: Problem[] = [];
+  // Links and mentions not looked up yet: left out of the record (and not refused) until they are.
+  const unchecked: string[] = [];
   const problem = (code: Problem['code'], message: string) =>
     problems.push({ messageId: turn.messageId, turn: index + 1, code, message });
   const record: MessageRecord = {
     $type: MESSAGE,
     session: ctx.sessionUri,
     role: turn.role === 'player' ? 'user' : 'assistant',
-    createdAt: turn.createdAt.toISOString(),
+    createdAt: (ctx.published.times.get(turn.messageId) ?? startOfUtcDay(turn.createdAt)).toISOString(),
   };
-  if (turn.role === 'npc' && turn.provider && turn.model) record.model = `${turn.provider}/${turn.model}`;
+  // A hole names no model unless the Player keeps it: which model wrote a withheld reply is the Player's to say.
+  if (turn.role === 'npc' && turn.provider && turn.model && (!choice.withheld || choice.keepModel))
+    record.model = `${turn.provider}/${turn.model}`;
   if (choice.withheld) {
     record.withheld = true;
-    return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems };
+    return { record: coverStrings(record, ctx.published.cover, MESSAGE_KEEP), problems, unchecked };
   }
 
   const text = ctx.published.texts.get(turn.messageId) ?? '';
@@ -217,7 +251,7 @@ export function projectTurn(
     );
   const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
     const step: StepRecord = {
-      name: part.name ?? 'tool',
+      name: choice.stepNames?.[i]?.trim() || defaultStepName(part),
       summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.known),
     };
     if (part.state === 'failed') step.failed = true;
@@ -239,6 +273,10 @@ export function projectTurn(
       `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
   const refs = pointers.flatMap((p) => {
+    if (!ctx.resolution.refs.has(pointerKey(p))) {
+      unchecked.push(pointerKey(p));
+      return [];
+    }
     const resolved = ctx.resolution.refs.get(pointerKey(p));
     if (!resolved)
       problem('UNRESOLVED_REF', `Turn ${index + 1} refers to ${pointerKey(p)}, which could not be found.`);
@@ -246,6 +284,10 @@ export function projectTurn(
   });
   if (refs.length) record.refs = refs.slice(0, 50);
   const mentions = accounts.flatMap((a) => {
+    if (!ctx.resolution.mentions.has(a)) {
+      unchecked.push(isDid(a) ? a : `@${a}`);
+      return [];
+    }
     const did = isDid(a) ? (ctx.resolution.mentions.get(a) ?? a) : ctx.resolution.mentions.get(a);
     if (!did)
       problem(
@@ -258,10 +300,11 @@ export function projectTurn(
 
   const out = coverStrings(record, ctx.published.cover, MESSAGE_KEEP);
   // Limits are checked on what will be written, after covering.
-  if (out.text && (graphemes(out.text, TEXT_GRAPHEMES) > TEXT_GRAPHEMES || utf8(out.text) > TEXT_BYTES)) {
+  const tooLong = out.text ? textOverLimit(out.text) : undefined;
+  if (tooLong) {
     problem(
       'TEXT_TOO_LONG',
-      `Turn ${index + 1} is too long to publish (${graphemes(out.text).toLocaleString('en')} characters; the limit is 15,000). Redact part of it or withhold it.`,
+      `Turn ${index + 1} is too long to publish (${tooLong}). Redact part of it or withhold it.`,
     );
   }
   for (const [i, step] of (out.steps ?? []).entries()) {
@@ -276,7 +319,18 @@ export function projectTurn(
       );
     }
   }
-  return { record: out, problems };
+  return { record: out, problems, unchecked };
+}
+
+/** Which of the text's limits it is over, in words (the one that was hit), or undefined when within both. */
+function textOverLimit(text: string): string | undefined {
+  const n = graphemes(text, TEXT_GRAPHEMES);
+  if (n > TEXT_GRAPHEMES)
+    return `${n.toLocaleString('en')} characters; the limit is ${TEXT_GRAPHEMES.toLocaleString('en')} characters`;
+  const bytes = utf8(text);
+  if (bytes > TEXT_BYTES)
+    return `${bytes.toLocaleString('en')} bytes as UTF-8; the limit is ${TEXT_BYTES.toLocaleString('en')} bytes, whatever the number of characters`;
+  return undefined;
 }
 
 export function projectSession(args: {
@@ -288,7 +342,9 @@ export function projectSession(args: {
   const agents: AgentRecord[] = args.agents.slice(0, 20).map((a) => {
     const agent: AgentRecord = { name: a.name };
     if (a.jobTitle) agent.role = a.jobTitle;
-    if (a.description) agent.description = oneLine(a.description);
+    // Only what the Player wrote: by default an agent is its name and Job Title.
+    const description = oneLine(a.choice?.description ?? '');
+    if (description) agent.description = description;
     if (a.model) agent.model = a.model;
     return agent;
   });

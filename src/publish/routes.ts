@@ -4,7 +4,7 @@ import { currentPlayer } from '../auth/index.ts';
 import { getConversation, messageIds as messageIdsOf } from '../conversations/index.ts';
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
-import { TurnChoice } from '../redaction/index.ts';
+import { AgentChoices, TurnChoice } from '../redaction/index.ts';
 import { holdBack } from './hold.ts';
 import { setLive } from './live.ts';
 import { extendsReviewed } from './review.ts';
@@ -22,9 +22,13 @@ const PublishBody = z
     /** The Player's title; null or empty for the default made from the published text. */
     title: z.string().trim().max(200).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
+    /** What the session says of each NPC (by NPC id); absent keeps the draft's. */
+    agents: AgentChoices.optional(),
     forgetRemoved: z.boolean().optional(),
     /** The turns the Player reviewed, in order (the publish page sends them): 409 if the path moved since. */
     path: z.array(z.uuid()).max(100_000).optional(),
+    /** Preview only: the turns whose links and mentions to look up now (none until the Player asks). */
+    check: z.array(z.uuid()).max(100_000).optional(),
   })
   .strict();
 
@@ -61,6 +65,7 @@ export function publishRoutes(deps: PublishDeps): Router {
       ? {
           title: draft.title,
           choices: draft.choices,
+          agents: draft.agents,
           removedWords: [...new Set(Object.values(removedWords(draft, new Set(messageIds))).flat())],
         }
       : null;

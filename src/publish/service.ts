@@ -7,7 +7,7 @@ import { allMessages, getConversation, getParticipants, markInterrupted } from '
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
-import type { Choices, Preview } from '../redaction/index.ts';
+import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
@@ -52,6 +52,8 @@ export interface PublishInput {
   title?: string | null;
   /** Choices by Message id; a turn not named keeps the draft's choice. */
   choices: Choices;
+  /** What the session says of each NPC, by NPC id; an NPC not named keeps the draft's choice. */
+  agents?: AgentChoices;
   /** Stop covering the words of redactions in turns that have since gone (regenerated replies). */
   forgetRemoved?: boolean;
   /**
@@ -59,6 +61,12 @@ export interface PublishInput {
    * came, another branch is shown), nothing is published — a turn nobody looked at must not go out in full.
    */
   path?: string[];
+  /**
+   * Preview only: the turns whose links and mentions to look up now. A lookup reaches whoever a link names (an
+   * NPC's reply can name any host), so a preview looks up nothing the Player has not asked it to; publishing
+   * looks up every published turn's.
+   */
+  check?: string[];
 }
 
 interface Planned {
@@ -69,6 +77,8 @@ interface Planned {
   draft: Draft;
   records: PublishedRecord[];
   problems: Problem[];
+  unchecked: Preview['unchecked'];
+  agents: Preview['agents'];
 }
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
@@ -116,6 +126,7 @@ async function plan(
   conversationId: string,
   playerId: string,
   input: PublishInput,
+  lookups: 'all' | ReadonlySet<string>,
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
   if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
@@ -153,7 +164,11 @@ async function plan(
   const removed = input.forgetRemoved ? {} : removedWords(draft, known);
   const published = publishedTexts(turns, choices, Object.values(removed).flat());
   const words = { ...removed, ...published.words };
-  const wanted = turns.map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
+  // Withheld turns ask for nothing (referencesOf); of the others, only those checked when previewing.
+  const lookUp = (id: string) => lookups === 'all' || lookups.has(id);
+  const wanted = turns
+    .filter((t) => lookUp(t.messageId))
+    .map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
     wanted.flatMap((w) => w.pointers),
@@ -167,17 +182,22 @@ async function plan(
   const fallback = defaultTitle(turns, published);
   // The agents a reader meets: NPCs with a published turn. One whose every turn is withheld is not named.
   const speaking = new Set(turns.filter((t) => !choices[t.messageId]?.withheld).map((t) => t.npcId));
-  const agents = participants
-    .filter((n) => speaking.has(n.id))
-    .map((n) => ({
-      name: n.name,
-      jobTitle: n.jobTitle,
-      description: n.description,
-      model: null,
-    }));
+  // Kept only for NPCs of this Conversation.
+  const agentChoices: AgentChoices = Object.fromEntries(
+    Object.entries({ ...draft?.agents, ...input.agents }).filter(([id]) =>
+      participants.some((n) => n.id === id),
+    ),
+  );
+  const named = participants.filter((n) => speaking.has(n.id));
+  const agents = named.map((n) => ({
+    name: n.name,
+    jobTitle: n.jobTitle,
+    model: null,
+    choice: agentChoices[n.id],
+  }));
   const sessionRecord = projectSession({
     title: chosenTitle ?? fallback,
-    createdAt: turns[0]!.createdAt,
+    createdAt: published.times.get(turns[0]!.messageId)!,
     agents,
     cover: published.cover,
   });
@@ -196,6 +216,7 @@ async function plan(
   ];
 
   const problems: Problem[] = [];
+  const unchecked: Planned['unchecked'] = [];
   const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
   // TIDs sort as strings: new turns take TIDs after the last one published, so TID order stays reading order.
   let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
@@ -211,6 +232,8 @@ async function plan(
       known: names,
     });
     problems.push(...projected.problems);
+    if (projected.unchecked.length)
+      unchecked.push({ messageId: turn.messageId, turn: i + 1, links: projected.unchecked });
     const prior = byMessage.get(turn.messageId);
     let rkey = prior?.rkey;
     if (!rkey) {
@@ -261,9 +284,18 @@ async function plan(
       title: chosenTitle,
       choices: { ...elsewhere(draft, known, everyId), ...choices },
       words,
+      agents: agentChoices,
     },
     records,
     problems,
+    unchecked,
+    // The editor offers each NPC's own description to start from: the Player's to see, not to publish unasked.
+    agents: named.map((n) => ({
+      npcId: n.id,
+      name: n.name,
+      jobTitle: n.jobTitle,
+      description: n.description,
+    })),
   };
 }
 
@@ -322,6 +354,8 @@ function toPreview(p: Planned): Preview {
       write: r.pending,
     })),
     problems: p.problems,
+    unchecked: p.unchecked,
+    agents: p.agents,
     points: pointsFor(writes),
   };
 }
@@ -333,7 +367,8 @@ export async function previewPublication(
   input: PublishInput,
 ) {
   const { agent } = await repoFor(deps, player.did);
-  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input));
+  const checked = new Set(input.check ?? []);
+  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input, checked));
 }
 
 /** Publishes, appends or edits: plans, refuses on any problem, stores the plan, then writes it. */
@@ -344,8 +379,10 @@ export async function publish(
   input: PublishInput,
 ) {
   const { repo, agent } = await repoFor(deps, player.did);
-  const planned = await plan(deps, player.did, agent, conversationId, player.id, input);
+  const planned = await plan(deps, player.did, agent, conversationId, player.id, input, 'all');
   const preview = toPreview(planned);
+  // Every published turn's links were looked up above; one left unchecked would be published without them.
+  if (planned.unchecked.length) throw new Error('publish left links unchecked');
   if (planned.problems.length) {
     throw new AppError(
       400,

@@ -1,12 +1,22 @@
 import type { ToolPart } from '../parts/index.ts';
 import { MCP_SEPARATOR, TOOL_NAMES } from '../tools/index.ts';
-import { oneLine } from './text.ts';
+
+const OWN_TOOLS: ReadonlySet<string> = new Set(Object.values(TOOL_NAMES));
+
+/**
+ * A published step's name when the Player writes none: the server's own Tools by their name (the same for every
+ * Player); anything else by a generic one — an MCP tool's name starts with the Player's label for the server.
+ */
+export function defaultStepName(part: ToolPart): string {
+  if (part.name && OWN_TOOLS.has(part.name)) return part.name;
+  return part.name?.includes(MCP_SEPARATOR) ? 'mcp-tool' : 'tool';
+}
 
 /**
  * A published step's summary when the Player writes none: what kind of thing the call did, never its
  * arguments or output (those carry the Player's and the NPC's words). The server's own Tools get a neutral
- * phrase; an MCP tool gets its own description, which the server recorded on the call. Unclipped: the
- * projection clips after covering.
+ * phrase; an MCP tool a generic one — its description comes from the Player's server and would name what the
+ * generic step name hides (the editor offers it to publish). Unclipped: the projection clips after covering.
  */
 export function defaultStepSummary(
   part: ToolPart,
@@ -34,8 +44,6 @@ export function defaultStepSummary(
       return who ? `asked ${who}` : 'asked another NPC';
     }
   }
-  if (part.name?.includes(MCP_SEPARATOR)) {
-    return part.description ? oneLine(part.description) : 'called a tool of an MCP Server';
-  }
+  if (part.name?.includes(MCP_SEPARATOR)) return 'called a tool of an MCP Server';
   return 'called a tool';
 }

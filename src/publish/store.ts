@@ -1,7 +1,7 @@
 import type { JsonValue, Queryable, Sql } from '../db/index.ts';
 import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import type { Choices } from '../redaction/index.ts';
+import type { AgentChoices, Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
 
 export interface Publication {
@@ -38,11 +38,13 @@ export interface Draft {
   choices: Choices;
   /** The words each turn's redactions covered, by Message id, kept for turns that have since gone. */
   words: Record<string, string[]>;
+  /** What the session says of each NPC, by NPC id (migration 031). */
+  agents: AgentChoices;
 }
 
 export async function getDraft(sql: Queryable, conversationId: string): Promise<Draft | undefined> {
   const [row] = await sql<Draft[]>`
-    select session_rkey as "sessionRkey", title, choices, words from publication_drafts
+    select session_rkey as "sessionRkey", title, choices, words, agents from publication_drafts
     where conversation_id = ${conversationId}`;
   return row;
 }
@@ -95,11 +97,11 @@ export async function savePlan(
     .map((r) => r.messageId!);
   await transaction(sql, async (tx) => {
     await tx`
-      insert into publication_drafts (conversation_id, session_rkey, title, choices, words)
+      insert into publication_drafts (conversation_id, session_rkey, title, choices, words, agents)
       values (${p.conversationId}, ${d.sessionRkey}, ${d.title}, ${tx.json(d.choices as JsonValue)},
-        ${tx.json(d.words as JsonValue)})
+        ${tx.json(d.words as JsonValue)}, ${tx.json(d.agents as JsonValue)})
       on conflict (conversation_id) do update set session_rkey = excluded.session_rkey, title = excluded.title,
-        choices = excluded.choices, words = excluded.words, updated_at = now()`;
+        choices = excluded.choices, words = excluded.words, agents = excluded.agents, updated_at = now()`;
     await tx`
       insert into publications (conversation_id, player_id, did, session_rkey, title, status, reviewed_path)
       values (${p.conversationId}, ${p.playerId}, ${p.did}, ${p.sessionRkey}, ${p.title}, 'publishing',

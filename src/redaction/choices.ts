@@ -10,6 +10,15 @@ export const TurnChoice = z
     redactions: z.array(Span).max(500).optional(),
     /** Step summaries by tool-call index; null or absent keeps the neutral default. */
     steps: z.array(z.string().max(2000).nullable()).max(100).optional(),
+    /**
+     * Step names by tool-call index; null or absent keeps the default: the server's own Tools by their name, an
+     * MCP Server's tool by a generic one (its real name carries the Player's label for the server).
+     */
+    stepNames: z.array(z.string().max(320).nullable()).max(100).optional(),
+    /** A withheld turn's hole shows when it happened (else only a coarse time: see the projection). */
+    keepTime: z.boolean().optional(),
+    /** A withheld NPC turn's hole names the model that wrote it (else none). */
+    keepModel: z.boolean().optional(),
     refs: z.array(z.string().max(500)).max(50).optional(),
     mentions: z.array(z.string().max(300)).max(50).optional(),
     /**
@@ -21,6 +30,16 @@ export const TurnChoice = z
   })
   .strict();
 export type TurnChoice = z.infer<typeof TurnChoice>;
+
+/**
+ * What the session record says of one NPC besides its name and Job Title: a description only in the Player's own
+ * words (an imported card's description is its whole character definition). Empty or absent: none.
+ */
+export const AgentChoice = z.object({ description: z.string().max(3000).optional() }).strict();
+export type AgentChoice = z.infer<typeof AgentChoice>;
+/** Agent choices by NPC id. */
+export const AgentChoices = z.record(z.uuid(), AgentChoice);
+export type AgentChoices = z.infer<typeof AgentChoices>;
 
 /** Choices by Message id. */
 export const Choices = z.record(z.string(), TurnChoice);

@@ -36,6 +36,16 @@ export interface Preview {
     write: 'create' | 'update' | 'delete' | null;
   }[];
   problems: Problem[];
+  /**
+   * Links and mentions of published turns not looked up yet: a preview looks up only the turns the Player asks
+   * it to check (a lookup reaches whoever the link names), and publishing looks up the rest.
+   */
+  unchecked: { messageId: string; turn: number; links: string[] }[];
+  /**
+   * The NPCs the session names, with their own descriptions: shown to the Player to start from, published only
+   * in the Player's words (an agent choice).
+   */
+  agents: { npcId: string; name: string; jobTitle: string; description: string }[];
   /** The PDS rate-limit points the writes cost. */
   points: number;
 }

@@ -354,7 +354,7 @@ describe('a covered word stays covered wherever the thread is read', () => {
       draft: { choices: unknown; title: string | null };
     };
     expect(kept.publication).toBeNull();
-    expect(kept.draft).toEqual({ title: null, choices, removedWords: [] });
+    expect(kept.draft).toEqual({ title: null, choices, agents: {}, removedWords: [] });
     const again = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
     expect(again.status).toBe(200);
     expect(((await again.json()) as { uri: string }).uri).toBe(uri);

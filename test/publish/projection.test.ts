@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { assertValidRecord } from '../../src/lexicon/index.ts';
 import type { Part } from '../../src/parts/index.ts';
@@ -7,12 +8,16 @@ import {
   projectSession,
   projectTurn,
   publishedTexts,
+  publishedTimes,
   type Resolution,
   referencesOf,
 } from '../../src/publish/projection.ts';
+import { graphemes } from '../../src/publish/text.ts';
 import { makeCover, REDACTION_BAR, type TurnChoice } from '../../src/redaction/index.ts';
 
 const sessionUri = 'at://did:plc:alice/click.aligned.chat.session/3kaaaaaaaaaa2';
+/** Hindi heavy in conjuncts: 40 graphemes in 257 bytes of UTF-8. */
+const HINDI = 'राष्ट्रीय स्वास्थ्य सांस्कृतिक व्यक्तित्व मनोवैज्ञानिक द्वन्द्वात्मक उज्ज्वलता स्पष्टीकरण। ';
 const empty: Resolution = { refs: new Map(), mentions: new Map() };
 const noCover = makeCover([]);
 /** projectTurn for a Conversation of this one turn. */
@@ -60,27 +65,93 @@ describe('the projection', () => {
       createdAt: '2026-11-01T10:00:00.000Z',
       model: 'openai/gpt-x',
       text: 'Found maps.',
-      steps: [{ name: 'search', summary: 'called a tool' }],
+      steps: [{ name: 'tool', summary: 'called a tool' }],
     });
     expect(JSON.stringify(record)).not.toMatch(/PRIVATE|SECRET/);
     assertValidRecord('click.aligned.chat.message', record);
   });
 
-  it('a withheld turn is a visible hole: withheld, with no text, steps, refs or mentions', () => {
-    const { record } = project(
-      turn([{ type: 'text', text: 'see at://did:plc:bob/app.bsky.feed.post/3k2 and @bob.test' }]),
-      0,
-      { withheld: true },
-    );
+  it('a withheld turn is a visible hole: withheld, with no text, steps, refs, mentions, model or exact time', () => {
+    const t = turn([{ type: 'text', text: 'see at://did:plc:bob/app.bsky.feed.post/3k2 and @bob.test' }]);
+    const { record } = project({ ...t, createdAt: new Date('2026-11-01T10:17:42.123Z') }, 0, {
+      withheld: true,
+    });
+    // No turn published before it: only its day (UTC).
     expect(record).toEqual({
       $type: 'click.aligned.chat.message',
       session: sessionUri,
       role: 'assistant',
-      createdAt: '2026-11-01T10:00:00.000Z',
-      model: 'openai/gpt-x',
+      createdAt: '2026-11-01T00:00:00.000Z',
       withheld: true,
     });
     assertValidRecord('click.aligned.chat.message', record);
+    // Kept by the Player: the exact time and the model.
+    const kept = project({ ...t, createdAt: new Date('2026-11-01T10:17:42.123Z') }, 0, {
+      withheld: true,
+      keepTime: true,
+      keepModel: true,
+    });
+    expect(kept.record).toMatchObject({ createdAt: '2026-11-01T10:17:42.123Z', model: 'openai/gpt-x' });
+  });
+
+  it('a hole says the time of the last turn published before it, so times never go backwards', () => {
+    const at = (id: string, minute: number, role: PublishTurn['role'] = 'npc') =>
+      turn([{ type: 'text', text: id }], {
+        messageId: id,
+        role,
+        createdAt: new Date(Date.UTC(2026, 10, 1, 23, minute, 7)),
+      });
+    const turns = [at('h0', 1), at('p1', 5, 'player'), at('h2', 9), at('h3', 30), at('k4', 40), at('h5', 50)];
+    const choices = {
+      h0: { withheld: true },
+      h2: { withheld: true },
+      h3: { withheld: true },
+      k4: { withheld: true, keepTime: true },
+      h5: { withheld: true },
+    };
+    const published = publishedTexts(turns, choices);
+    const times = turns.map(
+      (t, i) =>
+        projectTurn(t, i, choices[t.messageId as 'h0'] ?? {}, {
+          sessionUri,
+          resolution: empty,
+          published,
+          known: { agents: [], skills: [] },
+        }).record.createdAt,
+    );
+    expect(times).toEqual([
+      '2026-11-01T00:00:00.000Z',
+      '2026-11-01T23:05:07.000Z',
+      '2026-11-01T23:05:07.000Z',
+      '2026-11-01T23:05:07.000Z',
+      '2026-11-01T23:40:07.000Z',
+      '2026-11-01T23:40:07.000Z',
+    ]);
+    // Whatever the choices, a hole's time is one already published, or the start of a day.
+    fc.assert(
+      fc.property(
+        fc.array(fc.record({ withheld: fc.boolean(), keepTime: fc.boolean() }), {
+          minLength: turns.length,
+          maxLength: turns.length,
+        }),
+        (picked) => {
+          const cs = Object.fromEntries(turns.map((t, i) => [t.messageId, picked[i]!]));
+          const got = publishedTimes(turns, cs);
+          const shown = turns
+            .filter((_, i) => !picked[i]!.withheld || picked[i]!.keepTime)
+            .map((t) => t.createdAt.getTime());
+          let last = 0;
+          for (const [i, t] of turns.entries()) {
+            const time = got.get(t.messageId)!.getTime();
+            expect(time).toBeGreaterThanOrEqual(last);
+            last = time;
+            if (picked[i]!.withheld && !picked[i]!.keepTime)
+              expect(shown.includes(time) || time % 86_400_000 === 0).toBe(true);
+            else expect(time).toBe(t.createdAt.getTime());
+          }
+        },
+      ),
+    );
   });
 
   it('replaces each covered span with one fixed-width bar, whatever its length', () => {
@@ -113,8 +184,8 @@ describe('the projection', () => {
     ]);
     const ok = project(t, 0, { steps: ['Listed the files', null] });
     expect(ok.record.steps).toEqual([
-      { name: 'run', summary: 'Listed the files', failed: true },
-      { name: 'read', summary: 'called a tool' },
+      { name: 'tool', summary: 'Listed the files', failed: true },
+      { name: 'tool', summary: 'called a tool' },
     ]);
     const long = project(t, 0, { steps: ['x'.repeat(251)] });
     expect(long.problems.map((p) => p.code)).toEqual(['SUMMARY_TOO_LONG']);
@@ -125,6 +196,30 @@ describe('the projection', () => {
     expect(problems).toMatchObject([{ code: 'TEXT_TOO_LONG', turn: 5 }]);
     expect(problems[0]!.message).toMatch(/Turn 5 is too long/);
     expect(record.text?.length).toBe(15_001);
+  });
+
+  it('a long Hindi turn publishes: the byte limit allows 10 bytes a grapheme, as Bluesky posts do', () => {
+    const text = HINDI.repeat(240);
+    // 9,600 graphemes, over 60,000 bytes: refused under the old byte limit, within both limits now.
+    expect(graphemes(text)).toBe(9_600);
+    expect(new TextEncoder().encode(text).length).toBeGreaterThan(60_000);
+    const { record, problems } = project(turn([{ type: 'text', text }]), 0, {});
+    expect(problems).toEqual([]);
+    expect(record.text).toBe(text);
+    assertValidRecord('click.aligned.chat.message', record);
+  });
+
+  it('a turn over a text limit is refused with a message naming the limit it hit', () => {
+    const chars = project(turn([{ type: 'text', text: 'y'.repeat(15_001) }]), 0, {}).problems;
+    expect(chars.map((p) => p.message)).toEqual([
+      'Turn 1 is too long to publish (15,001 characters; the limit is 15,000 characters). Redact part of it or withhold it.',
+    ]);
+    // 7,000 family emoji: few characters, 25 bytes each.
+    const family = '👨‍👩‍👧‍👦'.repeat(7_000);
+    const bytes = project(turn([{ type: 'text', text: family }]), 2, {}).problems;
+    expect(bytes.map((p) => p.message)).toEqual([
+      'Turn 3 is too long to publish (175,000 bytes as UTF-8; the limit is 150,000 bytes, whatever the number of characters). Redact part of it or withhold it.',
+    ]);
   });
 
   it('turns links and @handles into strongRefs and DIDs, and reports the ones it cannot resolve', () => {
@@ -183,7 +278,13 @@ describe('the projection', () => {
       title: 'Maps',
       createdAt: new Date('2026-11-01T09:00:00Z'),
       agents: [
-        { name: 'Ada', jobTitle: 'Librarian', description: 'Keeps   the maps.', model: 'openai/gpt-x' },
+        {
+          name: 'Ada',
+          jobTitle: 'Librarian',
+          model: 'openai/gpt-x',
+          choice: { description: 'Keeps   the maps.' },
+        },
+        { name: 'Bo', jobTitle: '', model: null, choice: { description: '  ' } },
       ],
       cover: noCover,
     });
@@ -191,9 +292,49 @@ describe('the projection', () => {
       $type: 'click.aligned.chat.session',
       title: 'Maps',
       createdAt: '2026-11-01T09:00:00.000Z',
-      agents: [{ name: 'Ada', role: 'Librarian', description: 'Keeps the maps.', model: 'openai/gpt-x' }],
+      agents: [
+        { name: 'Ada', role: 'Librarian', description: 'Keeps the maps.', model: 'openai/gpt-x' },
+        { name: 'Bo' },
+      ],
     });
     assertValidRecord('click.aligned.chat.session', record);
+  });
+
+  it('an agent is its name and Job Title unless the Player describes it', () => {
+    const record = projectSession({
+      title: 'Maps',
+      createdAt: new Date('2026-11-01T09:00:00Z'),
+      agents: [{ name: 'Ada', jobTitle: 'Librarian', model: null }],
+      cover: noCover,
+    });
+    expect(record.agents).toEqual([{ name: 'Ada', role: 'Librarian' }]);
+  });
+
+  it('step names: the server’s own Tools by name, others generic, unless the Player names them', () => {
+    const t = turn([
+      { type: 'tool', id: 'a', name: 'bash', input: {}, state: 'done' },
+      {
+        type: 'tool',
+        id: 'b',
+        name: 'acme-payroll__lookup',
+        description: 'Looks up an employee in the ACME payroll',
+        input: {},
+        state: 'done',
+      },
+      { type: 'tool', id: 'c', name: 'made_up', input: {}, state: 'done' },
+      { type: 'tool', id: 'd', name: 'acme-payroll__lookup', input: {}, state: 'done' },
+    ]);
+    const plain = project(t, 0, {}).record;
+    expect(plain.steps!.map((s) => s.name)).toEqual(['bash', 'mcp-tool', 'tool', 'mcp-tool']);
+    // Nor does the default summary give the server away (its tool's description is the Player's to publish).
+    expect(JSON.stringify(plain)).not.toMatch(/acme|payroll/i);
+    const named = project(t, 0, { stepNames: [null, ' acme-payroll__lookup ', '', 'looked someone up'] });
+    expect(named.record.steps!.map((s) => s.name)).toEqual([
+      'bash',
+      'acme-payroll__lookup',
+      'tool',
+      'looked someone up',
+    ]);
   });
 });
 
@@ -253,7 +394,12 @@ describe('a covered word is covered everywhere', () => {
       title: 'The pelican-7731 file',
       createdAt: new Date(),
       agents: [
-        { name: 'Ada', jobTitle: 'Keeper of PELICAN-7731', description: 'Knows pelican-7731.', model: null },
+        {
+          name: 'Ada',
+          jobTitle: 'Keeper of PELICAN-7731',
+          model: null,
+          choice: { description: 'Knows pelican-7731.' },
+        },
       ],
       cover: published.cover,
     });
@@ -264,7 +410,7 @@ describe('a covered word is covered everywhere', () => {
     expect(records[1]!.text).toBe(`Noted, ${REDACTION_BAR} is safe with me. ${REDACTION_BAR}!`);
     expect(records[1]!.steps).toEqual([
       { name: 'remember', summary: 'saved a memory' },
-      { name: 'notes__save', summary: `Wrote down ${REDACTION_BAR}`, failed: true },
+      { name: 'mcp-tool', summary: `Wrote down ${REDACTION_BAR}`, failed: true },
     ]);
     expect(session.title).toBe(`The ${REDACTION_BAR} file`);
     expect(session.agents![0]).toEqual({

@@ -162,10 +162,9 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     expect(body.calls).toBe(1);
 
     const [session] = (await listMine('click.aligned.chat.session')).filter((r) => r.uri === body.uri);
-    expect(session?.value).toMatchObject({
-      title: 'About maps',
-      agents: [{ name: 'Ada', role: 'Librarian', description: 'Keeps the maps.' }],
-    });
+    expect(session?.value).toMatchObject({ title: 'About maps' });
+    // Its name and Job Title only: the NPC's own description is not published unless the Player writes one.
+    expect((session!.value as { agents: unknown }).agents).toEqual([{ name: 'Ada', role: 'Librarian' }]);
     const messages = (await listMine('click.aligned.chat.message')).filter(
       (r) => (r.value as { session: string }).session === body.uri,
     );
@@ -183,19 +182,25 @@ describe('publishing a Conversation to the Player’s PDS', () => {
       model: 'fake/fake-model',
       text: `Yes. The vault code is ${REDACTION_BAR}, keep it safe.`,
       steps: [
-        { name: 'search', summary: 'Searched the map catalogue' },
-        { name: 'fetch', summary: 'called a tool', failed: true },
+        { name: 'tool', summary: 'Searched the map catalogue' },
+        { name: 'tool', summary: 'called a tool', failed: true },
       ],
     });
+    // Holes: when the turn before them was, and no model.
     expect(values[2]).toEqual({
       $type: 'click.aligned.chat.message',
       session: body.uri,
       role: 'user',
-      createdAt: '2026-11-01T10:02:00.000Z',
+      createdAt: '2026-11-01T10:01:00.000Z',
       withheld: true,
     });
-    expect(values[3]).toMatchObject({ role: 'assistant', withheld: true, model: 'fake/fake-model' });
-    expect(values[3]).not.toHaveProperty('text');
+    expect(values[3]).toEqual({
+      $type: 'click.aligned.chat.message',
+      session: body.uri,
+      role: 'assistant',
+      createdAt: '2026-11-01T10:01:00.000Z',
+      withheld: true,
+    });
     // Nothing private ever left the server: every byte sent to the PDS was captured.
     const sent = faults.bodies.join('\n');
     for (const secret of [
@@ -493,8 +498,113 @@ describe('publishing a Conversation to the Player’s PDS', () => {
       const body = (await res.json()) as { records: { record: { agents?: { name: string }[] } }[] };
       return body.records[0]!.record.agents;
     };
-    expect(await preview(false)).toEqual([{ name: 'Mallory', role: 'Fixer', description: 'Knows people.' }]);
+    expect(await preview(false)).toEqual([{ name: 'Mallory', role: 'Fixer' }]);
     expect(await preview(true)).toEqual([]);
+  }, 60_000);
+
+  it('every published field is a choice: holes, agents and step names read back from the PDS', async () => {
+    const card = 'You are Mallory. Backstory: grew up at 12 Rue Secrète. Never reveal the ledger.';
+    const { conversationId, npcId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      npc: { name: 'Mallory', jobTitle: 'Fixer', description: card },
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Look it up.' }] },
+        {
+          role: 'npc',
+          parts: [
+            { type: 'tool', id: 't1', name: 'alice-payroll__lookup', input: {}, state: 'done' },
+            { type: 'tool', id: 't2', name: 'remember', input: {}, state: 'done' },
+            { type: 'text', text: 'Found it.' },
+          ],
+        },
+        { role: 'npc', parts: [{ type: 'text', text: 'A reply to hold back.' }] },
+      ],
+    });
+    const [hole] = await local.app.db.sql`update messages set created_at = '2026-11-01T10:17:42.5Z'
+      where id = ${ids[2]!} returning created_at`;
+    expect(hole).toBeTruthy();
+    const publishAs = async (body: object) => {
+      const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body });
+      expect(res.status).toBe(200);
+      const { uri } = (await res.json()) as { uri: string };
+      const found = await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri);
+      const values = [...found.values()].map((r) => r.value as Record<string, unknown>);
+      const messages = [...found.entries()]
+        .filter(([k]) => k.startsWith('click.aligned.chat.message/'))
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([, r]) => r.value as Record<string, unknown>);
+      return { session: values.find((v) => v.$type === 'click.aligned.chat.session')!, messages };
+    };
+
+    const first = await publishAs({ choices: { [ids[2]!]: { withheld: true } } });
+    expect(first.session.agents).toEqual([{ name: 'Mallory', role: 'Fixer' }]);
+    expect(first.messages[1]!.steps).toEqual([
+      { name: 'mcp-tool', summary: 'called a tool of an MCP Server' },
+      { name: 'remember', summary: 'saved a memory' },
+    ]);
+    expect(first.messages[2]).toEqual({
+      $type: 'click.aligned.chat.message',
+      session: expect.any(String),
+      role: 'assistant',
+      createdAt: '2026-11-01T10:01:00.000Z',
+      withheld: true,
+    });
+    expect(JSON.stringify(first)).not.toMatch(/Rue Secrète|ledger|payroll|17:42/);
+
+    // Each kept or written by the Player: published as chosen.
+    const second = await publishAs({
+      agents: { [npcId]: { description: 'Knows everyone at the docks.' } },
+      choices: {
+        [ids[1]!]: { stepNames: ['alice-payroll__lookup', 'noted it'] },
+        [ids[2]!]: { withheld: true, keepTime: true, keepModel: true },
+      },
+    });
+    expect(second.session.agents).toEqual([
+      { name: 'Mallory', role: 'Fixer', description: 'Knows everyone at the docks.' },
+    ]);
+    expect((second.messages[1]!.steps as { name: string }[]).map((s) => s.name)).toEqual([
+      'alice-payroll__lookup',
+      'noted it',
+    ]);
+    expect(second.messages[2]).toMatchObject({
+      createdAt: '2026-11-01T10:17:42.500Z',
+      model: 'fake/fake-model',
+      withheld: true,
+    });
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
+
+  it('a long Hindi turn publishes; one over the byte limit is refused with a message naming that limit', async () => {
+    // 9,600 graphemes in 61,680 bytes: refused under the old 60,000-byte limit.
+    const hindi = 'राष्ट्रीय स्वास्थ्य सांस्कृतिक व्यक्तित्व मनोवैज्ञानिक द्वन्द्वात्मक उज्ज्वलता स्पष्टीकरण। '.repeat(240);
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'हिंदी में लिखिए।' }] },
+        { role: 'npc', parts: [{ type: 'text', text: hindi }] },
+        { role: 'npc', parts: [{ type: 'text', text: '👨‍👩‍👧‍👦'.repeat(7_000) }] },
+      ],
+    });
+    const refused = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {},
+    });
+    expect(refused.status).toBe(400);
+    const { error } = (await refused.json()) as {
+      error: { details: { problems: { turn: number; message: string }[] } };
+    };
+    expect(error.details.problems).toMatchObject([
+      { turn: 3, message: expect.stringContaining('the limit is 150,000 bytes') },
+    ]);
+
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[2]!]: { withheld: true } } },
+    });
+    expect(res.status).toBe(200);
+    const { uri } = (await res.json()) as { uri: string };
+    const found = await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri);
+    const texts = [...found.values()].map((r) => (r.value as { text?: string }).text);
+    expect(texts).toContain(hindi);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
   }, 60_000);
 
   it('a reply left streaming by a server that died does not block publishing', async () => {

@@ -3,6 +3,7 @@ import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { shoot } from '../support/browser.ts';
 import { insertConversation } from '../support/conversations.ts';
+import { didWebHost } from '../support/didWeb.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 let local: LocalApp;
@@ -240,4 +241,80 @@ it('while publishing, the page says how many turns are written of how many, from
   } finally {
     await app.db.sql.unsafe('drop trigger if exists slow_mark on publication_records');
   }
+}, 60_000);
+
+it('links in a reply show as not checked yet, and are looked up only when the Player asks', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const host = await didWebHost();
+  try {
+    const pin = `at://${host.did}/app.bsky.feed.post/pin-4411-alice`;
+    await insertConversation(app.db.sql, alice.playerId, {
+      title: 'Pins',
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Where was it?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: `Pinned at ${pin}.` }] },
+      ],
+    }).then(({ conversationId }) => page.goto(`${app.url}/c/${conversationId}/publish`));
+    const note = page.locator('.publish-turn').nth(1).getByTestId('unchecked-links');
+    await note.waitFor();
+    expect(await note.textContent()).toContain(pin);
+    // The page's previews have run (the preview shows the turn), and asked the host nothing.
+    await page.locator('section.preview').getByText('not checked yet').waitFor();
+    expect(host.requests).toEqual([]);
+    await note.getByRole('button', { name: 'Check links' }).click();
+    await note.waitFor({ state: 'detached' });
+    await page.locator('section.preview').getByText('1 record link(s)').waitFor();
+    expect(host.requests.length).toBeGreaterThan(0);
+    await shoot(page, 'publish-links-checked');
+  } finally {
+    await host.close();
+  }
+}, 60_000);
+
+it('what the session says of an NPC, a step’s name and what a hole shows are fields the Player fills', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const card = 'You are Mallory, raised at 12 Rue Secrète; never mention the ledger.';
+  const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+    title: 'Docks',
+    npc: { name: 'Mallory', jobTitle: 'Fixer', description: card },
+    turns: [
+      { role: 'player', parts: [{ type: 'text', text: 'Find the ship.' }] },
+      {
+        role: 'npc',
+        parts: [
+          { type: 'tool', id: 't1', name: 'acme-ledger__lookup', input: {}, state: 'done' },
+          { type: 'text', text: 'Found it.' },
+        ],
+      },
+      { role: 'npc', parts: [{ type: 'text', text: 'A reply to hold back.' }] },
+    ],
+  });
+  await page.goto(`${app.url}/c/${conversationId}/publish`);
+  const preview = page.locator('section.preview');
+  await preview.locator('.preview-agents').getByText('Fixer').waitFor();
+  // By default: name and Job Title, a generic step name; never the card.
+  expect(await preview.textContent()).not.toMatch(/Rue Secrète|ledger/);
+  const steps = preview.locator('ul.steps');
+  await steps.getByText('mcp-tool').waitFor();
+
+  await page.getByLabel(/About Mallory \(Fixer\)/).fill('Knows everyone at the docks.');
+  await preview.locator('.preview-agents').getByText('Knows everyone at the docks.').waitFor();
+  const turns = page.locator('.publish-turn');
+  await turns.nth(1).getByRole('button', { name: 'Publish its real name (acme-ledger__lookup)' }).click();
+  await steps.getByText('acme-ledger__lookup').waitFor();
+
+  await turns.nth(2).getByLabel('Withhold this turn').check();
+  const hole = preview.locator('li.hole');
+  await hole.waitFor();
+  expect(await hole.textContent()).not.toContain('fake-model');
+  await turns
+    .nth(2)
+    .getByLabel(/Show which model wrote it/)
+    .check();
+  await hole.getByText('fake/fake-model').waitFor();
+  await shoot(page, 'publish-choices');
 }, 60_000);

@@ -73,6 +73,8 @@ const WRITE = { create: 'new', update: 'changed', delete: 'deleted' } as Record<
 export function PreviewView({ preview }: { preview: Preview }) {
   const [session, ...turns] = preview.records;
   const s = session?.record as SessionValue | undefined;
+  const unchecked = (messageId: string | null) =>
+    preview.unchecked?.find((u) => u.messageId === messageId)?.links.length ?? 0;
   return (
     <section aria-labelledby="preview-heading" className="card preview">
       <h2 id="preview-heading">Exactly what will be written ({preview.records.length} records)</h2>
@@ -154,6 +156,9 @@ export function PreviewView({ preview }: { preview: Preview }) {
                     <p className="meta">
                       {m.refs?.length ?? 0} record link(s), {m.mentions?.length ?? 0} account(s) mentioned
                     </p>
+                  )}
+                  {unchecked(r.messageId) > 0 && (
+                    <p className="meta">{unchecked(r.messageId)} link(s) or mention(s) not checked yet</p>
                   )}
                 </>
               )}

@@ -1,19 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
-import { attachmentsOf, flattenText, readParts } from '../../../src/parts/index.ts';
-import {
-  type Choices,
-  type Cover,
-  coverOf,
-  extraPlaces,
-  makeCover,
-  mergeSpans,
-  type Span,
-  type TurnChoice,
-} from '../../../src/redaction/index.ts';
+import { flattenText, readParts } from '../../../src/parts/index.ts';
+import { type AgentChoices, type Choices, coverOf, type TurnChoice } from '../../../src/redaction/index.ts';
 import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
-import { ApiError, api, fetchAs, type Message } from '../api.ts';
+import { ApiError, api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LivePausedNote, LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
 import {
@@ -23,6 +14,7 @@ import {
   type Problem,
   ProblemList,
 } from '../components/PublishPreview.tsx';
+import { TurnEditor } from '../components/TurnEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 interface PublicationView extends LiveView {
@@ -36,6 +28,7 @@ interface PublicationView extends LiveView {
 interface Draft {
   title: string | null;
   choices: Choices;
+  agents?: AgentChoices;
   /** Words still covered from turns that have since gone (regenerated replies). */
   removedWords: string[];
 }
@@ -82,6 +75,7 @@ export function PublishPage() {
     if (remaining !== undefined) setPlanned((p) => Math.max(p, remaining));
   }, [remaining]);
   const [choices, setChoices] = useState<Choices>({});
+  const [agents, setAgents] = useState<AgentChoices>({});
   const [title, setTitle] = useState('');
   const [forgetRemoved, setForgetRemoved] = useState(false);
   const [loaded, setLoaded] = useState(false);
@@ -91,6 +85,7 @@ export function PublishPage() {
     const draft = publication.data.draft;
     if (draft) {
       setChoices(draft.choices);
+      setAgents(draft.agents ?? {});
       setTitle(draft.title ?? '');
     }
     setLoaded(true);
@@ -107,15 +102,27 @@ export function PublishPage() {
   // The same covering pass the server runs: what the editor marks is what the records will cover.
   const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
 
-  const body = () => ({ title: title.trim() || null, choices, ...(forgetRemoved ? { forgetRemoved } : {}) });
+  const body = () => ({
+    title: title.trim() || null,
+    choices,
+    agents,
+    ...(forgetRemoved ? { forgetRemoved } : {}),
+  });
+  // The turns whose links and mentions the Player asked to check: a lookup reaches whoever a link names, so
+  // the preview looks up nothing else (publishing looks up every published turn's). A changed turn is unchecked.
+  const [checked, setChecked] = useState<string[]>([]);
+  const check = checked.filter((m) => !choices[m]?.withheld);
   const [shown, setShown] = useState<Preview | null>(null);
   const preview = useMutation({
-    mutationFn: () => api<Preview>(`/api/conversations/${id}/publication/preview`, { body: body() }),
+    mutationFn: () =>
+      api<Preview>(`/api/conversations/${id}/publication/preview`, {
+        body: { ...body(), ...(check.length ? { check } : {}) },
+      }),
     onSuccess: setShown,
   });
   // The preview follows the editor: every change is previewed by the server, whose projection is the truth.
   const previewNow = preview.mutate;
-  const signature = JSON.stringify(body());
+  const signature = JSON.stringify([body(), check]);
   useEffect(() => {
     if (!data.data || !loaded || !signature) return;
     const timer = setTimeout(() => previewNow(), 400);
@@ -160,8 +167,13 @@ export function PublishPage() {
       previewNow();
     },
   });
-  const set = (messageId: string, patch: Partial<TurnChoice>) =>
+  const set = (messageId: string, patch: Partial<TurnChoice>) => {
     setChoices((c) => ({ ...c, [messageId]: { ...c[messageId], ...patch } }));
+    setChecked((c) => c.filter((m) => m !== messageId));
+  };
+  const checkLinks = (ids: string[]) => setChecked((c) => [...new Set([...c, ...ids])]);
+  const uncheckedOf = (messageId: string) =>
+    shown?.unchecked?.find((u) => u.messageId === messageId)?.links ?? [];
 
   if (!data.data) return <ErrorNote error={data.error} />;
   const current = publication.data?.publication;
@@ -172,8 +184,11 @@ export function PublishPage() {
   const problemsOf = (messageId: string) =>
     (publishProblems ?? shown?.problems ?? []).filter((p) => p.messageId === messageId);
   const stepDefaults = (messageId: string) =>
-    (shown?.records.find((r) => r.messageId === messageId)?.record as { steps?: { summary: string }[] })
-      ?.steps;
+    (
+      shown?.records.find((r) => r.messageId === messageId)?.record as {
+        steps?: { name: string; summary: string }[];
+      }
+    )?.steps;
   return (
     <div className="narrow publish">
       <p>
@@ -226,6 +241,43 @@ export function PublishPage() {
           Published as: <Barred text={shown.title} />
         </p>
       )}
+      {(shown?.agents.length ?? 0) > 0 && (
+        <fieldset className="publish-agents">
+          <legend>Who readers are told they talked to</legend>
+          <p className="meta">
+            Each NPC is published by its name and Job Title. Its own description stays private (for an
+            imported card it is the whole character) unless you write one here.
+          </p>
+          {shown!.agents.map((a) => (
+            <div key={a.npcId} className="publish-agent" data-npc-id={a.npcId}>
+              <label>
+                About {a.name}
+                {a.jobTitle ? ` (${a.jobTitle})` : ''}, in your words (published)
+                <textarea
+                  value={agents[a.npcId]?.description ?? ''}
+                  maxLength={300}
+                  rows={2}
+                  placeholder="Nothing: readers see only the name and Job Title"
+                  onChange={(e) =>
+                    setAgents((c) => ({ ...c, [a.npcId]: { description: e.target.value || undefined } }))
+                  }
+                />
+              </label>
+              {a.description && !agents[a.npcId]?.description && (
+                <button
+                  type="button"
+                  className="link"
+                  onClick={() =>
+                    setAgents((c) => ({ ...c, [a.npcId]: { description: a.description.slice(0, 300) } }))
+                  }
+                >
+                  Start from {a.name}’s own description
+                </button>
+              )}
+            </div>
+          ))}
+        </fieldset>
+      )}
       <ol className="publish-turns">
         {data.data.messages.map((m, i) => (
           <TurnEditor
@@ -236,6 +288,8 @@ export function PublishPage() {
             choice={choices[m.id] ?? {}}
             defaults={stepDefaults(m.id)}
             problems={problemsOf(m.id)}
+            unchecked={uncheckedOf(m.id)}
+            onCheck={() => checkLinks([m.id])}
             onChange={(patch) => set(m.id, patch)}
           />
         ))}
@@ -249,6 +303,15 @@ export function PublishPage() {
         >
           Preview records
         </button>
+        {(shown?.unchecked?.length ?? 0) > 0 && (
+          <button
+            type="button"
+            className="secondary"
+            onClick={() => checkLinks(shown!.unchecked.map((u) => u.messageId))}
+          >
+            Check links of published turns
+          </button>
+        )}
         <button type="button" onClick={() => publish.mutate()} disabled={publish.isPending}>
           {publish.isPending ? 'Publishing…' : current ? 'Update publication' : 'Publish'}
         </button>
@@ -289,257 +352,3 @@ export function PublishPage() {
     </div>
   );
 }
-
-/**
- * Where the typed words are in `text`, found the way the covering pass finds them (case, accents, curly
- * quotes, widths folded alike): the first place only — the cover takes every other place, in every turn.
- */
-function findFirst(text: string, phrase: string): Span[] {
-  const [first] = makeCover([phrase]).find(text);
-  return first ? [first] : [];
-}
-
-/** Offsets of the current selection within `container`'s text, or null when it is not inside it. */
-function selectionIn(container: HTMLElement | null): Span | null {
-  const selection = window.getSelection();
-  if (!container || !selection?.rangeCount) return null;
-  const range = selection.getRangeAt(0);
-  if (range.collapsed || !container.contains(range.startContainer) || !container.contains(range.endContainer))
-    return null;
-  const before = document.createRange();
-  before.selectNodeContents(container);
-  before.setEnd(range.startContainer, range.startOffset);
-  const start = before.toString().length;
-  return { start, end: start + range.toString().length };
-}
-
-function TurnEditor({
-  message,
-  text,
-  cover,
-  choice,
-  defaults,
-  problems,
-  onChange,
-}: {
-  message: Message;
-  text: string;
-  cover: Cover;
-  choice: TurnChoice;
-  defaults: { summary: string }[] | undefined;
-  problems: Problem[];
-  onChange: (c: Partial<TurnChoice>) => void;
-}) {
-  const textRef = useRef<HTMLParagraphElement>(null);
-  const parts = readParts(message.parts);
-  const tools = parts.filter((p) => p.type === 'tool');
-  const attached = attachmentsOf(parts);
-  const own = choice.redactions ?? [];
-  const extra = extraPlaces(text, own, cover);
-  const [hint, setHint] = useState<string | null>(null);
-  const [phrase, setPhrase] = useState('');
-  const redactSelection = () => {
-    const span = selectionIn(textRef.current);
-    if (!span) {
-      setHint('Select words in this turn’s text first, or type them in the field beside the button.');
-      return;
-    }
-    setHint(null);
-    if (!own.some((r) => r.start === span.start && r.end === span.end))
-      onChange({ redactions: [...own, span] });
-    window.getSelection()?.removeAllRanges();
-  };
-  // By keyboard: the words typed are redacted where they appear in this turn (and so, like every
-  // redaction, covered everywhere they appear).
-  const redactPhrase = () => {
-    const [span] = findFirst(text, phrase.trim());
-    if (!span) {
-      setHint(`“${phrase.trim()}” is not in this turn’s text.`);
-      return;
-    }
-    setHint(null);
-    setPhrase('');
-    if (!own.some((r) => r.start === span.start && r.end === span.end))
-      onChange({ redactions: [...own, span] });
-  };
-  return (
-    <li
-      className={`card publish-turn ${choice.withheld ? 'withheld' : ''}`}
-      data-message-id={message.id}
-      id={`turn-${message.id}`}
-      tabIndex={-1}
-    >
-      <div className="row">
-        <strong>{message.role === 'npc' ? (message.npcName ?? 'NPC') : 'You'}</strong>
-        <label className="check">
-          <input
-            type="checkbox"
-            checked={Boolean(choice.withheld)}
-            onChange={(e) => onChange({ withheld: e.target.checked })}
-          />
-          Withhold this turn
-        </label>
-      </div>
-      {choice.withheld && <p className="meta">Published as a visible hole: none of its words leave.</p>}
-      <p ref={textRef} className="turn-text" data-testid="turn-text">
-        <Marked text={text} own={mergeSpans(own, text.length)} extra={extra} />
-      </p>
-      {extra.length > 0 && !choice.withheld && (
-        <p className="meta covered-note">
-          {extra.length === 1 ? 'One more place' : `${extra.length} more places`} covered here because you
-          redacted the same words elsewhere.
-        </p>
-      )}
-      {problems.length > 0 && (
-        <ul className="error">
-          {problems.map((p) => (
-            <li key={`${p.code}-${p.message}`}>{p.message}</li>
-          ))}
-        </ul>
-      )}
-      {!choice.withheld && (
-        <div className="row redact-row">
-          <button type="button" className="secondary" onClick={redactSelection}>
-            Redact selection
-          </button>
-          <label className="inline">
-            <span className="visually-hidden">Words to redact in this turn</span>
-            <input
-              value={phrase}
-              placeholder="or type words to redact"
-              onChange={(e) => setPhrase(e.target.value)}
-              onKeyDown={(e) => {
-                if (e.key === 'Enter') {
-                  e.preventDefault();
-                  redactPhrase();
-                }
-              }}
-            />
-          </label>
-          <button type="button" className="secondary" onClick={redactPhrase} disabled={!phrase.trim()}>
-            Redact these words
-          </button>
-        </div>
-      )}
-      {hint && (
-        <p className="meta" role="status">
-          {hint}
-        </p>
-      )}
-      {own.length > 0 && (
-        <ul className="chips redactions" aria-label="Your redactions in this turn">
-          {own.map((r, i) => (
-            <li key={`${r.start}-${r.end}`} className="chip">
-              “{text.slice(r.start, r.end)}”
-              <button
-                type="button"
-                className="link"
-                aria-label={`Stop redacting “${text.slice(r.start, r.end)}”`}
-                onClick={() => onChange({ redactions: own.filter((_, j) => j !== i) })}
-              >
-                ×
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      {attached.length > 0 && (
-        <div className="attachment-note" data-testid="attachment-note">
-          <p className="meta">
-            {attached.length === 1 ? 'Its attachment' : `Its ${attached.length} attachments`} (
-            {attached.map((a) => (a.type === 'file' ? a.name : (a.title ?? a.url))).join(', ')}){' '}
-            {attached.length === 1 ? 'stays' : 'stay'} private: never published.
-          </p>
-          {!choice.withheld && (
-            <label>
-              Describe what was attached, if the turn needs it (published with the turn)
-              <input
-                value={choice.attachmentNote ?? ''}
-                maxLength={1000}
-                placeholder="e.g. a photo of a red bicycle"
-                onChange={(e) => onChange({ attachmentNote: e.target.value || undefined })}
-              />
-            </label>
-          )}
-        </div>
-      )}
-      {!choice.withheld && (
-        <>
-          {tools.map((t, i) => (
-            <label key={t.type === 'tool' ? t.id : i}>
-              Step {i + 1}: {t.type === 'tool' ? t.name : ''} — summary
-              <input
-                value={choice.steps?.[i] ?? ''}
-                placeholder={
-                  choice.steps?.[i] || !defaults?.[i]
-                    ? 'Default: what kind of call it was, never its arguments'
-                    : `Default: ${defaults[i]!.summary}`
-                }
-                maxLength={250}
-                onChange={(e) => {
-                  const steps = [...(choice.steps ?? [])];
-                  while (steps.length < i) steps.push(null);
-                  steps[i] = e.target.value || null;
-                  onChange({ steps });
-                }}
-              />
-              {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
-                <span className="meta covered-note">
-                  Published as: <Barred text={cover.apply(choice.steps[i])} />
-                </span>
-              )}
-            </label>
-          ))}
-          <div className="row">
-            <label>
-              Also about (record links, comma-separated)
-              <input
-                value={(choice.refs ?? []).join(', ')}
-                onChange={(e) => onChange({ refs: splitList(e.target.value) })}
-              />
-            </label>
-            <label>
-              Also mentions (@handles)
-              <input
-                value={(choice.mentions ?? []).join(', ')}
-                onChange={(e) => onChange({ mentions: splitList(e.target.value) })}
-              />
-            </label>
-          </div>
-        </>
-      )}
-    </li>
-  );
-}
-
-/** The turn's own words, with its redactions and the places the cover reaches marked. */
-function Marked({ text, own, extra }: { text: string; own: Span[]; extra: Span[] }) {
-  const marks = [
-    ...own.map((s) => ({ ...s, kind: 'redacted' })),
-    ...extra.map((s) => ({ ...s, kind: 'also-covered' })),
-  ].sort((a, b) => a.start - b.start);
-  const out: React.ReactNode[] = [];
-  let at = 0;
-  for (const m of marks) {
-    if (m.start < at) continue;
-    out.push(text.slice(at, m.start));
-    out.push(
-      <mark
-        key={m.start}
-        className={m.kind}
-        title={m.kind === 'redacted' ? 'Redacted' : 'Covered: you redacted these words elsewhere'}
-      >
-        {text.slice(m.start, m.end)}
-      </mark>,
-    );
-    at = m.end;
-  }
-  out.push(text.slice(at));
-  return <>{out}</>;
-}
-
-const splitList = (s: string) =>
-  s
-    .split(',')
-    .map((x) => x.trim())
-    .filter(Boolean);

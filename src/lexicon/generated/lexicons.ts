@@ -52,6 +52,7 @@ export const schemaDict = {
           },
           turns: {
             type: 'integer',
+            minimum: 0,
             description: 'How many turns the index holds for this session.',
           },
           indexedAt: {
@@ -199,17 +200,19 @@ export const schemaDict = {
             },
             role: {
               type: 'string',
+              maxLength: 32,
               knownValues: ['user', 'assistant'],
               description: 'Who is speaking.',
             },
             createdAt: {
               type: 'string',
               format: 'datetime',
-              description: 'When the turn happened.',
+              description:
+                'When the turn happened. A withheld turn says only what its author chose: by default the time of the last turn published before it, or the start of its day (UTC) when none was.',
             },
             text: {
               type: 'string',
-              maxLength: 60000,
+              maxLength: 150000,
               maxGraphemes: 15000,
               description:
                 "What was said. The assistant's own words, so they are stored rather than referenced — there is nowhere else they exist. Runs of █ are redactions: spans the author covered rather than withhold the whole turn over, of a fixed width so the bar does not say how long the words were. The covered words were never published and are not recoverable from this record; a viewer that does nothing special shows the bars as text, which is the honest reading.",
@@ -219,8 +222,20 @@ export const schemaDict = {
               description:
                 'This turn happened and its content was not published. Every turn of a published conversation gets a record, so one published in part has visible holes rather than invisible ones — an answer to a question that was held back would otherwise read as an answer to whatever came before it. A conversation nobody published has no records at all, withheld ones included: a record saying only that somebody spoke at a time is a hole in nothing. Stated rather than inferred from an empty `text`, so a reader never has to guess whether a turn was withheld or simply empty. Absent means published.',
             },
+            langs: {
+              type: 'array',
+              maxLength: 3,
+              items: {
+                type: 'string',
+                format: 'language',
+                maxLength: 128,
+              },
+              description:
+                "The languages the text is in, as BCP-47 tags, most used first (as app.bsky.feed.post's langs).",
+            },
             model: {
               type: 'string',
+              maxLength: 300,
               description:
                 "The model that produced an assistant turn, e.g. 'greenpt/minimax-m2.5'. Present on assistant turns so a reader never has to guess whether they are reading a person or a machine, and can tell which machine.",
             },
@@ -352,6 +367,7 @@ export const schemaDict = {
           },
           model: {
             type: 'string',
+            maxLength: 300,
             description:
               "The model the agent ran on when the session was published, e.g. 'anthropic/claude-sonnet'. Each turn records the model that actually produced it.",
           },

@@ -21,12 +21,14 @@ export interface Main {
   session: string
   /** Who is speaking. */
   role: 'user' | 'assistant' | (string & {})
-  /** When the turn happened. */
+  /** When the turn happened. A withheld turn says only what its author chose: by default the time of the last turn published before it, or the start of its day (UTC) when none was. */
   createdAt: string
   /** What was said. The assistant's own words, so they are stored rather than referenced — there is nowhere else they exist. Runs of █ are redactions: spans the author covered rather than withhold the whole turn over, of a fixed width so the bar does not say how long the words were. The covered words were never published and are not recoverable from this record; a viewer that does nothing special shows the bars as text, which is the honest reading. */
   text?: string
   /** This turn happened and its content was not published. Every turn of a published conversation gets a record, so one published in part has visible holes rather than invisible ones — an answer to a question that was held back would otherwise read as an answer to whatever came before it. A conversation nobody published has no records at all, withheld ones included: a record saying only that somebody spoke at a time is a hole in nothing. Stated rather than inferred from an empty `text`, so a reader never has to guess whether a turn was withheld or simply empty. Absent means published. */
   withheld?: boolean
+  /** The languages the text is in, as BCP-47 tags, most used first (as app.bsky.feed.post's langs). */
+  langs?: string[]
   /** The model that produced an assistant turn, e.g. 'greenpt/minimax-m2.5'. Present on assistant turns so a reader never has to guess whether they are reading a person or a machine, and can tell which machine. */
   model?: string
   /** The tools the agent called on this turn, in order. Published because the point of a conversation like this is usually *how* the answer was reached; a reply with the working removed is the least interesting part of it. */

@@ -1,0 +1,59 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { Secp256k1Keypair } from '@atproto/crypto';
+
+/**
+ * A host someone else runs, named by a did:web (did:web:localhost%3A<port>): it serves its DID document and
+ * answers getRecord for any rkey as its own PDS, and counts every request it is sent — a test proves what the
+ * server asked of it, and when. A reachable stand-in for an attacker's host.
+ */
+export async function didWebHost() {
+  const key = await Secp256k1Keypair.create();
+  const requests: string[] = [];
+  let did = '';
+  let base = '';
+  const server = http.createServer((req, res) => {
+    requests.push(req.url ?? '/');
+    const url = new URL(req.url ?? '/', 'http://x');
+    res.setHeader('content-type', 'application/json');
+    if (url.pathname === '/.well-known/did.json') {
+      res.end(
+        JSON.stringify({
+          '@context': ['https://www.w3.org/ns/did/v1'],
+          id: did,
+          alsoKnownAs: ['at://host.test'],
+          verificationMethod: [
+            {
+              id: `${did}#atproto`,
+              type: 'Multikey',
+              controller: did,
+              publicKeyMultibase: key.did().slice(8),
+            },
+          ],
+          service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: base }],
+        }),
+      );
+      return;
+    }
+    if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
+      const uri = `at://${did}/${url.searchParams.get('collection')}/${url.searchParams.get('rkey')}`;
+      res.end(JSON.stringify({ uri, cid: RECORD_CID, value: { text: 'a post' } }));
+      return;
+    }
+    res.statusCode = 404;
+    res.end(JSON.stringify({ error: 'NotFound' }));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as AddressInfo).port;
+  base = `http://localhost:${port}`;
+  did = `did:web:localhost%3A${port}`;
+  return {
+    did,
+    /** Every request path (with its query) the host was sent, in order. */
+    requests,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** The CID the host claims for every record it serves. */
+export const RECORD_CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
