@@ -15,6 +15,8 @@ alter table index_sessions add column rev text, add column written_at timestampt
 alter table index_messages add column rev text, add column written_at timestamptz not null default now(),
   add column from_backfill boolean not null default false;
 create index index_sessions_backfilled on index_sessions (did) where from_backfill;
+-- Everyone's list reads newest first past what only a backfill vouches for.
+create index index_sessions_listed on index_sessions (indexed_at desc, uri desc) where not from_backfill;
 create index index_messages_backfilled on index_messages (did) where from_backfill;
 
 -- An account that is not active (deactivated, suspended, desynchronized, throttled, …): null when active.

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
 import { type IndexInput, indexRecords, pruneTombstones, underAuthorLock } from './store.ts';
@@ -85,14 +85,21 @@ async function readRepo(sql: Sql, network: Network, did: string, limits: Backfil
   let records = 0;
   let bytes = 0;
   let page: IndexInput[] = [];
+  let written = 0;
   const write = async () => {
     const batch = page;
     page = [];
-    if (batch.length)
-      await underAuthorLock(sql, did, (tx) => indexRecords(tx, did, batch, { backfill: { since } }));
+    if (!batch.length) return;
+    await underAuthorLock(sql, did, async (tx) => {
+      // Checked under the lock a purge takes too: an account taken down meanwhile is not written back.
+      if (await notActive(tx, did)) return;
+      await indexRecords(tx, did, batch, { backfill: { since } });
+      written += batch.length;
+    });
   };
   try {
-    if (id) {
+    // An account the network says is not active (taken down, deleted, deactivated…) is not read at all.
+    if (id && !(await notActive(sql, did))) {
       outer: for (const collection of [SESSION, MESSAGE]) {
         if (records >= limits.records) break;
         for await (const r of network.listRecords(id.pds, did, collection, {
@@ -114,7 +121,7 @@ async function readRepo(sql: Sql, network: Network, did: string, limits: Backfil
     await sql`insert into index_actors (did, handle, backfilled_at, verified_at)
       values (${did}, ${handle}, now(), ${handle ? new Date() : null})
       on conflict (did) do update set handle = excluded.handle, backfilled_at = now(), verified_at = excluded.verified_at`;
-    await evictBackfilled(sql, limits);
+    if (written) await evictBackfilled(sql, limits);
     // Any reader can name any DID: the rows that only held a cool-down that has passed, for authors with
     // nothing indexed, are let go now and then, so asking about many DIDs does not grow the table for ever.
     if (Math.random() < PRUNE_CHANCE) {
@@ -136,7 +143,7 @@ async function evictBackfilled(sql: Sql, limits: BackfillLimits): Promise<void> 
       select did, count(*) as n, sum(octet_length(view)) as bytes, max(written_at) as at
         from index_messages where from_backfill group by did
       union all
-      select did, count(*), sum(octet_length(record::text)), max(written_at)
+      select did, count(*), sum(pg_column_size(record)), max(written_at)
         from index_sessions where from_backfill group by did) x
     group by did order by max(at) desc`;
   let n = 0;
@@ -155,10 +162,14 @@ async function evictBackfilled(sql: Sql, limits: BackfillLimits): Promise<void> 
 
 const PRUNE_CHANCE = 0.02;
 
+const notActive = async (sql: Queryable, did: string) =>
+  (await sql`select 1 from index_actors where did = ${did} and status is not null`).length > 0;
+
 /** Authors the index keeps nothing of, whose backfill cool-down is over. */
 export async function pruneActors(sql: Sql, cooldownMs: number): Promise<number> {
+  // An author with a status is kept: it is what stops a backfill of an account that is not active.
   const gone = await sql`delete from index_actors a
-    where a.backfilled_at < now() - make_interval(secs => ${cooldownMs / 1000})
+    where a.backfilled_at < now() - make_interval(secs => ${cooldownMs / 1000}) and a.status is null
       and not exists (select 1 from index_sessions s where s.did = a.did)
       and not exists (select 1 from index_messages m where m.did = a.did)`;
   return gone.count;

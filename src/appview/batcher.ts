@@ -146,7 +146,8 @@ async function apply(
       const did = /^at:\/\/([^/]+)\//.exec(op.uri)?.[1] ?? '';
       // Under the author's lock: a backfill of the same author cannot write a stale copy beside it.
       await underAuthorLock(sql, did, (tx) => removeRecord(tx, op.uri, op.rev));
-    } else if (op.kind === 'purge') await purgeActor(sql, op.did);
+    } else if (op.kind === 'purge')
+      await underAuthorLock(sql, op.did, (tx) => purgeActor(tx, op.did, op.status));
     else if (op.kind === 'status') await setStatus(sql, op.did, op.status);
     else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
   }

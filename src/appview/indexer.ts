@@ -7,7 +7,7 @@ import { Batcher } from './batcher.ts';
 import { JetstreamFollower } from './jetstream.ts';
 import { accountOp, type Op } from './ops.ts';
 import { shapeProblem } from './shape.ts';
-import { COLLECTIONS, readCursor, readJetstreamPosition } from './store.ts';
+import { COLLECTIONS, pruneTombstones, readCursor, readJetstreamPosition } from './store.ts';
 
 const LEADER_LOCK = LOCKS.indexerLeader;
 
@@ -72,7 +72,13 @@ export function startIndexer(o: IndexerOptions): Indexer {
       },
       new URL(o.source.url).host,
     );
-    close = () => batcher.close();
+    // Deletes are remembered for a while (store.ts: TOMBSTONE_DAYS), then let go, by the one leader.
+    const pruning = setInterval(() => void pruneTombstones(o.sql).catch(() => {}), 60 * 60_000);
+    pruning.unref();
+    close = async () => {
+      clearInterval(pruning);
+      await batcher.close();
+    };
     if (o.source.kind === 'jetstream') {
       const jetstream = new JetstreamFollower({
         url: o.source.url,

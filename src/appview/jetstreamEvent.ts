@@ -64,6 +64,7 @@ function seqOf(json: unknown): number | undefined {
 }
 
 const ours = new Set<string>(COLLECTIONS);
+const FUTURE_SKEW_MS = 10 * 60_000;
 
 /** Pure: parses one message's text. Never throws, whatever the text. */
 export function parseJetstreamMessage(text: string): Parsed {
@@ -87,6 +88,9 @@ function parseEvent(json: unknown): Parsed {
   }
   const e = parsed.data;
   const at = e.time_us;
+  // A time far ahead would hold the cursor there for good (it only moves forward): not taken.
+  if (at > (Date.now() + FUTURE_SKEW_MS) * 1000)
+    return { kind: 'invalid', at: null, reason: 'a time in the future' };
   if (!isValidDid(e.did)) return { kind: 'invalid', at, reason: 'not a DID' };
   if (e.kind === 'identity') return { kind: 'identity', at, did: e.did };
   if (e.kind === 'account')

@@ -17,7 +17,7 @@ type OpKind =
       rev?: string;
     }
   | { kind: 'delete'; at: number; uri: string; rev?: string }
-  | { kind: 'purge'; at: number; did: string }
+  | { kind: 'purge'; at: number; did: string; status: string }
   | { kind: 'status'; at: number; did: string; status: string | null }
   | { kind: 'handle'; at: number; did: string; handle: string | null }
   | { kind: 'skip'; at: number };
@@ -28,6 +28,6 @@ type OpKind =
  */
 export function accountOp(at: number, did: string, active: boolean, status?: string): Op {
   if (active) return { kind: 'status', at, did, status: null };
-  if (status === 'deleted' || status === 'takendown') return { kind: 'purge', at, did };
+  if (status === 'deleted' || status === 'takendown') return { kind: 'purge', at, did, status };
   return { kind: 'status', at, did, status: (status ?? 'inactive').slice(0, 64) };
 }

@@ -45,9 +45,10 @@ const toSessionView = (r: SessionRow): SessionView => ({
 /** A handle or DID to a DID: the index's own knowledge first, then the network. */
 export async function resolveActor(sql: Sql, network: Network, actor: string): Promise<string | null> {
   if (isDid(actor)) return actor;
-  const [row] = await sql<
-    { did: string }[]
-  >`select did from index_actors where handle = ${actor.toLowerCase()}`;
+  // Only a handle verified within the day names a DID here; a handle that moved on answers for its new owner.
+  const [row] = await sql<{ did: string }[]>`select did from index_actors
+    where handle = ${actor.toLowerCase()} and verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000})
+    order by verified_at desc limit 1`;
   if (row) return row.did;
   const did = await network.didOf(actor);
   // Kept as this DID's handle only when its DID document claims it back (bidirectional verification).
@@ -105,7 +106,7 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
 
 /**
  * One read of a thread is bounded whatever its author wrote: the first 5,000 turns, and no more than 16 MB of
- * them (a turn is at most 256 KB: see store.ts). Ours never come near; a repo built to be read to death stops
+ * them (a turn is at most 1 MB of JSON: see store.ts). Ours never come near; a repo built to be read to death stops
  * here. Bytes by `octet_length`, which PostgreSQL reads from a stored value's header without decompressing it.
  */
 export const MAX_THREAD_TURNS = 5000;

@@ -12,7 +12,7 @@ export interface ShapeLimits {
 }
 
 /** A bound on the work, not the size rule: the exact JSON length is checked (against MAX_RECORD_CHARS) after. */
-export const RECORD_SHAPE: ShapeLimits = { depth: 32, nodes: 50_000, chars: 1024 * 1024 };
+export const RECORD_SHAPE: ShapeLimits = { depth: 32, nodes: 50_000, chars: 2 * 1024 * 1024 };
 
 /**
  * Null when `value` is within the limits, else which limit it passed. Byte strings and CIDs (the relay's lex

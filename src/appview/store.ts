@@ -7,10 +7,11 @@ import { shapeProblem } from './shape.ts';
 export const COLLECTIONS = [SESSION, MESSAGE] as const;
 
 /**
- * Larger than any record we write, as JSON text (a turn's text is at most 60,000 bytes, which escaping can at
- * most double, and 100 one-line steps): anything past it is not a turn.
+ * Larger than any record valid to the lexicons, as JSON text: a turn's text (150,000 bytes; a control
+ * character escapes to six characters), 100 steps, 50 refs of up to 8 KB at-uris and 50 DIDs come to about
+ * 940,000 characters at the very most. Anything past it is not a turn.
  */
-export const MAX_RECORD_CHARS = 256 * 1024;
+export const MAX_RECORD_CHARS = 1024 * 1024;
 
 /**
  * Why a record from the network may not be indexed, or null when it may: one of ours, of a sane shape (checked
@@ -39,6 +40,10 @@ export function refusal(
   }
   if (collection === MESSAGE && !sessionOf(record).startsWith(`at://${did}/${SESSION}/`))
     return "a turn in another author's session";
+  // Valid to the lexicon yet refused by PostgreSQL (year 0, year 10000+): one such record would split every
+  // batch it is in.
+  const year = new Date((record as { createdAt: string }).createdAt).getUTCFullYear();
+  if (!(year >= 1 && year <= 9999)) return 'a time PostgreSQL cannot store';
   return null;
 }
 
@@ -65,6 +70,11 @@ export interface IndexOptions {
   backfill?: { since: Date };
   /** Told of each record refused, with why (the caller logs it with its URI). */
   onSkip?: (uri: string, reason: string) => void;
+  /**
+   * Our own write-through, just written to the author's PDS: it is the newest version whatever the index
+   * remembers (a thread unpublished and published again keeps its session's rkey), so its tombstones go.
+   */
+  written?: boolean;
 }
 
 /**
@@ -96,16 +106,15 @@ export async function indexRecords(
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
   const latest = [...new Map(checked.map((r) => [r.uri, r])).values()];
-  const gone = latest.filter((r) => !r.ok).map((r) => r.uri);
-  if (gone.length) {
-    await sql`delete from index_sessions where uri = any(${gone}::text[])`;
-    await sql`delete from index_messages where uri = any(${gone}::text[])`;
+  // A refused latest version takes an older one out of the index (the author blanked it) — not a newer one.
+  for (const r of latest.filter((r) => !r.ok)) {
+    for (const table of ['index_sessions', 'index_messages'] as const)
+      await sql`delete from ${sql(table)} where uri = ${r.uri} and ${newer(sql, table, opts.backfill?.since ?? null, r.rev ?? null)}`;
   }
-  const unique = await afterTombstones(
-    sql,
-    latest.filter((r) => r.ok),
-    opts.backfill?.since,
-  );
+  const kept = latest.filter((r) => r.ok);
+  if (opts.written && kept.length)
+    await sql`delete from index_tombstones where uri = any(${kept.map((r) => r.uri)}::text[])`;
+  const unique = await afterTombstones(sql, kept, opts.backfill?.since);
   const since = opts.backfill?.since ?? null;
   const fromBackfill = since !== null;
   const sessions = unique
@@ -136,14 +145,15 @@ export async function indexRecords(
   // A backfill's copy never replaces a version written after it began; a stream's never one of a later rev.
   if (sessions.length) {
     await sql`insert into index_sessions ${sql(sessions)} on conflict (uri) do update set cid = excluded.cid,
-      record = excluded.record, created_at = excluded.created_at, rev = excluded.rev, written_at = now(),
+      record = excluded.record, created_at = excluded.created_at, rev = coalesce(excluded.rev, index_sessions.rev),
+      written_at = now(),
       from_backfill = index_sessions.from_backfill and excluded.from_backfill
       where ${newer(sql, 'index_sessions', since)}`;
   }
   for (let i = 0; i < messages.length; i += 500) {
     await sql`insert into index_messages ${sql(messages.slice(i, i + 500))} on conflict (uri) do update set
       cid = excluded.cid, record = excluded.record, session_uri = excluded.session_uri, view = excluded.view,
-      indexed_at = now(), rev = excluded.rev, written_at = now(),
+      indexed_at = now(), rev = coalesce(excluded.rev, index_messages.rev), written_at = now(),
       from_backfill = index_messages.from_backfill and excluded.from_backfill
       where ${newer(sql, 'index_messages', since)}`;
   }
@@ -151,11 +161,20 @@ export async function indexRecords(
     await sql`insert into index_actors (did) values (${d}) on conflict do nothing`;
 }
 
-function newer(sql: Queryable, table: 'index_sessions' | 'index_messages', since: Date | null) {
+/**
+ * Whether a write may replace the row in `table`: a backfill's only a row written before it began; a stream's
+ * only a row of an older (or unknown) rev. `rev` is the writer's when given, else the upsert's `excluded.rev`.
+ */
+function newer(
+  sql: Queryable,
+  table: 'index_sessions' | 'index_messages',
+  since: Date | null,
+  rev?: string | null,
+) {
   const t = sql(table);
-  return since
-    ? sql`${t}.written_at < ${since}`
-    : sql`(excluded.rev is null or ${t}.rev is null or ${t}.rev <= excluded.rev)`;
+  if (since) return sql`${t}.written_at < ${since}`;
+  if (rev !== undefined) return rev === null ? sql`true` : sql`(${t}.rev is null or ${t}.rev <= ${rev})`;
+  return sql`(excluded.rev is null or ${t}.rev is null or ${t}.rev <= excluded.rev)`;
 }
 
 /** Drops the records a kept delete is newer than: by rev for the stream's, by time for a backfill's. */
@@ -174,7 +193,9 @@ async function afterTombstones<T extends { uri: string; rev?: string }>(
     const t = byUri.get(r.uri);
     if (!t) return true;
     if (since) return t.deleted_at < since;
-    return r.rev !== undefined && t.rev !== null && r.rev > t.rev;
+    // A delete of unknown rev (our own write-through's) holds back backfills only; the stream's own delete
+    // brings its rev soon after.
+    return t.rev === null || (r.rev !== undefined && r.rev > t.rev);
   });
 }
 
@@ -212,20 +233,29 @@ export async function pruneTombstones(sql: Queryable): Promise<number> {
   return gone.count;
 }
 
-/** An account deleted or taken down: everything of it leaves the index. */
-export async function purgeActor(sql: Queryable, did: string) {
+/**
+ * An account deleted or taken down: everything of it leaves the index, and the author's row stays with that
+ * status, so that no backfill (anyone can ask for any DID) brings it back. Under the author's lock (see
+ * `underAuthorLock`): a backfill running beside it cannot write after it.
+ */
+export async function purgeActor(sql: Queryable, did: string, status = 'takendown') {
   await sql`delete from index_sessions where did = ${did}`;
   await sql`delete from index_messages where did = ${did}`;
-  await sql`delete from index_actors where did = ${did}`;
+  await setStatus(sql, did, status);
 }
 
 /**
  * An account's status from the network: null when active. Any other (deactivated, suspended, desynchronized,
  * throttled, or a bare inactive) hides the author's threads from every read until it is active again — a
- * service should not redistribute the content of an account that is not active. Authors the index knows only.
+ * service should not redistribute the content of an account that is not active. Kept for authors the index
+ * does not know yet too, so a backfill later does not read an account that is not active.
  */
 export async function setStatus(sql: Queryable, did: string, status: string | null) {
-  await sql`update index_actors set status = ${status} where did = ${did}`;
+  if (status === null) await sql`update index_actors set status = null where did = ${did}`;
+  else
+    await sql`insert into index_actors (did, status) values (${did}, ${status})
+      on conflict (did) do update set status = excluded.status, handle = case when excluded.status in
+        ('takendown', 'deleted') then null else index_actors.handle end`;
 }
 
 /**
@@ -274,8 +304,11 @@ export async function saveCursor(
 ) {
   if (source === 'jetstream')
     await sql`update index_state set jetstream_cursor = ${cursor}, updated_at = now(),
-        jetstream_seq = coalesce(${seq?.seq ?? null}::bigint, jetstream_seq),
-        jetstream_host = coalesce(${seq?.host ?? null}, jetstream_host)
+        -- The number only moves forward on one instance; an event without one (a v1 instance) forgets it.
+        jetstream_seq = case when ${seq?.host ?? null}::text is null then null
+          when jetstream_host is distinct from ${seq?.host ?? null} or jetstream_seq is null
+            or jetstream_seq < ${seq?.seq ?? null}::bigint then ${seq?.seq ?? null}::bigint else jetstream_seq end,
+        jetstream_host = ${seq?.host ?? null}
       where id and (jetstream_cursor is null or jetstream_cursor < ${cursor})`;
   else
     await sql`update index_state set cursor = ${cursor}, updated_at = now() where id and (cursor is null or cursor < ${cursor})`;

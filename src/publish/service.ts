@@ -489,5 +489,6 @@ async function syncIndex(sql: Sql, did: string, sessionUri: string, records: Pub
     sql,
     did,
     live.map((r) => ({ collection: r.collection, rkey: r.rkey, cid: r.cid!, record: r.record })),
+    { written: true },
   );
 }

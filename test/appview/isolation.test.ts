@@ -63,7 +63,10 @@ const state = async () =>
 const hostile = fc.oneof(
   fc.integer({ min: 33, max: 20_000 }).map((d) => ({ ...session(), extra: nested(d) })),
   fc.integer({ min: 60_000, max: 200_000 }).map((n) => ({ ...session(), wide: Array(n).fill(0) })),
-  fc.integer({ min: 300_000, max: 600_000 }).map((n) => ({ ...session(), big: 'x'.repeat(n) })),
+  fc.integer({ min: 1_100_000, max: 1_500_000 }).map((n) => ({ ...session(), big: 'x'.repeat(n) })),
+  fc
+    .constantFrom('0000-01-01T00:00:00.000Z', '+010000-01-01T00:00:00.000Z')
+    .map((createdAt) => ({ ...session(), createdAt })),
   fc.constantFrom('\u0000', '\ud800', 'a\udc00b').map((bad) => ({ ...session(bad), [bad]: bad })),
   fc.record({
     $type: fc.constant('click.aligned.chat.session'),
@@ -240,6 +243,81 @@ describe('deletes win', () => {
     expect(await indexed(uri)).toBe(false);
     await batcher.add(upsert(at + 3, rkey, session('made again'), DID, r3));
     await batcher.flush();
+    expect(await indexed(uri)).toBe(true);
+  });
+});
+
+describe('what the review of the first version found', () => {
+  it('an account taken down is not read back by a backfill, even one running as the purge lands', async () => {
+    const did = 'did:plc:iiiiiiiiiiiiiiiiiiiiiiii';
+    const rkey = TID.nextStr();
+    const uri = sessionUri(did, rkey);
+    await indexRecords(db.sql, did, [
+      { collection: 'click.aligned.chat.session', rkey, cid: CID, record: session() },
+    ]);
+    let open!: () => void;
+    const gate = new Promise<void>((r) => {
+      open = r;
+    });
+    const { network, readPage } = heldNetwork(did, [{ uri, value: session('read back') }], gate);
+    const running = backfillActor(db.sql, network, did, 10_000, { ...BACKFILL_LIMITS, cooldownMs: 0 });
+    await readPage;
+    const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
+    await batcher.add({ kind: 'purge', at: (await state()).cursor + 1, did, status: 'takendown' });
+    await batcher.flush();
+    open();
+    await running;
+    expect(await indexed(uri)).toBe(false);
+    // And a backfill asked for later does not read it at all.
+    const again = heldNetwork(did, [{ uri, value: session('read back') }], Promise.resolve());
+    expect(
+      await backfillActor(db.sql, again.network, did, 10_000, { ...BACKFILL_LIMITS, cooldownMs: 0 }),
+    ).toBe(true);
+    expect(await indexed(uri)).toBe(false);
+    expect(await getThread(db.sql, noNetwork, uri)).toBeNull();
+  });
+
+  it('our own write-through after an unpublish (same session rkey) is indexed at once', async () => {
+    const rkey = TID.nextStr();
+    const uri = sessionUri(DID, rkey);
+    const { removeRecord } = await import('../../src/appview/store.ts');
+    // The unpublish's delete, as the stream delivered it (with its commit's rev).
+    await removeRecord(db.sql, uri, TID.nextStr());
+    await indexRecords(
+      db.sql,
+      DID,
+      [{ collection: 'click.aligned.chat.session', rkey, cid: CID, record: session('again') }],
+      {
+        written: true,
+      },
+    );
+    expect(await indexed(uri)).toBe(true);
+  });
+
+  it('a refused older version (a replay) does not take a newer valid one out', async () => {
+    const rkey = TID.nextStr();
+    const uri = sessionUri(DID, rkey);
+    const [older, newer] = [TID.nextStr(), TID.nextStr()];
+    await indexRecords(db.sql, null, [
+      {
+        did: DID,
+        collection: 'click.aligned.chat.session',
+        rkey,
+        cid: CID,
+        record: session('new'),
+        rev: newer,
+      },
+    ]);
+    await indexRecords(db.sql, null, [
+      {
+        did: DID,
+        collection: 'click.aligned.chat.session',
+        rkey,
+        cid: CID,
+        record: { nonsense: true },
+        rev: older,
+      },
+    ]);
     expect(await indexed(uri)).toBe(true);
   });
 });
