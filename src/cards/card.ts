@@ -1,5 +1,5 @@
 import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
-import { wellFormed } from '../parts/index.ts';
+import { plainName, wellFormed } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { isPng, PngError, pngTextChunks } from './png.ts';
 
@@ -139,7 +139,7 @@ export function fromJson(card: unknown): ImportedCard {
     (c.spec === 'chara_card_v2' || c.spec === 'chara_card_v3') && c.data && typeof c.data === 'object';
   const spec = nested ? (c.spec === 'chara_card_v3' ? 'v3' : 'v2') : 'v1';
   const d = cardData(nested ? obj(c.data) : c);
-  const name = wellFormed(d.name.trim());
+  const name = plainName(wellFormed(d.name));
   if (!name) throw new CardError('NOT_A_CARD', 'This is not a character card: it has no name.');
   if (name.length > LIMITS.name)
     throw new CardError(

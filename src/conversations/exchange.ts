@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { flattenText, Part } from '../parts/index.ts';
+import { flattenText, Part, plainName } from '../parts/index.ts';
 import type { Message } from './messages.ts';
 
 /**
@@ -20,7 +20,7 @@ export const EXPORT_FORMAT = 'agentsville.conversation';
 export const EXPORT_VERSION = 2;
 
 export const ExportedNpc = z.object({
-  name: z.string().trim().min(1).max(100),
+  name: z.string().max(400).transform(plainName).pipe(z.string().min(1).max(100)),
   jobTitle: z.string().trim().max(100).default(''),
   description: z.string().max(2000).default(''),
   prompt: z.string().max(20_000).default(''),
@@ -79,7 +79,7 @@ export const ConversationExport = z.object({
       `made by a newer AgentsVille (version ≤ ${EXPORT_VERSION} is read here)`,
     ),
   conversation: z.object({
-    title: z.string().trim().max(200).nullable().default(null),
+    title: z.string().max(800).transform(plainName).pipe(z.string().max(200)).nullable().default(null),
     createdAt: z.iso.datetime({ offset: true }),
   }),
   npcs: z.array(ExportedNpc).max(12),

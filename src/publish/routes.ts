@@ -4,6 +4,7 @@ import { currentPlayer } from '../auth/index.ts';
 import { getConversation, messageIds as messageIdsOf } from '../conversations/index.ts';
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { plainName } from '../parts/index.ts';
 import { TurnChoice } from '../redaction/index.ts';
 import { holdBack } from './hold.ts';
 import { setLive } from './live.ts';
@@ -20,7 +21,7 @@ import {
 const PublishBody = z
   .object({
     /** The Player's title; null or empty for the default made from the published text. */
-    title: z.string().trim().max(200).nullable().optional(),
+    title: z.string().max(800).transform(plainName).pipe(z.string().max(200)).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
     forgetRemoved: z.boolean().optional(),
     /** The turns the Player reviewed, in order (the publish page sends them): 409 if the path moved since. */
