@@ -124,3 +124,31 @@ it('a hand-over is not made once the Village has spent its day', async () => {
     message: expect.stringMatching(/The Village has used today's tokens/),
   });
 });
+
+it('the rolling summary asks before each call: a backlog stops being folded once the day is spent', async () => {
+  const { cookie, playerId } = await app.signIn();
+  const { conversationId } = await setupConversation(app, cookie);
+  // An imported-like backlog: forty turns of ~900 characters, never summarised (four summary calls a turn).
+  await app.db.sql`insert into messages (conversation_id, role, npc_name, parts, text)
+    select ${conversationId}, case when i % 2 = 1 then 'player' else 'npc' end,
+      case when i % 2 = 1 then null else 'Ada' end,
+      jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'B' || i || ' ' || repeat('lorem ipsum ', 75))),
+      'B' || i || ' ' || repeat('lorem ipsum ', 75)
+    from generate_series(1, 40) i`;
+  await app.db.sql`update village_settings set history_budget = 1000`;
+  try {
+    // Room for one summary call (the fake charges 12 tokens a call): the second is not made, nor the reply.
+    await spendAllBut(playerId, 1);
+    const summaries = () => app.fake.requests.filter((r) => !r.body.stream).length;
+    const before = { summaries: summaries(), streamed: streamed() };
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go on' } }),
+    );
+    expect(summaries() - before.summaries).toBe(1);
+    expect(streamed() - before.streamed).toBe(0);
+    expect(frames.find((f) => f.type === 'error')).toMatchObject({ code: 'BUDGET_SPENT' });
+    expect(await spent(playerId)).toBe(2_000_000 - 1 + 12);
+  } finally {
+    await app.db.sql`update village_settings set history_budget = 60000`;
+  }
+});
