@@ -13,6 +13,7 @@ import {
   readJsonBody,
   requireIntent,
   securityHeaders,
+  trustOnly,
 } from './http/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
@@ -62,6 +63,8 @@ export interface AppDeps {
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   /** Requests a minute one address may make to the public routes. */
   publicRequestsPerMinute: number;
+  /** CIDRs of the reverse proxies whose X-Forwarded-For is believed (config TRUSTED_PROXIES). */
+  trustedProxies: string[];
   log: (message: string, error?: unknown) => void;
 }
 
@@ -69,7 +72,9 @@ export interface AppDeps {
 export function createApp(deps: AppDeps): Express {
   const app = express();
   app.disable('x-powered-by');
-  app.set('trust proxy', 'loopback');
+  // The client is the socket's address unless that is one of the configured proxies (then the address that proxy
+  // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
+  app.set('trust proxy', trustOnly(deps.trustedProxies));
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several

@@ -1,3 +1,4 @@
+import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 
 /** One OpenAI-compatible endpoint (Ollama, LM Studio, vLLM, OpenRouter, …), named by the instance. */
@@ -16,6 +17,20 @@ const commaList = z
       .map((x) => x.trim())
       .filter(Boolean),
   );
+
+/** An address range as CIDR (`10.0.0.0/8`, `fd00::/8`); a bare address is that one address. Normalised. */
+function cidr(value: string): string | undefined {
+  try {
+    if (ipaddr.isValid(value) && !value.includes('/')) {
+      const ip = ipaddr.process(value);
+      return `${ip.toString()}/${ip.kind() === 'ipv4' ? 32 : 128}`;
+    }
+    const [ip, bits] = ipaddr.parseCIDR(value);
+    return `${ip.toString()}/${bits}`;
+  } catch {
+    return undefined;
+  }
+}
 
 const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
@@ -65,6 +80,20 @@ const Env = z.object({
   LOOKUP_CACHE_MS: z.coerce.number().int().min(0).default(10_000),
   /** Requests a minute one client address may make to the public reading routes (XRPC, reader, thread pages). */
   PUBLIC_REQUESTS_PER_MINUTE: z.coerce.number().int().min(1).default(300),
+  /**
+   * The reverse proxies whose X-Forwarded-For is believed (CIDRs, comma-separated). None by default: the socket's
+   * address is the client's, whatever headers it sends.
+   */
+  TRUSTED_PROXIES: commaList.pipe(
+    z.array(
+      z
+        .string()
+        .refine((v) => cidr(v) !== undefined, {
+          error: (i) => `"${String(i.input)}" is not an address or CIDR range (e.g. 172.28.0.10/32)`,
+        })
+        .transform((v) => cidr(v)!),
+    ),
+  ),
   /** Lets MCP Server URLs reach loopback and private addresses (off: SSRF guard). */
   ALLOW_PRIVATE_TOOL_URLS: z.enum(['true', 'false']).default('false'),
   /**
@@ -111,6 +140,8 @@ export interface Config {
   allowPrivateToolUrls: boolean;
   allowPrivatePageUrls: boolean;
   publicRequestsPerMinute: number;
+  /** CIDRs of the reverse proxies whose X-Forwarded-For names the client (empty: none is believed). */
+  trustedProxies: string[];
   lookupCacheMs: number;
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   indexerRelayUrl?: string;
@@ -184,6 +215,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     allowPrivatePageUrls: e.ALLOW_PRIVATE_PAGE_URLS === 'true',
     publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,
+    trustedProxies: e.TRUSTED_PROXIES,
     lookupCacheMs: e.LOOKUP_CACHE_MS,
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,

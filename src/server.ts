@@ -146,6 +146,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     toolOutbound,
     pageOutbound: createOutbound({ allowPrivate: config.allowPrivatePageUrls, resolve: options.resolve }),
     publicRequestsPerMinute: config.publicRequestsPerMinute,
+    trustedProxies: config.trustedProxies,
     toolLimits: config.toolLimits,
     reader: new Network({
       handleResolver: () => localnet?.pdsUrl ?? atproto.handleResolverUrl,

@@ -2,7 +2,7 @@ import { Worker } from 'node:worker_threads';
 import PQueue from 'p-queue';
 import { AppError } from '../http/index.ts';
 import type { Outbound } from '../outbound/index.ts';
-import { wellFormed } from '../parts/index.ts';
+import { plainName, wellFormed } from '../parts/index.ts';
 
 /** A page is fetched once, within these bounds, and kept as text no longer than this. */
 export const PAGE_LIMITS = { maxBytes: 2 * 1024 * 1024, timeoutMs: 15_000, maxChars: 200_000 };
@@ -69,12 +69,8 @@ export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMI
   }
   const text = clip(page.text.trim(), limits.maxChars);
   if (!text) throw new AppError(422, 'PAGE_EMPTY', `The page at ${url.host} has no readable text.`);
-  // Stored and shown: made storable, one line, no control characters.
-  const title = page.title
-    ? wellFormed(page.title)
-        .replace(/\p{Cc}/gu, ' ')
-        .trim()
-    : '';
+  // Stored and shown: made storable, one line, no control or bidi characters.
+  const title = page.title ? plainName(wellFormed(page.title)) : '';
   return { url: res.url || url.href, ...(title ? { title } : {}), text: wellFormed(text) };
 }
 

@@ -6,7 +6,7 @@ import { currentPlayer, playerKey } from '../auth/index.ts';
 import { type Sql, transaction } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
-import { wellFormed } from '../parts/index.ts';
+import { plainName, wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type VillageSettings } from '../village/index.ts';
 import { AttachmentView } from '../wire/index.ts';
 import { adoptBlob, formatBytes, readBlob, tooLarge, writeBlob } from './blobs.ts';
@@ -43,16 +43,11 @@ const UPLOADS_AT_ONCE = 3;
 const UploadQuery = z.object({
   name: z
     .string()
-    .trim()
-    .min(1, 'a file needs a name')
     .max(255)
-    // A name is shown and offered as a download name: no path, no control characters.
-    .transform((n) => [...wellFormed(n)].map((c) => (unsafeInName(c) ? '_' : c)).join('')),
+    // A name is shown and offered as a download name: no path, no control or bidi characters.
+    .transform((n) => plainName(wellFormed(n)).replace(/[/\\]/g, '_'))
+    .pipe(z.string().min(1, 'a file needs a name')),
 });
-function unsafeInName(c: string): boolean {
-  const code = c.codePointAt(0)!;
-  return code < 0x20 || code === 0x7f || c === '/' || c === '\\';
-}
 const UrlBody = z.object({ url: z.string().trim().min(1).max(2048) }).strict();
 
 /** Uploads, attached pages and downloads. Mounted behind requireSession. */

@@ -1,4 +1,5 @@
-import { wellFormed } from '../parts/index.ts';
+import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
+import { plainName, wellFormed } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { isPng, PngError, pngTextChunks } from './png.ts';
 
@@ -8,7 +9,7 @@ import { isPng, PngError, pngTextChunks } from './png.ts';
  */
 export class CardError extends Error {
   constructor(
-    readonly code: 'CARD_UNREADABLE' | 'NOT_A_CARD' | 'CARD_TOO_LONG',
+    readonly code: 'CARD_UNREADABLE' | 'NOT_A_CARD' | 'CARD_TOO_LONG' | 'CARD_TOO_LARGE',
     message: string,
   ) {
     super(message);
@@ -56,6 +57,9 @@ export interface ImportedCard {
   notes: string[];
 }
 
+/** A Player's Memory holds 10,000 (tools/memory.ts): a lorebook longer than that could never be kept whole. */
+const MAX_LOREBOOK = 10_000;
+
 export const LIMITS = {
   name: 100,
   jobTitle: 100,
@@ -65,9 +69,40 @@ export const LIMITS = {
   entry: 2000,
 };
 
-/** Reads a card from a file's bytes: a PNG with a `ccv3` or `chara` text chunk, or the JSON itself. */
-export function readCard(bytes: Uint8Array): ImportedCard {
-  let json: string;
+/**
+ * What a card's JSON may hold, counted while it is read (ADR 0049): no more lorebook entries (or items of any
+ * list) than a Player's Memory holds, no text longer than a long reply; far more than any card in the wild.
+ */
+export const CARD_LIMITS: JsonLimits = { nodes: 500_000, depth: 64, items: MAX_LOREBOOK, chars: 1_000_000 };
+
+function cardError(e: unknown): unknown {
+  if (!(e instanceof JsonLimitError)) return e;
+  return e.status === 413
+    ? new CardError('CARD_TOO_LARGE', e.message)
+    : new CardError(
+        'CARD_UNREADABLE',
+        e.code === 'INVALID_JSON'
+          ? 'The card is not valid JSON (a PNG card’s text chunk must be base64 JSON).'
+          : e.message,
+      );
+}
+
+/** A card already parsed (a JSON body), held to the same limits as one read from a file. */
+export function readCardValue(value: unknown): ImportedCard {
+  try {
+    checkJsonLimits(value, CARD_LIMITS, 'The card');
+  } catch (e) {
+    throw cardError(e);
+  }
+  return fromJson(value);
+}
+
+/**
+ * Reads a card from a file's bytes: a PNG with a `ccv3` or `chara` text chunk, or the JSON itself — parsed a
+ * slice at a time and refused at the first value past CARD_LIMITS.
+ */
+export async function readCard(bytes: Uint8Array): Promise<ImportedCard> {
+  let json: Uint8Array;
   if (isPng(bytes)) {
     let texts: Map<string, string>;
     try {
@@ -85,18 +120,13 @@ export function readCard(bytes: Uint8Array): ImportedCard {
         'NOT_A_CARD',
         'This PNG holds no character card (no "chara" or "ccv3" text chunk).',
       );
-    json = Buffer.from(encoded.trim(), 'base64').toString('utf8');
-  } else {
-    json = new TextDecoder('utf-8', { fatal: false }).decode(bytes);
-  }
+    json = new Uint8Array(Buffer.from(encoded.trim(), 'base64'));
+  } else json = bytes;
   let parsed: unknown;
   try {
-    parsed = JSON.parse(json.replace(/^\uFEFF/, ''));
-  } catch {
-    throw new CardError(
-      'CARD_UNREADABLE',
-      'The card is not valid JSON (a PNG card’s text chunk must be base64 JSON).',
-    );
+    parsed = await parseBoundedJson(json, CARD_LIMITS, 'The card');
+  } catch (e) {
+    throw cardError(e);
   }
   return fromJson(parsed);
 }
@@ -109,7 +139,7 @@ export function fromJson(card: unknown): ImportedCard {
     (c.spec === 'chara_card_v2' || c.spec === 'chara_card_v3') && c.data && typeof c.data === 'object';
   const spec = nested ? (c.spec === 'chara_card_v3' ? 'v3' : 'v2') : 'v1';
   const d = cardData(nested ? obj(c.data) : c);
-  const name = wellFormed(d.name.trim());
+  const name = plainName(wellFormed(d.name));
   if (!name) throw new CardError('NOT_A_CARD', 'This is not a character card: it has no name.');
   if (name.length > LIMITS.name)
     throw new CardError(

@@ -15,19 +15,21 @@ import {
 import { addMemories } from '../tools/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
-import { CardError, fromJson, type ImportedCard, readCard, toCardV2 } from './card.ts';
+import { CardError, type ImportedCard, readCard, readCardValue, toCardV2 } from './card.ts';
 import { pngWithText } from './png.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
 const CardQuery = z.object({ format: z.enum(['json', 'png']).default('json') });
 
-function cardOf(req: Request): ImportedCard {
+const STATUS = { CARD_TOO_LONG: 422, CARD_TOO_LARGE: 413, CARD_UNREADABLE: 400, NOT_A_CARD: 400 } as const;
+
+async function cardOf(req: Request): Promise<ImportedCard> {
   const body: unknown = req.body;
   try {
-    if (Buffer.isBuffer(body) && body.length > 0) return readCard(new Uint8Array(body));
-    if (req.is('application/json') && body !== undefined) return fromJson(body);
+    if (Buffer.isBuffer(body) && body.length > 0) return await readCard(body);
+    if (req.is('application/json') && body !== undefined) return readCardValue(body);
   } catch (e) {
-    if (e instanceof CardError) throw new AppError(e.code === 'CARD_TOO_LONG' ? 422 : 400, e.code, e.message);
+    if (e instanceof CardError) throw new AppError(STATUS[e.code], e.code, e.message);
     throw e;
   }
   throw new AppError(400, 'INVALID_BODY', "Send the card file's bytes as the body (a .png or .json card).");
@@ -53,7 +55,7 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
 
   router.post('/npcs/import', rationed, oneImportAtATime, readBytes(MAX_CARD_BYTES), async (req, res) => {
     const player = currentPlayer(res);
-    const card = cardOf(req);
+    const card = await cardOf(req);
     const notes = [...card.notes];
     let { provider, model } = card.npc;
     if (provider && !providers.has(provider)) {

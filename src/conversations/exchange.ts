@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { flattenText, Part } from '../parts/index.ts';
+import { flattenText, Part, plainName } from '../parts/index.ts';
 import type { Message } from './messages.ts';
 
 /**
@@ -20,7 +20,7 @@ export const EXPORT_FORMAT = 'agentsville.conversation';
 export const EXPORT_VERSION = 2;
 
 export const ExportedNpc = z.object({
-  name: z.string().trim().min(1).max(100),
+  name: z.string().max(400).transform(plainName).pipe(z.string().min(1).max(100)),
   jobTitle: z.string().trim().max(100).default(''),
   description: z.string().max(2000).default(''),
   prompt: z.string().max(20_000).default(''),
@@ -28,7 +28,16 @@ export const ExportedNpc = z.object({
   model: z.string().trim().min(1).max(200).nullable().default(null),
   thinking: z.boolean().default(false),
 });
-export const ExportedMessage = z.object({
+/**
+ * Text an imported Message may hold: a Player's as much as the composer takes (turn/routes.ts), a reply as much as
+ * REPLY_MAX_CHARS lets one grow by default. Counted over text and reasoning Parts.
+ */
+export const MAX_IMPORTED_PLAYER_CHARS = 100_000;
+export const MAX_IMPORTED_REPLY_CHARS = 1_000_000;
+const textOf = (parts: Part[]) =>
+  parts.reduce((n, p) => n + (p.type === 'text' || p.type === 'reasoning' ? p.text.length : 0), 0);
+
+const ExportedMessageFields = z.object({
   /** The id it had where it was exported (a reference only: an import gives new ids). */
   id: z.string().max(100).optional(),
   /** The `id` of the Message it follows, earlier in the file; null for a first Message. Version 1: the one before. */
@@ -48,6 +57,16 @@ export const ExportedMessage = z.object({
   costUsd: z.number().nonnegative().nullable().default(null),
   createdAt: z.iso.datetime({ offset: true }),
 });
+export const ExportedMessage = ExportedMessageFields.superRefine((m, ctx) => {
+  const most = m.role === 'player' ? MAX_IMPORTED_PLAYER_CHARS : MAX_IMPORTED_REPLY_CHARS;
+  const chars = textOf(m.parts);
+  if (chars > most)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['parts'],
+      message: `a ${m.role === 'player' ? "Player's Message" : 'reply'} holds at most ${most.toLocaleString('en')} characters of text (this one ${chars.toLocaleString('en')})`,
+    });
+});
 export const ConversationExport = z.object({
   format: z.literal(EXPORT_FORMAT, {
     error: `not an AgentsVille conversation export ("format": "${EXPORT_FORMAT}")`,
@@ -60,7 +79,7 @@ export const ConversationExport = z.object({
       `made by a newer AgentsVille (version ≤ ${EXPORT_VERSION} is read here)`,
     ),
   conversation: z.object({
-    title: z.string().trim().max(200).nullable().default(null),
+    title: z.string().max(800).transform(plainName).pipe(z.string().max(200)).nullable().default(null),
     createdAt: z.iso.datetime({ offset: true }),
   }),
   npcs: z.array(ExportedNpc).max(12),

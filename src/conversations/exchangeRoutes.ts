@@ -14,6 +14,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
+import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import {
   getVillageSettings,
@@ -153,7 +154,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     readBytes(MAX_IMPORT_BYTES),
     async (req, res) => {
       const player = currentPlayer(res);
-      const file = parseExport(req);
+      const file = await parseExport(req);
       const tree = importedTree(file.messages);
       if (typeof tree === 'string')
         throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
@@ -225,42 +226,36 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
   return router;
 }
 
-function parseExport(req: Request): ConversationExport {
+/**
+ * What an import file may hold, counted while it is read (ADR 0049): as many Messages as the schema takes, no
+ * string longer than a reply may be, no deeper than a tool's input goes; 2 million values is more than 50,000
+ * Messages with their Parts need and about 100 MB of heap at most.
+ */
+const IMPORT_LIMITS: JsonLimits = { nodes: 2_000_000, depth: 256, items: 50_000, chars: 1_000_000 };
+
+async function parseExport(req: Request): Promise<ConversationExport> {
   let json: unknown = req.body;
-  if (Buffer.isBuffer(req.body)) {
-    if (req.body.length === 0)
-      throw new AppError(400, 'INVALID_BODY', "Send the export file's bytes as the body (a .json export).");
-    try {
-      json = JSON.parse(req.body.toString('utf8').replace(/^\uFEFF/, ''));
-    } catch {
+  try {
+    if (Buffer.isBuffer(req.body)) {
+      if (req.body.length === 0)
+        throw new AppError(400, 'INVALID_BODY', "Send the export file's bytes as the body (a .json export).");
+      json = await parseBoundedJson(req.body, IMPORT_LIMITS, 'The file');
+    } else checkJsonLimits(json, IMPORT_LIMITS, 'The file');
+  } catch (e) {
+    if (!(e instanceof JsonLimitError)) throw e;
+    // Not JSON, or nested too deep, is a malformed body (as it always was); too much of it has its own code.
+    if (e.status === 400)
       throw new AppError(
         400,
         'INVALID_BODY',
-        'The file is not valid JSON: import takes the JSON export, not the Markdown.',
+        e.code === 'INVALID_JSON'
+          ? `${e.message} Import takes the JSON export, not the Markdown.`
+          : e.message,
       );
-    }
+    throw new AppError(e.status, e.code, e.message);
   }
-  // Nothing we export nests deeper than a tool's input does; far deeper is a file made to exhaust a stack.
-  if (depthOf(json) > MAX_DEPTH)
-    throw new AppError(400, 'INVALID_BODY', `The file nests deeper than ${MAX_DEPTH} levels.`);
   const parsed = ConversationExport.safeParse(json);
   if (!parsed.success) throw invalidBody(parsed.error);
   // Storable text, as every turn's is: NUL and half surrogate pairs become U+FFFD (jsonb refuses them).
   return wellFormed(parsed.data);
-}
-
-const MAX_DEPTH = 256;
-
-/** How deep a JSON value nests, walked without recursion (a value made to be deep cannot overflow it). */
-function depthOf(value: unknown): number {
-  let most = 0;
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length) {
-    const [v, d] = stack.pop()!;
-    if (!v || typeof v !== 'object') continue;
-    most = Math.max(most, d);
-    if (most > MAX_DEPTH) return most;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) stack.push([child, d + 1]);
-  }
-  return most;
 }

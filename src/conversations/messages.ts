@@ -1,4 +1,4 @@
-import { flattenText, type Part, readParts, settleRunningTools } from '../parts/index.ts';
+import { flattenText, type Part, plainName, readParts, settleRunningTools } from '../parts/index.ts';
 
 export type MessageStatus = 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
 
@@ -107,7 +107,7 @@ const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
  * at a word boundary with "…" when the Message is longer (a word is split only when it alone is too long).
  */
 export function titleFrom(text: string, max = 80): string {
-  const line = text.replace(/\s+/g, ' ').trim();
+  const line = plainName(text).replace(/\s+/g, ' ').trim();
   // Only the first max + 1 graphemes are looked at: a Message may be 100,000 characters long.
   const graphemes: string[] = [];
   for (const s of segmenter.segment(line)) {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
+import { plainName } from '../parts/index.ts';
 import { removeSandbox } from '../tools/index.ts';
 import { getVillageSettings } from '../village/index.ts';
 import {
@@ -30,10 +31,18 @@ import { usageByDay } from './usage.ts';
 const CreateBody = z
   .object({
     npcIds: z.array(z.uuid()).min(1, 'pick at least one NPC').max(12),
-    title: z.string().trim().min(1).max(200).optional(),
+    title: z.string().max(800).transform(plainName).pipe(z.string().min(1).max(200)).optional(),
   })
   .strict();
-const RenameBody = z.object({ title: z.string().trim().min(1, 'a title cannot be empty').max(200) }).strict();
+const RenameBody = z
+  .object({
+    title: z
+      .string()
+      .max(800)
+      .transform(plainName)
+      .pipe(z.string().min(1, 'a title cannot be empty').max(200)),
+  })
+  .strict();
 const ListQuery = z.object({
   limit: z.coerce.number().int().min(1).max(100).default(30),
   cursor: z.string().max(200).optional(),

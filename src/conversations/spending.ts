@@ -107,3 +107,32 @@ export function judgeSpending(u: Spent, limits: SpendingLimits): void {
 export const logTurn = (q: Queryable, playerId: string) => q`
   gone as (delete from turn_log where player_id = ${playerId} and at < now() - interval '1 hour'),
   logged as (insert into turn_log (player_id) select ${playerId} from claimed)`;
+
+/** What the Player and the Village have spent today, in tokens: read afresh before each Provider call. */
+export async function todaysSpend(
+  q: Queryable,
+  playerId: string,
+): Promise<{ mine: number; village: number }> {
+  const [row] = await q<{ mine: number; village: number }[]>`
+    select
+      coalesce(sum(tokens) filter (where player_id = ${playerId}), 0)::float8 as mine,
+      coalesce(sum(tokens) filter (where player_id = ${VILLAGE}::uuid), 0)::float8 as village
+    from daily_spend
+    where day = (now() at time zone 'utc')::date and player_id in (${playerId}, ${VILLAGE}::uuid)`;
+  return row ?? { mine: 0, village: 0 };
+}
+
+/**
+ * Whose budget a Provider call would go past, in words, or undefined while both have tokens left. Every call of
+ * a turn asks (steps, hand-overs, summaries): a turn admitted at 1 token short ran 168 calls (issue 25).
+ */
+export function budgetSpent(
+  u: { mine: number; village: number },
+  limits: Pick<SpendingLimits, 'playerDailyTokens' | 'villageDailyTokens'>,
+): string | undefined {
+  if (u.mine >= limits.playerDailyTokens)
+    return `You have used today's ${limits.playerDailyTokens.toLocaleString('en')} tokens, so the turn stops here; what arrived is kept. The budget renews at midnight UTC.`;
+  if (u.village >= limits.villageDailyTokens)
+    return "The Village has used today's tokens, so the turn stops here; what arrived is kept. The budget renews at midnight UTC.";
+  return undefined;
+}

@@ -486,11 +486,16 @@ export async function finishMessage(
     /** Charged to the daily budgets besides the usage reported: what the Provider did not count (a reply, or
      * its last step, stopped before the Provider's count came). */
     estimatedTokens?: number | null;
+    /** Already charged while the reply ran (its steps, as each ended): only the rest is charged here. */
+    chargedTokens?: number;
   },
 ): Promise<void> {
   const { parts, text } = settle(end.parts, end.status);
   const u = end.usage;
-  const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0);
+  const tokens = Math.max(
+    0,
+    (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0) - (end.chargedTokens ?? 0),
+  );
   // One statement: the reply's row, and what it cost added to its Player's and the Village's day.
   await sql`
     with done as (

@@ -4,6 +4,7 @@ import { currentPlayer } from '../auth/index.ts';
 import { getConversation, messageIds as messageIdsOf } from '../conversations/index.ts';
 import { isUuid, notFound, parseBody } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { plainName } from '../parts/index.ts';
 import { AgentChoices, TurnChoice } from '../redaction/index.ts';
 import { holdBack } from './hold.ts';
 import { setLive } from './live.ts';
@@ -20,7 +21,7 @@ import {
 const PublishBody = z
   .object({
     /** The Player's title; null or empty for the default made from the published text. */
-    title: z.string().trim().max(200).nullable().optional(),
+    title: z.string().max(800).transform(plainName).pipe(z.string().max(200)).nullable().optional(),
     choices: z.record(z.uuid(), TurnChoice).default({}),
     /** What the session says of each NPC (by NPC id); absent keeps the draft's. */
     agents: AgentChoices.optional(),

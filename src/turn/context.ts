@@ -3,6 +3,7 @@ import { type Conversation, chargeTokens, type HistoryRow, saveSummary } from '.
 import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
 import { loadAttachments } from './attachments.ts';
+import type { TurnBudget } from './budget.ts';
 import { toModelMessages, turnTokens } from './history.ts';
 import { systemPromptParts } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
@@ -34,6 +35,8 @@ export async function assembleContext(
     tools: TurnTools;
     handoff?: Handoff;
     signal: AbortSignal;
+    /** Asked before each summary call. */
+    budget: TurnBudget;
   },
 ): Promise<{
   system: { head: string; tail: string };
@@ -61,6 +64,7 @@ export async function assembleContext(
         signal: args.signal,
         maxChunks: SUMMARY_CALLS_PER_TURN,
         // Each call is the Player's spending like the reply itself, and its summary is kept at once.
+        mayCall: async () => (await args.budget.spent()) === undefined,
         onChunk: async (s, through, tokens) => {
           await saveSummary(deps.sql, conversation.id, s, through.seq);
           await chargeTokens(deps.sql, args.playerId, tokens);

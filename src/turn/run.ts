@@ -23,6 +23,7 @@ import {
   type VillageSettings,
 } from '../village/index.ts';
 import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
+import { type BudgetSpent, TurnBudget } from './budget.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import { blocked, describeFailure, type Failure } from './failures.ts';
@@ -92,11 +93,26 @@ export async function runTurn(
   let speaker = plan.speaker;
   let conversation = plan.conversation;
   let handoff: Handoff | undefined;
+  const budget = new TurnBudget(deps.sql, plan.playerId, plan.settings);
   for (let hops = 0; ; hops++) {
     // The first reply's row was written with the claim; each hand-over writes its own.
     const replyId = hops === 0 ? plan.replyId : undefined;
-    const end = await runReply(deps, { ...plan, conversation, speaker }, replyId, handoff, signal, emit);
+    const end = await runReply(
+      deps,
+      { ...plan, conversation, speaker },
+      replyId,
+      handoff,
+      budget,
+      signal,
+      emit,
+    );
     if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
+    // The next NPC's reply is another Provider call: asked for before its row is made.
+    const spent = await budget.spent();
+    if (spent) {
+      emit({ type: 'error', messageId: end.messageId, ...spent });
+      return;
+    }
     if (hops >= plan.settings.hopLimit) {
       emit({
         type: 'error',
@@ -131,6 +147,7 @@ async function runReply(
   plan: TurnPlan,
   replyId: string | undefined,
   handoff: Handoff | undefined,
+  budget: TurnBudget,
   signal: AbortSignal,
   emit: (frame: Frame) => void,
 ): Promise<ReplyEnd> {
@@ -196,12 +213,24 @@ async function runReply(
   let stepOpen = false;
   let sinceStep = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
-  let errorCode: Failure['code'] | LimitReached['code'] | 'INTERNAL' | 'PROVIDER_TIMEOUT' = 'INTERNAL';
+  let errorCode:
+    | Failure['code']
+    | LimitReached['code']
+    | BudgetSpent['code']
+    | 'INTERNAL'
+    | 'PROVIDER_TIMEOUT' = 'INTERNAL';
+  // Tokens of this reply's steps charged as each ended (finishMessage charges only the rest); set once a step
+  // found the day's budget spent, which ends the reply there.
+  let charged = 0;
+  // Whether the Provider was called at all: a reply ended before (its setup failed, the budget was spent) costs
+  // nothing.
+  let called = false;
+  let overBudget: BudgetSpent | undefined;
   const { provider: providerId, model: modelId } = speaker.resolved;
   // The Player's Stop (or the server's shutdown) and the reply's own bounds both end the Provider call.
   const bounds = new ReplyBounds(deps.replyLimits ?? DEFAULT_REPLY_LIMITS);
   const callSignal = AbortSignal.any([signal, bounds.signal]);
-  const fail = (f: Failure | LimitReached) => {
+  const fail = (f: Failure | LimitReached | BudgetSpent) => {
     status = 'failed';
     errorCode = f.code;
     error = f.message;
@@ -219,11 +248,17 @@ async function runReply(
       tools,
       handoff,
       signal: callSignal,
+      budget,
     });
     releaseAttachments = context.release;
+    // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have
+    // spent the rest.
+    overBudget = await budget.spent();
+    if (overBudget) throw overBudget;
     promptChars =
       context.system.head.length + context.system.tail.length + JSON.stringify(context.messages).length;
     errorCode = 'PROVIDER_ERROR';
+    called = true;
     // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
     const think =
       speaker.npc.thinking && thinkingSupport(speaker.kind, providerId, modelId) !== 'unsupported';
@@ -235,8 +270,20 @@ async function runReply(
       instructions: instructionsFor(speaker.kind, context.system),
       messages: context.messages,
       tools: tools.tools,
-      // A hand-over ends the reply: the named NPC answers next.
-      stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
+      // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
+      // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
+      stopWhen: [
+        isStepCount(deps.maxSteps ?? 8),
+        hasToolCall(MESSAGE_NPC),
+        async ({ steps }) => {
+          const u = steps.at(-1)?.usage;
+          const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0);
+          await budget.charge(tokens);
+          charged += tokens;
+          overBudget = await budget.spent();
+          return overBudget !== undefined;
+        },
+      ],
       abortSignal: callSignal,
       reasoning: think ? 'medium' : undefined,
       providerOptions: thinkingOptions(speaker.kind, think),
@@ -292,9 +339,11 @@ async function runReply(
     }
     if (signal.aborted && status === 'complete') status = endedBy(signal);
     else if (bounds.reached && status === 'complete') fail(bounds.reached);
+    else if (overBudget && status === 'complete') fail(overBudget);
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
-    if (signal.aborted) status = endedBy(signal);
+    if (e === overBudget && overBudget) fail(overBudget);
+    else if (signal.aborted) status = endedBy(signal);
     else if (bounds.reached) fail(bounds.reached);
     else if (errorCode === 'INTERNAL') {
       status = 'failed';
@@ -314,11 +363,13 @@ async function runReply(
     // what was not, at four characters a token: the whole reply when nothing was reported, else the step cut
     // short (its prompt and what it streamed) when the reply ended inside a step the Provider never counted.
     const reported = usage?.inputTokens != null || usage?.outputTokens != null;
-    const spent = !reported
-      ? Math.ceil((promptChars + JSON.stringify(parts).length) / 4)
-      : !finished && stepOpen
-        ? Math.ceil((promptChars + sinceStep) / 4)
-        : null;
+    const spent = !called
+      ? null
+      : !reported
+        ? Math.ceil((promptChars + JSON.stringify(parts).length) / 4)
+        : !finished && stepOpen
+          ? Math.ceil((promptChars + sinceStep) / 4)
+          : null;
     const shared = parts.filter((p) => p.type === 'file').map((p) => p.id);
     if (shared.length)
       await linkShared(sql, conversation.id, message.id, shared).catch((e) =>
@@ -331,6 +382,7 @@ async function runReply(
       usage,
       costUsd: cost,
       estimatedTokens: spent,
+      chargedTokens: charged,
     });
   }
   if (status === 'failed') {

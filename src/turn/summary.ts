@@ -26,6 +26,8 @@ export async function foldIntoSummary<T extends HistoryTurn>(args: {
    * count, else an estimate at four characters a token). Saved and charged as it goes, so a Stop loses none.
    */
   onChunk?: (summary: string, through: T, tokens: number) => Promise<void>;
+  /** Asked before each call: false (the day's budget is spent) stops folding, with what was folded so far. */
+  mayCall?: () => Promise<boolean>;
 }): Promise<string> {
   let summary = args.summary;
   let rest = args.dropped.slice();
@@ -41,6 +43,7 @@ export async function foldIntoSummary<T extends HistoryTurn>(args: {
           `${t.role === 'player' ? 'Player' : (t.npcName ?? 'NPC')}: ${[t.text, attachmentLine(t)].filter(Boolean).join(' ')}`,
       )
       .join('\n\n');
+    if (args.mayCall && !(await args.mayCall())) break;
     const prompt = `Summary so far:\n${summary || '(none yet)'}\n\nTurns to fold in:\n${transcript}`;
     const { text, usage } = await generateText({
       model: args.model,

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Queryable, Sql } from '../db/index.ts';
 import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { plainName } from '../parts/index.ts';
 import { GrantList, toGrant, writeGrants } from './grants.ts';
 
 export interface Npc {
@@ -19,7 +20,8 @@ export interface Npc {
 }
 
 const npcFields = {
-  name: z.string().trim().min(1, 'an NPC needs a name').max(100),
+  // Shown everywhere and put in prompts: no control or bidi characters (parts/plainName.ts).
+  name: z.string().max(400).transform(plainName).pipe(z.string().min(1, 'an NPC needs a name').max(100)),
   jobTitle: z.string().trim().max(100),
   description: z.string().max(2000),
   prompt: z.string().max(20_000),

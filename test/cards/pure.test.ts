@@ -59,9 +59,9 @@ const card = fc.oneof(
   fc.jsonValue(),
 );
 
-const readsOrRefuses = (bytes: Uint8Array) => {
+const readsOrRefuses = async (bytes: Uint8Array) => {
   try {
-    const r = readCard(bytes);
+    const r = await readCard(bytes);
     expect(r.npc.name.length).toBeGreaterThan(0);
     expect(r.npc.name.length).toBeLessThanOrEqual(100);
     expect(r.npc.prompt.length).toBeLessThanOrEqual(20_000);
@@ -73,11 +73,11 @@ const readsOrRefuses = (bytes: Uint8Array) => {
   }
 };
 
-it('any generated card, as JSON or inside a PNG, reads within the NPC limits or is refused in words', () => {
-  fc.assert(
-    fc.property(card, fc.boolean(), (c, inPng) => {
+it('any generated card, as JSON or inside a PNG, reads within the NPC limits or is refused in words', async () => {
+  await fc.assert(
+    fc.asyncProperty(card, fc.boolean(), async (c, inPng) => {
       const json = JSON.stringify(c);
-      readsOrRefuses(
+      await readsOrRefuses(
         inPng ? pngWithText({ chara: Buffer.from(json).toString('base64') }) : new TextEncoder().encode(json),
       );
     }),
@@ -85,29 +85,29 @@ it('any generated card, as JSON or inside a PNG, reads within the NPC limits or 
   );
 });
 
-it('damaged PNGs — bytes flipped, cut short, lengths that lie — are refused, never thrown past', () => {
+it('damaged PNGs — bytes flipped, cut short, lengths that lie — are refused, never thrown past', async () => {
   const good = pngWithText({ chara: Buffer.from(JSON.stringify({ name: 'Ada' })).toString('base64') });
-  fc.assert(
-    fc.property(
+  await fc.assert(
+    fc.asyncProperty(
       fc.array(fc.tuple(fc.nat({ max: good.length - 1 }), fc.integer({ min: 0, max: 255 })), {
         maxLength: 8,
       }),
       fc.nat({ max: good.length }),
-      (flips, cut) => {
+      async (flips, cut) => {
         const bytes = good.slice(0, Math.max(8, cut));
         for (const [i, b] of flips) if (i >= 8 && i < bytes.length) bytes[i] = b;
-        readsOrRefuses(bytes);
+        await readsOrRefuses(bytes);
       },
     ),
     { numRuns: 2000 },
   );
-  expect(() =>
+  await expect(
     readCard(new Uint8Array([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 0, 0xff, 0xff])),
-  ).toThrow(CardError);
+  ).rejects.toThrow(CardError);
 });
 
-it('maps a V2 card: macros, sections, lorebook entries with their keys, disabled ones left out', () => {
-  const r = readCard(
+it('maps a V2 card: macros, sections, lorebook entries with their keys, disabled ones left out', async () => {
+  const r = await readCard(
     new TextEncoder().encode(
       JSON.stringify({
         spec: 'chara_card_v2',
@@ -139,9 +139,9 @@ it('maps a V2 card: macros, sections, lorebook entries with their keys, disabled
   expect(r.notes).toEqual(['1 lorebook entry was left out (disabled, empty, or past 500).']);
 });
 
-it('a V2 card exported and read back gives the same NPC and lorebook; the PNG keeps it in a chara chunk', () => {
-  fc.assert(
-    fc.property(
+it('a V2 card exported and read back gives the same NPC and lorebook; the PNG keeps it in a chara chunk', async () => {
+  await fc.assert(
+    fc.asyncProperty(
       fc.record({
         name: fc
           .string({ minLength: 1, maxLength: 100 })
@@ -163,11 +163,11 @@ it('a V2 card exported and read back gives the same NPC and lorebook; the PNG ke
         fc.string({ minLength: 1, maxLength: 300 }).map((s) => `${s.trim()}x`),
         { maxLength: 4 },
       ),
-      (npc, lorebook) => {
+      async (npc, lorebook) => {
         const json = JSON.stringify(toCardV2(npc, lorebook));
         const png = pngWithText({ chara: Buffer.from(json).toString('base64') });
         expect(pngTextChunks(png).get('chara')).toBe(Buffer.from(json).toString('base64'));
-        const back = readCard(png);
+        const back = await readCard(png);
         expect(back.npc).toEqual(npc);
         expect(back.lorebook).toEqual(lorebook);
       },
@@ -176,9 +176,9 @@ it('a V2 card exported and read back gives the same NPC and lorebook; the PNG ke
   );
 });
 
-it('a name is put in as it is: replacement patterns in it do not expand, and an oversized field is refused before', () => {
+it('a name is put in as it is: replacement patterns in it do not expand, and an oversized field is refused before', async () => {
   const name = "$'".repeat(50);
-  const r = readCard(
+  const r = await readCard(
     new TextEncoder().encode(
       JSON.stringify({ name, description: `${'{{char}} '.repeat(80)}x`, scenario: '$& {{user}}' }),
     ),
@@ -187,12 +187,13 @@ it('a name is put in as it is: replacement patterns in it do not expand, and an 
   expect(r.npc.prompt.length).toBeLessThan(10_000);
   expect(r.npc.prompt.startsWith(`${name} ${name}`)).toBe(true);
   expect(r.npc.prompt).toContain('Scenario: $& the Player');
-  expect(() =>
+  await expect(
     readCard(new TextEncoder().encode(JSON.stringify({ name: 'X', personality: 'p'.repeat(20_001) }))),
-  ).toThrow(/personality is 20,001 characters/);
+  ).rejects.toThrow(/personality is 20,001 characters/);
   // NUL and half surrogate pairs cannot be stored: they are made storable on the way in.
   expect(
-    readCard(new TextEncoder().encode(JSON.stringify({ name: 'A\u0000B', description: 'x\ud800y' }))).npc,
+    (await readCard(new TextEncoder().encode(JSON.stringify({ name: 'A\u0000B', description: 'x\ud800y' }))))
+      .npc,
   ).toMatchObject({
     name: expect.not.stringContaining('\u0000'),
   });

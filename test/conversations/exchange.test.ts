@@ -208,6 +208,15 @@ it('a file that is not an export, or a broken one, is refused in words and store
     }).replace('"DEEP"', deep),
     /nests deeper/,
   );
+  // No more text than could have been typed (a Player's Message) or streamed (a reply): issue 25.
+  const player = good.messages.find((m) => (m as { role?: string }).role === 'player')!;
+  await refused(
+    JSON.stringify({
+      ...good,
+      messages: [{ ...player, parts: [{ type: 'text', text: 'x'.repeat(100_001) }] }],
+    }),
+    /Player's Message holds at most 100,000 characters/,
+  );
   expect(await count()).toBe(before);
   // A page asked for before a seq no Message can have is refused too.
   const far = await app.api(`/api/conversations/${id}/messages?before=9999999999999999999`, { cookie });

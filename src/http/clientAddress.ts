@@ -1,0 +1,16 @@
+import ipaddr from 'ipaddr.js';
+
+/**
+ * Express's `trust proxy` as a function: a hop is believed about the address before it only when the hop's own
+ * address is in one of `cidrs` (normalised by config.ts). With none, the socket's address is the client's —
+ * every client looked like Caddy's container before, and over loopback a new X-Forwarded-For per request evaded
+ * the per-address limit (issue 25). IPv4-mapped IPv6 addresses (`::ffff:a.b.c.d`) compare as IPv4.
+ */
+export function trustOnly(cidrs: readonly string[]): (address: string) => boolean {
+  const ranges = cidrs.map((c) => ipaddr.parseCIDR(c));
+  return (address) => {
+    if (!ranges.length || !ipaddr.isValid(address)) return false;
+    const ip = ipaddr.process(address);
+    return ranges.some((range) => ip.kind() === range[0].kind() && ip.match(range));
+  };
+}
