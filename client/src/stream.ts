@@ -12,6 +12,8 @@ export async function streamTurn(
   onFrame: (frame: Frame) => void,
   signal: AbortSignal,
   method: 'GET' | 'POST' = 'POST',
+  /** Told once the server has accepted the turn (its stream opened): nothing before that is stored. */
+  onAccepted?: () => void,
 ): Promise<void> {
   const res = await fetch(
     path,
@@ -27,6 +29,7 @@ export async function streamTurn(
       err?.error?.message ?? `The server answered ${res.status}.`,
     );
   }
+  onAccepted?.();
   try {
     for await (const frame of readFrameStream(res.body)) onFrame(frame);
   } catch (e) {

@@ -175,4 +175,31 @@ describe('the conversation page', () => {
     const alert = browser.page.getByRole('alert').filter({ hasText: 'no API key' });
     await alert.waitFor();
   });
+
+  it('nothing typed is lost: a refused send keeps the words, a draft survives a reload, an accepted one clears', async () => {
+    const conversationId = await openConversation();
+    const npcs = app.db
+      .sql`select npc_id from conversation_participants where conversation_id = ${conversationId}`;
+    await app.db.sql`update npcs set provider = 'anthropic', model = 'x' where id in (${npcs})`;
+    const box = browser.page.getByLabel('Message');
+    await send('A long thought I would hate to type again');
+    await browser.page.getByRole('alert').filter({ hasText: 'no API key' }).waitFor();
+    expect(await box.inputValue()).toBe('A long thought I would hate to type again');
+    await browser.page.reload();
+    await box.waitFor();
+    expect(await box.inputValue()).toBe('A long thought I would hate to type again');
+    // The NPC gets a Provider that works: the same words go, and the box is empty after.
+    await app.db.sql`update npcs set provider = null, model = null where id in (${npcs})`;
+    app.fake.enqueue((r) => {
+      r.text('Heard.');
+      r.finish();
+    });
+    await box.press('Enter');
+    await browser.page.locator('article.message.player', { hasText: 'A long thought' }).waitFor();
+    await expect.poll(() => box.inputValue()).toBe('');
+    await expect.poll(async () => (await replyText()).join('')).toBe('Heard.');
+    await browser.page.reload();
+    await box.waitFor();
+    expect(await box.inputValue()).toBe('');
+  });
 });

@@ -32,14 +32,18 @@ export function Composer(props: {
   defaults: { provider: string | null; model: string | null };
   streaming: boolean;
   canRegenerate: boolean;
-  onSend: (text: string, attachments: AttachmentPart[], npcId?: string) => void;
+  /** Resolves true once the server accepted the turn, false when it refused it. */
+  onSend: (text: string, attachments: AttachmentPart[], npcId?: string) => Promise<boolean>;
   onStop: () => void;
   onRegenerate: () => void;
   /** Sending starts a branch (an edit, or a fork from a reply): said above the box, with a way out. */
   branch?: { key: string; label: string; text: string } | null;
   onCancelBranch?: () => void;
 }) {
-  const [text, setText] = useState('');
+  // What is typed is kept per Conversation across reloads until the server has accepted it.
+  const draftKey = `av-draft:${props.conversationId}`;
+  const [text, setText] = useState(() => readDraft(draftKey));
+  useEffect(() => writeDraft(draftKey, text), [draftKey, text]);
   // An edit starts from the words being edited, set in the same render that shows the note (set in an effect,
   // the note was painted a frame before the words, and a quick reader saw an empty box).
   const branchKey = props.branch?.key;
@@ -101,10 +105,14 @@ export function Composer(props: {
   const submit = (e?: FormEvent) => {
     e?.preventDefault();
     if (!canSend) return;
-    props.onSend(text, ready, npcId || undefined);
-    setText('');
-    // Sent chips go; a refused one stays until removed, so its reason can be read.
-    setChips((cs) => cs.filter((c) => c.error));
+    const sent = text;
+    const sentChips = new Set(ready.map((p) => p.id));
+    void props.onSend(text, ready, npcId || undefined).then((accepted) => {
+      // Refused: the words and files stay, beside the reason. Accepted: they go — unless more was typed since.
+      if (!accepted) return;
+      setText((t) => (t === sent ? '' : t));
+      setChips((cs) => cs.filter((c) => !(c.part && sentChips.has(c.part.id))));
+    });
   };
   const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
     if (e.key === 'Enter' && !e.shiftKey) {
@@ -308,4 +316,19 @@ export function Composer(props: {
       </div>
     </form>
   );
+}
+
+function readDraft(key: string): string {
+  try {
+    return localStorage.getItem(key) ?? '';
+  } catch {
+    return ''; // storage refused (private mode, a full quota): a draft is a convenience
+  }
+}
+
+function writeDraft(key: string, text: string) {
+  try {
+    if (text) localStorage.setItem(key, text.slice(0, 100_000));
+    else localStorage.removeItem(key);
+  } catch {}
 }

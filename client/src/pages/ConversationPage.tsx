@@ -98,7 +98,10 @@ export function ConversationPage() {
     player?: ViewMessage,
     hideAfterSeq?: string,
     method: 'GET' | 'POST' = 'POST',
+    /** Told whether the server accepted the turn: true as its stream opens, false if it was refused. */
+    onAccepted?: (accepted: boolean) => void,
   ) {
+    let accepted = false;
     const controller = new AbortController();
     abortRef.current = controller;
     stopAsked.current = false;
@@ -109,10 +112,14 @@ export function ConversationPage() {
       setLive((l) => (l ? applyFrame(l, frame) : l));
     };
     try {
-      await streamTurn(path, body, onFrame, controller.signal, method);
+      await streamTurn(path, body, onFrame, controller.signal, method, () => {
+        accepted = true;
+        onAccepted?.(true);
+      });
     } catch (e) {
       setError(e);
     } finally {
+      if (!accepted) onAccepted?.(false);
       abortRef.current = null;
       await queryClient.invalidateQueries({ queryKey: ['conversation', id] });
       queryClient.invalidateQueries({ queryKey: ['conversations'] });
@@ -127,7 +134,9 @@ export function ConversationPage() {
     label: string;
     text: string;
   } | null>(null);
-  const send = (text: string, attachments: AttachmentPart[], npcId?: string) => {
+  // Resolves true once the server has accepted the turn (the composer lets go of the words then), false
+  // when it was refused (they stay in the box, beside the reason).
+  const send = (text: string, attachments: AttachmentPart[], npcId?: string): Promise<boolean> => {
     const from = branch;
     setBranch(null);
     // Until the new branch is stored, what follows the branch point is hidden.
@@ -136,17 +145,25 @@ export function ConversationPage() {
         ? (stored.find((m) => m.id === from.parentId)?.seq ?? '0')
         : '0'
       : undefined;
-    return run(
-      `/api/conversations/${id}/messages`,
-      {
-        text,
-        ...(attachments.length ? { attachments: attachments.map((a) => a.id) } : {}),
-        ...(npcId ? { npcId } : {}),
-        ...(from ? { branchFrom: { parentId: from.parentId } } : {}),
-      },
-      optimisticPlayer(text, attachments),
-      hideAfter,
-    );
+    return new Promise<boolean>((accepted) => {
+      void run(
+        `/api/conversations/${id}/messages`,
+        {
+          text,
+          ...(attachments.length ? { attachments: attachments.map((a) => a.id) } : {}),
+          ...(npcId ? { npcId } : {}),
+          ...(from ? { branchFrom: { parentId: from.parentId } } : {}),
+        },
+        optimisticPlayer(text, attachments),
+        hideAfter,
+        'POST',
+        (ok) => {
+          // A refused edit keeps its branch: sending again still starts it.
+          if (!ok && from) setBranch(from);
+          accepted(ok);
+        },
+      );
+    });
   };
   const streamingRef = useRef(false);
   streamingRef.current = live !== null;
