@@ -25,7 +25,8 @@ import {
 import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { blocked, describeFailure, type Failure } from './failures.ts';
+import { counted, endingOf } from './endings.ts';
+import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
 import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { instructionsFor } from './prompt.ts';
 import { sectionBreak, thinkingOptions } from './thinking.ts';
@@ -68,7 +69,7 @@ export interface TurnPlan {
   track?: (start: StartFrame, parts: () => Part[]) => void;
 }
 
-type EndStatus = 'complete' | 'stopped' | 'failed' | 'interrupted';
+type EndStatus = 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
 
 const endedBy = (signal: AbortSignal): EndStatus => (signal.reason === SHUTDOWN ? 'interrupted' : 'stopped');
 
@@ -193,6 +194,8 @@ async function runReply(
   let promptChars = 0;
   // The Provider's final count arrived (a `finish`); a step has begun and not been counted; what it streamed.
   let finished = false;
+  // The SDK's `finish` came at all: a stream that just stops has none (issue 27).
+  let ended = false;
   let stepOpen = false;
   let sinceStep = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
@@ -264,15 +267,23 @@ async function runReply(
         if (shared) emit({ type: 'part', messageId: message.id, part: shared });
       } else if (chunk.type === 'start-step') stepOpen = true;
       else if (chunk.type === 'finish-step') {
-        stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
-        stepOpen = false;
-        sinceStep = 0;
+        // A step cut short stays open: it is charged an estimate, not its half figure (ADR 0032).
+        if (counted(chunk.finishReason)) {
+          stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
+          stepOpen = false;
+          sinceStep = 0;
+        }
       } else if (chunk.type === 'finish') {
-        finished = true;
-        usage = toUsage(chunk.totalUsage);
-        cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
-        // The Provider ended the reply itself: a safety filter or a refusal, said as such (what came is kept).
-        if (chunk.finishReason === 'content-filter' && status === 'complete')
+        ended = true;
+        finished = counted(chunk.finishReason);
+        usage = finished ? toUsage(chunk.totalUsage) : stepUsage;
+        if (finished) cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
+        // The reply ends the way the Provider ended it (issue 27); what came is kept on every path.
+        const ending = status === 'complete' ? endingOf(chunk.finishReason) : 'complete';
+        if (ending === 'truncated') status = 'truncated';
+        else if (ending === 'unfinished') fail(unfinished(providerId));
+        // The Provider ended the reply itself: a safety filter or a refusal, said as such.
+        else if (ending === 'blocked')
           fail(
             blocked(
               providerId,
@@ -292,6 +303,7 @@ async function runReply(
     }
     if (signal.aborted && status === 'complete') status = endedBy(signal);
     else if (bounds.reached && status === 'complete') fail(bounds.reached);
+    else if (!ended && status === 'complete') fail(unfinished(providerId));
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     if (signal.aborted) status = endedBy(signal);

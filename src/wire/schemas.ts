@@ -69,7 +69,14 @@ export const ConversationCreated = z.object({
   participants: z.array(NpcView),
 });
 
-export const MessageStatus = z.enum(['streaming', 'complete', 'stopped', 'failed', 'interrupted']);
+export const MessageStatus = z.enum([
+  'streaming',
+  'complete',
+  'truncated',
+  'stopped',
+  'failed',
+  'interrupted',
+]);
 export const MessageView = z.object({
   id: z.uuid(),
   /** A bigint, as a string: Messages are ordered by it. */

@@ -1,0 +1,31 @@
+import type { FinishReason } from 'ai';
+
+/**
+ * What the Provider's finish reason means for the reply (issue 27). Only `stop` and `tool-calls` are a
+ * finished reply; `length` is one cut at the output limit, kept and shown as cut; `content-filter` is the
+ * Provider refusing; anything else — `interrupted` (the stream ended without the Provider's end, as a proxy
+ * time-out or Gemini's in-band 503 leave it), `error`, `other`, a reason this build does not know — is a reply
+ * the Provider did not finish. Pure.
+ */
+export type Ending = 'complete' | 'truncated' | 'blocked' | 'unfinished';
+
+export function endingOf(reason: FinishReason | string | undefined): Ending {
+  switch (reason) {
+    case 'stop':
+    case 'tool-calls':
+      return 'complete';
+    case 'length':
+      return 'truncated';
+    case 'content-filter':
+      return 'blocked';
+    default:
+      return 'unfinished';
+  }
+}
+
+/**
+ * A step whose usage is the Provider's account of it. An `interrupted` step never got its final count: what
+ * the SDK reports for it is a half figure, which ADR 0032 keeps out of stored usage (the budget is charged an
+ * estimate instead).
+ */
+export const counted = (reason: FinishReason | string | undefined): boolean => reason !== 'interrupted';
