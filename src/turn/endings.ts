@@ -29,3 +29,12 @@ export function endingOf(reason: FinishReason | string | undefined): Ending {
  * estimate instead).
  */
 export const counted = (reason: FinishReason | string | undefined): boolean => reason !== 'interrupted';
+
+/**
+ * The `maxOutputTokens` a reply asks for: the Model's own limit from the registry, lowered by the Village's
+ * setting when it has one; undefined when neither is known, so the Provider keeps its default. Pure.
+ */
+export function outputTokens(modelLimit: number | undefined, villageMax: number | null): number | undefined {
+  if (villageMax == null) return modelLimit;
+  return modelLimit === undefined ? villageMax : Math.min(modelLimit, villageMax);
+}

@@ -18,6 +18,7 @@ import { buildTurnTools, MESSAGE_NPC, sharedFile, TOOL_NAMES, type ToolLimits } 
 import {
   costUsd,
   type Npc,
+  outputLimit,
   type ResolvedModel,
   thinkingSupport,
   type VillageSettings,
@@ -25,7 +26,7 @@ import {
 import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { counted, endingOf } from './endings.ts';
+import { counted, endingOf, outputTokens } from './endings.ts';
 import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
 import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { instructionsFor } from './prompt.ts';
@@ -242,6 +243,11 @@ async function runReply(
       stopWhen: [isStepCount(deps.maxSteps ?? 8), hasToolCall(MESSAGE_NPC)],
       abortSignal: callSignal,
       reasoning: think ? 'medium' : undefined,
+      // The Model's own output limit (never the Provider's smaller fallback), or the Village's lower one.
+      maxOutputTokens: outputTokens(
+        outputLimit(speaker.kind, providerId, modelId),
+        plan.settings.maxOutputTokens,
+      ),
       providerOptions: thinkingOptions(speaker.kind, think),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
       // Errors arrive as stream parts and are handled below; the SDK's default would log them again.

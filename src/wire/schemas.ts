@@ -192,6 +192,7 @@ export const VillageView = z.object({
     maxAttachmentsPerMessage: z.number(),
     playerAttachmentMb: z.number(),
     attachmentTypes: z.array(z.string()),
+    maxOutputTokens: z.number().nullable(),
   }),
   providers: z.array(
     z.object({ id: z.string(), kind: z.enum(['openai', 'anthropic', 'google', 'compatible', 'demo']) }),

@@ -1,3 +1,4 @@
+import { defaultCatalog } from 'tokenlens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { askNpc } from '../support/askNpc.ts';
@@ -183,5 +184,59 @@ describe('OpenAI-compatible Chat Completions', () => {
     const asked = await ask(npc, null);
     expectUnfinished(asked, 'fake');
     expect(asked.reply.text).toBe('High tide is at');
+  });
+});
+
+describe('maxOutputTokens', () => {
+  // The registry's own figure, read here rather than typed: the test follows the registry as it is updated.
+  const limitOf = (provider: string, model: string) =>
+    (
+      defaultCatalog as unknown as Record<string, { models: Record<string, { limit?: { output?: number } }> }>
+    )[provider]!.models[model]!.limit!.output!;
+
+  it("is the Model's own output limit from the registry, for each kind that knows it", async () => {
+    const anthropicModel = 'claude-sonnet-4-20250514';
+    await ask({ provider: 'anthropic', model: anthropicModel, thinking: false }, [
+      ...anthropic.messageStart(anthropicModel, { input_tokens: 9 }),
+      ...anthropic.text(0, ['Six.']),
+      ...anthropic.finish('end_turn', { output_tokens: 2 }),
+    ]);
+    expect(fake.requests.at(-1)!.body.max_tokens).toBe(limitOf('anthropic', anthropicModel));
+    expect(limitOf('anthropic', anthropicModel)).toBeGreaterThan(4096);
+
+    await ask(
+      { provider: 'openai', model: 'gpt-5-mini', thinking: false },
+      openaiStream(
+        openai.created('gpt-5-mini'),
+        openai.message(0, 'msg_1', ['Six.']),
+        openai.completed('gpt-5-mini', { input_tokens: 9, output_tokens: 2 }),
+      ),
+    );
+    expect(fake.requests.at(-1)!.body.max_output_tokens).toBe(limitOf('openai', 'gpt-5-mini'));
+
+    await ask({ provider: 'google', model: 'gemini-2.5-flash', thinking: false }, [
+      gemini.chunk([gemini.text('Six.')], { promptTokenCount: 9, candidatesTokenCount: 2 }, 'STOP'),
+    ]);
+    const config = fake.requests.at(-1)!.body.generationConfig as { maxOutputTokens?: number };
+    expect(config.maxOutputTokens).toBe(limitOf('google', 'gemini-2.5-flash'));
+  });
+
+  it('is not sent for a Model the registry does not know; the Village setting lowers it', async () => {
+    await ask({ provider: 'fake', model: 'fake-model' }, null);
+    expect(app.fake.requests.at(-1)!.body).not.toHaveProperty('max_tokens');
+    await app.db.sql`update village_settings set max_output_tokens = 1000`;
+    try {
+      await ask({ provider: 'fake', model: 'fake-model' }, null);
+      expect(app.fake.requests.at(-1)!.body.max_tokens).toBe(1000);
+      const anthropicModel = 'claude-sonnet-4-20250514';
+      await ask({ provider: 'anthropic', model: anthropicModel, thinking: false }, [
+        ...anthropic.messageStart(anthropicModel, { input_tokens: 9 }),
+        ...anthropic.text(0, ['Six.']),
+        ...anthropic.finish('end_turn', { output_tokens: 2 }),
+      ]);
+      expect(fake.requests.at(-1)!.body.max_tokens).toBe(1000);
+    } finally {
+      await app.db.sql`update village_settings set max_output_tokens = null`;
+    }
   });
 });
