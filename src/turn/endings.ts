@@ -32,9 +32,15 @@ export const counted = (reason: FinishReason | string | undefined): boolean => r
 
 /**
  * The `maxOutputTokens` a reply asks for: the Model's own limit from the registry, lowered by the Village's
- * setting when it has one; undefined when neither is known, so the Provider keeps its default. Pure.
+ * setting when it has one; undefined when neither is known, so the Provider keeps its default. Anthropic with
+ * thinking adds the thinking budget on top of it (and, for a Model the AI SDK knows, clamps the sum with a
+ * warning on every call): there only the Village's cap is sent, the SDK's own limit otherwise. Pure.
  */
-export function outputTokens(modelLimit: number | undefined, villageMax: number | null): number | undefined {
-  if (villageMax == null) return modelLimit;
+export function outputTokens(
+  modelLimit: number | undefined,
+  villageMax: number | null,
+  addsThinkingBudget = false,
+): number | undefined {
+  if (villageMax == null) return addsThinkingBudget ? undefined : modelLimit;
   return modelLimit === undefined ? villageMax : Math.min(modelLimit, villageMax);
 }

@@ -247,6 +247,7 @@ async function runReply(
       maxOutputTokens: outputTokens(
         outputLimit(speaker.kind, providerId, modelId),
         plan.settings.maxOutputTokens,
+        think && speaker.kind === 'anthropic',
       ),
       providerOptions: thinkingOptions(speaker.kind, think),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },

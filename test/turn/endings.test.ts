@@ -1,5 +1,6 @@
 import { defaultCatalog } from 'tokenlens';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { outputTokens } from '../../src/turn/endings.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { askNpc } from '../support/askNpc.ts';
 import {
@@ -219,6 +220,16 @@ describe('maxOutputTokens', () => {
     ]);
     const config = fake.requests.at(-1)!.body.generationConfig as { maxOutputTokens?: number };
     expect(config.maxOutputTokens).toBe(limitOf('google', 'gemini-2.5-flash'));
+  });
+
+  it('is the lower of the two limits known; for Anthropic with thinking (which adds its budget), the cap only', () => {
+    expect(outputTokens(64_000, null)).toBe(64_000);
+    expect(outputTokens(64_000, 1000)).toBe(1000);
+    expect(outputTokens(500, 1000)).toBe(500);
+    expect(outputTokens(undefined, null)).toBeUndefined();
+    expect(outputTokens(undefined, 1000)).toBe(1000);
+    expect(outputTokens(64_000, null, true)).toBeUndefined();
+    expect(outputTokens(64_000, 1000, true)).toBe(1000);
   });
 
   it('is not sent for a Model the registry does not know; the Village setting lowers it', async () => {
