@@ -6,6 +6,14 @@ const CompatibleProvider = z.object({
   id: z.string().regex(/^[a-z0-9][a-z0-9-]*$/, 'a provider id is lowercase letters, digits and dashes'),
   baseURL: z.url(),
   apiKey: z.string().optional(),
+  /**
+   * The tag an R1-style model wraps its chain of thought in, inside the content (Ollama, vLLM without a
+   * reasoning parser, LM Studio, Groq's `reasoning_format=raw`): split out as reasoning. Default `think`.
+   */
+  reasoningTag: z
+    .string()
+    .regex(/^[A-Za-z][A-Za-z0-9_.-]{0,39}$/, 'a reasoning tag is a tag name such as "think"')
+    .optional(),
 });
 
 const commaList = z
@@ -122,6 +130,8 @@ export interface ProviderConfig {
   kind: ProviderKind;
   apiKey?: string;
   baseURL?: string;
+  /** For an OpenAI-compatible endpoint: the tag reasoning comes in inside the content (default `think`). */
+  reasoningTag?: string;
 }
 
 export interface Config {
@@ -257,5 +267,11 @@ function parseCompatible(raw: string): ProviderConfig[] {
   const list = z.array(CompatibleProvider).safeParse(json);
   if (!list.success)
     throw new ConfigError(`COMPATIBLE_PROVIDERS: ${list.error.issues[0]?.message ?? 'invalid'}`);
-  return list.data.map((p) => ({ id: p.id, kind: 'compatible', baseURL: p.baseURL, apiKey: p.apiKey }));
+  return list.data.map((p) => ({
+    id: p.id,
+    kind: 'compatible',
+    baseURL: p.baseURL,
+    apiKey: p.apiKey,
+    reasoningTag: p.reasoningTag,
+  }));
 }

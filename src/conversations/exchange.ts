@@ -49,7 +49,7 @@ const ExportedMessageFields = z.object({
   npc: z.number().int().min(0).nullable().default(null),
   npcName: z.string().max(100).nullable().default(null),
   parts: z.array(Part).max(2000),
-  status: z.enum(['streaming', 'complete', 'stopped', 'failed', 'interrupted']),
+  status: z.enum(['streaming', 'complete', 'truncated', 'stopped', 'failed', 'interrupted']),
   error: z.string().max(10_000).nullable().default(null),
   provider: z.string().max(64).nullable().default(null),
   model: z.string().max(200).nullable().default(null),
@@ -212,6 +212,7 @@ export function markdownMessage(
   if (m.status === 'failed')
     lines.push(`*The reply failed${m.error ? `: ${m.error.trim().replace(/\.$/, '')}` : ''}.*`);
   else if (m.status === 'stopped') lines.push('*Stopped.*');
+  else if (m.status === 'truncated') lines.push('*Cut at the output limit.*');
   else if (m.status === 'interrupted') lines.push('*Interrupted.*');
   return `${lines.filter(Boolean).join('\n\n')}\n`;
 }

@@ -1,6 +1,7 @@
 import { flattenText, type Part, plainName, readParts, settleRunningTools } from '../parts/index.ts';
 
-export type MessageStatus = 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
+/** `truncated`: the Provider cut the reply at its output limit; what came is kept (issue 27). */
+export type MessageStatus = 'streaming' | 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
 
 export interface Usage {
   inputTokens: number | null;
@@ -95,7 +96,9 @@ export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; t
         ? 'The server stopped before the call finished.'
         : status === 'failed'
           ? 'The reply failed before the call finished.'
-          : 'The call never finished.';
+          : status === 'truncated'
+            ? 'The reply was cut at the output limit before the call was complete.'
+            : 'The call never finished.';
   const settled = settleRunningTools(parts, reason);
   return { parts: settled, text: flattenText(settled) };
 }

@@ -31,8 +31,11 @@ export const ErrorFrame = z.object({
 export const FinishFrame = z.object({
   type: z.literal('finish'),
   messageId: z.string(),
-  /** `interrupted`: only to a viewer attached mid-reply whose writer died (see replies/). */
-  status: z.enum(['complete', 'stopped', 'failed', 'interrupted']),
+  /**
+   * `truncated`: the Provider stopped at its output limit (issue 27). `interrupted`: the server stopped while
+   * writing it, or (to a viewer attached mid-reply) its writer died (see replies/).
+   */
+  status: z.enum(['complete', 'truncated', 'stopped', 'failed', 'interrupted']),
   usage: UsageSchema.nullable(),
 });
 

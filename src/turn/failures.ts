@@ -1,4 +1,4 @@
-import { APICallError, RetryError } from 'ai';
+import { APICallError, InvalidResponseDataError, RetryError } from 'ai';
 
 /** A failed reply as the Player is told it: a stable code for the error frame and a sentence. */
 export interface Failure {
@@ -9,6 +9,7 @@ export interface Failure {
     | 'CONTEXT_TOO_LONG'
     | 'MODEL_NOT_FOUND'
     | 'PROVIDER_BLOCKED'
+    | 'PROVIDER_UNFINISHED'
     | 'PROVIDER_ERROR';
   message: string;
 }
@@ -30,6 +31,9 @@ export function describeFailure(error: unknown, provider: string, model: string)
   const detail = providerMessage(last);
   // The Provider's own words, kept (never for a refused key: some Providers echo part of it back).
   const said = detail ? ` (${status ? `${status}: ` : ''}${detail})` : status ? ` (${status})` : '';
+  // The OpenAI-compatible provider's own word for a stream that ended before its finish chunk (issue 27).
+  if (InvalidResponseDataError.isInstance(last) && /without a finish reason/i.test(last.message))
+    return unfinished(provider);
   if (status === 401 || status === 403) {
     return {
       code: 'PROVIDER_AUTH',
@@ -89,6 +93,14 @@ export function blocked(provider: string, hadText: boolean): Failure {
   return {
     code: 'PROVIDER_BLOCKED',
     message: `The Provider "${provider}" ended this reply itself (a safety filter or a refusal)${hadText ? '; what it sent is kept' : ''}.`,
+  };
+}
+
+/** A reply the Provider ended without its end (no finish, or one that says it did not finish). */
+export function unfinished(provider: string): Failure {
+  return {
+    code: 'PROVIDER_UNFINISHED',
+    message: `The Provider "${provider}" ended the reply without finishing it; what arrived is kept. Try again.`,
   };
 }
 

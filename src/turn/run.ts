@@ -18,6 +18,7 @@ import { buildTurnTools, MESSAGE_NPC, sharedFile, TOOL_NAMES, type ToolLimits } 
 import {
   costUsd,
   type Npc,
+  outputLimit,
   type ResolvedModel,
   thinkingSupport,
   type VillageSettings,
@@ -26,7 +27,8 @@ import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type Rep
 import { type BudgetSpent, TurnBudget } from './budget.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { blocked, describeFailure, type Failure } from './failures.ts';
+import { counted, endingOf, outputTokens } from './endings.ts';
+import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
 import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { instructionsFor } from './prompt.ts';
 import { sectionBreak, thinkingOptions } from './thinking.ts';
@@ -69,7 +71,7 @@ export interface TurnPlan {
   track?: (start: StartFrame, parts: () => Part[]) => void;
 }
 
-type EndStatus = 'complete' | 'stopped' | 'failed' | 'interrupted';
+type EndStatus = 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
 
 const endedBy = (signal: AbortSignal): EndStatus => (signal.reason === SHUTDOWN ? 'interrupted' : 'stopped');
 
@@ -210,6 +212,8 @@ async function runReply(
   let promptChars = 0;
   // The Provider's final count arrived (a `finish`); a step has begun and not been counted; what it streamed.
   let finished = false;
+  // The SDK's `finish` came at all: a stream that just stops has none (issue 27).
+  let ended = false;
   let stepOpen = false;
   let sinceStep = 0;
   // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
@@ -286,6 +290,12 @@ async function runReply(
       ],
       abortSignal: callSignal,
       reasoning: think ? 'medium' : undefined,
+      // The Model's own output limit (never the Provider's smaller fallback), or the Village's lower one.
+      maxOutputTokens: outputTokens(
+        outputLimit(speaker.kind, providerId, modelId),
+        plan.settings.maxOutputTokens,
+        think && speaker.kind === 'anthropic',
+      ),
       providerOptions: thinkingOptions(speaker.kind, think),
       timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
       // Errors arrive as stream parts and are handled below; the SDK's default would log them again.
@@ -311,15 +321,23 @@ async function runReply(
         if (shared) emit({ type: 'part', messageId: message.id, part: shared });
       } else if (chunk.type === 'start-step') stepOpen = true;
       else if (chunk.type === 'finish-step') {
-        stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
-        stepOpen = false;
-        sinceStep = 0;
+        // A step cut short stays open: it is charged an estimate, not its half figure (ADR 0032).
+        if (counted(chunk.finishReason)) {
+          stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
+          stepOpen = false;
+          sinceStep = 0;
+        }
       } else if (chunk.type === 'finish') {
-        finished = true;
-        usage = toUsage(chunk.totalUsage);
-        cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
-        // The Provider ended the reply itself: a safety filter or a refusal, said as such (what came is kept).
-        if (chunk.finishReason === 'content-filter' && status === 'complete')
+        ended = true;
+        finished = counted(chunk.finishReason);
+        usage = finished ? toUsage(chunk.totalUsage) : stepUsage;
+        if (finished) cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
+        // The reply ends the way the Provider ended it (issue 27); what came is kept on every path.
+        const ending = status === 'complete' ? endingOf(chunk.finishReason) : 'complete';
+        if (ending === 'truncated') status = 'truncated';
+        else if (ending === 'unfinished') fail(unfinished(providerId));
+        // The Provider ended the reply itself: a safety filter or a refusal, said as such.
+        else if (ending === 'blocked')
           fail(
             blocked(
               providerId,
@@ -340,6 +358,7 @@ async function runReply(
     if (signal.aborted && status === 'complete') status = endedBy(signal);
     else if (bounds.reached && status === 'complete') fail(bounds.reached);
     else if (overBudget && status === 'complete') fail(overBudget);
+    else if (!ended && status === 'complete') fail(unfinished(providerId));
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     if (e === overBudget && overBudget) fail(overBudget);

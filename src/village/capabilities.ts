@@ -4,7 +4,11 @@ import type { ProviderKind } from '../config.ts';
 /** Whether a Model can think (return visible reasoning): known either way, or not known. */
 export type ThinkingSupport = 'supported' | 'unsupported' | 'unknown';
 
-type CatalogModel = { reasoning?: boolean; modalities?: { input?: string[] } };
+type CatalogModel = {
+  reasoning?: boolean;
+  modalities?: { input?: string[] };
+  limit?: { output?: number };
+};
 const catalog = defaultCatalog as unknown as Record<
   string,
   { models?: Record<string, CatalogModel> } | undefined
@@ -62,6 +66,19 @@ export const inputSupport = remembered((kind, providerId, model): InputSupport =
       ? 'supported'
       : agree(entries, has('pdf'));
   return { images, pdfs };
+});
+
+/**
+ * The most output tokens the Model writes in one call, from the same registry (never a guessed constant): sent as
+ * `maxOutputTokens`, so a Provider's own fallback (Anthropic's SDK asks 4,096 for a Model it does not know) does
+ * not cut long answers short. Undefined when not known, or when the dated entries disagree: then nothing is
+ * sent and the Provider decides. Pure.
+ */
+export const outputLimit = remembered((kind, providerId, model): number | undefined => {
+  if (kind === 'demo') return undefined;
+  const limits = entriesFor(kind, providerId, model).map((m) => m.limit?.output);
+  const first = limits[0];
+  return typeof first === 'number' && first > 0 && limits.every((l) => l === first) ? first : undefined;
 });
 
 /** The registry's entry for a Model, or its dated entries when the name is an undated alias. */

@@ -1,6 +1,12 @@
 // village/: instance settings, NPCs, and which Providers and Models this instance can call.
 
-export { type InputSupport, inputSupport, type ThinkingSupport, thinkingSupport } from './capabilities.ts';
+export {
+  type InputSupport,
+  inputSupport,
+  outputLimit,
+  type ThinkingSupport,
+  thinkingSupport,
+} from './capabilities.ts';
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';

@@ -2,7 +2,7 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
-import type { LanguageModel } from 'ai';
+import { extractReasoningMiddleware, type LanguageModel, wrapLanguageModel } from 'ai';
 import type { ProviderConfig } from '../config.ts';
 import { AppError } from '../http/index.ts';
 import { demoModel } from './demo.ts';
@@ -129,7 +129,10 @@ function makeFactory(p: ProviderConfig): (model: string) => LanguageModel {
         includeUsage: true,
         fetch,
       });
-      return (model) => provider(model);
+      // R1-style models served without a reasoning parser put their chain of thought in the content, inside
+      // <think>…</think>: split out as reasoning, it is never text, never history, never published (issue 27).
+      const middleware = extractReasoningMiddleware({ tagName: p.reasoningTag ?? 'think' });
+      return (model) => wrapLanguageModel({ model: provider(model), middleware });
     }
   }
 }

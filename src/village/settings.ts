@@ -23,6 +23,8 @@ export interface VillageSettings {
   maxAttachmentsPerMessage: number;
   playerAttachmentMb: number;
   attachmentTypes: string[];
+  /** The most output tokens one Provider call may write, below the Model's own limit; null: the Model's limit. */
+  maxOutputTokens: number | null;
 }
 
 /** Every media type the server can recognise and send on; an admin picks from these. */
@@ -56,6 +58,7 @@ export const VillageSettingsPatch = z
     maxAttachmentsPerMessage: z.number().int().min(1).max(100),
     playerAttachmentMb: z.number().int().min(1).max(1_000_000),
     attachmentTypes: z.array(z.enum(ATTACHMENT_TYPES)).max(ATTACHMENT_TYPES.length),
+    maxOutputTokens: z.number().int().min(1).max(10_000_000).nullable(),
   })
   .partial()
   .strict();
@@ -69,7 +72,8 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
       player_daily_tokens::float8 as "playerDailyTokens", village_daily_tokens::float8 as "villageDailyTokens",
       max_message_chars as "maxMessageChars", max_npcs as "maxNpcs", max_conversations as "maxConversations",
       max_attachment_mb as "maxAttachmentMb", max_attachments_per_message as "maxAttachmentsPerMessage",
-      player_attachment_mb as "playerAttachmentMb", attachment_types as "attachmentTypes"
+      player_attachment_mb as "playerAttachmentMb", attachment_types as "attachmentTypes",
+      max_output_tokens as "maxOutputTokens"
     from village_settings where id`;
   return row!;
 }
@@ -91,6 +95,7 @@ export async function updateVillageSettings(
       max_attachment_mb = ${next.maxAttachmentMb},
       max_attachments_per_message = ${next.maxAttachmentsPerMessage},
       player_attachment_mb = ${next.playerAttachmentMb}, attachment_types = ${[...new Set(next.attachmentTypes)]},
+      max_output_tokens = ${next.maxOutputTokens},
       updated_at = now(), updated_by = ${by}
     where id`;
   return next;

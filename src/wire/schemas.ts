@@ -69,7 +69,14 @@ export const ConversationCreated = z.object({
   participants: z.array(NpcView),
 });
 
-export const MessageStatus = z.enum(['streaming', 'complete', 'stopped', 'failed', 'interrupted']);
+export const MessageStatus = z.enum([
+  'streaming',
+  'complete',
+  'truncated',
+  'stopped',
+  'failed',
+  'interrupted',
+]);
 export const MessageView = z.object({
   id: z.uuid(),
   /** A bigint, as a string: Messages are ordered by it. */
@@ -185,6 +192,7 @@ export const VillageView = z.object({
     maxAttachmentsPerMessage: z.number(),
     playerAttachmentMb: z.number(),
     attachmentTypes: z.array(z.string()),
+    maxOutputTokens: z.number().nullable(),
   }),
   providers: z.array(
     z.object({ id: z.string(), kind: z.enum(['openai', 'anthropic', 'google', 'compatible', 'demo']) }),

@@ -1,7 +1,7 @@
 // @vitest-environment happy-dom
 import { cleanup, render, screen } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
-import { MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
+import { ContinueContext, MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
 import { speakerOf } from '../../client/src/pages/ThreadPage.tsx';
 
 afterEach(cleanup);
@@ -120,6 +120,25 @@ describe('MessageView', () => {
   it('says when a reply was stopped or interrupted', () => {
     render(<MessageView message={reply([{ type: 'text', text: 'half' }], { status: 'interrupted' })} />);
     expect(screen.getByText(/Interrupted/)).toBeTruthy();
+  });
+
+  it('says a reply was cut at the output limit, and offers Continue on the newest Message only', () => {
+    const asked: string[] = [];
+    const cut = reply([{ type: 'text', text: 'The tides at six' }], { status: 'truncated' });
+    const shown = (lastId: string) =>
+      render(
+        <ContinueContext.Provider value={{ lastId, enabled: true, go: (m) => asked.push(m.id) }}>
+          <MessageView message={cut} />
+        </ContinueContext.Provider>,
+      );
+    shown('m1');
+    expect(screen.getByText(/Cut at the output limit/)).toBeTruthy();
+    screen.getByRole('button', { name: 'Continue' }).click();
+    expect(asked).toEqual(['m1']);
+    cleanup();
+    shown('a-later-message');
+    expect(screen.getByText(/Cut at the output limit/)).toBeTruthy();
+    expect(screen.queryByRole('button', { name: 'Continue' })).toBeNull();
   });
 
   it('offers Copy only when there is text to copy (a reply stopped before any has none)', () => {

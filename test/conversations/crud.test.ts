@@ -234,6 +234,7 @@ describe('Village settings', () => {
         'text/csv',
         'application/json',
       ],
+      maxOutputTokens: null,
     });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);

@@ -382,3 +382,25 @@ it('exports run two at a time per Player, however slowly they are read', async (
   expect(again!.status).toBe(200);
   await again!.body?.cancel();
 });
+
+it('a reply cut at the output limit travels as truncated, and the Markdown says it was cut (issue 27)', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  app.fake.enqueue((r) => {
+    r.text('The tides at six, at noon');
+    r.finish('length', { prompt_tokens: 5, completion_tokens: 8 });
+  });
+  await collectFrames(
+    await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Tides?' } }),
+  );
+  const statuses = (e: Export) => (e.messages as unknown as { status: string }[]).map((m) => m.status);
+  const file = await exportOf(conversationId);
+  expect(statuses(file)).toEqual(['complete', 'truncated']);
+  const md = await (
+    await app.api(`/api/conversations/${conversationId}/export?format=md`, { cookie })
+  ).text();
+  expect(md).toContain('The tides at six, at noon\n\n*Cut at the output limit.*');
+  const imported = (await (await importFile(JSON.stringify(file))).json()) as {
+    conversation: { id: string };
+  };
+  expect(statuses(await exportOf(imported.conversation.id))).toEqual(['complete', 'truncated']);
+});

@@ -92,6 +92,11 @@ export class Reply {
     this.res.write(`data: ${JSON.stringify({ error: { message, type: 'server_error', code: null } })}\n\n`);
     this.res.end();
   }
+  /** The stream ends cleanly with no finish chunk (as a proxy's time-out closes it). */
+  close(): void {
+    this.open();
+    this.res.end();
+  }
   /** The socket breaks mid-stream, with no final chunk. */
   drop(): void {
     this.res.socket?.destroy();

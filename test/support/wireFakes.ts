@@ -12,7 +12,9 @@ export type WireStep =
   /** Wait before the next step. */
   | { pause: number }
   /** The connection breaks here: what was written before is delivered, then the socket dies. */
-  | { cut: true };
+  | { cut: true }
+  /** Bytes written as they are, not framed as an SSE event (Gemini's in-band errors are raw JSON lines). */
+  | { raw: string };
 
 export interface WireRequest {
   method: string;
@@ -60,6 +62,8 @@ export async function startWireFake(): Promise<WireFake> {
         await new Promise((r) => setTimeout(r, 50));
         res.socket?.destroy();
         return;
+      } else if ('raw' in step) {
+        await new Promise<void>((r) => res.write(step.raw, () => r()));
       } else {
         const head = step.event ? `event: ${step.event}\n` : '';
         await new Promise<void>((r) => res.write(`${head}data: ${JSON.stringify(step.data)}\n\n`, () => r()));
@@ -135,7 +139,8 @@ export const anthropic = {
     ),
     ...(open ? [] : [anthropicEvent('content_block_stop', { index })]),
   ],
-  toolUse: (index: number, id: string, name: string, jsonChunks: string[]): WireStep[] => [
+  /** A tool_use block; `open` leaves it without its stop (the output limit cut its input). */
+  toolUse: (index: number, id: string, name: string, jsonChunks: string[], open = false): WireStep[] => [
     anthropicEvent('content_block_start', {
       index,
       content_block: { type: 'tool_use', id, name, input: {} },
@@ -143,7 +148,7 @@ export const anthropic = {
     ...jsonChunks.map((partial_json) =>
       anthropicEvent('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json } }),
     ),
-    anthropicEvent('content_block_stop', { index }),
+    ...(open ? [] : [anthropicEvent('content_block_stop', { index })]),
   ],
   /** The end: why it stopped, the output tokens (thinking ones among them when given), then message_stop. */
   finish: (
@@ -355,10 +360,71 @@ export const openai = {
       },
     ];
   },
+  /** The response stopped early (its terminal event), e.g. `max_output_tokens`, with the usage so far. */
+  incomplete: (model: string, reason: string, u: OpenAIUsage): OpenAIEvent[] => [
+    {
+      type: 'response.incomplete',
+      response: response(model, 'incomplete', {
+        incomplete_details: { reason },
+        usage: {
+          input_tokens: u.input_tokens,
+          input_tokens_details: { cached_tokens: u.cached_tokens ?? 0 },
+          output_tokens: u.output_tokens,
+          output_tokens_details: { reasoning_tokens: u.reasoning_tokens ?? 0 },
+          total_tokens: u.input_tokens + u.output_tokens,
+        },
+      }),
+    },
+  ],
   /** The response failed server-side mid-stream (its terminal event). */
   failed: (model: string, code: string, message: string): OpenAIEvent[] => [
     { type: 'response.failed', response: response(model, 'failed', { error: { code, message } }) },
   ],
   /** A bare `error` event inside the stream. */
   error: (code: string, message: string): OpenAIEvent[] => [{ type: 'error', code, message, param: null }],
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Gemini streamGenerateContent (alt=sse): https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent
+
+export interface GeminiUsage {
+  promptTokenCount: number;
+  candidatesTokenCount?: number;
+  thoughtsTokenCount?: number;
+}
+
+const geminiUsage = (u: GeminiUsage) => ({
+  ...u,
+  totalTokenCount: u.promptTokenCount + (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0),
+});
+
+export const gemini = {
+  /**
+   * One chunk of the candidate: its parts (thoughts flagged `thought: true`), and on the last one the finish
+   * reason. Gemini sends a running usageMetadata on every chunk, the final one with the finish.
+   */
+  chunk: (
+    parts: Record<string, unknown>[],
+    usage: GeminiUsage,
+    finishReason?: 'STOP' | 'MAX_TOKENS' | 'SAFETY' | 'OTHER',
+  ): WireStep => ({
+    data: {
+      candidates: [
+        { content: { role: 'model', parts }, index: 0, ...(finishReason ? { finishReason } : {}) },
+      ],
+      usageMetadata: geminiUsage(usage),
+      modelVersion: 'gemini-fake',
+      responseId: 'resp-wirefake',
+    },
+  }),
+  thought: (text: string) => ({ text, thought: true }),
+  text: (text: string) => ({ text }),
+  /**
+   * A failure after the stream began, the way Gemini sends it: the error object as raw, pretty-printed JSON
+   * lines inside the 200 stream, not an SSE event (Google's own SDK reads them line by line; an SSE reader
+   * skips them, and the stream just ends).
+   */
+  inbandError: (code: number, status: string, message: string): WireStep => ({
+    raw: `${JSON.stringify({ error: { code, message, status } }, null, 2)}\n`,
+  }),
 };

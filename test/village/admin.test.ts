@@ -37,3 +37,23 @@ it('an admin changes the Village settings; invalid values are refused and nothin
     updated_by: 'did:plc:admin2',
   });
 });
+
+it('an admin caps the output tokens of a reply, and takes the cap away again (issue 27)', async () => {
+  const { cookie } = await app.signIn('did:plc:admin1');
+  const put = (maxOutputTokens: unknown) =>
+    app.api('/api/village', { method: 'PUT', cookie, body: { maxOutputTokens } });
+  expect((await put(0)).status).toBe(400);
+  expect((await put(2.5)).status).toBe(400);
+  const capped = await put(2000);
+  expect(capped.status).toBe(200);
+  expect(((await capped.json()) as { settings: { maxOutputTokens: unknown } }).settings.maxOutputTokens).toBe(
+    2000,
+  );
+  expect((await app.db.sql`select max_output_tokens from village_settings`)[0]).toEqual({
+    max_output_tokens: 2000,
+  });
+  expect((await put(null)).status).toBe(200);
+  expect((await app.db.sql`select max_output_tokens from village_settings`)[0]).toEqual({
+    max_output_tokens: null,
+  });
+});

@@ -9,7 +9,7 @@ export interface ViewMessage {
   role: 'player' | 'npc';
   npcName: string | null;
   parts: unknown[];
-  status: 'streaming' | 'complete' | 'stopped' | 'failed' | 'interrupted';
+  status: 'streaming' | 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
   error: string | null;
   provider: string | null;
   model: string | null;
@@ -33,9 +33,21 @@ export interface BranchActions {
 }
 export const BranchContext = createContext<BranchActions | null>(null);
 
+/**
+ * Continue after a reply the Provider cut at its output limit: asks the NPC to go on in a new reply. Offered on
+ * the newest Message only (going on from an older one would answer out of place).
+ */
+export interface ContinueAction {
+  lastId: string | null;
+  enabled: boolean;
+  go: (message: ViewMessage) => void;
+}
+export const ContinueContext = createContext<ContinueAction | null>(null);
+
 const statusNote: Record<ViewMessage['status'], string | null> = {
   streaming: null,
   complete: null,
+  truncated: 'Cut at the output limit.',
   stopped: 'Stopped — what had arrived is kept.',
   failed: 'The reply failed.',
   interrupted: 'Interrupted: the server stopped while this reply was being written.',
@@ -66,6 +78,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
       {(statusNote[message.status] || message.error) && (
         <p className={`status ${message.status}`} role={message.status === 'failed' ? 'alert' : undefined}>
           {message.error ?? statusNote[message.status]}
+          {message.status === 'truncated' && <ContinueButton message={message} />}
         </p>
       )}
       {npc && message.status !== 'streaming' && <Footer message={message} parts={parts} />}
@@ -151,6 +164,16 @@ function Siblings({ message }: { message: ViewMessage }) {
         ›
       </button>
     </span>
+  );
+}
+
+function ContinueButton({ message }: { message: ViewMessage }) {
+  const action = useContext(ContinueContext);
+  if (!action || action.lastId !== message.id) return null;
+  return (
+    <button type="button" className="continue" disabled={!action.enabled} onClick={() => action.go(message)}>
+      Continue
+    </button>
   );
 }
 

@@ -19,6 +19,8 @@ import { LiveBanner } from '../components/LivePublishing.tsx';
 import {
   type BranchActions,
   BranchContext,
+  type ContinueAction,
+  ContinueContext,
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
@@ -38,6 +40,9 @@ interface Live {
 }
 
 const PAGE = 50;
+
+/** What Continue sends after a reply cut at the output limit: the cut reply is in the history it reads. */
+export const CONTINUE_TEXT = 'Continue from where you were cut off.';
 
 export function ConversationPage() {
   const liveRef = useRef<Live | null>(null);
@@ -221,6 +226,12 @@ export function ConversationPage() {
   };
 
   const last = stored.at(-1);
+  const continueAction: ContinueAction = {
+    lastId: live ? null : (last?.id ?? null),
+    enabled: !streaming,
+    // The same NPC goes on, in a Party too.
+    go: (m) => void send(CONTINUE_TEXT, [], first?.participants?.find((p) => p.name === m.npcName)?.id),
+  };
   return (
     <div className="conversation">
       <header className="conversation-head">
@@ -240,14 +251,16 @@ export function ConversationPage() {
       </header>
       <ErrorNote error={query.error} />
       <BranchContext.Provider value={actions}>
-        <Transcript
-          rows={rows}
-          live={live}
-          hasOlder={Boolean(query.hasNextPage)}
-          loadOlder={() => query.fetchNextPage()}
-          loadingOlder={query.isFetchingNextPage}
-          focusId={found ? at : null}
-        />
+        <ContinueContext.Provider value={continueAction}>
+          <Transcript
+            rows={rows}
+            live={live}
+            hasOlder={Boolean(query.hasNextPage)}
+            loadOlder={() => query.fetchNextPage()}
+            loadingOlder={query.isFetchingNextPage}
+            focusId={found ? at : null}
+          />
+        </ContinueContext.Provider>
       </BranchContext.Provider>
       {live?.error && (
         <p role="alert" className="error">

@@ -90,6 +90,17 @@ export function VillagePage() {
               onChange={(e) => setForm({ ...form, sandboxQuotaMb: Number(e.target.value) })}
             />
           </label>
+          <label>
+            Most output tokens per reply (empty: each Model's own limit)
+            <input
+              type="number"
+              min={1}
+              value={form.maxOutputTokens ?? ''}
+              onChange={(e) =>
+                setForm({ ...form, maxOutputTokens: e.target.value ? Number(e.target.value) : null })
+              }
+            />
+          </label>
           <fieldset className="kinds">
             <legend>Attachments accepted (judged by their contents)</legend>
             {ATTACHMENT_KINDS.map(([type, label]) => (
