@@ -80,7 +80,7 @@ function decoded(token: string): string | null {
 function foldGrapheme(g: string): string {
   if (MARKS.has(g)) return '';
   if (g === '+') return ' ';
-  const bare = unparenthesised(unconfused(g).normalize('NFKD')).replace(INVISIBLE, '');
+  const bare = unparenthesised(unconfused(g).normalize('NFKD').replace(INVISIBLE, ''));
   if (!bare) return '';
   if (BREAK.test(bare)) return ' ';
   return bare
