@@ -180,8 +180,12 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
   return skeleton === null ? { text, from, to } : { text, from, to, skeleton };
 }
 
-/** Letters spelled out one by one, with up to three spaces or punctuation marks between ("p-e-l-i-c-a-n"). */
-const SPELLED = /(?<![\p{L}\p{N}])[\p{L}\p{N}](?:[^\p{L}\p{N}\u2588]{1,3}[\p{L}\p{N}](?![\p{L}\p{N}])){2,}/gu;
+/**
+ * Letters spelled out one by one, with up to three spaces or punctuation marks between ("p-e-l-i-c-a-n"); a
+ * letter that folds to two (ß, æ, œ) counts as one.
+ */
+const SPELLED =
+  /(?<![\p{L}\p{N}])(?:ss|ae|oe|[\p{L}\p{N}])(?:[^\p{L}\p{N}\u2588]{1,3}(?:ss|ae|oe|[\p{L}\p{N}])(?![\p{L}\p{N}])){2,}/gu;
 const NOT_LETTER = /[^\p{L}\p{N}]/gu;
 const LETTER = /[\p{L}\p{N}]/u;
 const squash = (m: string) => m.replace(NOT_LETTER, '');
