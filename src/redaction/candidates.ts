@@ -3,20 +3,31 @@
  * and most published strings hold no covered word, so a string is parsed only when this says it may.
  *
  * It reads a *skeleton* of the folded string: letters, digits and symbols as folded; spaces and punctuation
- * dropped (a needle's own spaces and punctuation do not matter here); and NUL for each character that can be
- * Markdown syntax (emphasis, brackets, parentheses, angle brackets, code, strike-through, table pipes,
- * backslashes, line breaks, and the list, quote and heading markers at a line's start). What a reader does not
- * show (marks, destinations, titles, labels, definitions, markers) always starts and ends with such a character.
- * So when Markdown splits a covered word, the first piece shown ends right before a NUL and the last starts
- * right after one: a string is a candidate only when, for one needle, the skeleton holds a token ending with
- * one of its beginnings and a token starting with its matching end. A needle written whole is found by the
- * fold without parsing.
+ * dropped (a needle's own spaces and punctuation do not matter here); a MARK for each character that can be
+ * Markdown syntax (emphasis, parentheses, angle brackets, code, strike-through, table pipes, backslashes, line
+ * breaks, the list, quote and heading markers at a line's start, a code fence's info string), and a BRACKET
+ * for `[`, `]` and `)`. What a reader does not show is made of marks, except where it holds words: a link's
+ * destination and title `](…)`, a reference's label `][…]`, a footnote's `[^…]`, which open after a bracket
+ * and close with one. So when Markdown shows a covered word, either its letters are next to each other once the
+ * marks and brackets are gone, or, with the marks gone, a bracket follows one of its beginnings and another
+ * precedes its matching end (an end that follows the needle's own space or punctuation, when a space or
+ * punctuation follows that bracket). Anything else is not parsed.
  */
 
+// Private-use characters: a text that holds them only reads as having more syntax (parsed more often).
+export const MARK = '\ue000';
+/** `[` (before a footnote's label), `]` (before a destination or label, and after a label), `)` (after one). */
+export const BRACKET: Record<string, string> = { '[': '\ue001', ']': '\ue002', ')': '\ue003' };
+/** After a closing bracket, where what follows is a space or punctuation: the word may go on only after its own. */
+export const LOOSE = '\ue004';
+const AFTER_SHOWN = new Set(['\ue001', '\ue002']);
+const BEFORE_SHOWN = new Set(['\ue002', '\ue003']);
 /** Characters that can be Markdown syntax wherever they are. */
 export const SYNTAX = new Set(['*', '_', '[', ']', '(', ')', '<', '>', '!', '`', '~', '|', '\\', '\n', '\r']);
 /** Characters that, at a line's start, can be a block's marker (with spaces between). */
 export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')', ...'0123456789']);
+/** A code fence's opening line: its info string is not shown. */
+export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
 const NOT_KEPT = /[\s\p{P}]/gu;
 
 /** A needle as the skeleton holds it. */
@@ -28,9 +39,12 @@ export const kept = (folded: string): string =>
 /** The skeleton of printable ASCII text, by the same rules, without folding (ASCII folds to lower case). */
 export function asciiSkeleton(lower: string): string {
   return lower
-    .replace(/(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g, '\0')
-    .replace(/[*_[\]()<>!`~|\\\n\r]/g, '\0')
-    .replace(/[^a-z0-9$=^\0\u2588]/g, '');
+    .replace(FENCE, MARK)
+    .replace(/(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g, MARK)
+    .replace(/[\])](?=[ \t+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
+    .replace(/[[\])]/g, (c) => BRACKET[c]!)
+    .replace(/[*_(<>!`~|\\\n\r]/g, MARK)
+    .replace(/[^a-z0-9$=^\ue000-\ue004\u2588]/g, '');
 }
 
 interface Node {
@@ -53,38 +67,74 @@ export type Candidates = (skeleton: string) => boolean;
 
 /** The test for these needles (folded); needles of one kept character cannot be split. */
 export function candidates(needles: readonly string[]): Candidates {
-  const heads = node(); // each needle's proper beginnings, reversed: read backwards from a NUL
-  const tails = node(); // each needle's proper ends: read forwards from a NUL
+  const heads = node(); // each needle's proper beginnings, reversed: read backwards from a bracket
+  // Each needle's proper ends, read forwards from a bracket: those after a space or punctuation in the needle
+  // (loose), and those after a letter (tight).
+  const loose = node();
+  const tight = node();
   let any = false;
   let longest = 0;
   needles.forEach((needle, id) => {
-    const cps = [...skeletonOf(needle)];
+    // The needle's kept characters, each with whether a space or punctuation comes right before it.
+    const cps: { c: string; spaced: boolean }[] = [];
+    let spaced = false;
+    for (const c of needle) {
+      if (skeletonOf(c)) cps.push({ c, spaced });
+      spaced = !skeletonOf(c);
+    }
     longest = Math.max(longest, needle.length);
     for (let k = 1; k < cps.length; k++) {
-      insert(heads, cps.slice(0, k).reverse().join(''), id);
-      insert(tails, cps.slice(k).join(''), id);
+      insert(
+        heads,
+        cps
+          .slice(0, k)
+          .map((x) => x.c)
+          .reverse()
+          .join(''),
+        id,
+      );
+      insert(
+        cps[k]!.spaced ? loose : tight,
+        cps
+          .slice(k)
+          .map((x) => x.c)
+          .join(''),
+        id,
+      );
       any = true;
     }
   });
+  const cores = [...new Set(needles.map(skeletonOf))].filter(Boolean);
   return (skeleton) => {
+    const bare = skeleton.replace(/[\ue000-\ue003]/g, '');
+    if (cores.some((n) => bare.includes(n))) return true;
     if (!any) return false;
+    const marked = skeleton.replaceAll(MARK, '');
     const began = new Set<number>();
     const ended = new Set<number>();
-    for (let p = skeleton.indexOf('\0'); p >= 0; p = skeleton.indexOf('\0', p + 1)) {
-      let at: Node | undefined = heads;
+    for (const { index: p, 0: c } of marked.matchAll(/[\ue001-\ue003]/g)) {
+      let at: Node | undefined = AFTER_SHOWN.has(c) ? heads : undefined;
       // Code points, read backwards: a surrogate pair is stepped over whole.
       for (let i = p; at && i > 0; ) {
-        const low = skeleton.charCodeAt(i - 1);
+        const low = marked.charCodeAt(i - 1);
         const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
-        at = at.next.get(skeleton.slice(i - width, i));
+        at = at.next.get(marked.slice(i - width, i));
         i -= width;
         for (const id of at?.ids ?? []) began.add(id);
       }
-      at = tails;
-      for (const c of skeleton.slice(p + 1, p + 1 + longest)) {
-        at = at.next.get(c);
-        if (!at) break;
-        for (const id of at.ids) ended.add(id);
+      if (!BEFORE_SHOWN.has(c)) continue;
+      const after = marked[p + 1];
+      const from = after === LOOSE ? p + 2 : p + 1;
+      // A space or punctuation right after: the word goes on only after its own. A letter right after: the
+      // word's own space may have come before the hidden part, so either kind of end.
+      const tries = after === LOOSE ? [loose] : [loose, tight];
+      for (let trie of tries) {
+        for (const next of marked.slice(from, from + longest)) {
+          const n = trie.next.get(next);
+          if (!n) break;
+          trie = n;
+          for (const id of n.ids) ended.add(id);
+        }
       }
     }
     for (const id of began) if (ended.has(id)) return true;

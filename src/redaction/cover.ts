@@ -1,4 +1,14 @@
-import { asciiSkeleton, candidates, kept, LINE_MARKS, SYNTAX } from './candidates.ts';
+import {
+  asciiSkeleton,
+  BRACKET,
+  candidates,
+  FENCE,
+  kept,
+  LINE_MARKS,
+  LOOSE,
+  MARK,
+  SYNTAX,
+} from './candidates.ts';
 import { unconfused, unparenthesised } from './lookalikes.ts';
 import { decodeReference, shownText } from './markdown.ts';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
@@ -102,27 +112,42 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
   let space = false;
   let skeleton = withSkeleton ? '' : null;
   let lineStart = true;
-  let quiet = false; // syntax or a block marker: NUL in the skeleton, not the character itself
-  /** The skeleton's reading of source character `c` (written, not decoded), before it is folded. */
-  const mark = (c: string) => {
+  let quiet = false; // syntax, a block marker or a fence's info: a mark in the skeleton, not the character
+  // Code fences' opening lines, [start, end) by turns, in order.
+  const fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
+  let fence = 0;
+  let afterBracket = false; // right after `]` or `)`: whether a space or punctuation follows is noted (LOOSE)
+  /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
+  const mark = (c: string, at: number) => {
     quiet = false;
     if (skeleton === null) return;
-    if (c === '\n' || c === '\r') {
-      skeleton += '\0';
+    while (fence < fences.length && fences[fence + 1]! <= at) fence += 2;
+    if (fence < fences.length && fences[fence]! <= at) {
+      skeleton += MARK;
+      quiet = true;
+    } else if (c === '\n' || c === '\r') {
+      skeleton += MARK;
       lineStart = true;
+      afterBracket = false;
     } else if (lineStart && LINE_MARKS.has(c)) {
-      if (c !== ' ' && c !== '\t') skeleton += '\0';
+      if (c !== ' ' && c !== '\t') skeleton += MARK;
       quiet = true;
     } else {
       lineStart = false;
       if (SYNTAX.has(c)) {
-        skeleton += '\0';
+        skeleton += BRACKET[c] ?? MARK;
+        afterBracket = c === ']' || c === ')';
         quiet = true;
       }
     }
   };
   const push = (f: string, start: number, end: number) => {
-    if (skeleton !== null && f && f !== ' ' && !quiet) skeleton += kept(f);
+    if (skeleton !== null && f && !quiet) {
+      const k = f === ' ' ? '' : kept(f);
+      if (afterBracket && !k) skeleton += LOOSE;
+      afterBracket = false;
+      skeleton += k;
+    }
     if (!f) {
       // Invisible on its own: joins whatever it sits between.
       if (to.length) to[to.length - 1] = end;
@@ -152,7 +177,7 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
       // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
       for (let i = 0; i < t.length; i++) {
         const c = t[i]!;
-        if (!span) mark(c);
+        if (!span) mark(c, offset + i);
         const breaks =
           c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r' || c === '+';
         push(breaks ? ' ' : MARKS.has(c) ? '' : c.toLowerCase(), ...at(i, 1));
@@ -160,7 +185,7 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
       return;
     }
     for (const { segment, index } of segmenter.segment(t)) {
-      if (!span) mark(segment);
+      if (!span) mark(segment, offset + index);
       push(foldGrapheme(segment), ...at(index, segment.length));
     }
   };

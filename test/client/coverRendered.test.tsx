@@ -48,6 +48,7 @@ function read(shown: string): string {
     .join('')
     .normalize('NFKC')
     .replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, '')
+    .replace(/\s+/g, ' ')
     .toLowerCase();
   return `${plain}\n${plain.replace(SPELLED, (m) => m.replace(/[-. ·]/g, ''))}`;
 }
@@ -112,7 +113,11 @@ const surroundings = fc.constantFrom(
 /** A covered word, and Markdown that shows it to the reader: split, each piece spelled, pieces joined. */
 const disguised = fc
   .record({
-    word: fc.stringMatching(/^[a-z]{3,6}$/).map((w) => `q${w}x`),
+    // One word or two (a phrase can be split where its own space is).
+    word: fc.oneof(
+      fc.stringMatching(/^[a-z]{3,6}$/).map((w) => `q${w}x`),
+      fc.stringMatching(/^[a-z]{1,3} [a-z]{1,3}$/).map((w) => `q${w}x`),
+    ),
     cuts: fc.uniqueArray(fc.integer({ min: 1, max: 6 }), { maxLength: 3 }),
     spellings: fc.array(fc.nat(spells.length - 1), { minLength: 4, maxLength: 4 }),
     joiners: fc.array(fc.nat(joins.length - 1), { minLength: 3, maxLength: 3 }),
