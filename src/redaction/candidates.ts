@@ -65,6 +65,12 @@ const insert = (root: Node, key: string, id: number) => {
 /** Whether this skeleton may show a needle split by Markdown. */
 export type Candidates = (skeleton: string) => boolean;
 
+const count = (s: string, n: string) => {
+  let k = 0;
+  for (let at = s.indexOf(n); at >= 0; at = s.indexOf(n, at + 1)) k++;
+  return k;
+};
+
 /** The test for these needles (folded); needles of one kept character cannot be split. */
 export function candidates(needles: readonly string[]): Candidates {
   const heads = node(); // each needle's proper beginnings, reversed: read backwards from a bracket
@@ -106,8 +112,11 @@ export function candidates(needles: readonly string[]): Candidates {
   });
   const cores = [...new Set(needles.map(skeletonOf))].filter(Boolean);
   return (skeleton) => {
-    const bare = skeleton.replace(/[\ue000-\ue003]/g, '');
-    if (cores.some((n) => bare.includes(n))) return true;
+    // Letters next to each other once marks and brackets are gone, with one of them between: an occurrence
+    // with none between is the fold's to find.
+    const bare = skeleton.replace(/[\ue000-\ue004]/g, '');
+    const clean = skeleton.replaceAll(LOOSE, '');
+    if (cores.some((n) => count(bare, n) > count(clean, n))) return true;
     if (!any) return false;
     const marked = skeleton.replaceAll(MARK, '');
     const began = new Set<number>();

@@ -31,6 +31,8 @@ describe('the cover reads Markdown only where it may hide a covered word', () =>
       'see [the map](https://m.example) and [a cap](https://c.example) nor',
     ];
     for (const t of texts) expect(cover.apply(t)).toBe(t);
+    // A covered word written plainly, however often, is the fold's to find.
+    expect(cover.apply('The PELICAN, a *pelican*: pelican.')).toBe('The ████████, a *████████: ████████.');
     expect(parsed.count).toBe(0);
   });
 
