@@ -6,18 +6,22 @@
  * dropped (a needle's own spaces and punctuation do not matter here); a MARK for each character that can be
  * Markdown syntax (emphasis, parentheses, angle brackets, code, strike-through, table pipes, backslashes, line
  * breaks, the list, quote and heading markers at a line's start, a code fence's info string), and a BRACKET
- * for `[`, `]` and `)`. What a reader does not show is made of marks, except where it holds words: a link's
- * destination and title `](…)`, a reference's label `][…]`, a footnote's `[^…]`, which open after a bracket
- * and close with one. So when Markdown shows a covered word, either its letters are next to each other once the
- * marks and brackets are gone, or, with the marks gone, a bracket follows one of its beginnings and another
- * precedes its matching end (an end that follows the needle's own space or punctuation, when a space or
- * punctuation follows that bracket). Anything else is not parsed.
+ * for `[^`, `]` and `)`. What a reader does not show is made of marks, except where it holds words: a link's
+ * destination and title `](…)` and a reference's label `][…]`, which open after `]` and close with `)` or `]`.
+ * So when Markdown shows a covered word, either its letters are next to each other once the marks and brackets
+ * are gone (with a mark between: without, the fold finds it), or, with the marks gone, a `]` follows one of its
+ * beginnings and a bracket precedes its matching end (an end that follows the needle's own space or
+ * punctuation, when a space, punctuation or line end follows that bracket). Anything else is not parsed.
  */
 
 // Private-use characters: a text that holds them only reads as having more syntax (parsed more often).
 export const MARK = '\ue000';
-/** `[` (before a footnote's label), `]` (before a destination or label, and after a label), `)` (after one). */
-export const BRACKET: Record<string, string> = { '[': '\ue001', ']': '\ue002', ')': '\ue003' };
+/**
+ * `[^` (a footnote's label: the reader shows a number in its place, but an image's alt shows nothing), `]` (before
+ * a destination or a label, and after a label) and `)` (after a destination).
+ */
+export const BRACKET: Record<string, string> = { '[^': '\ue001', ']': '\ue002', ')': '\ue003' };
+const FOOTNOTE = '\ue001';
 /** After a closing bracket, where what follows is a space or punctuation: the word may go on only after its own. */
 export const LOOSE = '\ue004';
 const AFTER_SHOWN = new Set(['\ue001', '\ue002']);
@@ -41,9 +45,9 @@ export function asciiSkeleton(lower: string): string {
   return lower
     .replace(FENCE, MARK)
     .replace(/(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g, MARK)
-    .replace(/[\])](?=[ \t+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
-    .replace(/[[\])]/g, (c) => BRACKET[c]!)
-    .replace(/[*_(<>!`~|\\\n\r]/g, MARK)
+    .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
+    .replace(/\[\^|[\])]/g, (c) => BRACKET[c]!)
+    .replace(/[*_[(<>!`~|\\\n\r]/g, MARK)
     .replace(/[^a-z0-9$=^\ue000-\ue004\u2588]/g, '');
 }
 
@@ -127,8 +131,10 @@ export function candidates(needles: readonly string[]): Candidates {
       for (let i = p; at && i > 0; ) {
         const low = marked.charCodeAt(i - 1);
         const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
-        at = at.next.get(marked.slice(i - width, i));
+        const prev = marked.slice(i - width, i);
         i -= width;
+        // A footnote's label between pieces shows nothing in an image's alt: read past its bracket.
+        if (prev !== FOOTNOTE) at = at.next.get(prev);
         for (const id of at?.ids ?? []) began.add(id);
       }
       if (!BEFORE_SHOWN.has(c)) continue;
@@ -138,7 +144,8 @@ export function candidates(needles: readonly string[]): Candidates {
       // word's own space may have come before the hidden part, so either kind of end.
       const tries = after === LOOSE ? [loose] : [loose, tight];
       for (let trie of tries) {
-        for (const next of marked.slice(from, from + longest)) {
+        for (const next of marked.slice(from, from + 2 * longest)) {
+          if (next === FOOTNOTE) continue;
           const n = trie.next.get(next);
           if (!n) break;
           trie = n;

@@ -126,7 +126,8 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
       skeleton += MARK;
       quiet = true;
     } else if (c === '\n' || c === '\r') {
-      skeleton += MARK;
+      // A line's end right after a bracket is a break in what is shown, as a space is.
+      skeleton += afterBracket ? LOOSE + MARK : MARK;
       lineStart = true;
       afterBracket = false;
     } else if (lineStart && LINE_MARKS.has(c)) {
@@ -135,7 +136,7 @@ function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
     } else {
       lineStart = false;
       if (SYNTAX.has(c)) {
-        skeleton += BRACKET[c] ?? MARK;
+        skeleton += (c === '[' && s[at + 1] === '^' ? BRACKET['[^'] : BRACKET[c]) ?? MARK;
         afterBracket = c === ']' || c === ')';
         quiet = true;
       }

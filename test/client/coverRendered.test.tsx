@@ -39,7 +39,8 @@ for (const alphabet of Object.values(LOOKALIKES))
     if (c) READ_AS.set(c, ABC[i]!);
   });
 const SEPARATORS = ['-', '.', ' ', '·'];
-const SPELLED = /(?<![\p{L}\p{N}])\p{L}(?:[-. ·]\p{L}(?![\p{L}\p{N}]))+/gu;
+// Three letters or more, one by one, as the cover reads them.
+const SPELLED = /(?<![\p{L}\p{N}])\p{L}(?:[-. ·]\p{L}(?![\p{L}\p{N}])){2,}/gu;
 
 /** What a reader makes of shown text. */
 function read(shown: string): string {
@@ -86,6 +87,9 @@ const joins: Join[] = [
   (a, b) => ({ text: `[${a}](https://x.example 'title ${b}')${b}` }),
   (a, b) => ({ text: `[${a}](<a b>)${b}` }),
   (a, b) => ({ text: `[${a}](a(b(c)))${b}` }),
+  (a, b) => ({ text: `[${a}](https://x.example)[${b}](https://y.example)` }),
+  (a, b) => ({ text: `[${a}](https://x.example)\n${b}` }),
+  (a, b) => ({ text: `${a}[^n]${b}`, after: '[^n]: a note' }),
   (a, b) => ({ text: `[${a}][r]${b}`, after: '[r]: https://u.example' }),
   (a, b) => ({ text: `[${a}][]${b}`, after: `[${a}]: https://u.example` }),
   (a, b) => ({ text: `<https://${a}>${b}` }),
