@@ -307,7 +307,7 @@ export function makeCover(words: Iterable<string>): Cover {
     for (const f of views) {
       for (const needle of needles) {
         for (let at = f.text.indexOf(needle); at >= 0; at = f.text.indexOf(needle, at + 1)) {
-          // The rendered view may place pieces out of order (footnotes): the span holds them all.
+          // The rendered view maps some characters to a whole node's source ("🖼 ", what it could not place).
           let start = f.from[at]!;
           let end = f.to[at]!;
           for (let k = at + 1; k < at + needle.length; k++) {
