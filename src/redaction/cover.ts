@@ -1,4 +1,16 @@
-import { decodeNamedCharacterReference } from 'decode-named-character-reference';
+import {
+  asciiSkeleton,
+  BRACKET,
+  candidates,
+  FENCE,
+  kept,
+  LINE_MARKS,
+  LOOSE,
+  MARK,
+  SYNTAX,
+} from './candidates.ts';
+import { unconfused, unparenthesised } from './lookalikes.ts';
+import { decodeReference, shownText } from './markdown.ts';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
 /**
@@ -9,8 +21,12 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
  * as one word break. What a reader decodes is decoded first: Markdown's emphasis, code and link brackets and
  * its backslash escapes are invisible, character references (`&#77;`, `&amp;`) and percent-escapes (`%20`,
  * `12+Maple+Street`) read as what they stand for, and a link's destination is read both as text and as if it
- * were not there (`[12 Maple](…) Street` shows "12 Maple Street"). Matching is by substring, not whole words:
- * covering too much is visible in the preview; too little leaks.
+ * were not there (`[12 Maple](…) Street` shows "12 Maple Street"). Look-alike letters (small capitals, ⒫, 🅟,
+ * Cyrillic "р") read as the Latin ones (lookalikes.ts), and letters spelled out one by one with punctuation
+ * between ("P-E-L-I-C-A-N", "P.E.L.I.C.A.N") as the word. Where Markdown may split a covered word (candidates.ts),
+ * the string is also read as the reader's Markdown renderer shows it (markdown.ts) and the source that showed
+ * the word is covered. Matching is by substring, not whole words: covering too much is visible in the preview;
+ * too little leaks.
  */
 
 /** A string folded for matching, with the original [start, end) of each folded code unit. */
@@ -18,6 +34,8 @@ interface Folded {
   text: string;
   from: number[];
   to: number[];
+  /** The skeleton that candidates.ts reads, when asked for. */
+  skeleton?: string;
 }
 
 // Printable ASCII and the bar itself (which folds to itself): one code unit each, no segmentation needed.
@@ -65,22 +83,14 @@ function decoded(token: string): string | null {
     }
   }
   if (token.startsWith('](')) return '';
-  const name = token.slice(1, -1);
-  if (name[0] !== '#') return decodeNamedCharacterReference(name) || null;
-  const code = Number.parseInt(
-    name.slice(name[1] === 'x' || name[1] === 'X' ? 2 : 1),
-    name[1]?.toLowerCase() === 'x' ? 16 : 10,
-  );
-  return code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff)
-    ? String.fromCodePoint(code)
-    : null;
+  return decodeReference(token);
 }
 
 /** How one grapheme reads, for matching: '' when invisible, ' ' when it breaks words. */
 function foldGrapheme(g: string): string {
   if (MARKS.has(g)) return '';
   if (g === '+') return ' ';
-  const bare = g.normalize('NFKD').replace(INVISIBLE, '');
+  const bare = unparenthesised(unconfused(g).normalize('NFKD').replace(INVISIBLE, ''));
   if (!bare) return '';
   if (BREAK.test(bare)) return ' ';
   return bare
@@ -95,12 +105,50 @@ function foldGrapheme(g: string): string {
  * `s` folded for matching. With `hideLinks`, link destinations read as nothing (the text a reader sees);
  * without, they read as text (the destination itself, which the record carries).
  */
-function fold(s: string, hideLinks = false): Folded {
+function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
   const from: number[] = [];
   const to: number[] = [];
   let text = '';
   let space = false;
+  let skeleton = withSkeleton ? '' : null;
+  let lineStart = true;
+  let quiet = false; // syntax, a block marker or a fence's info: a mark in the skeleton, not the character
+  // Code fences' opening lines, [start, end) by turns, in order.
+  const fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
+  let fence = 0;
+  let afterBracket = false; // right after `]` or `)`: whether a space or punctuation follows is noted (LOOSE)
+  /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
+  const mark = (c: string, at: number) => {
+    quiet = false;
+    if (skeleton === null) return;
+    while (fence < fences.length && fences[fence + 1]! <= at) fence += 2;
+    if (fence < fences.length && fences[fence]! <= at) {
+      skeleton += MARK;
+      quiet = true;
+    } else if (c === '\n' || c === '\r') {
+      // A line's end right after a bracket is a break in what is shown, as a space is.
+      skeleton += afterBracket ? LOOSE + MARK : MARK;
+      lineStart = true;
+      afterBracket = false;
+    } else if (lineStart && LINE_MARKS.has(c)) {
+      if (c !== ' ' && c !== '\t') skeleton += MARK;
+      quiet = true;
+    } else {
+      lineStart = false;
+      if (SYNTAX.has(c)) {
+        skeleton += (c === '[' && s[at + 1] === '^' ? BRACKET['[^'] : BRACKET[c]) ?? MARK;
+        afterBracket = c === ']' || c === ')';
+        quiet = true;
+      }
+    }
+  };
   const push = (f: string, start: number, end: number) => {
+    if (skeleton !== null && f && !quiet) {
+      const k = f === ' ' ? '' : kept(f);
+      if (afterBracket && !k) skeleton += LOOSE;
+      afterBracket = false;
+      skeleton += k;
+    }
     if (!f) {
       // Invisible on its own: joins whatever it sits between.
       if (to.length) to[to.length - 1] = end;
@@ -122,18 +170,25 @@ function fold(s: string, hideLinks = false): Folded {
   /** Plain text from `offset` on; `span` maps every piece to one source range (a decoded spelling's). */
   const plain = (t: string, offset: number, span?: [number, number]) => {
     const at = (i: number, n: number): [number, number] => span ?? [offset + i, offset + i + n];
+    if (span) {
+      quiet = false;
+      lineStart = false;
+    }
     if (ASCII.test(t)) {
       // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
       for (let i = 0; i < t.length; i++) {
         const c = t[i]!;
+        if (!span) mark(c, offset + i);
         const breaks =
           c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r' || c === '+';
         push(breaks ? ' ' : MARKS.has(c) ? '' : c.toLowerCase(), ...at(i, 1));
       }
       return;
     }
-    for (const { segment, index } of segmenter.segment(t))
+    for (const { segment, index } of segmenter.segment(t)) {
+      if (!span) mark(segment, offset + index);
       push(foldGrapheme(segment), ...at(index, segment.length));
+    }
   };
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
@@ -148,7 +203,47 @@ function fold(s: string, hideLinks = false): Folded {
     last = end;
   }
   plain(s.slice(last), last);
-  return { text, from, to };
+  return skeleton === null ? { text, from, to } : { text, from, to, skeleton };
+}
+
+/**
+ * Letters spelled out one by one, with up to three spaces or punctuation marks between ("p-e-l-i-c-a-n"); a
+ * letter that folds to two (ß, æ, œ) counts as one.
+ */
+const SPELLED =
+  /(?<![\p{L}\p{N}])(?:ss|ae|oe|[\p{L}\p{N}])(?:[^\p{L}\p{N}\u2588]{1,3}(?:ss|ae|oe|[\p{L}\p{N}])(?![\p{L}\p{N}])){2,}/gu;
+const NOT_LETTER = /[^\p{L}\p{N}]/gu;
+const LETTER = /[\p{L}\p{N}]/u;
+const squash = (m: string) => m.replace(NOT_LETTER, '');
+
+/** `f` with the letters of each spelled-out word joined; null when it has none. */
+function spelled(f: Folded): Folded | null {
+  let out: Folded | null = null;
+  let last = 0;
+  const copy = (i: number) => {
+    out!.text += f.text[i];
+    out!.from.push(f.from[i]!);
+    out!.to.push(f.to[i]!);
+  };
+  for (const m of f.text.matchAll(SPELLED)) {
+    out ??= { text: '', from: [], to: [] };
+    for (let i = last; i < m.index; i++) copy(i);
+    for (let i = m.index; i < m.index + m[0].length; i++) if (LETTER.test(f.text[i]!)) copy(i);
+    last = m.index + m[0].length;
+  }
+  if (out) for (let i = last; i < f.text.length; i++) copy(i);
+  return out;
+}
+
+/** What the reader's Markdown renderer shows of `s`, folded, mapped to `s`. */
+function rendered(s: string): Folded {
+  const shown = shownText(s);
+  const f = fold(shown.text);
+  return {
+    text: f.text,
+    from: f.from.map((i) => shown.from[i]!),
+    to: f.to.map((i) => shown.to[i - 1]!),
+  };
 }
 
 /**
@@ -180,8 +275,10 @@ export function makeCover(words: Iterable<string>): Cover {
   const set = new Set<string>();
   for (const w of words) for (const n of needlesOf(w)) set.add(n);
   const needles = [...set].sort((a, b) => b.length - a.length);
+  const maySplit = candidates(needles);
   const find = (s: string): Span[] => {
     if (!needles.length || !s) return [];
+    let parse: boolean | undefined;
     // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
     // printable ASCII that most text is), and the full fold only where a needle may be.
     if (ASCII.test(s) && !DECODABLE.test(s)) {
@@ -191,14 +288,33 @@ export function makeCover(words: Iterable<string>): Cover {
       const shown = s.includes('](')
         ? lower.replace(LINK_DESTINATION, '').replace(ASCII_MARKS, '').replace(ASCII_BREAKS, ' ')
         : quick;
-      if (!needles.some((n) => quick.includes(n) || shown.includes(n))) return [];
+      const joined = quick.replace(SPELLED, squash);
+      parse = maySplit(asciiSkeleton(lower));
+      if (!parse && !needles.some((n) => quick.includes(n) || shown.includes(n) || joined.includes(n)))
+        return [];
+    }
+    const written = fold(s, false, parse === undefined);
+    // As written (a link's destination is text in the record), as a reader shows it without the link's
+    // destination, and as the reader's Markdown renderer shows it; each also with spelled-out words joined.
+    const views = [written];
+    if (s.includes('](')) views.push(fold(s, true));
+    if (parse ?? maySplit(written.skeleton!)) views.push(rendered(s));
+    for (const v of [...views]) {
+      const joined = spelled(v);
+      if (joined) views.push(joined);
     }
     const hits: Span[] = [];
-    // As written (a link's destination is text in the record), and as a reader shows it (without it).
-    for (const f of s.includes('](') ? [fold(s), fold(s, true)] : [fold(s)]) {
+    for (const f of views) {
       for (const needle of needles) {
         for (let at = f.text.indexOf(needle); at >= 0; at = f.text.indexOf(needle, at + 1)) {
-          hits.push({ start: f.from[at]!, end: f.to[at + needle.length - 1]! });
+          // The rendered view maps some characters to a whole node's source ("🖼 ", what it could not place).
+          let start = f.from[at]!;
+          let end = f.to[at]!;
+          for (let k = at + 1; k < at + needle.length; k++) {
+            start = Math.min(start, f.from[k]!);
+            end = Math.max(end, f.to[k]!);
+          }
+          hits.push({ start, end });
         }
       }
     }
@@ -209,7 +325,16 @@ export function makeCover(words: Iterable<string>): Cover {
     find,
     apply(s, spans = []) {
       const all = spans.length ? [...find(s), ...spans] : find(s);
-      return all.length ? applySpans(s, all) : s;
+      if (!all.length) return s;
+      // A bar where Markdown was can make the rest read differently (an emphasis or link no longer closed):
+      // covered again until nothing shows, and wholly if that does not settle.
+      let out = applySpans(s, all);
+      for (let round = 0; round < 4; round++) {
+        const more = find(out);
+        if (!more.length) return out;
+        out = applySpans(out, more);
+      }
+      return find(out).length ? REDACTION_BAR : out;
     },
   };
 }

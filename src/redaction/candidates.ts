@@ -1,0 +1,159 @@
+/**
+ * Whether Markdown could be hiding a covered word in a string: parsing Markdown costs far more than folding,
+ * and most published strings hold no covered word, so a string is parsed only when this says it may.
+ *
+ * It reads a *skeleton* of the folded string: letters, digits and symbols as folded; spaces and punctuation
+ * dropped (a needle's own spaces and punctuation do not matter here); a MARK for each character that can be
+ * Markdown syntax (emphasis, parentheses, angle brackets, code, strike-through, table pipes, backslashes, line
+ * breaks, the list, quote and heading markers at a line's start, a code fence's info string), and a BRACKET
+ * for `[^`, `]` and `)`. What a reader does not show is made of marks, except where it holds words: a link's
+ * destination and title `](…)` and a reference's label `][…]`, which open after `]` and close with `)` or `]`.
+ * So when Markdown shows a covered word, either its letters are next to each other once the marks and brackets
+ * are gone (with a mark between: without, the fold finds it), or, with the marks gone, a `]` follows one of its
+ * beginnings and a bracket precedes its matching end (an end that follows the needle's own space or
+ * punctuation, when a space, punctuation or line end follows that bracket). Anything else is not parsed.
+ */
+
+// Private-use characters: a text that holds them only reads as having more syntax (parsed more often).
+export const MARK = '\ue000';
+/**
+ * `[^` (a footnote's label: the reader shows a number in its place, but an image's alt shows nothing), `]` (before
+ * a destination or a label, and after a label) and `)` (after a destination).
+ */
+export const BRACKET: Record<string, string> = { '[^': '\ue001', ']': '\ue002', ')': '\ue003' };
+const FOOTNOTE = '\ue001';
+/** After a closing bracket, where what follows is a space or punctuation: the word may go on only after its own. */
+export const LOOSE = '\ue004';
+const AFTER_SHOWN = new Set(['\ue001', '\ue002']);
+const BEFORE_SHOWN = new Set(['\ue002', '\ue003']);
+/** Characters that can be Markdown syntax wherever they are. */
+export const SYNTAX = new Set(['*', '_', '[', ']', '(', ')', '<', '>', '!', '`', '~', '|', '\\', '\n', '\r']);
+/** Characters that, at a line's start, can be a block's marker (with spaces between). */
+export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')', ...'0123456789']);
+/** A code fence's opening line: its info string is not shown. */
+export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
+const NOT_KEPT = /[\s\p{P}]/gu;
+
+/** A needle as the skeleton holds it. */
+export const skeletonOf = (needle: string): string => needle.replace(NOT_KEPT, '');
+/** A folded piece as the skeleton holds it. */
+export const kept = (folded: string): string =>
+  folded.length === 1 && /[a-z0-9]/.test(folded) ? folded : folded.replace(NOT_KEPT, '');
+
+/** The skeleton of printable ASCII text, by the same rules, without folding (ASCII folds to lower case). */
+export function asciiSkeleton(lower: string): string {
+  return lower
+    .replace(FENCE, MARK)
+    .replace(/(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g, MARK)
+    .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
+    .replace(/\[\^|[\])]/g, (c) => BRACKET[c]!)
+    .replace(/[*_[(<>!`~|\\\n\r]/g, MARK)
+    .replace(/[^a-z0-9$=^\ue000-\ue004\u2588]/g, '');
+}
+
+interface Node {
+  next: Map<string, Node>;
+  ids: number[];
+}
+const node = (): Node => ({ next: new Map(), ids: [] });
+const insert = (root: Node, key: string, id: number) => {
+  let at = root;
+  for (const c of key) {
+    const n = at.next.get(c) ?? node();
+    at.next.set(c, n);
+    at = n;
+  }
+  at.ids.push(id);
+};
+
+/** Whether this skeleton may show a needle split by Markdown. */
+export type Candidates = (skeleton: string) => boolean;
+
+const count = (s: string, n: string) => {
+  let k = 0;
+  for (let at = s.indexOf(n); at >= 0; at = s.indexOf(n, at + 1)) k++;
+  return k;
+};
+
+/** The test for these needles (folded); needles of one kept character cannot be split. */
+export function candidates(needles: readonly string[]): Candidates {
+  const heads = node(); // each needle's proper beginnings, reversed: read backwards from a bracket
+  // Each needle's proper ends, read forwards from a bracket: those after a space or punctuation in the needle
+  // (loose), and those after a letter (tight).
+  const loose = node();
+  const tight = node();
+  let any = false;
+  let longest = 0;
+  needles.forEach((needle, id) => {
+    // The needle's kept characters, each with whether a space or punctuation comes right before it.
+    const cps: { c: string; spaced: boolean }[] = [];
+    let spaced = false;
+    for (const c of needle) {
+      if (skeletonOf(c)) cps.push({ c, spaced });
+      spaced = !skeletonOf(c);
+    }
+    longest = Math.max(longest, needle.length);
+    for (let k = 1; k < cps.length; k++) {
+      insert(
+        heads,
+        cps
+          .slice(0, k)
+          .map((x) => x.c)
+          .reverse()
+          .join(''),
+        id,
+      );
+      insert(
+        cps[k]!.spaced ? loose : tight,
+        cps
+          .slice(k)
+          .map((x) => x.c)
+          .join(''),
+        id,
+      );
+      any = true;
+    }
+  });
+  const cores = [...new Set(needles.map(skeletonOf))].filter(Boolean);
+  return (skeleton) => {
+    // Letters next to each other once marks and brackets are gone, with one of them between: an occurrence
+    // with none between is the fold's to find.
+    const bare = skeleton.replace(/[\ue000-\ue004]/g, '');
+    const clean = skeleton.replaceAll(LOOSE, '');
+    if (cores.some((n) => count(bare, n) > count(clean, n))) return true;
+    if (!any) return false;
+    const marked = skeleton.replaceAll(MARK, '');
+    const began = new Set<number>();
+    const ended = new Set<number>();
+    for (const { index: p, 0: c } of marked.matchAll(/[\ue001-\ue003]/g)) {
+      let at: Node | undefined = AFTER_SHOWN.has(c) ? heads : undefined;
+      // Code points, read backwards: a surrogate pair is stepped over whole.
+      for (let i = p; at && i > 0; ) {
+        const low = marked.charCodeAt(i - 1);
+        const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
+        const prev = marked.slice(i - width, i);
+        i -= width;
+        // A footnote's label between pieces shows nothing in an image's alt: read past its bracket.
+        if (prev !== FOOTNOTE) at = at.next.get(prev);
+        for (const id of at?.ids ?? []) began.add(id);
+      }
+      if (!BEFORE_SHOWN.has(c)) continue;
+      const after = marked[p + 1];
+      const from = after === LOOSE ? p + 2 : p + 1;
+      // A space or punctuation right after: the word goes on only after its own. A letter right after: the
+      // word's own space may have come before the hidden part, so either kind of end.
+      const tries = after === LOOSE ? [loose] : [loose, tight];
+      for (let trie of tries) {
+        for (const next of marked.slice(from, from + 2 * longest)) {
+          if (next === FOOTNOTE) continue;
+          const n = trie.next.get(next);
+          if (!n) break;
+          trie = n;
+          for (const id of n.ids) ended.add(id);
+        }
+      }
+    }
+    for (const id of began) if (ended.has(id)) return true;
+    return false;
+  };
+}

@@ -1,0 +1,197 @@
+// @vitest-environment happy-dom
+import fc from 'fast-check';
+import { renderToStaticMarkup } from 'react-dom/server';
+import { describe, expect, it } from 'vitest';
+import { Markdown } from '../../client/src/components/Markdown.tsx';
+import { makeCover, REDACTION_BAR } from '../../src/redaction/index.ts';
+
+/**
+ * The cover judged by what the reader shows: every published text is rendered by the reader's own Markdown
+ * component, and the covered word must not be readable in the rendered text, however the text was written.
+ * The reading here is the test's own, not the cover's: NFKC, zero-width characters gone, case ignored, the
+ * look-alike letters this test writes read back as the letters they stand for, and letters spelled out with
+ * the separators this test uses joined.
+ */
+
+/** The text content of the reader's rendering of `text`. */
+function rendered(text: string): string {
+  const div = document.createElement('div');
+  div.innerHTML = renderToStaticMarkup(<Markdown text={text} />);
+  return div.textContent ?? '';
+}
+
+const ABC = 'abcdefghijklmnopqrstuvwxyz';
+const run = (first: number) => [...ABC].map((_, i) => String.fromCodePoint(first + i));
+/** Look-alike alphabets, a → z (null where the alphabet has no such letter). */
+const LOOKALIKES: Record<string, (string | null)[]> = {
+  smallCapitals: [...'ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡ_ʏᴢ'].map((c) => (c === '_' ? null : c)),
+  parenthesised: run(0x249c),
+  circled: run(0x24d0),
+  circledCapitals: run(0x24b6),
+  negativeCircled: run(0x1f150),
+  fullWidth: run(0xff41),
+  bold: run(0x1d41a),
+  cyrillic: [...ABC].map((c) => ({ a: 'а', c: 'с', e: 'е', o: 'о', p: 'р', x: 'х', y: 'у' })[c] ?? null),
+};
+const READ_AS = new Map<string, string>();
+for (const alphabet of Object.values(LOOKALIKES))
+  alphabet.forEach((c, i) => {
+    if (c) READ_AS.set(c, ABC[i]!);
+  });
+const SEPARATORS = ['-', '.', ' ', '·'];
+// Three letters or more, one by one, as the cover reads them.
+const SPELLED = /(?<![\p{L}\p{N}])\p{L}(?:[-. ·]\p{L}(?![\p{L}\p{N}])){2,}/gu;
+
+/** What a reader makes of shown text. */
+function read(shown: string): string {
+  const plain = [...shown]
+    .map((c) => READ_AS.get(c) ?? c)
+    .join('')
+    .normalize('NFKC')
+    .replace(/[\u200b-\u200d\u2060\ufeff\u00ad]/g, '')
+    .replace(/\s+/g, ' ')
+    .toLowerCase();
+  return `${plain}\n${plain.replace(SPELLED, (m) => m.replace(/[-. ·]/g, ''))}`;
+}
+
+/** Ways to write one piece of the word so that the reader shows its letters. */
+type Spell = (piece: string) => string;
+const letters =
+  (f: (c: string) => string): Spell =>
+  (piece) =>
+    [...piece].map(f).join('');
+const spells: Spell[] = [
+  (p) => p,
+  (p) => p.toUpperCase(),
+  ...Object.values(LOOKALIKES).map((alphabet) => letters((c) => alphabet[ABC.indexOf(c.toLowerCase())] ?? c)),
+  letters((c) => `&#${c.codePointAt(0)};`),
+  letters((c) => `&#x${c.codePointAt(0)!.toString(16)};`),
+  (p) => [...p].join('\u200b'),
+  (p) => [...p].join('&#8203;'),
+  (p) => [...p].join('&zwj;'),
+  (p) => [...p].join('&ZeroWidthSpace;'),
+  (p) => [...p].join('\u2060'),
+];
+
+/** Ways to write two pieces one after the other so that the reader shows them joined. */
+type Join = (a: string, b: string) => { text: string; after?: string };
+const joins: Join[] = [
+  (a, b) => ({ text: a + b }),
+  (a, b) => ({ text: `_${a}_*${b}*` }),
+  (a, b) => ({ text: `*${a}*_${b}_` }),
+  (a, b) => ({ text: `__${a}__**${b}**` }),
+  (a, b) => ({ text: `**${a}**__${b}__` }),
+  (a, b) => ({ text: `~~${a}~~${b}` }),
+  (a, b) => ({ text: `\`${a}\`${b}` }),
+  (a, b) => ({ text: `[${a}](https://x.example "t")${b}` }),
+  (a, b) => ({ text: `[${a}](https://x.example 'title ${b}')${b}` }),
+  (a, b) => ({ text: `[${a}](<a b>)${b}` }),
+  (a, b) => ({ text: `[${a}](a(b(c)))${b}` }),
+  (a, b) => ({ text: `[${a}](https://x.example)[${b}](https://y.example)` }),
+  (a, b) => ({ text: `[${a}](https://x.example)\n${b}` }),
+  (a, b) => ({ text: `${a}[^n]${b}`, after: '[^n]: a note' }),
+  (a, b) => ({ text: `[${a}][r]${b}`, after: '[r]: https://u.example' }),
+  (a, b) => ({ text: `[${a}][]${b}`, after: `[${a}]: https://u.example` }),
+  (a, b) => ({ text: `<https://${a}>${b}` }),
+  (a, b) => ({ text: `![${a}](x "t")${b}` }),
+  (a, b) => ({ text: `![${a}][i]${b}`, after: '[i]: https://i.example/p.png' }),
+  (a, b) => ({ text: `${a}&#8203;${b}` }),
+  (a, b) => ({ text: `${a}&zwj;${b}` }),
+  (a, b) => ({ text: `${a}\u200d${b}` }),
+  (a, b) => ({ text: `${a}[^n]${b}`, after: '[^n]: a note' }),
+];
+
+/** Text around the word: Markdown of every kind, none of it holding the word. */
+const surroundings = fc.constantFrom(
+  'A plain sentence.',
+  'Some *emphasis* and a [link](https://e.example).',
+  '- one\n- two',
+  '1. first\n2. second',
+  '> a quote',
+  '| a | b |\n|---|---|\n| c | d |',
+  '```js\nconst x = 1;\n```',
+  '# A heading',
+  '',
+);
+
+/** A covered word, and Markdown that shows it to the reader: split, each piece spelled, pieces joined. */
+const disguised = fc
+  .record({
+    // One word or two (a phrase can be split where its own space is).
+    word: fc.oneof(
+      fc.stringMatching(/^[a-z]{3,6}$/).map((w) => `q${w}x`),
+      fc.stringMatching(/^[a-z]{1,3} [a-z]{1,3}$/).map((w) => `q${w}x`),
+    ),
+    cuts: fc.uniqueArray(fc.integer({ min: 1, max: 6 }), { maxLength: 3 }),
+    spellings: fc.array(fc.nat(spells.length - 1), { minLength: 4, maxLength: 4 }),
+    joiners: fc.array(fc.nat(joins.length - 1), { minLength: 3, maxLength: 3 }),
+    spelledOut: fc.option(fc.constantFrom(...SEPARATORS), { freq: 4 }),
+    before: surroundings,
+    after: surroundings,
+  })
+  .map(({ word, cuts, spellings, joiners, spelledOut, before, after }) => {
+    const at = [0, ...cuts.filter((c) => c < word.length).sort((x, y) => x - y), word.length];
+    const pieces = at.slice(1).map((end, i) => spells[spellings[i]!]!(word.slice(at[i], end)));
+    // Letters spelled out one by one ("P-E-L-I-C-A-N"), some of them emphasised, or pieces joined by Markdown.
+    const defs: string[] = [];
+    let shown: string;
+    if (spelledOut !== null) {
+      shown = [...word].map((c, i) => (spellings[i % 4]! % 3 === 0 ? `*${c}*` : c)).join(spelledOut);
+    } else {
+      shown = pieces[0]!;
+      for (const [i, piece] of pieces.slice(1).entries()) {
+        const joined = joins[joiners[i]!]!(shown, piece);
+        shown = joined.text;
+        if (joined.after) defs.push(joined.after);
+      }
+    }
+    const text = [before, `see ${shown} ok`, after, ...defs].filter(Boolean).join('\n\n');
+    return { word, text };
+  });
+
+/** The disguises an attacker found the reader's renderer showing and the cover leaving alone. */
+const REPORTED = [
+  '_PELI_*CAN*',
+  '__PELI__**CAN**',
+  '[PELI](https://x "t")CAN',
+  '[PELI](<a b>)CAN',
+  '[PELI](a(b))CAN',
+  '[PELI][r]CAN\n\n[r]: url',
+  '<https://PELI>CAN',
+  '![PELI](x "t")CAN',
+  'PELI&#8203;CAN',
+  'PELI&zwj;CAN',
+  'ᴘᴇʟɪᴄᴀɴ',
+  '⒫⒠⒧⒤⒞⒜⒩',
+  'ⓟⓔⓛⓘⓒⓐⓝ',
+  'P-E-L-I-C-A-N',
+  'P.E.L.I.C.A.N',
+];
+
+describe('the cover, as the reader renders it', () => {
+  it('leaves no reported disguise of a covered word readable', () => {
+    const cover = makeCover(['PELICAN']);
+    for (const text of REPORTED) {
+      // Each disguise does show the word as written: the reading is not what hides it.
+      expect(read(rendered(text)), text).toContain('pelican');
+      const out = cover.apply(text);
+      expect(read(rendered(out)), `${text} → ${out}`).not.toContain('pelican');
+      expect(out).toContain(REDACTION_BAR);
+    }
+  });
+
+  it('leaves a covered word unreadable however Markdown, references, look-alikes or spacing disguise it', () => {
+    fc.assert(
+      fc.property(disguised, ({ word, text }) => {
+        const cover = makeCover([word]);
+        const out = cover.apply(text);
+        const shown = rendered(out);
+        expect(read(shown), `${JSON.stringify(text)} → ${JSON.stringify(out)}`).not.toContain(word);
+        // The rest is still there to read, and covering again changes nothing.
+        expect(shown).toContain('see');
+        expect(cover.apply(out)).toBe(out);
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
