@@ -1,8 +1,10 @@
+import { confusablesMap } from 'confusables';
+
 /**
- * Letters that a reader takes for Latin ones but that compatibility decomposition (NFKD) leaves alone: a small,
- * hand-made table standing in for a confusables skeleton (Unicode TR39), which no library in the install
- * provides. It holds small capitals, the negative circled and squared letters, regional indicators, and the
- * Cyrillic and Greek letters that look like Latin ones. Parenthesised letters (⒫, 🄟) decompose to "(p)" and are
+ * Letters that a reader takes for Latin ones but that compatibility decomposition (NFKD) leaves alone: the
+ * `confusables` library's map (Latin look-alikes across scripts: IPA, Greek, Cyrillic, Cherokee, Lisu, …), and a
+ * small table of our own before it for what the map lacks or reads otherwise: small capitals, the negative
+ * circled and squared letters, regional indicators, and the Cyrillic and Greek letters that look like Latin ones. Parenthesised letters (⒫, 🄟) decompose to "(p)" and are
  * read as the letter by `unparenthesised`. Keys are code points as written (before case folding: Greek "Η"
  * looks like "H", its lower case "η" like "n").
  */
@@ -32,6 +34,11 @@ export function unconfused(g: string): string {
     if (to === undefined && cp >= 0x1f150 && cp < 0x1f200) {
       const run = RUNS.find((r) => cp >= r && cp < r + 26);
       if (run !== undefined) to = String.fromCharCode(65 + cp - run);
+    }
+    // Past Latin Extended-B only: below it NFKD and case folding read letters better (the map takes ß for B).
+    if (to === undefined && cp >= 0x250) {
+      const mapped = confusablesMap.get(c);
+      if (mapped !== undefined && /^[A-Za-z]$/.test(mapped)) to = mapped;
     }
     if (to !== undefined) changed = true;
     out += to ?? c;
