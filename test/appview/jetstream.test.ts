@@ -38,6 +38,17 @@ afterAll(async () => {
 });
 
 const sql = () => local.app.db.sql;
+/** An indexer in this process following a Jetstream server. */
+const jetstreamIndexer = (url: string, log: (m: string) => void): Indexer =>
+  startIndexer({
+    sql: sql(),
+    source: { kind: 'jetstream', url },
+    plcUrl: local.app.running.localnet!.plcUrl,
+    local: true,
+    fetch: globalThis.fetch,
+    log,
+    retryMs: 100,
+  });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 async function until(check: () => Promise<boolean>, what: string, tries = 300) {
   for (let i = 0; i < tries; i++) {
@@ -137,17 +148,8 @@ it('indexes from Jetstream in another process, asks only for our collections, an
 }, 180_000);
 
 it('an instance that lies or breaks is contained: wrong cids, foreign collections, junk and oversized messages change nothing, and what follows is still indexed', async () => {
-  const net = local.app.running.localnet!;
   const errors: string[] = [];
-  const indexer: Indexer = startIndexer({
-    sql: sql(),
-    source: { kind: 'jetstream', url: jet.url },
-    plcUrl: net.plcUrl,
-    local: true,
-    fetch: globalThis.fetch,
-    log: (m) => errors.push(m),
-    retryMs: 100,
-  });
+  const indexer: Indexer = jetstreamIndexer(jet.url, (m) => errors.push(m));
   try {
     await indexer.leading;
     const connectedBefore = jet.connections.length;
@@ -232,17 +234,8 @@ it('an instance that lies or breaks is contained: wrong cids, foreign collection
 }, 120_000);
 
 it('generated hostile records (deep, wide, huge, NUL, half surrogates, wrong types) are each skipped; a good record after them is indexed', async () => {
-  const net = local.app.running.localnet!;
   const logged: string[] = [];
-  const indexer: Indexer = startIndexer({
-    sql: sql(),
-    source: { kind: 'jetstream', url: jet.url },
-    plcUrl: net.plcUrl,
-    local: true,
-    fetch: globalThis.fetch,
-    log: (m) => logged.push(m),
-    retryMs: 100,
-  });
+  const indexer: Indexer = jetstreamIndexer(jet.url, (m) => logged.push(m));
   try {
     const connectedBefore = jet.connections.length;
     await indexer.leading;
@@ -326,16 +319,7 @@ it("resumes a v2 instance from its own event number (exact), kept with the insta
   const net = local.app.running.localnet!;
   const v2 = await startJetstream({ v2: true });
   v2.follow(net.pdsUrl.replace(/^http/, 'ws'), net.plcUrl);
-  const start = () =>
-    startIndexer({
-      sql: sql(),
-      source: { kind: 'jetstream', url: v2.url },
-      plcUrl: net.plcUrl,
-      local: true,
-      fetch: globalThis.fetch,
-      log: () => {},
-      retryMs: 100,
-    });
+  const start = () => jetstreamIndexer(v2.url, () => {});
   try {
     const first = start();
     await first.leading;

@@ -55,7 +55,11 @@ it('a reader with only a link sees the thread as seed 001 intends, and can brows
     cookie: alice.cookie,
     body: {
       title: 'The map question',
-      choices: { [secret]: { redactions: [{ start: at, end: at + 4 }] }, [hidden]: { withheld: true } },
+      // The second step's real name is published by choice (a tool not of this server's own goes out as "tool").
+      choices: {
+        [secret]: { redactions: [{ start: at, end: at + 4 }], stepNames: [null, 'fetch'] },
+        [hidden]: { withheld: true },
+      },
     },
   });
   expect(res.status).toBe(200);
