@@ -4,6 +4,7 @@ import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
 import { Batcher } from './batcher.ts';
+import { guardKeyResolution } from './didGuard.ts';
 import { JetstreamFollower } from './jetstream.ts';
 import { accountOp, type Op } from './ops.ts';
 import { shapeProblem } from './shape.ts';
@@ -92,10 +93,13 @@ export function startIndexer(o: IndexerOptions): Indexer {
       jetstream.start();
       return;
     }
+    // The relay's commits are verified against their authors' keys (and handles both ways); a DID that fails
+    // to resolve is not retried on every commit it sends (didGuard.ts).
+    const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
+    guardKeyResolution(idResolver.did);
     const firehose = new Firehose({
       service: o.source.url,
-      // The relay's commits are verified against their authors' keys (and handles both ways).
-      idResolver: new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch }),
+      idResolver,
       getCursor: () => readCursor(o.sql, 'relay'),
       filterCollections: [...COLLECTIONS],
       handleEvent: (evt) => batcher.add(relayOp(evt)),
