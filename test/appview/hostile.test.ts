@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
 import { Network } from '../../src/appview/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { didDocument } from '../support/didWeb.ts';
 import { freePort } from '../support/ports.ts';
 
 /**
@@ -31,22 +32,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
     if (url.pathname === '/.well-known/did.json') {
       served.didDocs++;
       res.setHeader('content-type', 'application/json');
-      res.end(
-        JSON.stringify({
-          '@context': ['https://www.w3.org/ns/did/v1'],
-          id: did,
-          alsoKnownAs: ['at://alice.test'],
-          verificationMethod: [
-            {
-              id: `${did}#atproto`,
-              type: 'Multikey',
-              controller: did,
-              publicKeyMultibase: key.did().slice(8),
-            },
-          ],
-          service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: base }],
-        }),
-      );
+      res.end(JSON.stringify(didDocument(did, key, base, 'alice.test')));
       return;
     }
     if (mode === 'refs' && url.pathname === '/xrpc/com.atproto.repo.listRecords') {

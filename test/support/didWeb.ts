@@ -17,22 +17,7 @@ export async function didWebHost() {
     const url = new URL(req.url ?? '/', 'http://x');
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/.well-known/did.json') {
-      res.end(
-        JSON.stringify({
-          '@context': ['https://www.w3.org/ns/did/v1'],
-          id: did,
-          alsoKnownAs: ['at://host.test'],
-          verificationMethod: [
-            {
-              id: `${did}#atproto`,
-              type: 'Multikey',
-              controller: did,
-              publicKeyMultibase: key.did().slice(8),
-            },
-          ],
-          service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: base }],
-        }),
-      );
+      res.end(JSON.stringify(didDocument(did, key, base, 'host.test')));
       return;
     }
     if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
@@ -52,6 +37,19 @@ export async function didWebHost() {
     /** Every request path (with its query) the host was sent, in order. */
     requests,
     close: () => new Promise<void>((r) => server.close(() => r())),
+  };
+}
+
+/** A did:web's DID document naming `key`, a handle it claims and its PDS at `pds`. */
+export function didDocument(did: string, key: Secp256k1Keypair, pds: string, handle: string) {
+  return {
+    '@context': ['https://www.w3.org/ns/did/v1'],
+    id: did,
+    alsoKnownAs: [`at://${handle}`],
+    verificationMethod: [
+      { id: `${did}#atproto`, type: 'Multikey', controller: did, publicKeyMultibase: key.did().slice(8) },
+    ],
+    service: [{ id: '#atproto_pds', type: 'AtprotoPersonalDataServer', serviceEndpoint: pds }],
   };
 }
 
