@@ -513,12 +513,25 @@ export async function finishMessage(
 }
 
 /** Tokens spent outside a reply (the rolling summary's calls), added to the Player's and the Village's day. */
-export async function chargeTokens(sql: Sql, playerId: string, tokens: number): Promise<void> {
-  if (!(tokens > 0)) return;
-  await sql`insert into daily_spend (day, player_id, tokens)
+/**
+ * Adds tokens to the Player's and the Village's day; returns both days' totals after it (the same statement, so a
+ * caller that asks the budget next needs no second read), or undefined when there was nothing to charge.
+ */
+export async function chargeTokens(
+  sql: Sql,
+  playerId: string,
+  tokens: number,
+): Promise<{ mine: number; village: number } | undefined> {
+  if (!(tokens > 0)) return undefined;
+  const rows = await sql<{ who: string; tokens: number }[]>`insert into daily_spend (day, player_id, tokens)
     select (now() at time zone 'utc')::date, who, ${Math.ceil(tokens)}::bigint
     from unnest(array[${playerId}::uuid, ${VILLAGE}::uuid]) as who
-    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
+    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
+    returning player_id::text as who, tokens::float8 as tokens`;
+  return {
+    mine: rows.find((r) => r.who === playerId)?.tokens ?? 0,
+    village: rows.find((r) => r.who === VILLAGE)?.tokens ?? 0,
+  };
 }
 
 /**

@@ -22,12 +22,20 @@ export class TurnBudget {
 
   /** Undefined while the Player and the Village have tokens left today; else why the turn stops. */
   async spent(): Promise<BudgetSpent | undefined> {
-    const message = budgetSpent(await todaysSpend(this.sql, this.playerId), this.settings);
-    return message === undefined ? undefined : { code: 'BUDGET_SPENT', message };
+    return this.judge(await todaysSpend(this.sql, this.playerId));
   }
 
-  /** Adds what a finished step took to the Player's and the Village's day. */
-  charge(tokens: number): Promise<void> {
-    return chargeTokens(this.sql, this.playerId, tokens);
+  /**
+   * Adds what a finished step took to the Player's and the Village's day, and says whether the next call may go
+   * (from the totals the charge returns: no second read).
+   */
+  async charge(tokens: number): Promise<BudgetSpent | undefined> {
+    const totals = await chargeTokens(this.sql, this.playerId, tokens);
+    return totals ? this.judge(totals) : this.spent();
+  }
+
+  private judge(totals: { mine: number; village: number }): BudgetSpent | undefined {
+    const message = budgetSpent(totals, this.settings);
+    return message === undefined ? undefined : { code: 'BUDGET_SPENT', message };
   }
 }

@@ -282,9 +282,8 @@ async function runReply(
         async ({ steps }) => {
           const u = steps.at(-1)?.usage;
           const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0);
-          await budget.charge(tokens);
+          overBudget = await budget.charge(tokens);
           charged += tokens;
-          overBudget = await budget.spent();
           return overBudget !== undefined;
         },
       ],
