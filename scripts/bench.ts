@@ -4,6 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { startEmbeddedPostgres } from '../src/db/index.ts';
+import { abuseFigures } from './bench/abuse.ts';
 import { appviewFigures } from './bench/appview.ts';
 import { attachmentFigures } from './bench/attachments.ts';
 import { ingestFigures } from './bench/ingest.ts';
@@ -52,6 +53,7 @@ const sections: [string, () => AsyncGenerator<Figure>][] = [
   ['attachments', () => attachmentFigures(adminUrl)],
   ['replies', () => replyFigures(adminUrl)],
   ['instances', () => instanceFigures(adminUrl)],
+  ['abuse', () => abuseFigures(adminUrl)],
 ];
 try {
   for (const [name, figures] of sections) {

@@ -117,6 +117,8 @@ export interface FakeProvider {
   clear(): void;
   /** What a non-streaming call (the rolling summary) answers. */
   summaryText: string;
+  /** Chooses a script from the request before the queue is asked (several clients at once, each its own). */
+  route?: (request: ChatRequest) => Script | undefined;
   close(): Promise<void>;
 }
 
@@ -136,7 +138,7 @@ export const textScript =
 export async function startFakeProvider(): Promise<FakeProvider> {
   const queue: Script[] = [];
   const requests: RecordedRequest[] = [];
-  const fake = {
+  const fake: FakeProvider = {
     baseURL: '',
     requests,
     summaryText: 'SUMMARY',
@@ -147,7 +149,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       queue.length = 0;
     },
     close: async () => {},
-  } satisfies FakeProvider;
+  };
 
   const server = http.createServer(async (req, res) => {
     if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
@@ -174,7 +176,7 @@ export async function startFakeProvider(): Promise<FakeProvider> {
       );
       return;
     }
-    const script = queue.shift() ?? textScript('Hello from the fake Provider.');
+    const script = fake.route?.(body) ?? queue.shift() ?? textScript('Hello from the fake Provider.');
     try {
       await script(new Reply(res, body));
     } catch {

@@ -15,7 +15,12 @@ export interface LocalApp {
 
 /** The app in offline mode (its own PLC + PDS), a browser, and OAuth sign-in for demo accounts. */
 export async function startLocalApp(
-  options: { oauthFetch?: typeof fetch; adminDatabaseUrl?: string } = {},
+  options: {
+    oauthFetch?: typeof fetch;
+    adminDatabaseUrl?: string;
+    /** More of the server's settings (environment names). */
+    env?: Record<string, string>;
+  } = {},
 ): Promise<LocalApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
   const app = await startTestApp(
@@ -25,6 +30,7 @@ export async function startLocalApp(
       DATA_DIR: dataDir,
       LOCALNET_PDS_PORT: String(await freePort()),
       LOCALNET_PLC_PORT: String(await freePort()),
+      ...options.env,
     },
     { oauthFetch: options.oauthFetch, adminDatabaseUrl: options.adminDatabaseUrl },
   );
