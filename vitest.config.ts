@@ -8,6 +8,8 @@ export default defineConfig({
   plugins: [react()],
   test: {
     include: ['test/**/*.test.ts', 'test/**/*.test.tsx'],
+    // Load tests run on their own after the rest (vitest.load.config.ts).
+    exclude: ['test/load/**', '**/node_modules/**'],
     globalSetup: ['test/support/globalSetup.ts'],
     testTimeout: 30_000,
     hookTimeout: 60_000,
