@@ -24,6 +24,8 @@ let stopping = false;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 const MB = 1024 * 1024;
+/** Files go as bytes, as the web app sends them (a JSON body has a small limit of its own and is refused first). */
+const FILE = 'application/octet-stream';
 /** `{"format":…,"messages":[{},{},…]}` — 20 MB of empty objects: 6.9 million nodes. */
 function importBomb(): Buffer {
   const head =
@@ -104,7 +106,7 @@ async function run(): Promise<void> {
     case 'import-bomb': {
       const body = importBomb();
       return flood(attack.concurrency, async () =>
-        record(await request('POST', '/api/conversations/import', { body })),
+        record(await request('POST', '/api/conversations/import', { body, type: FILE })),
       );
     }
     case 'card-bomb': {
@@ -122,7 +124,7 @@ async function run(): Promise<void> {
             headers: {
               cookie: attack.cookie,
               'x-agentsville': '1',
-              'content-type': 'application/json',
+              'content-type': FILE,
               'content-length': 1_000_000,
             },
           });
