@@ -112,7 +112,7 @@ async function run(): Promise<void> {
     case 'card-bomb': {
       const body = cardBomb();
       return flood(attack.concurrency, async () =>
-        record(await request('POST', '/api/npcs/import', { body })),
+        record(await request('POST', '/api/npcs/import', { body, type: FILE })),
       );
     }
     case 'trickle':
