@@ -13,6 +13,7 @@ import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
 import { replyFigures } from './bench/replies.ts';
 import { sandboxFigures } from './bench/sandbox.ts';
+import { round } from './bench/stats.ts';
 import { turnFigures } from './bench/turn.ts';
 import { webFigures } from './bench/web.ts';
 
@@ -40,7 +41,7 @@ if (!adminUrl) {
   };
 }
 
-// BENCH_ONLY=ingest,appview runs some sections (figures are still side by side within each).
+// BENCH_ONLY=ingest,appview runs some sections, in the order named.
 const only = process.env.BENCH_ONLY?.split(',');
 const sections: [string, () => AsyncGenerator<Figure>][] = [
   ['turn', () => turnFigures(adminUrl)],
@@ -55,12 +56,39 @@ const sections: [string, () => AsyncGenerator<Figure>][] = [
   ['instances', () => instanceFigures(adminUrl)],
   ['abuse', () => abuseFigures(adminUrl)],
 ];
+/** The machine the figures were measured on: a single run's figure swings with the load beside it. */
+const machine = (when: string) => ({
+  figure: `machine_${when}`,
+  value: round(os.loadavg()[0]!, 2),
+  unit: 'load average (1 min)',
+  target: 'for reading the figures',
+  cores: os.availableParallelism(),
+  loadavg_1_5_15: os.loadavg().map((l) => round(l, 2)),
+  free_memory_gb: round(os.freemem() / 1024 ** 3, 1),
+});
+print(machine('at_start'));
+// A section that fails (a server that would not start, a figure that threw) is reported as failed and the bench
+// goes on to the next; the run exits non-zero at the end.
+const failed: string[] = [];
 try {
-  for (const [name, figures] of sections) {
-    if (only && !only.includes(name)) continue;
-    for await (const figure of figures()) print(figure);
+  const chosen = only ? only.flatMap((n) => sections.filter(([name]) => name === n)) : sections;
+  for (const [name, figures] of chosen) {
+    try {
+      for await (const figure of figures()) print({ ...figure, load_1min: round(os.loadavg()[0]!, 2) });
+    } catch (e) {
+      failed.push(name);
+      print({
+        figure: `${name}_failed`,
+        value: 1,
+        unit: 'section failed',
+        target: '0',
+        error: String((e as Error)?.message ?? e).slice(0, 2000),
+      });
+    }
   }
 } finally {
   await cleanup();
 }
-process.exit(0);
+print(machine('at_end'));
+if (failed.length) console.error(`bench: ${failed.length} section(s) failed: ${failed.join(', ')}`);
+process.exit(failed.length ? 1 : 0);

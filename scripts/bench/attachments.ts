@@ -4,8 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { createDatabase } from '../../test/support/database.ts';
-import { spawnServer } from '../../test/support/process.ts';
+import type { ServerProcess } from '../../test/support/process.ts';
 import type { Figure } from '../bench.ts';
+import { spawnBenchServer } from './servers.ts';
 import { round } from './stats.ts';
 
 const FILE_BYTES = 20_000_000;
@@ -107,13 +108,14 @@ async function bareUpload(file: Buffer): Promise<number> {
 async function appUpload(adminDatabaseUrl: string, file: Buffer): Promise<{ growthMb: number; ms: number }> {
   const db = await createDatabase(adminDatabaseUrl);
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-bench-attach-'));
-  const server = await spawnServer({
-    DATABASE_URL: db.url,
-    DATA_DIR: dataDir,
-    ATPROTO_NETWORK: 'public',
-    HOST: '127.0.0.1',
-  });
+  let server: ServerProcess | undefined;
   try {
+    server = await spawnBenchServer({
+      DATABASE_URL: db.url,
+      DATA_DIR: dataDir,
+      ATPROTO_NETWORK: 'public',
+      HOST: '127.0.0.1',
+    });
     const player = await upsertPlayer(db.sql, 'did:plc:benchattachments', 'bench.test');
     const cookie = `av_session=${await createSession(db.sql, player.id)}`;
     const [c] =
@@ -126,7 +128,7 @@ async function appUpload(adminDatabaseUrl: string, file: Buffer): Promise<{ grow
     const growthMb = await measure(server.child.pid!, () => post(url, file, headers));
     return { growthMb, ms: performance.now() - t0 - 500 };
   } finally {
-    await server.kill();
+    await server?.kill();
     await db.drop();
     await rm(dataDir, { recursive: true, force: true });
   }

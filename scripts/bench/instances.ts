@@ -3,14 +3,15 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { createDatabase } from '../../test/support/database.ts';
-import { spawnServer } from '../../test/support/process.ts';
+import type { ServerProcess } from '../../test/support/process.ts';
 import type { Figure } from '../bench.ts';
 import { startDriver } from './latency.ts';
-import { median, round } from './stats.ts';
+import { spawnBenchServer } from './servers.ts';
+import { MIN_PAIRS, median, paired, round, spreadOf } from './stats.ts';
 
 const TURNS = 80;
 const DELTAS = 40;
-const REPS = 3;
+const REPS = MIN_PAIRS;
 /** Rounds of `TURNS` per phase: one round takes under a second, too short to measure a pool warming up. */
 const ROUNDS = 5;
 
@@ -34,8 +35,9 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     HOST: '127.0.0.1',
     COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: driver.fakeBaseURL, apiKey: 'bench' }]),
   });
-  const servers = await Promise.all(dirs.map((d) => spawnServer(env(d))));
+  let servers: ServerProcess[] = [];
   try {
+    servers = await spawnAll(dirs.map(env));
     await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model',
       turns_per_minute = 10000, concurrent_streams = 1000, player_daily_tokens = 1000000000000,
       village_daily_tokens = 1000000000000`;
@@ -81,9 +83,11 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
         two.push(await rate(2));
       }
     }
+    const p = paired(two, one);
     yield {
       figure: 'two_instances_throughput',
-      value: round(median(two) / median(one), 2),
+      value: round(p.ratio, 2),
+      ...spreadOf(p),
       unit: 'ratio',
       target: '>= 1.3 (on 2 cores)',
       one_instance_turns_per_s: round(median(one), 1),
@@ -103,6 +107,17 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     await db.drop();
     for (const d of dirs) await rm(d, { recursive: true, force: true });
   }
+}
+
+/** Both servers, or neither: one that started is stopped again when the other fails, so none is left behind. */
+async function spawnAll(envs: Record<string, string>[]) {
+  const started = await Promise.allSettled(envs.map((e) => spawnBenchServer(e)));
+  const failed = started.find((s) => s.status === 'rejected');
+  if (failed) {
+    await Promise.all(started.map((s) => (s.status === 'fulfilled' ? s.value.kill('SIGKILL') : null)));
+    throw failed.reason;
+  }
+  return started.map((s) => (s as PromiseFulfilledResult<ServerProcess>).value);
 }
 
 /** The machine's CPU time so far (Linux /proc/stat, in ticks): busy and in all. Null where there is none. */

@@ -7,10 +7,10 @@ import { createInterface } from 'node:readline';
 import { startTestApp } from '../../test/support/app.ts';
 import type { Figure } from '../bench.ts';
 import type { Phase, PhaseResult } from './loadDriver.ts';
-import { median, round } from './stats.ts';
+import { MIN_PAIRS, median, paired, round, spreadOf } from './stats.ts';
 import { startBarePipe } from './turn.ts';
 
-const REPS = 3;
+const REPS = MIN_PAIRS;
 const CHECKPOINT_MS = 250;
 
 function percentile(xs: number[], p: number): number {
@@ -113,9 +113,12 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
           if (target === 'server') lost += r.lost;
         }
       }
+      const p = paired(server, bare);
       return {
-        server: median(server),
-        bare: median(bare),
+        server: p.a,
+        bare: p.b,
+        ratio: p.ratio,
+        ...spreadOf(p),
         lost,
         serverCpu: round(median(cpu.server), 0),
         pipeCpu: round(median(cpu.pipe), 0),
@@ -129,9 +132,11 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     const idle = await sideBySide(1, 100, (r) => percentile(r.delays, 50));
     yield {
       figure: 'idle_added_delay_ratio',
-      value: round(idle.server / idle.bare),
+      value: round(idle.ratio),
       unit: 'ratio',
       target: '<= 2',
+      spread: idle.spread,
+      pairs: idle.pairs,
       server_p50_ms: round(idle.server, 2),
       pipe_p50_ms: round(idle.bare, 2),
     };
@@ -139,9 +144,11 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50));
     yield {
       figure: 'start_frame_ratio',
-      value: round(start.server / start.bare),
+      value: round(start.ratio),
       unit: 'ratio',
       target: '<= 2',
+      spread: start.spread,
+      pairs: start.pairs,
       server_start_p50_ms: round(start.server, 2),
       pipe_first_byte_p50_ms: round(start.bare, 2),
     };
@@ -168,9 +175,11 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges, 5);
     yield {
       figure: 'concurrent_200_p99_ratio',
-      value: round(load.server / load.bare),
+      value: round(load.ratio),
       unit: 'ratio',
       target: '<= 1.5',
+      spread: load.spread,
+      pairs: load.pairs,
       server_p99_ms: round(load.server, 1),
       pipe_p99_ms: round(load.bare, 1),
       server_cpu_pct: load.serverCpu,

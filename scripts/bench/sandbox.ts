@@ -6,7 +6,7 @@ import { createBashTool } from 'bash-tool';
 import { Bash, InMemoryFs, MountableFs, ReadWriteFs } from 'just-bash';
 import { DEFAULT_SANDBOX_LIMITS, SANDBOX_HOME, sandboxTools } from '../../src/tools/sandbox/host.ts';
 import type { Figure } from '../bench.ts';
-import { round, sideBySide } from './stats.ts';
+import { round, sideBySide, spreadOf } from './stats.ts';
 
 /**
  * The cost of isolating the sandbox: a trivial command through the bash tool as an NPC calls it, in a process
@@ -35,12 +35,14 @@ export async function* sandboxFigures(): AsyncGenerator<Figure> {
       );
       if (out.stdout !== 'hi\n') throw new Error(`the sandbox answered ${JSON.stringify(out)}`);
     };
-    const { a, b } = await sideBySide(60, 5, call(isolated), call(inline as ToolSet));
+    const p = await sideBySide(60, 5, call(isolated), call(inline as ToolSet));
+    const { a, b } = p;
     yield {
       figure: 'sandbox_command_overhead',
-      value: round(a / b),
+      value: round(p.ratio),
       unit: 'ratio',
       target: '<= 20',
+      ...spreadOf(p),
       isolated_ms: round(a, 2),
       in_process_ms: round(b, 2),
     };

@@ -1,16 +1,36 @@
-export const median = (xs: number[]): number => {
+export const median = (xs: number[]): number => quantile(xs, 0.5);
+
+/** The q-quantile of xs (linear between the two nearest ranks). */
+export function quantile(xs: number[], q: number): number {
   const s = [...xs].sort((a, b) => a - b);
-  const mid = s.length >> 1;
-  return s.length % 2 ? s[mid]! : (s[mid - 1]! + s[mid]!) / 2;
-};
+  if (!s.length) return Number.NaN;
+  const at = (s.length - 1) * q;
+  const lo = Math.floor(at);
+  return s[lo]! + (s[Math.min(lo + 1, s.length - 1)]! - s[lo]!) * (at - lo);
+}
 
 export const round = (x: number, digits = 3): number => Number(x.toFixed(digits));
 
 export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
+/** At least this many alternating pairs behind every ratio: one run's figure swings with the machine's load. */
+export const MIN_PAIRS = 5;
+
+export interface Paired {
+  /** Each side's median (or mean) in ms. */
+  a: number;
+  b: number;
+  /** The median of the pairs' ratios a÷b (or, for means, mean a ÷ mean b): the figure. */
+  ratio: number;
+  /** The ratios' spread: [25th, 75th percentile] of the pairs' ratios. */
+  spread: [number, number];
+  pairs: number;
+}
+
 /**
- * Runs a and b alternately `runs` times after `warmup` rounds; returns the medians of each side in ms (or the
- * means, where a rare slow run is part of what is measured).
+ * Runs a and b alternately (b a, a b, b a …) `runs` times (at least MIN_PAIRS) after `warmup` rounds; each round
+ * is a pair, measured under the same moment's load. With `stat` = mean (where a rare slow run is part of what is
+ * measured), the figure is the ratio of the means; otherwise the median of the pairs' ratios.
  */
 export async function sideBySide(
   runs: number,
@@ -18,10 +38,10 @@ export async function sideBySide(
   a: () => Promise<void>,
   b: () => Promise<void>,
   stat: (xs: number[]) => number = median,
-): Promise<{ a: number; b: number }> {
+): Promise<Paired> {
   const ta: number[] = [];
   const tb: number[] = [];
-  for (let i = 0; i < warmup + runs; i++) {
+  for (let i = 0; i < warmup + Math.max(runs, MIN_PAIRS); i++) {
     const order = i % 2 ? [a, b] : [b, a];
     for (const fn of order) {
       const t0 = performance.now();
@@ -30,5 +50,20 @@ export async function sideBySide(
       if (i >= warmup) (fn === a ? ta : tb).push(dt);
     }
   }
-  return { a: stat(ta), b: stat(tb) };
+  return paired(ta, tb, stat);
 }
+
+/** The figure and spread of pairs measured elsewhere (a[i] beside b[i]). */
+export function paired(a: number[], b: number[], stat: (xs: number[]) => number = median): Paired {
+  const ratios = a.map((x, i) => x / b[i]!);
+  return {
+    a: stat(a),
+    b: stat(b),
+    ratio: stat === median ? median(ratios) : stat(a) / stat(b),
+    spread: [round(quantile(ratios, 0.25)), round(quantile(ratios, 0.75))],
+    pairs: ratios.length,
+  };
+}
+
+/** What a ratio figure prints beside its value: the spread of its pairs and how many there were. */
+export const spreadOf = (p: Paired) => ({ spread: p.spread, pairs: p.pairs });

@@ -5,7 +5,7 @@ import { streamText } from 'ai';
 import { startTestApp, type TestApp } from '../../test/support/app.ts';
 import type { Script } from '../../test/support/fakeProvider.ts';
 import type { Figure } from '../bench.ts';
-import { mean, round, sideBySide } from './stats.ts';
+import { mean, round, sideBySide, spreadOf } from './stats.ts';
 
 const DELTAS = 2000;
 
@@ -112,9 +112,10 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     await bare.close();
     yield {
       figure: 'turn_overhead',
-      value: round(overhead.a / overhead.b),
+      value: round(overhead.ratio),
       unit: 'ratio',
       target: '<= 1.10',
+      ...spreadOf(overhead),
       turn_ms: round(overhead.a, 1),
       bare_ms: round(overhead.b, 1),
       deltas: DELTAS,
@@ -165,14 +166,15 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     if (folds < 11) throw new Error(`history_growth: only ${folds} summary calls in 11 folding turns`);
     yield {
       figure: 'history_growth',
-      value: round(growth.a / growth.b),
+      value: round(growth.ratio),
       unit: 'ratio',
       target: '<= 1.2',
+      ...spreadOf(growth),
       turn_10000_mean_ms: round(growth.a, 1),
       turn_10_mean_ms: round(growth.b, 1),
       summary_calls: summaryCalls,
       fold_turn_ms: round(fold.a, 1),
-      fold_turn_ratio: round(fold.a / fold.b),
+      fold_turn_ratio: round(fold.ratio),
     };
 
     // writes_per_reply

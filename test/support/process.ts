@@ -10,13 +10,27 @@ export interface ServerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** The real server as its own OS process (`node --import tsx src/main.ts`), so a test can kill -9 it. */
-export async function spawnServer(env: Record<string, string>): Promise<ServerProcess> {
+/** Every server this process started and has not seen exit: killed when this process exits, however it exits. */
+const running = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const child of running) child.kill('SIGKILL');
+});
+
+/**
+ * The real server as its own OS process (`node --import tsx src/main.ts`), so a test can kill -9 it. A server that
+ * has not said it is listening within `startTimeoutMs` is killed and the promise rejects: none is left behind.
+ */
+export async function spawnServer(
+  env: Record<string, string>,
+  { startTimeoutMs = 30_000 } = {},
+): Promise<ServerProcess> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  running.add(child);
+  child.once('exit', () => running.delete(child));
   let output = '';
   child.stdout?.on('data', (d) => {
     output += d;
@@ -25,7 +39,10 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
     output += d;
   });
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start:\n${output}`)), 30_000);
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start within ${startTimeoutMs} ms:\n${output}`));
+    }, startTimeoutMs);
     const check = () => {
       const m = /listening on (http:\/\/\S+)/.exec(output);
       if (m) {
@@ -34,7 +51,10 @@ export async function spawnServer(env: Record<string, string>): Promise<ServerPr
       }
     };
     child.stdout?.on('data', check);
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}:\n${output}`)));
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`server exited with ${code}:\n${output}`));
+    });
   });
   return {
     url,
