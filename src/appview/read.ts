@@ -118,23 +118,23 @@ const verifiedHandle = (sql: Sql) =>
 
 const sessionColumns = (sql: Sql) => sql`
   s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at, a.status, s.record, s.indexed_at,
-  (select count(*)::int from index_messages m where m.session_uri = s.uri and m.did = s.did) as turns`;
+  coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0) as turns`;
 
 /**
  * The XRPC getThread answer as JSON text, built by PostgreSQL in one statement: a 1,000-turn thread is not
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
 export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
-  // Hot threads are served from memory while their version (session CID, author handle, turn count and
-  // newest index time) is unchanged: one small query instead of re-assembling a thousand turns.
-  // The same small query says how large the thread is: most are far inside the bounds and are read whole,
-  // without the running sum the bounded read needs.
+  // Hot threads are served from memory while their version (session CID, author handle, and the thread's
+  // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
+  // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
+  // and are read whole, without the running sum the bounded read needs.
   const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean }[]>`
-    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || t.n || '|' || coalesce(t.newest::text, '') as version,
-      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded, a.status is not null as hidden
-    from index_sessions s left join index_actors a on a.did = s.did,
-      lateral (select count(*) as n, max(m.indexed_at) as newest, coalesce(sum(octet_length(m.view)), 0) as bytes
-        from index_messages m where m.session_uri = s.uri and m.did = s.did) t
+    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0) as version,
+      coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
+      a.status is not null as hidden
+    from index_sessions s left join index_actors a on a.did = s.did
+      left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
     where s.uri = ${uri}`;
   if (v?.hidden) return null;
   const cached = v && threadCache.get(uri);
@@ -151,7 +151,8 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     const [row] = await sql<{ json: string; handle: string | null }[]>`
       select ${verifiedHandle(sql)} as handle, '{"session":' || json_build_object(
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})))::text
+          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})),
+          'turns', coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0))::text
         || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
       from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and a.status is null`;
     return row;
@@ -204,34 +205,18 @@ const indexing = () =>
     5,
   );
 
+/**
+ * The thread as objects, for the reader: the same cached, invalidated-on-change answer getThread's XRPC route
+ * serves, parsed (so the reader and the network's readers never see two versions, and a hot thread is assembled
+ * once for both).
+ */
 export async function getThread(
   sql: Sql,
   network: Network,
   uri: string,
 ): Promise<{ session: SessionView; messages: MessageView[] } | null> {
-  const read = async () => {
-    const [session] = await sql<SessionRow[]>`
-      select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
-    if (!session) return null;
-    if (session.status) return { hidden: true } as const;
-    await ensureHandles(sql, network, [session]);
-    const messages = await sql<MessageView[]>`
-      select uri, cid, record from (
-        select uri, cid, record, rkey, sum(octet_length(view)) over (order by rkey) as upto from index_messages
-        where session_uri = ${uri} and did = ${session.did} order by rkey limit ${MAX_THREAD_TURNS}) t
-      where upto <= ${MAX_THREAD_BYTES} order by rkey`;
-    return { session: toSessionView(session), messages };
-  };
-  const found = await read();
-  if (found && 'hidden' in found) return null;
-  if (found) return found;
-  const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
-  if (!did || !isDid(did)) return null;
-  const finished = await backfillActor(sql, network, did);
-  const late = await read();
-  if (late && 'hidden' in late) return null;
-  if (!late && !finished) throw indexing();
-  return late;
+  const json = await getThreadJson(sql, network, uri);
+  return json ? (JSON.parse(json) as { session: SessionView; messages: MessageView[] }) : null;
 }
 
 /** A listSessions cursor back into its (indexedAt, uri); anything else is the client's mistake (400). */
