@@ -16,6 +16,7 @@ import {
 } from '../http/index.ts';
 import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
+import { assertStorageRoom } from '../storage/index.ts';
 import {
   getVillageSettings,
   insertNpc,
@@ -211,6 +212,8 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
           await tx`insert into messages ${tx(chunk)}`;
         }
         await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
+        // Counted with everything else the Player stores (ADR 0053): past the quota, nothing of it is kept.
+        await assertStorageRoom(tx, player.id);
         return { conversation: c, count: rows.length };
       });
       const participants = await getParticipants(sql, conversation.id);
