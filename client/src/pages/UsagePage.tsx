@@ -50,7 +50,14 @@ function StorageUse({ storage: s }: { storage: Storage }) {
         You store <strong>{bytes(s.used)}</strong> of {bytes(s.quota)}
         {full ? ': full. New Messages, uploads and imports are refused until you delete something.' : '.'}
       </p>
-      <meter min={0} max={s.quota} value={Math.min(s.used, s.quota)} high={s.quota * 0.9} optimum={0}>
+      <meter
+        min={0}
+        max={s.quota}
+        value={Math.min(s.used, s.quota)}
+        low={s.quota * 0.75}
+        high={s.quota * 0.9}
+        optimum={0}
+      >
         {Math.round((100 * s.used) / s.quota)}%
       </meter>
       <table>
