@@ -36,9 +36,14 @@ create function storage_add(deltas jsonb) returns void language sql as $$
 $$;
 
 -- Messages: through their Conversation's Player. Rows deleted with their Conversation find it gone: the
--- Conversation's own trigger took them off.
+-- Conversation's own trigger took them off. An import inserts its Messages with counting deferred (a setting local
+-- to its transaction) and counts them once at the end, so it holds the Player's row only for its last moment: the
+-- instance's checkpoint batch, which may hold this Player's reply, never waits out a whole import.
 create function storage_of_messages() returns trigger language plpgsql as $$
 begin
+  if TG_OP = 'INSERT' and current_setting('agentsville.defer_message_storage', true) = 'on' then
+    return null;
+  end if;
   if TG_OP = 'INSERT' then
     perform storage_add(coalesce(jsonb_agg(jsonb_build_object('player_id', c.player_id, 'm', x.b, 'a', 0, 's', 0, 'r', 0)), '[]'))
     from (select conversation_id, sum(stored_bytes) as b from new_rows group by 1) x

@@ -10,4 +10,5 @@ export {
   storageQuotaSql,
   storageUse,
   storedSql,
+  withMessagesCountedAtEnd,
 } from './quota.ts';

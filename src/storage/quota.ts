@@ -61,11 +61,32 @@ export async function assertStorageRoom(tx: Queryable, playerId: string): Promis
   if (u.used > u.quota) throw storageFull(u);
 }
 
+/**
+ * Runs `insert` (a new Conversation's Messages, written in many statements) with the Messages' counting deferred,
+ * then counts them in one statement and checks the quota: the Player's row is held from then to commit only, not
+ * for the whole import (the triggers' row lock would otherwise hold every checkpoint of the Player's replies).
+ */
+export async function withMessagesCountedAtEnd<T>(
+  tx: Queryable,
+  playerId: string,
+  conversationId: string,
+  insert: () => Promise<T>,
+): Promise<T> {
+  await tx`select set_config('agentsville.defer_message_storage', 'on', true)`;
+  const out = await insert();
+  await tx`select set_config('agentsville.defer_message_storage', 'off', true)`;
+  await tx`select storage_add(jsonb_build_array(jsonb_build_object('player_id', ${playerId}::uuid,
+    'm', (select coalesce(sum(stored_bytes), 0) from messages where conversation_id = ${conversationId}),
+    'a', 0, 's', 0, 'r', 0)))`;
+  await assertStorageRoom(tx, playerId);
+  return out;
+}
+
 /** Bytes the Player owning this Conversation may still store (0 when full): what its sandbox may add. */
 export async function sandboxRoom(q: Queryable, conversationId: string): Promise<number> {
   const [row] = await q<{ room: number }[]>`
-    select greatest(0, ${storageQuotaSql(q)} - ${q`(select coalesce((select s.message_bytes + s.attachment_bytes
-      + s.sandbox_bytes + s.memory_bytes from player_storage s where s.player_id = c.player_id), 0)::float8)`}) as room
+    select greatest(0, ${storageQuotaSql(q)} - coalesce((select s.message_bytes + s.attachment_bytes
+      + s.sandbox_bytes + s.memory_bytes from player_storage s where s.player_id = c.player_id), 0))::float8 as room
     from conversations c where c.id = ${conversationId}`;
   return row?.room ?? 0;
 }

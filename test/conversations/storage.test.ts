@@ -2,7 +2,8 @@ import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, migrate, type Sql } from '../../src/db/index.ts';
+import { MIGRATIONS_DIR, migrate, type Sql, transaction } from '../../src/db/index.ts';
+import { withMessagesCountedAtEnd } from '../../src/storage/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTestDatabase } from '../support/db.ts';
 import type { Reply } from '../support/fakeProvider.ts';
@@ -231,6 +232,33 @@ it('counts Messages, imports, attachments, sandbox files and Memory against one 
   } finally {
     await app.db.sql`update village_settings set player_storage_mb = 200`;
   }
+});
+
+it("an import's Messages leave the Player's storage row free until they are counted, at the end", async () => {
+  const { cookie, playerId } = await app.signIn();
+  await app.api('/api/memories', { cookie, body: { text: 'a row to lock' } });
+  const [c] = await app.db.sql`insert into conversations (player_id) values (${playerId}) returning id`;
+  // Whether another transaction (a checkpoint of this Player's reply, say) could take the row now.
+  const rowFree = () =>
+    transaction(app.db.sql, async (other) => {
+      await other`set local lock_timeout = '200ms'`;
+      return other`select 1 from player_storage where player_id = ${playerId} for update`.then(
+        () => true,
+        () => false,
+      );
+    });
+  let freeWhileInserting: boolean | undefined;
+  await transaction(app.db.sql, (tx) =>
+    withMessagesCountedAtEnd(tx, playerId, c!.id, async () => {
+      for (let i = 0; i < 3; i++)
+        await tx`insert into messages (conversation_id, role, parts) values (${c!.id}, 'npc', ${tx.json([{ type: 'text', text: 'x'.repeat(1000) }])})`;
+      freeWhileInserting = await rowFree();
+    }).then(async () => expect(await rowFree()).toBe(false)),
+  );
+  expect(freeWhileInserting).toBe(true);
+  const s = await storage(cookie);
+  expect(byKind(s)).toEqual(await recount(app.db.sql, playerId));
+  expect(s.messages).toBeGreaterThan(3000);
 });
 
 it('the migration counts what every Player already stored', async () => {
