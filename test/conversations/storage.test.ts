@@ -215,6 +215,11 @@ it('counts Messages, imports, attachments, sandbox files and Memory against one 
         .status,
     ).toBe(507);
     expect((await app.api('/api/memories', { cookie, body: { text: 'one more' } })).status).toBe(507);
+    // A Memory may be shortened when full, not lengthened.
+    const edit = (text: string) =>
+      app.api(`/api/memories/${memoryId}`, { method: 'PATCH', cookie, body: { text } });
+    expect((await edit('m'.repeat(500))).status).toBe(200);
+    expect((await edit('m'.repeat(600))).status).toBe(507);
 
     // Deleting frees: a Conversation takes its Messages (and the sandbox files of its own) along, a Memory itself.
     expect((await app.api(`/api/conversations/${firstId}`, { method: 'DELETE', cookie })).status).toBe(204);
