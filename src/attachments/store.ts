@@ -1,5 +1,6 @@
 import { LOCKS, type Sql } from '../db/index.ts';
 import type { AttachmentPart } from '../parts/index.ts';
+import { assertStorageRoom } from '../storage/index.ts';
 import { collectBlobs } from './blobs.ts';
 
 export interface AttachmentRow {
@@ -30,7 +31,8 @@ export class QuotaFullError extends Error {
 
 /**
  * Records an attachment. With `quota` (bytes the Player may store), it is counted in the same statement under
- * the Player's lock — the caller's transaction — so uploads finishing at once cannot each take the last room.
+ * the Player's lock — the caller's transaction — so uploads finishing at once cannot each take the last room —
+ * and refused (STORAGE_FULL) when it takes the Player past the storage quota.
  */
 export async function insertAttachment(
   sql: Sql,
@@ -52,6 +54,8 @@ export async function insertAttachment(
       where player_id = ${a.playerId}) + ${a.size} <= ${a.quota ?? 0}
     returning ${columns(sql)}`;
   if (!row) throw new QuotaFullError((a.quota ?? 0) - (await storedBytes(sql, a.playerId)));
+  // A Player's own upload or share also counts against everything the Player stores (ADR 0053).
+  if (a.quota !== undefined) await assertStorageRoom(sql, a.playerId);
   return row;
 }
 

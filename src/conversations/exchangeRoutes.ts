@@ -16,6 +16,7 @@ import {
 } from '../http/index.ts';
 import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
+import { withMessagesCountedAtEnd } from '../storage/index.ts';
 import {
   getVillageSettings,
   insertNpc,
@@ -204,13 +205,17 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
             onPath: tree.onPath[i]!,
           }),
         );
-        for (let i = 0; i < rows.length; i += 1000) {
-          const chunk = rows
-            .slice(i, i + 1000)
-            .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
-          await tx`insert into messages ${tx(chunk)}`;
-        }
         await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${c.id}`;
+        // Counted with everything else the Player stores, once, at the end (ADR 0053): past the quota, nothing of
+        // it is kept.
+        await withMessagesCountedAtEnd(tx, player.id, c.id, async () => {
+          for (let i = 0; i < rows.length; i += 1000) {
+            const chunk = rows
+              .slice(i, i + 1000)
+              .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));
+            await tx`insert into messages ${tx(chunk)}`;
+          }
+        });
         return { conversation: c, count: rows.length };
       });
       const participants = await getParticipants(sql, conversation.id);

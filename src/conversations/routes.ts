@@ -4,6 +4,7 @@ import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, keyedRateLimit, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import { plainName } from '../parts/index.ts';
+import { storageUse } from '../storage/index.ts';
 import { removeSandbox } from '../tools/index.ts';
 import { getVillageSettings } from '../village/index.ts';
 import {
@@ -23,6 +24,7 @@ import {
   getParticipants,
   listConversations,
   listMessages,
+  PAGE_MAX_BYTES,
   renameConversation,
   switchBranch,
 } from './store.ts';
@@ -54,6 +56,8 @@ const MessagesQuery = z.object({
     .regex(/^\d{1,19}$/, 'before is a message seq')
     .refine((v) => BigInt(v) <= 9_223_372_036_854_775_807n, 'before is a message seq')
     .optional(),
+  /** A smaller byte budget for the page than the server's (ADR 0053); never a larger one. */
+  maxBytes: z.coerce.number().int().min(1024).max(PAGE_MAX_BYTES).default(PAGE_MAX_BYTES),
 });
 
 const SearchQuery = z.object({
@@ -90,7 +94,7 @@ export function conversationRoutes({
 }): Router {
   const router = Router();
 
-  const owned = async (playerId: string, id: string) => {
+  const owned = async (playerId: string, id: unknown) => {
     const conversation = isUuid(id) ? await getConversation(sql, playerId, id) : undefined;
     if (!conversation) throw notFound('Conversation');
     return conversation;
@@ -129,22 +133,35 @@ export function conversationRoutes({
     });
   });
 
-  router.get('/conversations/:id', async (req, res) => {
+  // A transcript page is the heaviest read a Player can ask for (up to PAGE_MAX_BYTES and one long Message):
+  // rationed per Player across instances. Scrolling back reads a page a few seconds at the most.
+  const pages = keyedRateLimit(
+    120,
+    'Too many transcript pages at once: at most 120 a minute. Try again shortly.',
+    playerKey,
+    { sql, name: 'pages' },
+  );
+
+  router.get('/conversations/:id', pages, async (req, res) => {
     const player = currentPlayer(res);
     const conversation = await owned(player.id, req.params.id);
     const q = parseQuery(req, MessagesQuery);
     const [participants, page] = await Promise.all([
       getParticipants(sql, conversation.id),
-      listMessages(sql, conversation.id, { limit: q.limit }),
+      listMessages(sql, conversation.id, { limit: q.limit, maxBytes: q.maxBytes }),
     ]);
     respond(res, ConversationPage, { conversation, participants, ...page });
   });
 
-  router.get('/conversations/:id/messages', async (req, res) => {
+  router.get('/conversations/:id/messages', pages, async (req, res) => {
     const player = currentPlayer(res);
     const conversation = await owned(player.id, req.params.id);
     const q = parseQuery(req, MessagesQuery);
-    respond(res, MessagePage, await listMessages(sql, conversation.id, { limit: q.limit, before: q.before }));
+    respond(
+      res,
+      MessagePage,
+      await listMessages(sql, conversation.id, { limit: q.limit, before: q.before, maxBytes: q.maxBytes }),
+    );
   });
 
   router.patch('/conversations/:id', async (req, res) => {
@@ -185,7 +202,11 @@ export function conversationRoutes({
   router.get('/usage', async (req, res) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, UsageQuery);
-    respond(res, UsageResponse, await usageByDay(sql, player.id, q.by, q.days));
+    const [byDay, storage] = await Promise.all([
+      usageByDay(sql, player.id, q.by, q.days),
+      storageUse(sql, player.id),
+    ]);
+    respond(res, UsageResponse, { ...byDay, storage });
   });
 
   router.delete('/conversations/:id', async (req, res) => {

@@ -1,5 +1,6 @@
 import { LIVE_INSTANCES, LOCKS, type Queryable } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { storageFull, storageQuotaSql, storedSql } from '../storage/index.ts';
 
 /** What one Player may spend (Village settings), checked before a turn reaches a Provider. */
 export interface SpendingLimits {
@@ -20,6 +21,9 @@ export interface Spent {
   mine: number;
   village: number;
   untilMidnight: number;
+  /** Bytes the Player stores, and the most each Player may (ADR 0053). */
+  stored: number;
+  storageQuota: number;
 }
 
 /**
@@ -43,6 +47,8 @@ export const spendingCtes = (
   playerId: string,
   conversationId: string,
   limits: SpendingLimits,
+  /** Bytes the turn's own Message adds: the turn is admitted only while they leave room for a reply. */
+  incomingBytes = 0,
 ) => q`
   today as (select date_trunc('day', now() at time zone 'utc') at time zone 'utc' as start),
   turns as (select at from turn_log where player_id = ${playerId} and at > now() - interval '1 minute'),
@@ -55,10 +61,13 @@ export const spendingCtes = (
       where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
     (select coalesce(sum(tokens), 0)::float8 from daily_spend
       where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
-    (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight"),
+    (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight",
+    ${storedSql(q, playerId)} + ${incomingBytes}::float8 as stored,
+    ${storageQuotaSql(q)} as "storageQuota"),
   admitted as (select 1 from spend
     where streams < ${limits.concurrentStreams} and recent < ${limits.turnsPerMinute}
-      and mine < ${limits.playerDailyTokens}::float8 and village < ${limits.villageDailyTokens}::float8)`;
+      and mine < ${limits.playerDailyTokens}::float8 and village < ${limits.villageDailyTokens}::float8
+      and stored < "storageQuota")`;
 
 /**
  * Refuses a turn the Player (or the Village) cannot afford now, with when to try again: the same judgement
@@ -101,6 +110,8 @@ export function judgeSpending(u: Spent, limits: SpendingLimits): void {
       u.untilMidnight,
     );
   }
+  // A reply in progress always completes (its Provider output is never lost); a new turn needs room left.
+  if (u.stored >= u.storageQuota) throw storageFull({ used: u.stored, quota: u.storageQuota });
 }
 
 /** Admitted: the turn is counted for the next minute (rows older than an hour are no use to anyone). */

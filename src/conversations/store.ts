@@ -183,24 +183,38 @@ export async function messagesAfter(
   return rows.map((r) => ({ ...toMessage(r), onPath: r.on_path }));
 }
 
-/** A page of Messages, oldest first, ending before `before` (a seq), or the latest page. */
+/** The most a transcript page carries, in stored bytes (ADR 0053); a Message larger than this comes alone. */
+export const PAGE_MAX_BYTES = 1024 * 1024;
+
+/**
+ * A page of Messages, oldest first, ending before `before` (a seq), or the latest page: at most `limit`
+ * Messages and, past the first, no more than `maxBytes` of them (a page of long Messages stops early). `before`
+ * in the answer is the cursor to the older ones, whichever bound ended the page.
+ */
 export async function listMessages(
   sql: Sql,
   conversationId: string,
-  opts: { limit: number; before?: string },
+  opts: { limit: number; before?: string; maxBytes?: number },
 ): Promise<{ messages: Message[]; before: string | null }> {
-  const rows = await sql<MessageRow[]>`
-    select ${messageColumns(sql)},
+  const rows = await sql<(MessageRow & { fetched: number })[]>`
+    with recent as (
+      select id as rid, seq as rseq, stored_bytes as rbytes from messages
+      where conversation_id = ${conversationId} and on_path ${opts.before ? sql`and seq < ${opts.before}` : sql``}
+      order by seq desc limit ${opts.limit + 1}),
+    sized as (
+      select rid, sum(rbytes) over (order by rseq desc) - rbytes as ahead, count(*) over () as fetched
+      from recent)
+    select ${messageColumns(sql)}, sized.fetched::int as fetched,
       case when messages.parent_id is null
         then array(select s.id from messages s where s.conversation_id = messages.conversation_id
           and s.parent_id is null order by s.seq)
         else array(select s.id from messages s where s.parent_id = messages.parent_id order by s.seq)
       end as siblings
-    from messages
-    where conversation_id = ${conversationId} and on_path ${opts.before ? sql`and seq < ${opts.before}` : sql``}
-    order by messages.seq desc limit ${opts.limit + 1}`;
-  const more = rows.length > opts.limit;
-  const page = rows.slice(0, opts.limit).reverse();
+    from sized join messages on messages.id = sized.rid
+    where sized.ahead < ${opts.maxBytes ?? PAGE_MAX_BYTES}
+    order by messages.seq desc limit ${opts.limit}`;
+  const page = rows.reverse();
+  const more = (rows[0]?.fetched ?? 0) > page.length;
   return { messages: page.map(toMessage), before: more && page[0] ? page[0].seq : null };
 }
 
@@ -298,15 +312,15 @@ export async function beginPlayerTurn(
     const locked = lockSpending(tx, args.playerId);
     // A branch moves the path first; a refused turn rolls it back with everything else.
     if (args.branchFrom) await branchAt(tx, args.conversationId, args.playerId, args.branchFrom.parentId);
-    const parts = tx.json([
-      ...(args.text ? [{ type: 'text', text: args.text }] : []),
-      ...attached,
-    ] as JsonValue);
+    const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
+    const parts = tx.json(list as JsonValue);
+    // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
+    const incoming = Buffer.byteLength(JSON.stringify(list));
     const [row] = await tx<
       (Spent &
         Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string })[]
     >`
-      with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)},
+      with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits, incoming)},
       claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
       ${logTurn(tx, args.playerId)},
       player as (

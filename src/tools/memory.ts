@@ -2,14 +2,15 @@ import { tool } from 'ai';
 import { z } from 'zod';
 import { LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { assertStorageRoom } from '../storage/index.ts';
 
 /** Entries one Player's Memory may hold (twenty imported lorebooks of 500). Recall searches them all. */
 export const MAX_MEMORIES = 10_000;
 
 /**
  * Adds entries to a Player's Memory, in the caller's transaction, unless that would take it past MAX_MEMORIES
- * (counted under the Player's count lock, so concurrent adds cannot overshoot). `lorebookOf`: the NPC whose
- * card brought them; they keep their order (clock_timestamp() rises row by row).
+ * (counted under the Player's count lock, so concurrent adds cannot overshoot) or the storage quota (ADR 0053).
+ * `lorebookOf`: the NPC whose card brought them; they keep their order (clock_timestamp() rises row by row).
  */
 export async function addMemories(
   tx: Queryable,
@@ -27,10 +28,12 @@ export async function addMemories(
       'TOO_MANY_MEMORIES',
       `Your Memory holds ${n.toLocaleString('en')} entries; it may hold ${MAX_MEMORIES.toLocaleString('en')}. Delete some first.`,
     );
-  return tx<Memory[]>`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
+  const added = await tx<Memory[]>`insert into memories (player_id, text, npc_name, lorebook_of, created_at)
     select ${playerId}, t, ${from.npcName ?? null}, ${from.lorebookOf ?? null}, clock_timestamp()
     from unnest(${texts}::text[]) with ordinality as e (t, n) order by n
     returning id, text, npc_name as "npcName", created_at as "createdAt"`;
+  await assertStorageRoom(tx, playerId);
+  return added;
 }
 
 export interface Memory {

@@ -4,6 +4,7 @@ import { currentPlayer } from '../auth/index.ts';
 import { type JsonValue, LOCKS, type Sql, transaction } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody, respond } from '../http/index.ts';
 import { BlockedUrlError, type Outbound } from '../outbound/index.ts';
+import { assertStorageRoom } from '../storage/index.ts';
 import {
   McpServerListResponse,
   McpServerResponse,
@@ -87,11 +88,18 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
   router.patch('/memories/:id', async (req, res) => {
     const player = currentPlayer(res);
     const { text } = parseBody(req, MemoryBody);
-    const rows = isUuid(req.params.id)
-      ? await sql<
-          MemoryView[]
-        >`update memories set text = ${text} where id = ${req.params.id} and player_id = ${player.id}
-          returning id, text, npc_name as "npcName", created_at as "createdAt"`
+    const id = req.params.id;
+    const rows = isUuid(id)
+      ? await transaction(sql, async (tx) => {
+          const edited = await tx<(MemoryView & { grew: boolean })[]>`
+            with old as (select id, text from memories where id = ${id} and player_id = ${player.id} for update)
+            update memories m set text = ${text} from old where m.id = old.id
+            returning m.id, m.text, m.npc_name as "npcName", m.created_at as "createdAt",
+              octet_length(m.text) > octet_length(old.text) as grew`;
+          // An edit that adds bytes counts against the storage quota (ADR 0053); one that shortens never fails.
+          if (edited[0]?.grew) await assertStorageRoom(tx, player.id);
+          return edited.map(({ grew: _, ...m }) => m);
+        })
       : [];
     if (!rows[0]) throw notFound('Memory');
     respond(res, MemoryResponse, { memory: rows[0] });

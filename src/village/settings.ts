@@ -23,6 +23,8 @@ export interface VillageSettings {
   maxAttachmentsPerMessage: number;
   playerAttachmentMb: number;
   attachmentTypes: string[];
+  /** Megabytes one Player may store in all: Messages, attachments, sandbox files and Memory (ADR 0053). */
+  playerStorageMb: number;
   /** The most output tokens one Provider call may write, below the Model's own limit; null: the Model's limit. */
   maxOutputTokens: number | null;
 }
@@ -59,6 +61,7 @@ export const VillageSettingsPatch = z
     playerAttachmentMb: z.number().int().min(1).max(1_000_000),
     attachmentTypes: z.array(z.enum(ATTACHMENT_TYPES)).max(ATTACHMENT_TYPES.length),
     maxOutputTokens: z.number().int().min(1).max(10_000_000).nullable(),
+    playerStorageMb: z.number().int().min(1).max(10_000_000),
   })
   .partial()
   .strict();
@@ -73,7 +76,7 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
       max_message_chars as "maxMessageChars", max_npcs as "maxNpcs", max_conversations as "maxConversations",
       max_attachment_mb as "maxAttachmentMb", max_attachments_per_message as "maxAttachmentsPerMessage",
       player_attachment_mb as "playerAttachmentMb", attachment_types as "attachmentTypes",
-      max_output_tokens as "maxOutputTokens"
+      max_output_tokens as "maxOutputTokens", player_storage_mb as "playerStorageMb"
     from village_settings where id`;
   return row!;
 }
@@ -95,7 +98,7 @@ export async function updateVillageSettings(
       max_attachment_mb = ${next.maxAttachmentMb},
       max_attachments_per_message = ${next.maxAttachmentsPerMessage},
       player_attachment_mb = ${next.playerAttachmentMb}, attachment_types = ${[...new Set(next.attachmentTypes)]},
-      max_output_tokens = ${next.maxOutputTokens},
+      max_output_tokens = ${next.maxOutputTokens}, player_storage_mb = ${next.playerStorageMb},
       updated_at = now(), updated_by = ${by}
     where id`;
   return next;

@@ -193,6 +193,7 @@ export const VillageView = z.object({
     playerAttachmentMb: z.number(),
     attachmentTypes: z.array(z.string()),
     maxOutputTokens: z.number().nullable(),
+    playerStorageMb: z.number(),
   }),
   providers: z.array(
     z.object({ id: z.string(), kind: z.enum(['openai', 'anthropic', 'google', 'compatible', 'demo']) }),
@@ -210,6 +211,15 @@ const UsageFigures = {
 export const UsageResponse = z.object({
   points: z.array(z.object({ day: z.string(), key: z.string(), label: z.string(), ...UsageFigures })),
   totals: z.object(UsageFigures),
+  /** Bytes the Player stores, by kind, and the most each Player may (ADR 0053). */
+  storage: z.object({
+    messages: z.number(),
+    attachments: z.number(),
+    sandbox: z.number(),
+    memory: z.number(),
+    used: z.number(),
+    quota: z.number(),
+  }),
 });
 
 export type MeResponse = z.output<typeof MeResponse>;

@@ -235,6 +235,7 @@ describe('Village settings', () => {
         'application/json',
       ],
       maxOutputTokens: null,
+      playerStorageMb: 200,
     });
     expect(view.providers).toEqual([{ id: 'fake', kind: 'compatible' }]);
     expect(view.isAdmin).toBe(false);

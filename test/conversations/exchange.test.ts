@@ -84,7 +84,14 @@ async function richConversation() {
 
 it('JSON export → import → export gives the same file; the NPCs are the Player’s own, Usage unchanged', async () => {
   const id = await richConversation();
-  const usage = async () => (await (await app.api('/api/usage', { cookie })).json()) as { totals: unknown };
+  // The tokens paid for (the storage the import takes is counted: see storage.test.ts).
+  const usage = async () => {
+    const { points, totals } = (await (await app.api('/api/usage', { cookie })).json()) as Record<
+      string,
+      unknown
+    >;
+    return { points, totals };
+  };
   const before = await usage();
   const original = await exportOf(id);
   expect(original).toMatchObject({

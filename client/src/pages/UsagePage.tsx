@@ -16,6 +16,63 @@ interface UsageData {
     replies: number;
   }[];
   totals: { inputTokens: number; outputTokens: number; costUsd: number | null; replies: number };
+  storage: Storage;
+}
+interface Storage {
+  messages: number;
+  attachments: number;
+  sandbox: number;
+  memory: number;
+  used: number;
+  quota: number;
+}
+
+const KINDS = [
+  ['messages', 'Messages'],
+  ['attachments', 'Attachments'],
+  ['sandbox', 'Sandbox files'],
+  ['memory', 'Memory'],
+] as const;
+
+function bytes(n: number): string {
+  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MB`;
+  if (n >= 1024) return `${(n / 1024).toFixed(1)} KB`;
+  return `${n} bytes`;
+}
+
+/** What the Player stores of the quota, by kind: what to delete when it is full. */
+function StorageUse({ storage: s }: { storage: Storage }) {
+  const full = s.used >= s.quota;
+  return (
+    <section className="storage" aria-labelledby="storage-title">
+      <h2 id="storage-title">Storage</h2>
+      <p>
+        You store <strong>{bytes(s.used)}</strong> of {bytes(s.quota)}
+        {full ? ': full. New Messages, uploads and imports are refused until you delete something.' : '.'}
+      </p>
+      <meter
+        min={0}
+        max={s.quota}
+        value={Math.min(s.used, s.quota)}
+        low={s.quota * 0.75}
+        high={s.quota * 0.9}
+        optimum={0}
+      >
+        {Math.round((100 * s.used) / s.quota)}%
+      </meter>
+      <table>
+        <caption className="visually-hidden">Storage by kind</caption>
+        <tbody>
+          {KINDS.map(([k, label]) => (
+            <tr key={k}>
+              <th scope="row">{label}</th>
+              <td>{bytes(s[k])}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
 }
 
 const COLORS = ['#1d4ed8', '#b45309', '#047857', '#9d174d', '#6d28d9', '#0e7490', '#4d7c0f', '#be123c'];
@@ -38,6 +95,8 @@ export function UsagePage() {
   return (
     <div className="narrow">
       <h1>Usage</h1>
+      {usage.data && <StorageUse storage={usage.data.storage} />}
+      <h2>Tokens</h2>
       <div className="row" role="radiogroup" aria-label="Group by">
         {(['npc', 'conversation'] as const).map((b) => (
           <label key={b} className="chip">

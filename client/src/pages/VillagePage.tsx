@@ -142,6 +142,7 @@ const LIMITS = [
   ['maxAttachmentMb', 'Largest attachment (MB)'],
   ['maxAttachmentsPerMessage', 'Attachments per Message'],
   ['playerAttachmentMb', 'Attachment space per Player (MB)'],
+  ['playerStorageMb', 'Storage per Player, everything counted (MB)'],
 ] as const;
 
 /** The kinds of attachment the server recognises (see ATTACHMENT_TYPES on the server). */

@@ -191,9 +191,11 @@ function runJob(
 ): Promise<unknown> {
   return withFolder(job.root, async () => {
     await store?.pull();
+    // What the Player may still store (ADR 0053): the folder may grow by that much at most in this command.
+    const roomBytes = job.op === 'read' ? undefined : await store?.room();
     let out: unknown;
     try {
-      out = await inSlot(owner, signal, () => runNow(pool, job, limits, signal));
+      out = await inSlot(owner, signal, () => runNow(pool, { ...job, roomBytes }, limits, signal));
     } catch (e) {
       if (job.op !== 'read') await store?.push().catch(() => {});
       throw e;

@@ -68,6 +68,8 @@ export class QuotaFs extends ReadWriteFs {
     private readonly rootDir: string,
     private readonly quota: number,
     private readonly used: Usage,
+    /** What a refusal for bytes says. */
+    private readonly full = `No space left: this sandbox may hold ${Math.round(quota / 1_048_576)} MB of files.`,
   ) {
     super({ root: rootDir });
   }
@@ -113,8 +115,7 @@ export class QuotaFs extends ReadWriteFs {
   }
 
   private reserve(delta: number, entries = 0) {
-    if (this.used.bytes + delta > this.quota)
-      this.refuse(`No space left: this sandbox may hold ${Math.round(this.quota / 1_048_576)} MB of files.`);
+    if (this.used.bytes + delta > this.quota) this.refuse(this.full);
     if (this.used.entries + entries > MAX_ENTRIES)
       this.refuse(
         `No space left: this sandbox may hold ${MAX_ENTRIES.toLocaleString('en')} files and folders.`,

@@ -6,6 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { adoptBlob, collectBlobs, readBlob, writeBlob } from '../../attachments/index.ts';
 import { type Sql, transaction } from '../../db/index.ts';
+import { sandboxRoom } from '../../storage/index.ts';
 
 /** What the working copy held when it last matched PostgreSQL: each file's size, mtime and content hash. */
 interface Manifest {
@@ -88,6 +89,11 @@ export class SandboxStore {
       files[r.path] = { size: s.size, mtimeMs: s.mtimeMs, sha256: await hashOf(full) };
     }
     await this.#save({ version, files });
+  }
+
+  /** Bytes the Conversation's Player may still store (the storage quota, ADR 0053). */
+  room(): Promise<number> {
+    return sandboxRoom(this.sql, this.conversationId);
   }
 
   /** Writes back what the last command changed, and bumps the version (a no-op when nothing changed). */

@@ -12,6 +12,8 @@ export interface Job {
   root: string;
   home: string;
   quotaBytes: number;
+  /** What the Player may still store in all (ADR 0053): the folder may grow by no more than this. */
+  roomBytes?: number;
   maxOutputBytes: number;
   timeoutMs: number;
   command?: string;
@@ -21,7 +23,14 @@ export interface Job {
 export type Answer = { ok: true; value: unknown } | { ok: false; message: string; quota: boolean };
 
 async function run(job: Job): Promise<unknown> {
-  const home = new QuotaFs(job.root, job.quotaBytes, await usage(job.root));
+  const used = await usage(job.root);
+  // The tighter of the folder's quota and the Player's storage left, and a refusal that names the one met.
+  const byPlayer = job.roomBytes !== undefined && used.bytes + job.roomBytes < job.quotaBytes;
+  const quota = byPlayer ? used.bytes + job.roomBytes! : job.quotaBytes;
+  const full = byPlayer
+    ? "No space left: the Player's storage is full (the Village's quota for each Player). Delete files here, or the Player can delete Conversations or attachments."
+    : `No space left: this sandbox may hold ${Math.round(job.quotaBytes / 1_048_576)} MB of files.`;
+  const home = new QuotaFs(job.root, quota, used, full);
   let refused = false;
   home.onRefused = () => {
     refused = true;
@@ -49,10 +58,7 @@ async function run(job: Job): Promise<unknown> {
   }
   const result = await bash.exec(job.command!);
   // A write refused for the quota inside a command is reported as the tool failing, not as one more stderr line.
-  if (refused)
-    throw new QuotaExceededError(
-      `No space left: this sandbox may hold ${Math.round(job.quotaBytes / 1_048_576)} MB of files.`,
-    );
+  if (refused) throw new QuotaExceededError(full);
   return {
     stdout: clip(result.stdout, job.maxOutputBytes),
     stderr: clip(result.stderr, job.maxOutputBytes),
