@@ -80,7 +80,10 @@ export function createApp(deps: AppDeps): Express {
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
   // instances behind a balancer allow the limit once each. The per-Player limits count in PostgreSQL.
   const rationed = publicRateLimit(deps.publicRequestsPerMinute);
-  app.use(['/xrpc', '/api/reader', '/profile', '/oauth', '/api/auth/login'], rationed);
+  app.use(
+    ['/xrpc', '/api/reader', '/profile', '/feeds', '/sitemap.xml', '/oauth', '/api/auth/login'],
+    rationed,
+  );
 
   app.get('/healthz', (_req, res) => {
     res.json({ ok: true });
@@ -108,6 +111,10 @@ export function createApp(deps: AppDeps): Express {
           title: thread.title ?? 'A conversation',
           description: `${who} published a conversation with AI characters${first ? `: “${first.slice(0, 160)}”` : '.'}`,
           url: `${deps.baseUrl()}/profile/${actor}/thread/${rkey}`,
+          // The canonical page names the author by DID (a handle can move), and the record by its at:// URI.
+          canonical: `${deps.baseUrl()}/profile/${thread.did}/thread/${rkey}`,
+          atUri: `at://${thread.did}/click.aligned.chat.session/${rkey}`,
+          feed: `${deps.baseUrl()}/profile/${thread.did}/feed.atom`,
         };
       },
     }),

@@ -259,3 +259,11 @@ export async function listSessions(
         : undefined,
   };
 }
+
+/** The newest published threads' addresses, for the sitemap: from the index alone (no handle lookups). */
+export async function recentThreads(sql: Sql, limit: number): Promise<{ uri: string; indexedAt: string }[]> {
+  const rows = await sql<{ uri: string; indexed_at: Date }[]>`
+    select s.uri, s.indexed_at from index_sessions s left join index_actors a on a.did = s.did
+    where a.status is null and not s.from_backfill order by s.indexed_at desc, s.uri desc limit ${limit}`;
+  return rows.map((r) => ({ uri: r.uri, indexedAt: r.indexed_at.toISOString() }));
+}

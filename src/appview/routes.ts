@@ -2,8 +2,9 @@ import { type ErrorRequestHandler, Router } from 'express';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound } from '../http/index.ts';
 import { lexicons } from '../lexicon/generated/lexicons.ts';
+import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
-import { getThreadJson, listSessions, resolveActor } from './read.ts';
+import { getThreadJson, listSessions, recentThreads, resolveActor } from './read.ts';
 import { readThread } from './thread.ts';
 
 const GET_THREAD = 'click.aligned.chat.getThread';
@@ -34,9 +35,43 @@ function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string
 /**
  * Public reading: our AppView's XRPC queries (for any client) and the reader UI's API. No session needed.
  */
-export function readerRoutes(deps: { sql: Sql; reader: Network }): Router {
+export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => string }): Router {
   const { sql, reader } = deps;
   const router = Router();
+  // Feeds and the sitemap are read by machines that come back often: a CDN may keep them a few minutes.
+  const FEED_CACHE = 'public, max-age=300';
+
+  router.get('/feeds/recent.atom', async (_req, res) => {
+    const base = deps.baseUrl();
+    const { sessions } = await listSessions(sql, reader, { limit: 50 });
+    const self = `${base}/feeds/recent.atom`;
+    res
+      .set('Cache-Control', FEED_CACHE)
+      .type('application/atom+xml')
+      .send(atomFeed({ title: 'AgentsVille: recently published conversations', self, base, sessions }));
+  });
+
+  router.get('/profile/:actor/feed.atom', async (req, res) => {
+    const { actor } = req.params;
+    if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor)) throw notFound('Author');
+    const did = await resolveActor(sql, reader, actor);
+    if (!did) throw notFound('Author');
+    const base = deps.baseUrl();
+    const { sessions } = await listSessions(sql, reader, { did, limit: 50 });
+    const name = sessions[0]?.author.handle ?? actor;
+    const self = `${base}/profile/${encodeURIComponent(actor)}/feed.atom`;
+    res
+      .set('Cache-Control', FEED_CACHE)
+      .type('application/atom+xml')
+      .send(atomFeed({ title: `Conversations published by ${name} on AgentsVille`, self, base, sessions }));
+  });
+
+  router.get('/sitemap.xml', async (_req, res) => {
+    res
+      .set('Cache-Control', FEED_CACHE)
+      .type('application/xml')
+      .send(sitemap(deps.baseUrl(), await recentThreads(sql, 5000)));
+  });
 
   router.get(`/xrpc/${GET_THREAD}`, async (req, res) => {
     const params = xrpcParams(GET_THREAD, req.query as Record<string, unknown>);

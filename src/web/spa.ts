@@ -19,14 +19,21 @@ export interface WebDeps {
   baseUrl: () => string;
   clientDir?: string;
   /** Title and description of a published thread, for link previews (null when there is none). */
-  threadMeta?: (
-    actor: string,
-    rkey: string,
-  ) => Promise<{ title: string; description: string; url: string } | null>;
+  threadMeta?: (actor: string, rkey: string) => Promise<ThreadMeta | null>;
+}
+
+export interface ThreadMeta {
+  title: string;
+  description: string;
+  url: string;
+  /** The page's one address (by DID), its record's at:// URI, and its author's Atom feed. */
+  canonical: string;
+  atUri: string;
+  feed: string;
 }
 
 /** OpenGraph and Twitter card tags, so a shared thread link previews with its title and first words. */
-function withMeta(html: string, meta: { title: string; description: string; url: string }): string {
+function withMeta(html: string, meta: ThreadMeta): string {
   const tags = [
     `<title>${escapeHtml(meta.title)} · AgentsVille</title>`,
     `<meta property="og:type" content="article">`,
@@ -38,6 +45,9 @@ function withMeta(html: string, meta: { title: string; description: string; url:
     `<meta name="twitter:title" content="${escapeHtml(meta.title)}">`,
     `<meta name="twitter:description" content="${escapeHtml(meta.description)}">`,
     `<meta name="description" content="${escapeHtml(meta.description)}">`,
+    `<link rel="canonical" href="${escapeHtml(meta.canonical)}">`,
+    `<link rel="alternate" href="${escapeHtml(meta.atUri)}">`,
+    `<link rel="alternate" type="application/atom+xml" title="The author's conversations" href="${escapeHtml(meta.feed)}">`,
   ].join('\n    ');
   // A function, not a replacement string: `$'` or `$&` in a title must stay text, not splice the document.
   return html.replace(/<title>[^<]*<\/title>/, () => tags);
@@ -83,18 +93,22 @@ export function webRoutes(deps: WebDeps): Router {
   // Any page a browser navigates to is the app (a handle such as alice.test has a dot, so the path's shape
   // cannot tell); a missing asset fetched by a script asks for something other than HTML and gets a 404.
   // The root is always the app, whatever the client accepts (`curl http://127.0.0.1:3000/` shows it too).
-  router.get(/^\/(?!api\/|oauth\/|xrpc\/|healthz$).*/, (req: Request, res: Response, next) => {
-    if (req.path !== '/' && !(req.get('accept') ?? '').includes('text/html')) return next();
-    const index = path.join(dir, 'index.html');
-    if (!existsSync(index)) {
-      res
-        .status(503)
-        .type('text')
-        .send('The web app is not built yet: run `npm run build` (npm start does it).');
-      return;
-    }
-    // Relative to `root`: sendFile refuses a dot-folder anywhere in an absolute path (a clone under ~/.local).
-    res.set('Cache-Control', 'no-cache').sendFile('index.html', { root: dir });
-  });
+  // Feeds and the sitemap are documents of their own, whatever a browser's Accept says.
+  router.get(
+    /^\/(?!api\/|oauth\/|xrpc\/|feeds\/|healthz$|sitemap\.xml$)(?!.*\.atom$).*/,
+    (req: Request, res: Response, next) => {
+      if (req.path !== '/' && !(req.get('accept') ?? '').includes('text/html')) return next();
+      const index = path.join(dir, 'index.html');
+      if (!existsSync(index)) {
+        res
+          .status(503)
+          .type('text')
+          .send('The web app is not built yet: run `npm run build` (npm start does it).');
+        return;
+      }
+      // Relative to `root`: sendFile refuses a dot-folder anywhere in an absolute path (a clone under ~/.local).
+      res.set('Cache-Control', 'no-cache').sendFile('index.html', { root: dir });
+    },
+  );
   return router;
 }

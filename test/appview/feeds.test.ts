@@ -1,0 +1,116 @@
+import { TID } from '@atproto/common-web';
+import fc from 'fast-check';
+import { XMLParser, XMLValidator } from 'fast-xml-parser';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { indexRecords } from '../../src/appview/store.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+
+// #30: a reader follows an author, or everything recent, from a feed reader; search engines find threads through
+// the sitemap. Every value in them is text an author published, escaped whatever it holds.
+
+let app: TestApp;
+beforeAll(async () => {
+  app = await startTestApp();
+});
+afterAll(() => app?.close());
+
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+let n = 0;
+
+/** An author the index knows, with a verified handle (no network lookup), and one published thread. */
+async function published(title: string, agents: { name: string; role?: string }[] = []) {
+  const did = `did:plc:feeds${(++n).toString().padStart(19, '0')}`;
+  const handle = `author${n}.test`;
+  await app.db.sql`insert into index_actors (did, handle, verified_at) values (${did}, ${handle}, now())
+    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+  const rkey = TID.nextStr();
+  const createdAt = '2026-11-01T00:00:00.000Z';
+  await indexRecords(app.db.sql, did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: { $type: 'click.aligned.chat.session', title, createdAt, ...(agents.length ? { agents } : {}) },
+    },
+    {
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.message',
+        session: `at://${did}/click.aligned.chat.session/${rkey}`,
+        role: 'user',
+        text: 'Hello',
+        createdAt,
+      },
+    },
+  ]);
+  return { did, handle, rkey, uri: `at://${did}/click.aligned.chat.session/${rkey}` };
+}
+
+const parser = new XMLParser({ ignoreAttributes: false, parseTagValue: false, trimValues: false });
+type Entry = {
+  id: string;
+  title: { '#text': string } | string;
+  link: { '@_href': string; '@_rel': string }[];
+};
+const entriesOf = (xml: string): Entry[] => {
+  expect(XMLValidator.validate(xml)).toBe(true);
+  const feed = parser.parse(xml).feed as { entry?: Entry | Entry[]; id: string; updated: string };
+  expect(feed.id).toBeTruthy();
+  expect(Number.isNaN(Date.parse(feed.updated))).toBe(false);
+  return feed.entry === undefined ? [] : Array.isArray(feed.entry) ? feed.entry : [feed.entry];
+};
+const text = (t: Entry['title']) => (typeof t === 'string' ? t : t['#text']);
+
+it("an author's feed and the recent feed are well-formed Atom, with each title exactly as published", async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      fc
+        .oneof(
+          fc.string({ minLength: 1, maxLength: 80 }),
+          fc.constantFrom(
+            '<script>alert(1)</script>',
+            '</title><entry>',
+            '&amp; & &lt;',
+            ']]>',
+            '**bold** _x_ [a](b)',
+          ),
+          fc.string({ unit: 'grapheme', minLength: 1, maxLength: 40 }),
+          // Characters XML cannot carry (controls, a lone surrogate), as any repo may hold; NUL the index refuses.
+          fc.string({ unit: 'binary', minLength: 1, maxLength: 40 }),
+        )
+        .filter((t) => !t.includes('\u0000')),
+      async (title) => {
+        const t = await published(title, [{ name: 'Ada <b>', role: 'Librarian & co' }]);
+        const res = await fetch(`${app.url}/profile/${t.handle}/feed.atom`);
+        expect(res.status).toBe(200);
+        expect(res.headers.get('content-type')).toMatch(/^application\/atom\+xml/);
+        const entries = entriesOf(await res.text());
+        expect(entries).toHaveLength(1);
+        expect(entries[0]!.id).toBe(`${app.running.url}/profile/${t.did}/thread/${t.rkey}`);
+        // As published, less what no XML document can hold; whitespace at the ends is not meaningful to a reader.
+        const fit = title.replace(/[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, '');
+        expect(text(entries[0]!.title).trim()).toBe(fit.trim() ? fit.trim() : 'Untitled conversation');
+        expect(entries[0]!.link.map((l) => [l['@_rel'], l['@_href']])).toEqual([
+          ['alternate', `${app.running.url}/profile/${t.did}/thread/${t.rkey}`],
+          ['related', t.uri],
+        ]);
+      },
+    ),
+    { numRuns: 25 },
+  );
+  const recent = entriesOf(await (await fetch(`${app.url}/feeds/recent.atom`)).text());
+  expect(recent.length).toBeGreaterThanOrEqual(25);
+}, 120_000);
+
+it('the sitemap lists published threads; feeds are documents even to a browser; thread pages link their feed, canonical address and record', async () => {
+  const t = await published('Sitemapped');
+  const map = await (await fetch(`${app.url}/sitemap.xml`)).text();
+  expect(XMLValidator.validate(map)).toBe(true);
+  expect(map).toContain(`<loc>${app.running.url}/profile/${t.did}/thread/${t.rkey}</loc>`);
+  const asBrowser = await fetch(`${app.url}/feeds/recent.atom`, { headers: { accept: 'text/html' } });
+  expect(asBrowser.headers.get('content-type')).toMatch(/atom/);
+  const unknown = await fetch(`${app.url}/profile/nobody.invalid/feed.atom`);
+  expect(unknown.status).toBe(404);
+});
