@@ -103,7 +103,14 @@ export class Leases {
         if (taken) return { holder, sent };
         const left = deadline - Date.now();
         if (left <= 0) throw new LeaseBusyError(`lease ${name} is busy`);
-        await Promise.race([released.heard, new Promise((r) => setTimeout(r, Math.min(pause, left)))]);
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([
+          released.heard,
+          new Promise((r) => {
+            timer = setTimeout(r, Math.min(pause, left));
+          }),
+        ]);
+        clearTimeout(timer);
       } finally {
         released.stop();
       }
