@@ -38,6 +38,8 @@ export interface Running {
   server: http.Server;
   instanceId: number;
   oauth: NodeOAuthClient;
+  /** This process's leases (ADR 0053). */
+  leases: Leases;
   localnet?: LocalNetwork;
   indexer?: Indexer;
   close(): Promise<void>;
@@ -222,6 +224,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     server,
     instanceId: instance.id,
     oauth,
+    leases,
     localnet,
     indexer,
     async close() {

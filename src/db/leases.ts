@@ -80,6 +80,11 @@ export class Leases {
     }
   }
 
+  /** How many callers in this process wait in line for `name` behind the one holding or taking it. */
+  waiting(name: string): number {
+    return this.#line.count(name).waiting;
+  }
+
   /** Stops listening (the pool's own `end` does too). */
   async close(): Promise<void> {
     await this.#unlisten?.().catch(() => {});

@@ -207,6 +207,9 @@ export async function unfinishedPublications(sql: Sql): Promise<{ conversationId
 /** How a publication lease is held (ADR 0053): the argument for these numbers is there. */
 export const PUBLICATION_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
 
+/** The lease a Conversation's publication is changed under. */
+export const publicationLease = (conversationId: string) => `publication:${conversationId}`;
+
 /**
  * Runs `fn` while holding the Conversation's publication lease (ADR 0043, 0053): a publish by hand, an
  * unpublish, a live append on any server and a hold never interleave, so none plans from what another is about
@@ -220,7 +223,7 @@ export async function withPublicationLock<T>(
   conversationId: string,
   fn: (lease: Lease) => Promise<T>,
 ): Promise<T> {
-  return leases.hold(`publication:${conversationId}`, PUBLICATION_LEASE, fn).catch((e: unknown) => {
+  return leases.hold(publicationLease(conversationId), PUBLICATION_LEASE, fn).catch((e: unknown) => {
     throw e instanceof LeaseBusyError
       ? new AppError(
           503,
