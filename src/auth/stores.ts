@@ -86,10 +86,10 @@ export class SignInBusyError extends Error {}
  * Every request made under it is counted as the Player's (playerCalls.ts), and is fenced by the lease: none
  * goes out unless the lease surely outlives it.
  */
-export function leaseRequestLock(leases: Leases): RuntimeLock {
+export function leaseRequestLock(leases: Leases, terms = OAUTH_LEASE): RuntimeLock {
   return (name, fn) =>
     leases
-      .hold(`oauth:${name}`, OAUTH_LEASE, async () =>
+      .hold(`oauth:${name}`, terms, async () =>
         name.startsWith(SESSION_LOCK) ? asPlayer(name.slice(SESSION_LOCK.length), fn) : fn(),
       )
       .catch((e: unknown) => {

@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asPlayer, PlayerCallsBusyError, playerCallFetch } from '../../src/auth/index.ts';
+import { leaseRequestLock, SignInBusyError } from '../../src/auth/stores.ts';
 import { LeaseLostError, Leases } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -118,5 +119,40 @@ describe('calls to a Player’s own servers', () => {
       await expect(call()).rejects.toBeInstanceOf(LeaseLostError);
     });
     await leases.close();
+  });
+
+  it('the OAuth request lock counts what it runs as the Player it is named after, and says when it is busy', async () => {
+    const gated = playerCallFetch(fetch, { atOnce: 1, timeoutMs: 20_000, waitMs: 300 });
+    const leases = new Leases(db.sql);
+    const lock = leaseRequestLock(leases, { ttlMs: 10_000, waitMs: 300 });
+    const did = 'did:example:locked';
+    const call = () => gated(`${server.base}/fast`, { headers: { 'x-player': did } });
+    // The Player's one slot is taken by a call that hangs; a call made inside the lock named after the
+    // Player waits for it (and gives up), while the same call outside any Player's context goes at once.
+    const hanging = asPlayer(did, () => gated(`${server.base}/slow`, { headers: { 'x-player': did } }));
+    await until('the hanging call arrives', () => server.held() === 1);
+    await expect(lock(`@atproto-oauth-client-${did}`, call)).rejects.toBeInstanceOf(PlayerCallsBusyError);
+    expect(await (await call()).text()).toBe('fast');
+    server.letGo();
+    await hanging;
+    // Held elsewhere past the wait: a clear error of its own, not a network failure.
+    const other = new Leases(db.sql);
+    let release!: () => void;
+    const holding = other.hold(
+      `oauth:@atproto-oauth-client-${did}`,
+      { ttlMs: 10_000, waitMs: 1000 },
+      () =>
+        new Promise<void>((r) => {
+          release = r;
+        }),
+    );
+    await until('held elsewhere', () => Boolean(release));
+    await expect(lock(`@atproto-oauth-client-${did}`, async () => 'no')).rejects.toBeInstanceOf(
+      SignInBusyError,
+    );
+    release();
+    await holding;
+    expect(await lock(`@atproto-oauth-client-${did}`, async () => 'yes')).toBe('yes');
+    await Promise.all([leases.close(), other.close()]);
   });
 });
