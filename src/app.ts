@@ -5,7 +5,7 @@ import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes } from './cards/index.ts';
 import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
-import type { Sql } from './db/index.ts';
+import type { Leases, Sql } from './db/index.ts';
 import {
   errorHandler,
   notFound,
@@ -25,8 +25,8 @@ import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
   sql: Sql;
-  /** Connections for publication locks only (publish/store.ts). */
-  lockSql?: Sql;
+  /** Locks held while a Player's own servers are waited on: publications (publish/store.ts). ADR 0053. */
+  leases: Leases;
   providers: ProviderRegistry;
   instanceId: number;
   adminDids: string[];

@@ -10,6 +10,7 @@ import { markInterrupted } from './conversations/index.ts';
 import {
   connect,
   type EmbeddedDatabase,
+  Leases,
   migrate,
   registerInstance,
   type Sql,
@@ -37,6 +38,8 @@ export interface Running {
   server: http.Server;
   instanceId: number;
   oauth: NodeOAuthClient;
+  /** This process's leases (ADR 0053). */
+  leases: Leases;
   localnet?: LocalNetwork;
   indexer?: Indexer;
   close(): Promise<void>;
@@ -120,11 +123,12 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
 
   let oauth: NodeOAuthClient | undefined;
   let baseUrl = atproto.publicUrl ?? '';
-  // Publication locks wait on connections of their own, never the pool the publishing itself needs.
-  const publicationLocks = connect(url, { max: 16 });
+  // Locks held while a Player's own servers are waited on (publications, OAuth refreshes) are leases: rows
+  // with an expiry, holding no connection while they wait or are held (ADR 0053).
+  const leases = new Leases(sql);
   const app = createApp({
     sql,
-    lockSql: publicationLocks,
+    leases,
     providers,
     instanceId: instance.id,
     adminDids: config.adminDids,
@@ -166,9 +170,8 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   const port = typeof address === 'object' && address ? address.port : config.port;
   // A loopback OAuth client must redirect to 127.0.0.1, never "localhost".
   baseUrl = atproto.publicUrl ?? `http://127.0.0.1:${port}`;
-  const lockSql = connect(url, { max: 4 });
   oauth = await createOAuthClient(sql, {
-    lockSql,
+    leases,
     baseUrl,
     privateKeys: atproto.privateKeys,
     handleResolver: localnet?.pdsUrl ?? atproto.handleResolverUrl,
@@ -199,7 +202,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // Publications a crash or a rate limit left part-way resume in the background.
   const publishDeps = {
     sql,
-    lockSql: publicationLocks,
+    leases,
     oauth: () => oauth!,
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
@@ -209,9 +212,9 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // Live publishing: appends that are due go out from whichever server takes them first (ADR 0043).
   const stopLiveAppends = startLiveAppends(publishDeps);
   for (const p of await unfinishedPublications(sql)) {
-    withPublicationLock(publicationLocks, p.conversationId, () =>
-      resume(publishDeps, p.did, p.conversationId),
-    ).catch((e) => log(`publication ${p.conversationId} still unfinished`, e));
+    withPublicationLock(leases, p.conversationId, () => resume(publishDeps, p.did, p.conversationId)).catch(
+      (e) => log(`publication ${p.conversationId} still unfinished`, e),
+    );
   }
 
   return {
@@ -221,6 +224,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     server,
     instanceId: instance.id,
     oauth,
+    leases,
     localnet,
     indexer,
     async close() {
@@ -236,8 +240,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       stopSandboxes();
       await localnet?.close();
       await instance.release();
-      await lockSql.end({ timeout: 5 });
-      await publicationLocks.end({ timeout: 5 });
+      await leases.close();
       await sql.end({ timeout: 5 });
       await embedded?.stop();
     },

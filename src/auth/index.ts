@@ -1,8 +1,16 @@
-// auth/: who is asking. ATProto OAuth (client, PostgreSQL stores, advisory request lock), the web session
-// (an opaque cookie, only its hash stored) and the Players it maps to.
+// auth/: who is asking. ATProto OAuth (client, PostgreSQL stores, the request lock as a lease, the per-Player
+// cap on calls to a Player's own servers), the web session (an opaque cookie, only its hash stored) and the
+// Players it maps to.
 export { createOAuthClient, OAUTH_SCOPE, type OAuthOptions } from './oauth.ts';
+export {
+  asPlayer,
+  PLAYER_CALL_LIMITS,
+  type PlayerCallLimits,
+  PlayerCallsBusyError,
+  playerCallFetch,
+} from './playerCalls.ts';
 export { currentPlayer, playerKey, requireSession } from './requireSession.ts';
-export { restoreSession } from './restore.ts';
+export { type PlayerSession, restoreSession } from './restore.ts';
 export { type AuthDeps, publicAuthRoutes, sessionAuthRoutes } from './routes.ts';
 export {
   createSession,
@@ -13,3 +21,4 @@ export {
   SESSION_TTL_MS,
   upsertPlayer,
 } from './sessions.ts';
+export { OAUTH_LEASE } from './stores.ts';

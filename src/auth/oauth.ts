@@ -4,8 +4,9 @@ import {
   NodeOAuthClient,
   type NodeSavedSessionStore,
 } from '@atproto/oauth-client-node';
-import type { Sql } from '../db/index.ts';
-import { advisoryRequestLock, endedGrant, sessionStore, stateStore } from './stores.ts';
+import { Leases, type Sql } from '../db/index.ts';
+import { PLAYER_CALL_LIMITS, type PlayerCallLimits, playerCallFetch } from './playerCalls.ts';
+import { endedGrant, leaseRequestLock, sessionStore, stateStore } from './stores.ts';
 
 /**
  * What the app may do in a Player's repo: write its two collections and nothing else. Declared in the client
@@ -22,9 +23,12 @@ export interface OAuthOptions {
   plcUrl: string;
   /** Only for the local network, whose PDS and PLC speak plain http. */
   allowHttp: boolean;
+  /** Under the per-Player cap below: the client's every request for a Player goes through it. */
   fetch?: typeof globalThis.fetch;
-  /** A small pool of its own for the request lock (see advisoryRequestLock); defaults to `sql`. */
-  lockSql?: Sql;
+  /** The leases the request lock is held with (see leaseRequestLock); new ones on `sql` when not given. */
+  leases?: Leases;
+  /** Calls to one Player's servers at once and their time limits (playerCalls.ts). */
+  playerCalls?: PlayerCallLimits;
   /** Replaces the PostgreSQL stores (a test uses this to act as another device of the same Player). */
   sessionStore?: NodeSavedSessionStore;
 }
@@ -63,8 +67,8 @@ export async function createOAuthClient(sql: Sql, o: OAuthOptions): Promise<Node
     plcDirectoryUrl: o.plcUrl,
     stateStore: stateStore(sql),
     sessionStore: o.sessionStore ?? sessionStore(sql),
-    requestLock: advisoryRequestLock(o.lockSql ?? sql),
+    requestLock: leaseRequestLock(o.leases ?? new Leases(sql)),
     onSessionDeleted: endedGrant(sql),
-    fetch: o.fetch,
+    fetch: playerCallFetch(o.fetch ?? globalThis.fetch, o.playerCalls ?? PLAYER_CALL_LIMITS),
   });
 }

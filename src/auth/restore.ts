@@ -1,10 +1,13 @@
-import {
-  isExpectedSessionError,
-  type NodeOAuthClient,
-  OAuthResponseError,
-  type OAuthSession,
-} from '@atproto/oauth-client-node';
+import { isExpectedSessionError, type NodeOAuthClient, OAuthResponseError } from '@atproto/oauth-client-node';
 import { AppError } from '../http/index.ts';
+import { asPlayer } from './playerCalls.ts';
+import { SignInBusyError } from './stores.ts';
+
+/** A Player's session as an Agent takes it: every call through it counts as the Player's (playerCalls.ts). */
+export interface PlayerSession {
+  readonly did: string;
+  fetchHandler(url: string, init?: RequestInit): Promise<Response>;
+}
 
 /**
  * Loads (and refreshes when due) a Player's OAuth session, telling apart a sign-in that has ended from a PDS
@@ -16,10 +19,23 @@ export async function restoreSession(
   oauth: NodeOAuthClient,
   did: string,
   action: string,
-): Promise<OAuthSession> {
+): Promise<PlayerSession> {
   try {
-    return await oauth.restore(did, 'auto');
+    const session = await asPlayer(did, () => oauth.restore(did, 'auto'));
+    return { did, fetchHandler: (url, init) => asPlayer(did, () => session.fetchHandler(url, init)) };
   } catch (e) {
+    if (e instanceof SignInBusyError) {
+      throw withCause(
+        new AppError(
+          503,
+          'SIGN_IN_BUSY',
+          `Your sign-in is being renewed with your PDS and that is taking long. Try again in a minute to ${action}.`,
+          undefined,
+          30,
+        ),
+        e,
+      );
+    }
     if (isSessionEnded(e)) {
       throw withCause(
         new AppError(

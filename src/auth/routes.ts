@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, escapeHtml, parseBody, respond } from '../http/index.ts';
 import { MeResponse } from '../wire/index.ts';
+import { asPlayer } from './playerCalls.ts';
 import { currentPlayer } from './requireSession.ts';
 import { restoreSession } from './restore.ts';
 import {
@@ -81,10 +82,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
       const { session, state } = await deps.oauth().callback(params);
       if (!started || !state || !sameNonce(started, state)) {
         // The tokens just issued belong to whoever started this sign-in elsewhere: they are given back.
-        await deps
-          .oauth()
-          .revoke(session.did)
-          .catch(() => {});
+        await asPlayer(session.did, () => deps.oauth().revoke(session.did)).catch(() => {});
         res
           .status(400)
           .type('html')
@@ -95,7 +93,9 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
           );
         return;
       }
-      const handle = await handleOf(session.did, (url) => session.fetchHandler(url));
+      const handle = await handleOf(session.did, (url) =>
+        asPlayer(session.did, () => session.fetchHandler(url)),
+      );
       const player = await upsertPlayer(deps.sql, session.did, handle);
       setSessionCookie(res, await createSession(deps.sql, player.id), deps.secureCookies);
       res.redirect(303, '/');
@@ -146,10 +146,9 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
     // devices: it is revoked only when none is left signed in.
     const { remaining } = await endSession(deps.sql, token);
     if (remaining === 0)
-      await deps
-        .oauth()
-        .revoke(player.did)
-        .catch((e) => deps.log('revoke failed', e));
+      await asPlayer(player.did, () => deps.oauth().revoke(player.did)).catch((e) =>
+        deps.log('revoke failed', e),
+      );
     res.clearCookie(SESSION_COOKIE, { path: '/' });
     res.status(204).end();
   });

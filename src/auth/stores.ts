@@ -4,11 +4,10 @@ import {
   type NodeSavedState,
   type NodeSavedStateStore,
   type RuntimeLock,
-  requestLocalLock,
   TokenRevokedError,
 } from '@atproto/oauth-client-node';
-import type { JsonValue, Sql } from '../db/index.ts';
-import { LOCKS } from '../db/index.ts';
+import { type JsonValue, LeaseBusyError, type Leases, type LeaseTerms, type Sql } from '../db/index.ts';
+import { asPlayer } from './playerCalls.ts';
 
 /** Pending authorizations older than this are dropped: a Player who wandered off starts again. */
 const STATE_TTL = '1 hour';
@@ -69,29 +68,33 @@ export function endedGrant(sql: Sql) {
   };
 }
 
-const LOCK_CLASS = LOCKS.oauthRequest;
+/** How the OAuth request lock is held (ADR 0053): the argument for these numbers is there. */
+export const OAUTH_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
+
+/** The name the OAuth client gives the lock around a Player's session (the DID follows it). */
+const SESSION_LOCK = '@atproto-oauth-client-';
+
+/** The request lock could not be had in time: another request (or server) is renewing the sign-in. */
+export class SignInBusyError extends Error {}
 
 /**
- * The OAuth client's request lock as a PostgreSQL advisory lock, so two server processes never spend the same
- * single-use refresh token: the second waits, then finds the fresh tokens in the store.
+ * The OAuth client's request lock as a lease (ADR 0053), so two server processes never spend the same
+ * single-use refresh token: the second waits, then finds the fresh tokens in the store. Nothing holds a
+ * connection meanwhile — a refresh waits on the Player's own authorization server, which may take its time.
+ * Within a process, one request per name waits for the lease; the others wait in line in memory.
  *
- * `lockSql` should be a small pool of its own: a lock holds its connection while the locked work queries the
- * main pool, and sharing one pool would let enough waiters starve the holder. Within a process the lock is
- * taken in memory first, so one name never holds more than one connection here.
+ * Every request made under it is counted as the Player's (playerCalls.ts), and is fenced by the lease: none
+ * goes out unless the lease surely outlives it.
  */
-export function advisoryRequestLock(lockSql: Sql): RuntimeLock {
+export function leaseRequestLock(leases: Leases, terms = OAUTH_LEASE): RuntimeLock {
   return (name, fn) =>
-    requestLocalLock(name, async () => {
-      const conn = await lockSql.reserve();
-      try {
-        await conn`select pg_advisory_lock(${LOCK_CLASS}, hashtext(${name}))`;
-        try {
-          return await fn();
-        } finally {
-          await conn`select pg_advisory_unlock(${LOCK_CLASS}, hashtext(${name}))`;
-        }
-      } finally {
-        conn.release();
-      }
-    });
+    leases
+      .hold(`oauth:${name}`, terms, async () =>
+        name.startsWith(SESSION_LOCK) ? asPlayer(name.slice(SESSION_LOCK.length), fn) : fn(),
+      )
+      .catch((e: unknown) => {
+        throw e instanceof LeaseBusyError
+          ? new SignInBusyError('the sign-in is being renewed elsewhere and it is taking long')
+          : e;
+      });
 }

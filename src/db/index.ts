@@ -1,6 +1,16 @@
-// db/: the postgres.js client, the migration runner, the embedded PostgreSQL, and instance liveness.
+// db/: the postgres.js client, the migration runner, the embedded PostgreSQL, instance liveness, and leases
+// (locks held without a connection, ADR 0053) with the in-process slots in front of them.
 export { connect, type JsonValue, type Queryable, type Sql, transaction } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
+export {
+  currentLeases,
+  type Lease,
+  LeaseBusyError,
+  LeaseLostError,
+  Leases,
+  type LeaseTerms,
+} from './leases.ts';
 export { LOCKS } from './locks.ts';
 export { MIGRATIONS_DIR, migrate } from './migrate.ts';
+export { KeyedSlots, SlotWaitError } from './slots.ts';

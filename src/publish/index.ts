@@ -8,4 +8,9 @@ export { defaultTitle, projectSession, projectTurn, publishedTexts } from './pro
 export { agentRepo, type Repo, type RepoWrite } from './repo.ts';
 export { publishRoutes } from './routes.ts';
 export { type PublishDeps, resume } from './service.ts';
-export { unfinishedPublications, withPublicationLock } from './store.ts';
+export {
+  PUBLICATION_LEASE,
+  publicationLease,
+  unfinishedPublications,
+  withPublicationLock,
+} from './store.ts';

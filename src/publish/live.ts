@@ -50,7 +50,7 @@ export async function runDueAppend(deps: PublishDeps): Promise<boolean> {
       order by live_due_at limit 1 for update skip locked)
     returning conversation_id as "conversationId", player_id as "playerId", did, live_withhold as withhold`;
   if (!due) return false;
-  await withPublicationLock(deps.lockSql ?? deps.sql, due.conversationId, () => append(deps, due));
+  await withPublicationLock(deps.leases, due.conversationId, () => append(deps, due));
   return true;
 }
 

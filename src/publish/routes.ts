@@ -104,7 +104,7 @@ export function publishRoutes(deps: PublishDeps): Router {
     const body = parseBody(req, LiveBody);
     const id = await owned(player.id, req.params.id);
     // After any append under way (it holds the lock): once this answers, no append starts on the old setting.
-    await withPublicationLock(deps.lockSql ?? deps.sql, id, () => setLive(deps.sql, player.id, id, body));
+    await withPublicationLock(deps.leases, id, () => setLive(deps.sql, player.id, id, body));
     res.status(204).end();
   });
 
@@ -112,9 +112,7 @@ export function publishRoutes(deps: PublishDeps): Router {
     const player = currentPlayer(res);
     const { messageId } = parseBody(req, HoldBody);
     const id = await owned(player.id, req.params.id);
-    await withPublicationLock(deps.lockSql ?? deps.sql, id, () =>
-      holdBack(deps.sql, player.id, id, messageId),
-    );
+    await withPublicationLock(deps.leases, id, () => holdBack(deps.sql, player.id, id, messageId));
     res.status(204).end();
   });
 
@@ -129,7 +127,7 @@ export function publishRoutes(deps: PublishDeps): Router {
     const player = currentPlayer(res);
     const body = parseBody(req, PublishBody);
     const id = await owned(player.id, req.params.id);
-    res.json(await withPublicationLock(deps.lockSql ?? deps.sql, id, () => publish(deps, player, id, body)));
+    res.json(await withPublicationLock(deps.leases, id, () => publish(deps, player, id, body)));
   });
 
   router.post('/conversations/:id/publication/resume', async (req, res) => {
@@ -137,14 +135,14 @@ export function publishRoutes(deps: PublishDeps): Router {
     const id = await owned(player.id, req.params.id);
     if (!(await getPublication(deps.sql, id))) throw notFound('Publication');
     res.json({
-      calls: await withPublicationLock(deps.lockSql ?? deps.sql, id, () => resume(deps, player.did, id)),
+      calls: await withPublicationLock(deps.leases, id, () => resume(deps, player.did, id)),
     });
   });
 
   router.delete('/conversations/:id/publication', async (req, res) => {
     const player = currentPlayer(res);
     const id = await owned(player.id, req.params.id);
-    await withPublicationLock(deps.lockSql ?? deps.sql, id, () => unpublish(deps, player, id));
+    await withPublicationLock(deps.leases, id, () => unpublish(deps, player, id));
     res.status(204).end();
   });
 

@@ -4,7 +4,7 @@ import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { indexRecords, removeRecord } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
 import { allMessages, getConversation, getParticipants, markInterrupted } from '../conversations/index.ts';
-import type { Sql } from '../db/index.ts';
+import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
 import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
@@ -37,8 +37,8 @@ import {
 
 export interface PublishDeps {
   sql: Sql;
-  /** Connections for publication locks only (see withPublicationLock); the main pool when not given. */
-  lockSql?: Sql;
+  /** Publication leases (see withPublicationLock). */
+  leases: Leases;
   oauth: () => NodeOAuthClient;
   plcUrl: () => string;
   localNetwork: boolean;

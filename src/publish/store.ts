@@ -1,5 +1,13 @@
-import type { JsonValue, Queryable, Sql } from '../db/index.ts';
-import { LOCKS, transaction } from '../db/index.ts';
+import {
+  type JsonValue,
+  type Lease,
+  LeaseBusyError,
+  type Leases,
+  type LeaseTerms,
+  type Queryable,
+  type Sql,
+  transaction,
+} from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { AgentChoices, Choices } from '../redaction/index.ts';
 import type { RepoWrite } from './repo.ts';
@@ -196,56 +204,34 @@ export async function unfinishedPublications(sql: Sql): Promise<{ conversationId
     where status in ('publishing', 'unpublishing')`;
 }
 
+/** How a publication lease is held (ADR 0053): the argument for these numbers is there. */
+export const PUBLICATION_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
+
+/** The lease a Conversation's publication is changed under. */
+export const publicationLease = (conversationId: string) => `publication:${conversationId}`;
+
 /**
- * Runs `fn` while holding the Conversation's publication lock (ADR 0043): a publish by hand, an unpublish, a
- * live append on any server and a hold never interleave, so none plans from what another is about to replace.
- * Held on a connection of its own for as long as `fn` runs (publishing waits on the PDS).
- *
- * `lockSql` should be a pool of its own (the server's `publicationLocks`): a waiter holds a connection while
- * PostgreSQL makes it wait, and `fn` needs the main pool, so waiters must never take the pool `fn` runs on
- * (fifteen requests for one Conversation once took all ten connections and the holder waited for ever). In this
- * process one request per Conversation waits at the lock; a wait past a minute is a 503.
+ * Runs `fn` while holding the Conversation's publication lease (ADR 0043, 0053): a publish by hand, an
+ * unpublish, a live append on any server and a hold never interleave, so none plans from what another is about
+ * to replace. Publishing waits on the Player's own PDS, so the lease holds no connection: it is a row with an
+ * expiry, renewed while `fn` runs, and every call to the PDS under it is fenced by it (auth/playerCalls.ts).
+ * In this process one request per Conversation waits for the row, the others in line in memory; a wait past
+ * a minute is a 503.
  */
 export async function withPublicationLock<T>(
-  lockSql: Sql,
+  leases: Leases,
   conversationId: string,
-  fn: () => Promise<T>,
+  fn: (lease: Lease) => Promise<T>,
 ): Promise<T> {
-  const before = lockLines.get(conversationId) ?? Promise.resolve();
-  const mine = before.catch(() => {}).then(() => locked(lockSql, conversationId, fn));
-  lockLines.set(conversationId, mine);
-  try {
-    return await mine;
-  } finally {
-    if (lockLines.get(conversationId) === mine) lockLines.delete(conversationId);
-  }
-}
-
-const lockLines = new Map<string, Promise<unknown>>();
-
-async function locked<T>(sql: Sql, conversationId: string, fn: () => Promise<T>): Promise<T> {
-  const conn = await sql.reserve();
-  try {
-    await conn`select set_config('lock_timeout', '60s', false)`;
-    await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${conversationId}))`.catch((e) => {
-      throw (e as { code?: string }).code === '55P03'
-        ? new AppError(
-            503,
-            'PUBLICATION_BUSY',
-            'Another change to this publication is still going out. Try again in a minute.',
-            undefined,
-            30,
-          )
-        : e;
-    });
-    try {
-      return await fn();
-    } finally {
-      await conn`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${conversationId}))`.catch(
-        () => {},
-      );
-    }
-  } finally {
-    conn.release();
-  }
+  return leases.hold(publicationLease(conversationId), PUBLICATION_LEASE, fn).catch((e: unknown) => {
+    throw e instanceof LeaseBusyError
+      ? new AppError(
+          503,
+          'PUBLICATION_BUSY',
+          'Another change to this publication is still going out. Try again in a minute.',
+          undefined,
+          30,
+        )
+      : e;
+  });
 }

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LOCKS } from '../../src/db/index.ts';
+import { Leases } from '../../src/db/index.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
+import { holdPublication } from '../support/leases.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { publishedMessages } from '../support/publication.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -193,9 +194,9 @@ it('turning live off waits for an append already under way, so its answer is the
     (await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } })).status,
   ).toBe(200);
   await api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: true } });
-  // An append holds the Conversation's publication lock while it writes (here, another connection holds it).
-  const holder = await local.app.db.sql.reserve();
-  await holder`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
+  // An append holds the Conversation's publication lease while it writes (here, another instance holds it).
+  const elsewhere = new Leases(local.app.db.sql);
+  const holder = await holdPublication(elsewhere, c);
   let answered = false;
   const off = api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: false } }).then(
     (r) => {
@@ -205,8 +206,8 @@ it('turning live off waits for an append already under way, so its answer is the
   );
   await new Promise((r) => setTimeout(r, 500));
   expect(answered).toBe(false);
-  await holder`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
-  holder.release();
+  await holder.release();
+  await elsewhere.close();
   expect((await off).status).toBe(204);
   const [row] = await local.app.db.sql`select live from publications where conversation_id = ${c}`;
   expect(row?.live).toBe(false);
@@ -269,8 +270,8 @@ it('a publication waiting for its lock never holds up another: each Conversation
   for (let i = 0; i < 4; i++) held.push(await published());
   const free = await published();
   // Four Conversations' locks are held elsewhere (another instance publishing, say): their requests wait.
-  const holder = await local.app.db.sql.reserve();
-  for (const c of held) await holder`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
+  const elsewhere = new Leases(local.app.db.sql);
+  const holders = await Promise.all(held.map((c) => holdPublication(elsewhere, c)));
   const waiting = held.map((c) =>
     api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: true } }),
   );
@@ -280,7 +281,7 @@ it('a publication waiting for its lock never holds up another: each Conversation
     body: { live: true },
   });
   expect(answer.status).toBe(204);
-  for (const c of held) await holder`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
-  holder.release();
+  await Promise.all(holders.map((h) => h.release()));
+  await elsewhere.close();
   expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([204, 204, 204, 204]);
 }, 60_000);

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { LOCKS } from '../../src/db/index.ts';
+import { publicationLease } from '../../src/publish/index.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
+import { holdPublication } from '../support/leases.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { publishedMessages } from '../support/publication.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -60,25 +61,19 @@ const publication = async (c: string) =>
   };
 
 /**
- * Holds the Conversation's publication lock (as another change to it would), so the next append, once due, waits
- * for it; `passAppend` then lets that append through and returns once it has finished.
+ * Holds the Conversation's publication lease (as another change to it would), in the app's own line, so the
+ * next append, once due, waits for it; `passAppend` then lets that append through and returns once it has
+ * finished.
  */
 async function gate(c: string) {
-  const conn = await local.app.db.sql.reserve();
-  await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
+  const leases = local.app.running.leases;
+  const holder = await holdPublication(leases, c);
   return {
     async passAppend() {
-      await until('the append to wait at the lock', async () => {
-        const [w] = await conn`select 1 from pg_locks where locktype = 'advisory' and not granted
-          and classid = ${LOCKS.publication} and objsubid = 2
-          and objid::bigint = (hashtext(${c})::bigint & 4294967295)`;
-        return Boolean(w);
-      });
-      await conn`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
-      // Granted after the append, which waited first: it has finished once this returns.
-      await conn`select pg_advisory_lock(${LOCKS.publication}, hashtext(${c}))`;
-      await conn`select pg_advisory_unlock(${LOCKS.publication}, hashtext(${c}))`;
-      conn.release();
+      await until('the append to wait for the lease', async () => leases.waiting(publicationLease(c)) > 0);
+      await holder.release();
+      // In line after the append, which waited first: it has finished once this is had.
+      await (await holdPublication(leases, c)).release();
     },
   };
 }
