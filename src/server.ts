@@ -38,7 +38,7 @@ export interface Running {
   server: http.Server;
   instanceId: number;
   oauth: NodeOAuthClient;
-  /** This process's leases (ADR 0053). */
+  /** This process's leases (ADR 0054). */
   leases: Leases;
   localnet?: LocalNetwork;
   indexer?: Indexer;
@@ -124,7 +124,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   let oauth: NodeOAuthClient | undefined;
   let baseUrl = atproto.publicUrl ?? '';
   // Locks held while a Player's own servers are waited on (publications, OAuth refreshes) are leases: rows
-  // with an expiry, holding no connection while they wait or are held (ADR 0053).
+  // with an expiry, holding no connection while they wait or are held (ADR 0054).
   const leases = new Leases(sql);
   const app = createApp({
     sql,

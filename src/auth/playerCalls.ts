@@ -5,7 +5,7 @@ import { currentLeases, KeyedSlots, LeaseLostError, SlotWaitError } from '../db/
  * Calls to a Player's own servers (their PDS, their authorization server) are bounded per Player: a Player
  * whose servers answer slowly, or never, holds at most `atOnce` requests in flight on this instance, each cut
  * off at `timeoutMs`; the rest of that Player's requests wait their turn (first come, first served) for at most
- * `waitMs`. Other Players' calls never wait behind them. Issue 25, ADR 0053.
+ * `waitMs`. Other Players' calls never wait behind them. Issue 25, ADR 0054.
  *
  * The cap sits in one place: the fetch the OAuth client is given, through which every such request goes
  * (token refreshes, revocations, and every XRPC call of a Player's session). Which Player a request is for
@@ -54,7 +54,7 @@ export function playerCallFetch(
         : e;
     });
     try {
-      // The fence (ADR 0053): under a lease, nothing goes out unless the lease is certain to outlive the
+      // The fence (ADR 0054): under a lease, nothing goes out unless the lease is certain to outlive the
       // request, so a holder that stalled past its term never spends a token or writes a record another
       // holder now owns.
       for (const lease of currentLeases())

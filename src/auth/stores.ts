@@ -68,7 +68,7 @@ export function endedGrant(sql: Sql) {
   };
 }
 
-/** How the OAuth request lock is held (ADR 0053): the argument for these numbers is there. */
+/** How the OAuth request lock is held (ADR 0054): the argument for these numbers is there. */
 export const OAUTH_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
 
 /** The name the OAuth client gives the lock around a Player's session (the DID follows it). */
@@ -78,7 +78,7 @@ const SESSION_LOCK = '@atproto-oauth-client-';
 export class SignInBusyError extends Error {}
 
 /**
- * The OAuth client's request lock as a lease (ADR 0053), so two server processes never spend the same
+ * The OAuth client's request lock as a lease (ADR 0054), so two server processes never spend the same
  * single-use refresh token: the second waits, then finds the fresh tokens in the store. Nothing holds a
  * connection meanwhile — a refresh waits on the Player's own authorization server, which may take its time.
  * Within a process, one request per name waits for the lease; the others wait in line in memory.

@@ -24,7 +24,7 @@ export interface Lease {
   /**
    * Whether the lease is certain to stay this holder's for `ms` more even if no renewal gets through: the last
    * confirmed term, counted from when its statement was sent, has at least that much left. The fence before
-   * anything irreversible elsewhere (a token spent, a record written): see ADR 0053.
+   * anything irreversible elsewhere (a token spent, a record written): see ADR 0054.
    */
   heldFor(ms: number): boolean;
 }
@@ -41,7 +41,7 @@ const CHANNEL = 'lease_released';
 const FIRST_POLL_MS = 25;
 
 /**
- * Time-bounded leases in PostgreSQL (ADR 0053), for locks held while someone else's server is waited on. Unlike
+ * Time-bounded leases in PostgreSQL (ADR 0054), for locks held while someone else's server is waited on. Unlike
  * an advisory lock, neither the holder nor a waiter keeps a connection: taking, renewing and releasing are one
  * short statement each on the main pool, and waiting is a timer plus one shared LISTEN (on the connection
  * postgres.js keeps for every listener of this pool, not a pool slot). A holder that dies stops renewing, and

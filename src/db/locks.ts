@@ -3,7 +3,7 @@
  * locks (class, id) show in pg_locks by class: the instance-liveness query counts every lock of its class, so
  * sharing a class would make something else look like a live server.
  */
-// 7_240_003 (the OAuth request lock) and 7_240_007 (publications) were retired for leases (ADR 0053): a lock held
+// 7_240_003 (the OAuth request lock) and 7_240_007 (publications) were retired for leases (ADR 0054): a lock held
 // while someone else's server is waited on must not hold a connection. Not to be reused.
 export const LOCKS = {
   /** Applying migrations (one key). */

@@ -204,14 +204,14 @@ export async function unfinishedPublications(sql: Sql): Promise<{ conversationId
     where status in ('publishing', 'unpublishing')`;
 }
 
-/** How a publication lease is held (ADR 0053): the argument for these numbers is there. */
+/** How a publication lease is held (ADR 0054): the argument for these numbers is there. */
 export const PUBLICATION_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
 
 /** The lease a Conversation's publication is changed under. */
 export const publicationLease = (conversationId: string) => `publication:${conversationId}`;
 
 /**
- * Runs `fn` while holding the Conversation's publication lease (ADR 0043, 0053): a publish by hand, an
+ * Runs `fn` while holding the Conversation's publication lease (ADR 0043, 0054): a publish by hand, an
  * unpublish, a live append on any server and a hold never interleave, so none plans from what another is about
  * to replace. Publishing waits on the Player's own PDS, so the lease holds no connection: it is a row with an
  * expiry, renewed while `fn` runs, and every call to the PDS under it is fenced by it (auth/playerCalls.ts).
