@@ -6,7 +6,8 @@ try {
   console.log(`AgentsVille is listening on ${running.url}`);
   if (running.localnet) {
     console.log(
-      `Offline mode: a local ATProto network (PDS ${running.localnet.pdsUrl}, PLC ${running.localnet.plcUrl}).`,
+      // The PDS is named localhost (its DID documents say so) but listens on 127.0.0.1 only: say where it is.
+      `Offline mode: a local ATProto network on this machine only (PDS ${running.localnet.pdsUrl.replace('//localhost:', '//127.0.0.1:')}, PLC ${running.localnet.plcUrl}).`,
     );
     console.log('Sign in with a demo account:');
     for (const a of running.localnet.accounts) console.log(`  ${a.handle}  password: ${a.password}`);

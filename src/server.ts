@@ -17,6 +17,7 @@ import {
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
+import { ensurePortFree, portError } from './portCheck.ts';
 import {
   resume,
   startLiveAppends,
@@ -61,6 +62,11 @@ const defaultLog = (message: string, error?: unknown) => {
  * in offline mode -> app -> listen -> the OAuth client for the URL the server is reached at.
  */
 export async function start(config: Config, log = defaultLog, options: StartOptions = {}): Promise<Running> {
+  await ensurePortFree(config.host, config.port, 'PORT');
+  if (config.atproto.network === 'local') {
+    await ensurePortFree('127.0.0.1', config.atproto.localnet.pdsPort, 'LOCALNET_PDS_PORT');
+    await ensurePortFree('127.0.0.1', config.atproto.localnet.plcPort, 'LOCALNET_PLC_PORT');
+  }
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
   if (!url) {
@@ -159,7 +165,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   });
   const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e) => reject(portError(e, config.host, config.port, 'PORT')));
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address();
