@@ -9,7 +9,7 @@ import { AtpAgent } from '@atproto/api';
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { PDS } from '@atproto/pds';
 import * as plc from '@did-plc/server';
-import { freeLoopbackPort, LOOPBACK, listenOnLoopback } from './loopback.ts';
+import { freeLoopbackPort, listenOnLoopback } from './loopback.ts';
 
 export interface DemoAccount {
   handle: string;
@@ -55,7 +55,8 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
   const plcServer = plc.PlcServer.create({ db, port: plcPort });
   listenOnLoopback(plcServer.app);
   await plcServer.start();
-  const plcUrl = `http://${LOOPBACK}:${plcPort}`;
+  // Named localhost as dev-env names it (the OAuth client's DID resolution refuses an IP address as a host).
+  const plcUrl = `http://localhost:${plcPort}`;
   // The PDS URL is written into every account's DID document, so its port must stay the same across restarts.
   // Its host stays "localhost": a PDS named anything else is an https one (its issuer, its DID documents).
   const pds = await PDS.fromEnv({

@@ -345,9 +345,13 @@ describe('bad sign-in input', () => {
     expect(garbage.status).toBe(400);
     expect(((await garbage.json()) as { error: { code: string } }).error.code).toBe('INVALID_BODY');
 
-    const unknown = await app.api('/api/auth/login', { body: { identifier: 'nobody.test' } });
+    // Offline mode: a Bluesky handle is not an account here, and the answer says which ones are.
+    const unknown = await app.api('/api/auth/login', { body: { identifier: 'alice.bsky.social' } });
     expect(unknown.status).toBe(400);
-    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ACCOUNT_NOT_FOUND');
+    const { error } = (await unknown.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('ACCOUNT_NOT_FOUND');
+    expect(error.message).toContain('offline mode, where only its local demo accounts exist (alice.test');
+    expect(error.message).toContain('ATPROTO_NETWORK=public');
 
     const down = await app.api('/api/auth/login', {
       body: { identifier: `http://127.0.0.1:${await freePort()}` },

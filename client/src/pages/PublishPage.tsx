@@ -39,6 +39,16 @@ const readerPath = (uri: string) => {
   return `/profile/${did}/thread/${rkey}`;
 };
 
+/** What the publication's state means to the Player, as the sentence before the link to the thread. */
+const PUBLICATION_STATE: Record<string, string> = {
+  published: 'Published.',
+  publishing: 'Publishing is under way (it resumes by itself if interrupted).',
+  unpublishing: 'Unpublishing is under way.',
+  failed: 'Publishing stopped part-way; publish again to finish.',
+};
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** Loads every Message of the Conversation, oldest first (the editor shows them all). */
 async function allMessages(id: string) {
   const first = await fetchAs(ConversationPage, `/api/conversations/${id}?limit=200`);
@@ -198,16 +208,18 @@ export function PublishPage() {
       {publish.data && !publish.isPending && (
         <p role="status" className="notice" id="publish-outcome" tabIndex={-1} ref={outcomeRef}>
           {publish.context?.writes === 0
-            ? 'Nothing had changed: no record was written.'
-            : `Wrote ${publish.context?.writes ?? publish.data.records.length} record(s) in ${publish.data.calls} call(s).`}{' '}
-          <Link to={readerPath(publish.data.uri)}>Read it as readers will</Link>
+            ? 'Nothing had changed since you last published, so nothing was written.'
+            : `Published: ${plural(publish.context?.writes ?? publish.data.records.length, 'record')} written to your repo.`}
         </p>
       )}
       {current ? (
         <p className="notice" role="status">
-          Published ({current.status}) at <code>{current.uri}</code> —{' '}
-          <Link to={readerPath(current.uri)}>read the published thread</Link>
-          {current.error ? ` — ${current.error}` : ''}
+          {PUBLICATION_STATE[current.status]}{' '}
+          <Link to={readerPath(current.uri)}>Read it as readers will</Link>
+          {current.error ? ` — ${current.error}` : ''}{' '}
+          <small>
+            (<code>{current.uri}</code>)
+          </small>
         </p>
       ) : (
         <p>
