@@ -124,6 +124,10 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
 
   // Unpublish keeps every choice; publishing again brings the same link back.
   await page.getByRole('button', { name: 'Unpublish' }).click();
+  await page
+    .getByRole('dialog', { name: 'Unpublish this Conversation?' })
+    .getByRole('button', { name: 'Unpublish' })
+    .click();
   await page.getByRole('button', { name: 'Publish', exact: true }).waitFor();
   expect(await mine()).toEqual([]);
   await page.reload();

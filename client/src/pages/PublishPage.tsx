@@ -5,6 +5,7 @@ import { flattenText, readParts } from '../../../src/parts/index.ts';
 import { type AgentChoices, type Choices, coverOf, type TurnChoice } from '../../../src/redaction/index.ts';
 import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
 import { ApiError, api, fetchAs } from '../api.ts';
+import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LivePausedNote, LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
 import {
@@ -62,6 +63,7 @@ async function allMessages(id: string) {
 }
 
 export function PublishPage() {
+  const [dialogs, dialog] = useDialogs();
   const { id } = useParams() as { id: string };
   useDocumentTitle('Publish');
   const queryClient = useQueryClient();
@@ -201,6 +203,7 @@ export function PublishPage() {
     )?.steps;
   return (
     <div className="narrow publish">
+      {dialog}
       <p>
         <Link to={`/c/${id}`}>← Back to the conversation</Link>
       </p>
@@ -331,10 +334,15 @@ export function PublishPage() {
           <button
             type="button"
             className="danger secondary"
-            onClick={() =>
-              window.confirm('Delete every published record of this Conversation? Your choices are kept.') &&
-              unpublish.mutate()
-            }
+            onClick={async () => {
+              const yes = await dialogs.confirm({
+                title: 'Unpublish this Conversation?',
+                body: 'Every published record of it is deleted from your repo; readers will no longer find it. Your choices are kept for publishing again.',
+                action: 'Unpublish',
+                danger: true,
+              });
+              if (yes) unpublish.mutate();
+            }}
           >
             Unpublish
           </button>
