@@ -27,7 +27,15 @@ import {
 } from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
 import { stopSandboxes, sweepSandboxCopies } from './tools/index.ts';
-import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
+import {
+  DEMO_MODEL,
+  DEMO_PROVIDER,
+  localSecretsKey,
+  ProviderRegistry,
+  refreshProviderKeys,
+  SecretBox,
+  seedVillageDefaults,
+} from './village/index.ts';
 
 export interface Running {
   /** Where browsers reach the server (the public URL when one is configured). */
@@ -96,10 +104,18 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       log('could not sweep attachments', e),
     );
     sweepSandboxCopies(sql, config.dataDir).catch((e) => log('could not sweep sandbox copies', e));
+    // Keys another instance's admin page changed.
+    refreshProviderKeys(sql, secrets, providers).catch((e) => log('could not read Provider keys', e));
   }, 30_000);
   sweep.unref();
 
-  const providers = new ProviderRegistry(config.providers);
+  const providers = new ProviderRegistry(config.providers, config.providerBaseUrls);
+  // Provider keys added in the app are encrypted with SECRETS_KEY; offline mode makes one in the data folder.
+  const secretsKey =
+    config.secretsKey ??
+    (config.atproto.network === 'local' ? await localSecretsKey(config.dataDir) : undefined);
+  const secrets = secretsKey ? new SecretBox(secretsKey) : undefined;
+  await refreshProviderKeys(sql, secrets, providers);
   if (providers.demoOnly()) await seedVillageDefaults(sql, DEMO_PROVIDER, DEMO_MODEL);
   else await seedVillageDefaults(sql, config.defaultProvider, config.defaultModel);
 
@@ -133,7 +149,9 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     lockSql: publicationLocks,
     providers,
     instanceId: instance.id,
-    adminDids: config.adminDids,
+    // Offline mode: the first demo account runs the Village, so a newcomer can add a key in the app.
+    adminDids: [...config.adminDids, ...(localnet?.accounts[0] ? [localnet.accounts[0].did] : [])],
+    secrets,
     checkpointMs: config.checkpointMs,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
     replyLimits: config.replyLimits,
