@@ -28,6 +28,8 @@ export interface AppDeps {
   /** Connections for publication locks only (publish/store.ts). */
   lockSql?: Sql;
   providers: ProviderRegistry;
+  /** Whether a first exchange's Model summarises the Conversation's title. */
+  summariseTitles?: boolean;
   /** Opens and seals the Provider keys added in the app; absent: none can be stored. */
   secrets?: SecretBox;
   instanceId: number;

@@ -58,6 +58,8 @@ const Env = z.object({
    * (`openssl rand -hex 32`). Unset in offline mode: made once into DATA_DIR/secrets.key.
    */
   SECRETS_KEY: z.string().optional(),
+  /** After a Conversation's first exchange, its Model summarises a short title (charged to the Player). */
+  SUMMARISED_TITLES: z.enum(['true', 'false']).default('true'),
   /** JSON array of {id, baseURL, apiKey?}. */
   COMPATIBLE_PROVIDERS: z.string().optional(),
   /** Seeds the Village default Provider and Model when none is stored yet. */
@@ -155,6 +157,7 @@ export interface Config {
   defaultModel?: string;
   /** Where openai/anthropic/google are reached when their key is added in the app (their *_BASE_URL). */
   providerBaseUrls: Partial<Record<'openai' | 'anthropic' | 'google', string>>;
+  summariseTitles: boolean;
   /** SECRETS_KEY's 32 bytes, when set. */
   secretsKey?: Buffer;
   allowPrivateToolUrls: boolean;
@@ -243,6 +246,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       google: e.GOOGLE_BASE_URL,
     },
     secretsKey,
+    summariseTitles: e.SUMMARISED_TITLES === 'true',
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     allowPrivatePageUrls: e.ALLOW_PRIVATE_PAGE_URLS === 'true',
     publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,

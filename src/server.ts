@@ -153,6 +153,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     adminDids: [...config.adminDids, ...(localnet?.accounts[0] ? [localnet.accounts[0].did] : [])],
     secrets,
     checkpointMs: config.checkpointMs,
+    summariseTitles: config.summariseTitles,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
     replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,

@@ -60,6 +60,13 @@ describe('signing in with a demo account through the local PDS', () => {
     const who = await me(cookie);
     expect(who.status).toBe(200);
     expect(await who.json()).toEqual({ did: alice.did, handle: 'alice.test' });
+    // Offline mode: the first demo account is the Village admin (it can add a Provider key in the app); a
+    // Player who signs in otherwise is not.
+    const village = async (c: string) =>
+      ((await (await app.api('/api/village', { cookie: c })).json()) as { isAdmin: boolean }).isAdmin;
+    expect(await village(cookie)).toBe(true);
+    expect(await village((await app.signIn()).cookie)).toBe(false);
+    expect((await app.api('/api/village/keys', { cookie })).status).toBe(200);
     // Only the hash of the cookie is stored.
     const stored = await app.db.sql`select token_hash from sessions`;
     expect(stored.some((r) => Buffer.from(r.token_hash).toString('utf8').includes(session.value))).toBe(
