@@ -50,7 +50,7 @@ describe('signing in with a demo account through the local PDS', () => {
     });
     await signInThroughPds(page, app.url, alice.handle, alice.password);
     await page.waitForURL(`${app.url}/`);
-    await expect.poll(() => page.locator('.who').textContent()).toContain('@alice.test');
+    await expect.poll(() => page.locator('.who').textContent(), { timeout: 15_000 }).toContain('@alice.test');
     await page.screenshot({ path: path.join(OUTPUT_DIR, 'signed-in.png') });
 
     const cookies = await context.cookies(app.url);
