@@ -7,7 +7,7 @@ import { Agent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOAuthClient } from '../../src/auth/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { type Browser, OUTPUT_DIR, openBrowser, signInThroughPds } from '../support/browser.ts';
+import { type Browser, OUTPUT_DIR, openBrowser, shoot, signInThroughPds } from '../support/browser.ts';
 import { freePort } from '../support/ports.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
@@ -48,6 +48,11 @@ describe('signing in with a demo account through the local PDS', () => {
     page.on('request', (r) => {
       if (r.url().includes('/oauth/callback')) callbackUrl = r.url();
     });
+    // Offline mode says that only local accounts exist, and suggests one, not a Bluesky handle.
+    await page.goto(app.url);
+    await page.locator('#offline-note', { hasText: 'only its local accounts exist' }).waitFor();
+    expect(await page.getByLabel('Your handle').getAttribute('placeholder')).toBe('alice.test');
+    await shoot(page, 'signin-offline');
     await signInThroughPds(page, app.url, alice.handle, alice.password);
     await page.waitForURL(`${app.url}/`);
     await expect.poll(() => page.locator('.who').textContent(), { timeout: 15_000 }).toContain('@alice.test');
