@@ -20,7 +20,7 @@ import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
-import { type ProviderRegistry, villageRoutes } from './village/index.ts';
+import { type ProviderRegistry, providerKeyRoutes, type SecretBox, villageRoutes } from './village/index.ts';
 import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
@@ -28,6 +28,10 @@ export interface AppDeps {
   /** Locks held while a Player's own servers are waited on: publications (publish/store.ts). ADR 0053. */
   leases: Leases;
   providers: ProviderRegistry;
+  /** Whether a first exchange's Model summarises the Conversation's title. */
+  summariseTitles?: boolean;
+  /** Opens and seals the Provider keys added in the app; absent: none can be stored. */
+  secrets?: SecretBox;
   instanceId: number;
   adminDids: string[];
   checkpointMs: number;
@@ -133,6 +137,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(sessionAuthRoutes(deps));
   api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
+  api.use(providerKeyRoutes(deps));
   api.use(exchangeRoutes(deps));
   // Turns came onto the path (a turn ended, a reply was settled interrupted, another branch was shown): live
   // publishing starts their hold-back window (ADR 0043, 0046).

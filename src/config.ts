@@ -1,5 +1,6 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
+import { parseSecretsKey } from './village/index.ts';
 
 /** One OpenAI-compatible endpoint (Ollama, LM Studio, vLLM, OpenRouter, …), named by the instance. */
 const CompatibleProvider = z.object({
@@ -52,6 +53,13 @@ const Env = z.object({
   ANTHROPIC_BASE_URL: z.url().optional(),
   GOOGLE_GENERATIVE_AI_API_KEY: z.string().optional(),
   GOOGLE_BASE_URL: z.url().optional(),
+  /**
+   * Encrypts the Provider keys an admin adds in the app (AES-256-GCM): 32 bytes as 64 hex digits or base64
+   * (`openssl rand -hex 32`). Unset in offline mode: made once into DATA_DIR/secrets.key.
+   */
+  SECRETS_KEY: z.string().optional(),
+  /** After a Conversation's first exchange, its Model summarises a short title (charged to the Player). */
+  SUMMARISED_TITLES: z.enum(['true', 'false']).default('true'),
   /** JSON array of {id, baseURL, apiKey?}. */
   COMPATIBLE_PROVIDERS: z.string().optional(),
   /** Seeds the Village default Provider and Model when none is stored yet. */
@@ -147,6 +155,11 @@ export interface Config {
   uploadTimeoutMs: number;
   defaultProvider?: string;
   defaultModel?: string;
+  /** Where openai/anthropic/google are reached when their key is added in the app (their *_BASE_URL). */
+  providerBaseUrls: Partial<Record<'openai' | 'anthropic' | 'google', string>>;
+  summariseTitles: boolean;
+  /** SECRETS_KEY's 32 bytes, when set. */
+  secretsKey?: Buffer;
   allowPrivateToolUrls: boolean;
   allowPrivatePageUrls: boolean;
   publicRequestsPerMinute: number;
@@ -199,6 +212,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
   // With no key at all, the Village offers the scripted demo Model so the product works offline.
   if (providers.length === 0) providers.push({ id: 'demo', kind: 'demo' });
+  const secretsKey = e.SECRETS_KEY === undefined ? undefined : parseSecretsKey(e.SECRETS_KEY);
+  if (e.SECRETS_KEY !== undefined && !secretsKey)
+    throw new ConfigError(
+      'SECRETS_KEY must be 32 bytes as 64 hex digits or base64 (run `openssl rand -hex 32`).',
+    );
   const privateKeys = e.OAUTH_PRIVATE_KEYS ? parseKeys(e.OAUTH_PRIVATE_KEYS) : [];
   if (e.PUBLIC_URL && !e.PUBLIC_URL.startsWith('https://'))
     throw new ConfigError('PUBLIC_URL must be an https URL.');
@@ -222,6 +240,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
+    providerBaseUrls: {
+      openai: e.OPENAI_BASE_URL,
+      anthropic: e.ANTHROPIC_BASE_URL,
+      google: e.GOOGLE_BASE_URL,
+    },
+    secretsKey,
+    summariseTitles: e.SUMMARISED_TITLES === 'true',
     allowPrivateToolUrls: e.ALLOW_PRIVATE_TOOL_URLS === 'true',
     allowPrivatePageUrls: e.ALLOW_PRIVATE_PAGE_URLS === 'true',
     publicRequestsPerMinute: e.PUBLIC_REQUESTS_PER_MINUTE,

@@ -1,12 +1,15 @@
 import { ConfigError, loadConfig } from './config.ts';
 import { start } from './server.ts';
 
+const loopback = (url: string) => url.replace('//localhost:', '//127.0.0.1:');
+
 try {
   const running = await start(loadConfig());
   console.log(`AgentsVille is listening on ${running.url}`);
   if (running.localnet) {
     console.log(
-      `Offline mode: a local ATProto network (PDS ${running.localnet.pdsUrl}, PLC ${running.localnet.plcUrl}).`,
+      // The PDS and PLC are named localhost (DID documents say so) but listen on 127.0.0.1 only: say where.
+      `Offline mode: a local ATProto network on this machine only (PDS ${loopback(running.localnet.pdsUrl)}, PLC ${loopback(running.localnet.plcUrl)}).`,
     );
     console.log('Sign in with a demo account:');
     for (const a of running.localnet.accounts) console.log(`  ${a.handle}  password: ${a.password}`);

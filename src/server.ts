@@ -18,6 +18,7 @@ import {
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
+import { ensurePortFree, portError } from './portCheck.ts';
 import {
   resume,
   startLiveAppends,
@@ -27,7 +28,15 @@ import {
 } from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
 import { stopSandboxes, sweepSandboxCopies } from './tools/index.ts';
-import { DEMO_MODEL, DEMO_PROVIDER, ProviderRegistry, seedVillageDefaults } from './village/index.ts';
+import {
+  DEMO_MODEL,
+  DEMO_PROVIDER,
+  localSecretsKey,
+  ProviderRegistry,
+  refreshProviderKeys,
+  SecretBox,
+  seedVillageDefaults,
+} from './village/index.ts';
 
 export interface Running {
   /** Where browsers reach the server (the public URL when one is configured). */
@@ -64,6 +73,11 @@ const defaultLog = (message: string, error?: unknown) => {
  * in offline mode -> app -> listen -> the OAuth client for the URL the server is reached at.
  */
 export async function start(config: Config, log = defaultLog, options: StartOptions = {}): Promise<Running> {
+  await ensurePortFree(config.host, config.port, 'PORT');
+  if (config.atproto.network === 'local') {
+    await ensurePortFree('127.0.0.1', config.atproto.localnet.pdsPort, 'LOCALNET_PDS_PORT');
+    await ensurePortFree('127.0.0.1', config.atproto.localnet.plcPort, 'LOCALNET_PLC_PORT');
+  }
   let embedded: EmbeddedDatabase | undefined;
   let url = config.databaseUrl;
   if (!url) {
@@ -93,10 +107,18 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       log('could not sweep attachments', e),
     );
     sweepSandboxCopies(sql, config.dataDir).catch((e) => log('could not sweep sandbox copies', e));
+    // Keys another instance's admin page changed.
+    refreshProviderKeys(sql, secrets, providers).catch((e) => log('could not read Provider keys', e));
   }, 30_000);
   sweep.unref();
 
-  const providers = new ProviderRegistry(config.providers);
+  const providers = new ProviderRegistry(config.providers, config.providerBaseUrls);
+  // Provider keys added in the app are encrypted with SECRETS_KEY; offline mode makes one in the data folder.
+  const secretsKey =
+    config.secretsKey ??
+    (config.atproto.network === 'local' ? await localSecretsKey(config.dataDir) : undefined);
+  const secrets = secretsKey ? new SecretBox(secretsKey) : undefined;
+  await refreshProviderKeys(sql, secrets, providers);
   if (providers.demoOnly()) await seedVillageDefaults(sql, DEMO_PROVIDER, DEMO_MODEL);
   else await seedVillageDefaults(sql, config.defaultProvider, config.defaultModel);
 
@@ -131,8 +153,11 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     leases,
     providers,
     instanceId: instance.id,
-    adminDids: config.adminDids,
+    // Offline mode: the first demo account runs the Village, so a newcomer can add a key in the app.
+    adminDids: [...config.adminDids, ...(localnet?.accounts[0] ? [localnet.accounts[0].did] : [])],
+    secrets,
     checkpointMs: config.checkpointMs,
+    summariseTitles: config.summariseTitles,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
     replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,
@@ -163,7 +188,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   });
   const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e) => reject(portError(e, config.host, config.port, 'PORT')));
     server.listen(config.port, config.host, () => resolve());
   });
   const address = server.address();

@@ -23,11 +23,35 @@ export class ApiError extends Error {
   }
 }
 
+/** A status with no message from the app (a proxy's page, a server that broke): a sentence for people. */
+export function unexplained(status: number): string {
+  if (status === 413) return 'That is larger than the server accepts.';
+  if (status === 429) return 'Too many requests at once. Wait a moment, then try again.';
+  if (status >= 500)
+    return `The server could not answer (${status}). Try again in a moment; if it keeps happening, it may be restarting.`;
+  return `The server refused this (${status}). Reload the page and try again.`;
+}
+
+/** fetch, with "Failed to fetch" (offline, server down) said as what it means. A Stop (abort) passes through. */
+export async function reach(path: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(path, init);
+  } catch (e) {
+    if (e instanceof TypeError)
+      throw new ApiError(
+        0,
+        'UNREACHABLE',
+        'AgentsVille could not be reached. Check your connection, then try again.',
+      );
+    throw e;
+  }
+}
+
 export async function api<T>(
   path: string,
   init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
 ): Promise<T> {
-  const res = await fetch(path, {
+  const res = await reach(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     // The server refuses a change that carries neither JSON nor this header (see http/security.ts).
     headers: init.body === undefined ? { 'x-agentsville': '1' } : { 'content-type': 'application/json' },
@@ -42,7 +66,7 @@ export async function api<T>(
     throw new ApiError(
       res.status,
       body?.error?.code ?? 'HTTP_ERROR',
-      body?.error?.message ?? `The server answered ${res.status}.`,
+      body?.error?.message ?? unexplained(res.status),
       body?.error?.details,
     );
   }
@@ -56,7 +80,7 @@ export async function sendFile<S extends z.ZodType>(
   file: Blob,
   signal?: AbortSignal,
 ): Promise<z.output<S>> {
-  const res = await fetch(path, {
+  const res = await reach(path, {
     method: 'POST',
     // Bytes, not JSON (whatever the file is): the intent header stands in for the JSON content type.
     headers: { 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
@@ -68,7 +92,7 @@ export async function sendFile<S extends z.ZodType>(
     throw new ApiError(
       res.status,
       body?.error?.code ?? 'HTTP_ERROR',
-      body?.error?.message ?? `The server answered ${res.status}.`,
+      body?.error?.message ?? unexplained(res.status),
     );
   const decoded = z.safeDecode(schema, body as z.input<S>);
   if (!decoded.success)

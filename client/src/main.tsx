@@ -14,6 +14,7 @@ import { ThreadPage } from './pages/ThreadPage.tsx';
 import { ToolsPage } from './pages/ToolsPage.tsx';
 import { VillagePage } from './pages/VillagePage.tsx';
 import './styles.css';
+import './forms.css';
 
 // The chart library is large and only the Usage page needs it.
 const UsagePage = lazy(() => import('./pages/UsagePage.tsx').then((m) => ({ default: m.UsagePage })));

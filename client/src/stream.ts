@@ -1,5 +1,5 @@
 import { type Frame, readFrameStream } from '../../src/parts/index.ts';
-import { ApiError } from './api.ts';
+import { ApiError, reach, unexplained } from './api.ts';
 
 /**
  * Sends a turn (or a regenerate), or with GET follows a reply already being written, and hands each SSE frame to
@@ -15,7 +15,7 @@ export async function streamTurn(
   /** Told once the server has accepted the turn (its stream opened): nothing before that is stored. */
   onAccepted?: () => void,
 ): Promise<void> {
-  const res = await fetch(
+  const res = await reach(
     path,
     method === 'GET'
       ? { signal }
@@ -26,7 +26,7 @@ export async function streamTurn(
     throw new ApiError(
       res.status,
       err?.error?.code ?? 'HTTP_ERROR',
-      err?.error?.message ?? `The server answered ${res.status}.`,
+      err?.error?.message ?? unexplained(res.status),
     );
   }
   onAccepted?.();

@@ -93,7 +93,12 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     try {
       const source = await headFirst(req, AbortSignal.timeout(deps.uploadTimeoutMs));
       const mediaType = await sniffMediaType(source.head, name);
-      if (source.head.length === 0) throw new AppError(400, 'ATTACHMENT_EMPTY', `${name} is empty.`);
+      if (source.head.length === 0)
+        throw new AppError(
+          400,
+          'ATTACHMENT_EMPTY',
+          `${name} is empty (0 bytes), so there is nothing to attach. Choose the file again once it has its contents.`,
+        );
       if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
         throw new AppError(
           415,

@@ -39,6 +39,9 @@ export interface AuthDeps {
   oauth: () => NodeOAuthClient;
   secureCookies: boolean;
   log: (message: string, error?: unknown) => void;
+  /** Offline mode: only the local PDS's accounts exist, and a refused sign-in says so. */
+  localNetwork?: boolean;
+  demoAccounts?: () => { handle: string }[];
 }
 
 /** Sign-in routes that need no session: client metadata, JWKS, login and the OAuth callback. */
@@ -70,7 +73,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
       });
       res.json({ url: url.toString() });
     } catch (e) {
-      throw loginError(identifier, e);
+      throw loginError(identifier, e, deps.localNetwork ? (deps.demoAccounts?.() ?? []) : undefined);
     }
   });
 
@@ -185,7 +188,20 @@ async function handleOf(did: string, fetchHandler: (url: string) => Promise<glob
   }
 }
 
-function loginError(identifier: string, e: unknown): AppError {
+/** In offline mode a handle that does not resolve is one from elsewhere (Bluesky): say which ones exist. */
+function offlineLoginError(identifier: string, accounts: { handle: string }[]): AppError {
+  const names = accounts.map((a) => a.handle).join(', ');
+  return new AppError(
+    400,
+    'ACCOUNT_NOT_FOUND',
+    `“${identifier}” is not an account on this machine. AgentsVille is running in offline mode, where only ` +
+      `its local demo accounts exist${names ? ` (${names})` : ''}: sign in with one of them. To sign in with ` +
+      'a Bluesky account, start AgentsVille with ATPROTO_NETWORK=public.',
+  );
+}
+
+/** `offline`: the local accounts, in offline mode (an unknown handle is then one from elsewhere). */
+function loginError(identifier: string, e: unknown, offline?: { handle: string }[]): AppError {
   if (e instanceof OAuthResolverError) {
     if (e.message.startsWith('Failed to resolve OAuth server metadata')) {
       return new AppError(
@@ -201,10 +217,12 @@ function loginError(identifier: string, e: unknown): AppError {
         `We could not look up “${identifier}” right now. Try again later.`,
       );
     }
+    if (offline) return offlineLoginError(identifier, offline);
     return new AppError(
       400,
       'ACCOUNT_NOT_FOUND',
-      `We could not find an account for “${identifier}”. Check the spelling.`,
+      `We could not find an account for “${identifier}”. Check the handle (for example alice.bsky.social, ` +
+        'without the @), or enter your PDS address (https://…).',
     );
   }
   return new AppError(502, 'PDS_UNREACHABLE', `We could not start signing in with ${identifier}'s server.`);

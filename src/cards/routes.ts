@@ -32,7 +32,17 @@ async function cardOf(req: Request): Promise<ImportedCard> {
     if (e instanceof CardError) throw new AppError(STATUS[e.code], e.code, e.message);
     throw e;
   }
-  throw new AppError(400, 'INVALID_BODY', "Send the card file's bytes as the body (a .png or .json card).");
+  if (Buffer.isBuffer(body) && body.length === 0)
+    throw new AppError(
+      400,
+      'CARD_EMPTY',
+      'That file is empty (0 bytes), so there is no character in it. Save or download the card again, then import the new file.',
+    );
+  throw new AppError(
+    400,
+    'INVALID_BODY',
+    'No card file arrived. Choose a character card (a .png or .json file, as SillyTavern exports them) and import it again.',
+  );
 }
 
 /**

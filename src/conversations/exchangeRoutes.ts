@@ -243,7 +243,11 @@ async function parseExport(req: Request): Promise<ConversationExport> {
   try {
     if (Buffer.isBuffer(req.body)) {
       if (req.body.length === 0)
-        throw new AppError(400, 'INVALID_BODY', "Send the export file's bytes as the body (a .json export).");
+        throw new AppError(
+          400,
+          'EXPORT_EMPTY',
+          'That file is empty (0 bytes), so there is no Conversation in it. Export the Conversation again ("Export JSON" on its page), then import the new file.',
+        );
       json = await parseBoundedJson(req.body, IMPORT_LIMITS, 'The file');
     } else checkJsonLimits(json, IMPORT_LIMITS, 'The file');
   } catch (e) {

@@ -103,6 +103,20 @@ export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; t
   return { parts: settled, text: flattenText(settled) };
 }
 
+/**
+ * The words of a Markdown line without its marks, for a title: `*so*`, `**so**`, `_so_`, `~~so~~` and `` `so` ``
+ * lose their marks, a link or picture keeps its text, and a heading, quote or list marker at a line's start
+ * goes. Marks inside words (snake_case) and lone ones (`2 * 3`) stay. Pure.
+ */
+export function stripMarkdown(text: string): string {
+  return text
+    .replace(/!?\[([^\]\n]*)\]\([^)\n]*\)/g, '$1')
+    .replace(/^[ \t]{0,3}(?:#{1,6}|>+|[-*+]|\d{1,9}[.)])[ \t]+/gm, '')
+    .replace(/(`+)([^`\n]+?)\1/g, '$2')
+    .replace(/(^|[^\p{L}\p{N}*_~])([*_~]+)(?=[^\s*_~])/gu, '$1')
+    .replace(/([^\s*_~])[*_~]+(?=$|[^\p{L}\p{N}*_~])/gmu, '$1');
+}
+
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
 
 /**
@@ -110,7 +124,9 @@ const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });
  * at a word boundary with "…" when the Message is longer (a word is split only when it alone is too long).
  */
 export function titleFrom(text: string, max = 80): string {
-  const line = plainName(text).replace(/\s+/g, ' ').trim();
+  const line = plainName(stripMarkdown(text.slice(0, 4 * max + 400)))
+    .replace(/\s+/g, ' ')
+    .trim();
   // Only the first max + 1 graphemes are looked at: a Message may be 100,000 characters long.
   const graphemes: string[] = [];
   for (const s of segmenter.segment(line)) {

@@ -1,13 +1,15 @@
 // localnet/: offline mode. A real PLC and PDS (from @atproto/dev-env) in-process, with demo accounts, kept
 // under DATA_DIR across restarts: the PLC's operations live in PostgreSQL (schema "plc"), the PDS's
 // repositories and blobs in DATA_DIR/atproto, and the keys that must not change in DATA_DIR/atproto/secrets.json.
+// Both listen on 127.0.0.1 only (loopback.ts): offline mode is for this machine.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
 import { Secp256k1Keypair } from '@atproto/crypto';
-import { TestPds, TestPlc } from '@atproto/dev-env';
+import { PDS } from '@atproto/pds';
 import * as plc from '@did-plc/server';
+import { freeLoopbackPort, listenOnLoopback } from './loopback.ts';
 
 export interface DemoAccount {
   handle: string;
@@ -47,22 +49,40 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
 
   const db = plc.Database.postgres({ url: options.databaseUrl, schema: 'plc' });
   await db.migrateToLatestOrThrow();
-  // TestPlc spreads its config over its own in-memory database: passing `db` keeps DIDs in PostgreSQL.
-  const plcConfig = { port: options.plcPort, db } as Parameters<typeof TestPlc.create>[0];
-  const plcServer = await TestPlc.create(plcConfig);
+  // As @atproto/dev-env's TestPlc and TestPds, whose `create` also listens, on every interface: so built here.
+  const plcPort = options.plcPort || (await freeLoopbackPort());
+  const pdsPort = options.pdsPort || (await freeLoopbackPort());
+  const plcServer = plc.PlcServer.create({ db, port: plcPort });
+  listenOnLoopback(plcServer.app);
+  await plcServer.start();
+  // Named localhost as dev-env names it (the OAuth client's DID resolution refuses an IP address as a host).
+  const plcUrl = `http://localhost:${plcPort}`;
   // The PDS URL is written into every account's DID document, so its port must stay the same across restarts.
-  const pds = await TestPds.create({
-    port: options.pdsPort,
-    didPlcUrl: plcServer.url,
+  // Its host stays "localhost": a PDS named anything else is an https one (its issuer, its DID documents).
+  const pds = await PDS.fromEnv({
+    devMode: true,
+    port: pdsPort,
+    didPlcUrl: plcUrl,
     dataDirectory: root,
     blobstoreDiskLocation: path.join(root, 'blobs'),
     plcRotationKeyK256PrivateKeyHex: secrets.plcRotationKeyHex,
     recoveryDidKey: secrets.recoveryDidKey,
     jwtSecret: secrets.jwtSecret,
     adminPassword: secrets.adminPassword,
+    serviceHandleDomains: ['.test'],
+    bskyAppViewUrl: 'https://appview.invalid',
+    bskyAppViewDid: 'did:example:invalid',
+    modServiceUrl: 'https://moderator.invalid',
+    modServiceDid: 'did:example:invalid',
+    inviteRequired: false,
+    disableSsrfProtection: true,
+    serviceName: 'AgentsVille local PDS',
   });
+  listenOnLoopback(pds.app);
+  await pds.start();
+  const pdsUrl = `http://localhost:${pdsPort}`;
 
-  const agent = new AtpAgent({ service: pds.url });
+  const agent = new AtpAgent({ service: pdsUrl });
   const accounts: DemoAccount[] = [];
   for (const name of options.demoAccounts) {
     const handle = `${name}.test`;
@@ -76,13 +96,13 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
   }
 
   return {
-    pdsUrl: pds.url,
-    plcUrl: plcServer.url,
+    pdsUrl,
+    plcUrl,
     adminPassword: secrets.adminPassword,
     accounts,
     async close() {
-      await pds.close();
-      await plcServer.close();
+      await pds.destroy();
+      await plcServer.destroy();
     },
   };
 }

@@ -387,7 +387,7 @@ export async function publish(
     throw new AppError(
       400,
       'PUBLISH_PROBLEMS',
-      `${planned.problems.length} thing(s) must be fixed before publishing.`,
+      `${planned.problems.length === 1 ? 'One thing must' : `${planned.problems.length} things must`} be fixed before publishing: they are listed below, each with its turn.`,
       { problems: planned.problems },
     );
   }

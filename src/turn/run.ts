@@ -32,6 +32,7 @@ import { blocked, describeFailure, type Failure, unfinished } from './failures.t
 import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { instructionsFor } from './prompt.ts';
 import { sectionBreak, thinkingOptions } from './thinking.ts';
+import { summariseTitle } from './title.ts';
 
 export interface TurnDeps {
   sql: Sql;
@@ -47,6 +48,8 @@ export interface TurnDeps {
   /** How many characters of Parts, and how long, one reply may take. */
   replyLimits?: ReplyLimits;
   log: (message: string, error?: unknown) => void;
+  /** After a first exchange, ask its Model for a short title (title.ts); off: the first Message's words. */
+  summariseTitles?: boolean;
 }
 
 export interface Speaker {
@@ -108,6 +111,8 @@ export async function runTurn(
       signal,
       emit,
     );
+    if (hops === 0 && end.status === 'complete' && !signal.aborted)
+      await titleFirstExchange(deps, plan, end, budget, signal);
     if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
     // The next NPC's reply is another Provider call: asked for before its row is made.
     const spent = await budget.spent();
@@ -134,6 +139,41 @@ export async function runTurn(
     speaker = nextSpeaker;
     // The next speaker's context is assembled from scratch: the summary may have moved on.
     conversation = (await getConversation(deps.sql, plan.playerId, conversation.id)) ?? conversation;
+  }
+}
+
+/**
+ * A Conversation's first exchange gets a title summarised by the Model that answered (not the scripted demo,
+ * which has nothing to say about it). It never fails the turn: the first Message's words stay the title.
+ */
+async function titleFirstExchange(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  end: ReplyEnd,
+  budget: TurnBudget,
+  signal: AbortSignal,
+): Promise<void> {
+  const { speaker, playerMessage } = plan;
+  if (!deps.summariseTitles || speaker.kind === 'demo' || playerMessage.parentId !== null) return;
+  try {
+    const [reply] = await deps.sql<
+      { text: string | null }[]
+    >`select text from messages where id = ${end.messageId}`;
+    await summariseTitle({
+      sql: deps.sql,
+      model: speaker.model,
+      budget,
+      conversationId: plan.conversation.id,
+      playerText: playerMessage.text,
+      npcName: speaker.npc.name,
+      replyText: reply?.text ?? '',
+      signal,
+    });
+  } catch (e) {
+    deps.log(
+      `title for conversation ${plan.conversation.id} not summarised`,
+      e instanceof Error ? e.message : e,
+    );
   }
 }
 

@@ -10,9 +10,12 @@ export {
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';
+export { providerKeyRoutes } from './keyRoutes.ts';
 export { COUNT_LOCK, createNpc, getNpc, getNpcs, insertNpc, listNpcs, type Npc } from './npcs.ts';
+export { refreshProviderKeys } from './providerKeys.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';
+export { localSecretsKey, parseSecretsKey, SecretBox } from './secrets.ts';
 export {
   ATTACHMENT_TYPES,
   getVillageSettings,

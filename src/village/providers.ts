@@ -30,9 +30,13 @@ export function resolveModel(
 
 const MODEL_CACHE = 256;
 
-/** The Providers this instance has keys (or endpoints) for, read from its environment at start. */
+/**
+ * The Providers this instance has keys (or endpoints) for: read from its environment at start, and the keys a
+ * Village admin added in the app (providerKeys.ts), which replace the environment's for that Provider.
+ */
 export class ProviderRegistry {
   private readonly byId = new Map<string, ProviderConfig>();
+  private readonly fromEnvironment = new Map<string, ProviderConfig>();
   private readonly factories = new Map<string, (model: string) => LanguageModel>();
   /**
    * Model instances are stateless and reusable, and making one is not free (the OpenAI-compatible one builds
@@ -41,8 +45,39 @@ export class ProviderRegistry {
    */
   private readonly models = new Map<string, LanguageModel>();
 
-  constructor(providers: ProviderConfig[]) {
-    for (const p of providers) this.byId.set(p.id, p);
+  /** `baseUrls`: where a Provider whose key is added in the app is reached (the environment's *_BASE_URL). */
+  constructor(
+    providers: ProviderConfig[],
+    private readonly baseUrls: Partial<Record<'openai' | 'anthropic' | 'google', string>> = {},
+  ) {
+    for (const p of providers) {
+      this.byId.set(p.id, p);
+      this.fromEnvironment.set(p.id, p);
+    }
+  }
+
+  /** The environment's key for a Provider, if it has one (the admin page shows its last four characters). */
+  environmentKey(id: string): string | undefined {
+    return this.fromEnvironment.get(id)?.apiKey;
+  }
+
+  /**
+   * The keys added in the app, all of them each time (one removed is gone): each replaces the environment's
+   * for its Provider; a Provider with neither is not offered. The next turn uses them.
+   */
+  useStoredKeys(keys: { id: 'openai' | 'anthropic' | 'google'; apiKey: string }[]): void {
+    const next = new Map(this.fromEnvironment);
+    for (const k of keys)
+      next.set(k.id, { id: k.id, kind: k.id, apiKey: k.apiKey, baseURL: this.baseUrls[k.id] });
+    const same =
+      next.size === this.byId.size &&
+      [...next].every(([id, p]) => this.byId.get(id)?.apiKey === p.apiKey && this.byId.has(id));
+    if (same) return;
+    this.byId.clear();
+    for (const [id, p] of next) this.byId.set(id, p);
+    // Clients hold the old key: made again on next use.
+    this.factories.clear();
+    this.models.clear();
   }
 
   list(): { id: string; kind: ProviderConfig['kind'] }[] {

@@ -7,7 +7,7 @@ import { Agent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOAuthClient } from '../../src/auth/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { type Browser, OUTPUT_DIR, openBrowser, signInThroughPds } from '../support/browser.ts';
+import { type Browser, OUTPUT_DIR, openBrowser, shoot, signInThroughPds } from '../support/browser.ts';
 import { freePort } from '../support/ports.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
@@ -48,9 +48,14 @@ describe('signing in with a demo account through the local PDS', () => {
     page.on('request', (r) => {
       if (r.url().includes('/oauth/callback')) callbackUrl = r.url();
     });
+    // Offline mode says that only local accounts exist, and suggests one, not a Bluesky handle.
+    await page.goto(app.url);
+    await page.locator('#offline-note', { hasText: 'only its local accounts exist' }).waitFor();
+    expect(await page.getByLabel('Your handle').getAttribute('placeholder')).toBe('alice.test');
+    await shoot(page, 'signin-offline');
     await signInThroughPds(page, app.url, alice.handle, alice.password);
     await page.waitForURL(`${app.url}/`);
-    await expect.poll(() => page.locator('.who').textContent()).toContain('@alice.test');
+    await expect.poll(() => page.locator('.who').textContent(), { timeout: 15_000 }).toContain('@alice.test');
     await page.screenshot({ path: path.join(OUTPUT_DIR, 'signed-in.png') });
 
     const cookies = await context.cookies(app.url);
@@ -60,6 +65,13 @@ describe('signing in with a demo account through the local PDS', () => {
     const who = await me(cookie);
     expect(who.status).toBe(200);
     expect(await who.json()).toEqual({ did: alice.did, handle: 'alice.test' });
+    // Offline mode: the first demo account is the Village admin (it can add a Provider key in the app); a
+    // Player who signs in otherwise is not.
+    const village = async (c: string) =>
+      ((await (await app.api('/api/village', { cookie: c })).json()) as { isAdmin: boolean }).isAdmin;
+    expect(await village(cookie)).toBe(true);
+    expect(await village((await app.signIn()).cookie)).toBe(false);
+    expect((await app.api('/api/village/keys', { cookie })).status).toBe(200);
     // Only the hash of the cookie is stored.
     const stored = await app.db.sql`select token_hash from sessions`;
     expect(stored.some((r) => Buffer.from(r.token_hash).toString('utf8').includes(session.value))).toBe(
@@ -347,9 +359,13 @@ describe('bad sign-in input', () => {
     expect(garbage.status).toBe(400);
     expect(((await garbage.json()) as { error: { code: string } }).error.code).toBe('INVALID_BODY');
 
-    const unknown = await app.api('/api/auth/login', { body: { identifier: 'nobody.test' } });
+    // Offline mode: a Bluesky handle is not an account here, and the answer says which ones are.
+    const unknown = await app.api('/api/auth/login', { body: { identifier: 'alice.bsky.social' } });
     expect(unknown.status).toBe(400);
-    expect(((await unknown.json()) as { error: { code: string } }).error.code).toBe('ACCOUNT_NOT_FOUND');
+    const { error } = (await unknown.json()) as { error: { code: string; message: string } };
+    expect(error.code).toBe('ACCOUNT_NOT_FOUND');
+    expect(error.message).toContain('offline mode, where only its local demo accounts exist (alice.test');
+    expect(error.message).toContain('ATPROTO_NETWORK=public');
 
     const down = await app.api('/api/auth/login', {
       body: { identifier: `http://127.0.0.1:${await freePort()}` },

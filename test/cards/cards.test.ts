@@ -159,7 +159,13 @@ it('hostile and broken files get a clear error, store nothing, and the server st
     'CARD_TOO_LONG',
   );
   await refused(new Uint8Array(10 * 1024 * 1024 + 1), 'application/octet-stream', 413, 'BODY_TOO_LARGE');
-  await refused('', 'application/octet-stream', 400, 'INVALID_BODY');
+  await refused('', 'application/octet-stream', 400, 'CARD_EMPTY');
+  // A 0-byte PNG (a download that failed) is told so, with what to do: not how to call the API.
+  const empty = await upload(new Uint8Array(0), 'image/png');
+  expect(empty.status).toBe(400);
+  expect(((await empty.json()) as Imported).error?.message).toMatch(
+    /^That file is empty \(0 bytes\).*import the new file/,
+  );
   // Generated junk through the real route: never a 500.
   await fc.assert(
     fc.asyncProperty(fc.uint8Array({ maxLength: 300 }), fc.boolean(), async (bytes, asPng) => {

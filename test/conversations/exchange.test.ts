@@ -162,11 +162,11 @@ it('a file that is not an export, or a broken one, is refused in words and store
   const good = await exportOf(id);
   const count = async () => (await app.db.sql`select count(*)::int as n from conversations`)[0]!.n;
   const before = await count();
-  const refused = async (body: string, match: RegExp) => {
+  const refused = async (body: string, match: RegExp, code = 'INVALID_BODY') => {
     const res = await importFile(body);
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { code: string; message: string } };
-    expect(error.code).toBe('INVALID_BODY');
+    expect(error.code).toBe(code);
     expect(error.message).toMatch(match);
   };
   await refused('# Shelves\n\nWith Ada.', /not valid JSON/);
@@ -193,7 +193,7 @@ it('a file that is not an export, or a broken one, is refused in words and store
     JSON.stringify({ ...good, npcs: Array.from({ length: 13 }, (_, i) => ({ name: `N${i}` })) }),
     /npcs/,
   );
-  await refused('', /export file/);
+  await refused('', /^That file is empty \(0 bytes\).*Export JSON/, 'EXPORT_EMPTY');
   // Numbers the columns cannot hold, and a value nested to exhaust a stack: refused in words, not a 500.
   await refused(
     JSON.stringify({
@@ -352,7 +352,7 @@ it('imports run one at a time per Player and four at a time per instance; a slot
   expect(await Promise.all(held.map((h) => h.answer))).toEqual([400, 400, 400, 400]);
   const after = await importFile('', players[4]!.cookie);
   expect(after.status).toBe(400);
-  expect(await codeOf(after)).toBe('INVALID_BODY');
+  expect(await codeOf(after)).toBe('EXPORT_EMPTY');
 });
 
 it('exports run two at a time per Player, however slowly they are read', async () => {

@@ -67,6 +67,9 @@ export async function startTestApp(
       PUBLIC_REQUESTS_PER_MINUTE: '1000000',
       // Tests change a record and read its state back at once; one test turns the reuse on.
       LOOKUP_CACHE_MS: '0',
+      // A title call after each first exchange would be one more request of the fake in every test: the title
+      // test turns it on.
+      SUMMARISED_TITLES: 'false',
       // No ATProto network unless a test asks for the local one.
       ATPROTO_NETWORK: 'public',
       ...env,

@@ -13,7 +13,7 @@ useSignedInApp((a, b) => {
   browser = b;
 });
 
-it('Regenerate keeps the old reply one click away, and editing a message starts a branch', async () => {
+it('Regenerate keeps the old reply one click away, and editing a message in place starts a branch on Save', async () => {
   const { page, cookie } = browser;
   const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
   app.fake.enqueue(textScript('A calm blue.'));
@@ -36,19 +36,29 @@ it('Regenerate keeps the old reply one click away, and editing a message starts 
   await reply.filter({ hasText: 'A calm blue.' }).waitFor();
   expect(await reply.locator('.sibling-count').textContent()).toBe('1/2');
 
-  // Edit the Player's message: the composer says so and holds its words; sending starts a new branch.
+  // Edit the Player's message where it stands: its words in a box there, focused; the composer untouched.
+  await page.locator('#composer-text').fill('a draft of mine');
   await page.locator('article.message.player').getByRole('button', { name: 'Edit' }).click();
-  await page.getByText('Editing your message').waitFor();
-  expect(await page.locator('#composer-text').inputValue()).toBe('Pick a colour');
+  const editor = page.getByRole('form', { name: 'Edit your message' });
+  const box = editor.getByLabel('Your message');
+  expect(await box.inputValue()).toBe('Pick a colour');
+  expect(await box.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
+  // Escape leaves it as it was; Edit again, and Save starts a new branch.
+  await page.keyboard.press('Escape');
+  await expect.poll(() => editor.count()).toBe(0);
+  await page.locator('article.message.player').getByRole('button', { name: 'Edit' }).click();
   await shoot(page, 'branches-editing');
   app.fake.enqueue(textScript('Seven.'));
-  await page.locator('#composer-text').fill('Pick a number');
-  await page.getByRole('button', { name: 'Send' }).click();
+  await box.fill('Pick a number');
+  await editor.getByRole('button', { name: 'Save' }).click();
   await reply.filter({ hasText: 'Seven.' }).waitFor();
   const player = page.locator('.transcript .virtual article.message.player');
   expect(await player.textContent()).toContain('Pick a number');
   expect(await player.locator('.sibling-count').textContent()).toBe('2/2');
   expect(await page.locator('.transcript .virtual article.message').count()).toBe(2);
+  await expect.poll(() => editor.count()).toBe(0);
+  // What was being typed in the composer is still there.
+  expect(await page.locator('#composer-text').inputValue()).toBe('a draft of mine');
   await shoot(page, 'branches-edited');
   // Back to the first question: its branch is where it was left.
   await player.getByRole('button', { name: 'Previous branch' }).click();

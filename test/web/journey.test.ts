@@ -12,7 +12,10 @@ useSignedInApp((a, b) => {
 
 it('a Player builds an NPC, talks with it, renames and deletes the Conversation, and sees usage — by keyboard', async () => {
   const { page } = browser;
-  page.on('dialog', (d) => (d.type() === 'prompt' ? d.accept('Maps and more') : d.accept()));
+  // No browser prompt or confirm: the app asks in dialogs of its own.
+  page.on('dialog', (d) => {
+    throw new Error(`a browser ${d.type()} dialog opened`);
+  });
 
   // NPCs: create one; the Village default is shown where the NPC inherits it.
   await page.goto(`${app.url}/npcs`);
@@ -42,7 +45,15 @@ it('a Player builds an NPC, talks with it, renames and deletes the Conversation,
   const row = page.locator('.conversation-list li').first();
   await expect.poll(() => row.locator('.title').textContent()).toBe('Where are the maps?');
   await row.getByRole('button', { name: 'Rename' }).click();
+  // The rename dialog opens with the title selected, takes the new one, and Enter saves it.
+  const rename = page.getByRole('dialog', { name: 'Rename conversation' });
+  await expect
+    .poll(() => rename.getByLabel('Title').evaluate((e) => e === e.ownerDocument.activeElement))
+    .toBe(true);
+  await page.keyboard.type('Maps and more');
+  await page.keyboard.press('Enter');
   await page.locator('.conversation-list .title', { hasText: 'Maps and more' }).waitFor();
+  await expect.poll(() => rename.count()).toBe(0);
 
   await page.getByRole('link', { name: 'Usage' }).click();
   await page.locator('table tbody tr', { hasText: 'Ada' }).waitFor();
@@ -51,6 +62,14 @@ it('a Player builds an NPC, talks with it, renames and deletes the Conversation,
 
   await page.getByRole('link', { name: 'Conversations' }).click();
   await page.locator('.conversation-list li').first().getByRole('button', { name: 'Delete' }).click();
+  // Escape keeps it; the dialog's Delete deletes it.
+  const ask = page.getByRole('dialog', { name: 'Delete “Maps and more”?' });
+  await ask.waitFor();
+  await page.keyboard.press('Escape');
+  await expect.poll(() => ask.count()).toBe(0);
+  expect(await page.locator('.conversation-list li').count()).toBe(1);
+  await page.locator('.conversation-list li').first().getByRole('button', { name: 'Delete' }).click();
+  await ask.getByRole('button', { name: 'Delete' }).click();
   await page.locator('.empty').waitFor();
 });
 

@@ -94,10 +94,12 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
   // What was written is said at the top, with focus, and the link readers will use.
   const outcome = page.locator('#publish-outcome');
   await outcome.waitFor();
-  expect(await outcome.textContent()).toContain('Wrote 5 record(s)');
+  expect(await outcome.textContent()).toBe('Published: 5 records written to your repo.');
   await expect.poll(() => outcome.evaluate((e) => e === e.ownerDocument.activeElement)).toBe(true);
-  const status = page.getByRole('status').filter({ hasText: 'Published (published) at' });
+  const status = page.getByRole('status').filter({ hasText: 'Published. Read it as readers will' });
   await status.waitFor();
+  // One link to the thread, not one per notice.
+  expect(await page.getByRole('link', { name: 'Read it as readers will' }).count()).toBe(1);
   const uri = /at:\/\/\S+/.exec((await status.locator('code').textContent())!)![0];
 
   const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
@@ -122,6 +124,10 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
 
   // Unpublish keeps every choice; publishing again brings the same link back.
   await page.getByRole('button', { name: 'Unpublish' }).click();
+  await page
+    .getByRole('dialog', { name: 'Unpublish this Conversation?' })
+    .getByRole('button', { name: 'Unpublish' })
+    .click();
   await page.getByRole('button', { name: 'Publish', exact: true }).waitFor();
   expect(await mine()).toEqual([]);
   await page.reload();
@@ -135,7 +141,7 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
       .inputValue(),
   ).toBe('Saved pelican-7731 for later');
   await page.getByRole('button', { name: 'Publish', exact: true }).click();
-  await page.locator('#publish-outcome', { hasText: 'Wrote 5 record(s)' }).waitFor();
+  await page.locator('#publish-outcome', { hasText: 'Published: 5 records written' }).waitFor();
   const again = await mine();
   expect(again).toHaveLength(5);
   expect(again[0]!.uri).toBe(uri);
@@ -265,7 +271,7 @@ it('links in a reply show as not checked yet, and are looked up only when the Pl
     expect(host.requests).toEqual([]);
     await note.getByRole('button', { name: 'Check links' }).click();
     await note.waitFor({ state: 'detached' });
-    await page.locator('section.preview').getByText('1 record link(s)').waitFor();
+    await page.locator('section.preview').getByText('1 record link, 0 accounts mentioned').waitFor();
     expect(host.requests.length).toBeGreaterThan(0);
     await shoot(page, 'publish-links-checked');
   } finally {

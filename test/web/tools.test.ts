@@ -105,4 +105,4 @@ it('a Player grants Tools in the NPC editor and watches them used; a Party hands
   expect(await bash.getAttribute('data-tool-state')).toBe('done');
   await bash.getByText('Result').click();
   expect(await bash.locator('pre').last().textContent()).toContain('mapped');
-});
+}, 60_000);

@@ -3,6 +3,7 @@ import { type AttachmentPart, flattenText, type Part, readParts } from '../../..
 import type { Usage } from '../api.ts';
 import { AttachmentList } from './Attachments.tsx';
 import { Markdown } from './Markdown.tsx';
+import { MessageEditor } from './MessageEditor.tsx';
 
 export interface ViewMessage {
   id: string;
@@ -28,7 +29,8 @@ export interface ViewMessage {
 export interface BranchActions {
   enabled: boolean;
   show: (messageId: string) => void;
-  edit: (message: ViewMessage) => void;
+  /** Sends new words for a Player Message as a new branch; true once the server accepted the turn. */
+  edit: (message: ViewMessage, text: string) => Promise<boolean>;
   fork: (message: ViewMessage) => void;
 }
 export const BranchContext = createContext<BranchActions | null>(null);
@@ -57,6 +59,8 @@ const statusNote: Record<ViewMessage['status'], string | null> = {
 export const MessageView = memo(function MessageView({ message }: { message: ViewMessage }) {
   const parts = readParts(message.parts);
   const npc = message.role === 'npc';
+  const actions = useContext(BranchContext);
+  const [editing, setEditing] = useState(false);
   return (
     <article className={`message ${message.role}`} data-message-id={message.id} data-status={message.status}>
       <header>
@@ -68,13 +72,22 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         )}
         <Siblings message={message} />
       </header>
-      <div className="parts">
-        {groupAttachments(parts).map((item, i) =>
-          // Parts never reorder: the index is their identity.
-          Array.isArray(item) ? <AttachmentList key={i} parts={item} /> : <PartView key={i} part={item} />,
-        )}
-        {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}
-      </div>
+      {editing && actions ? (
+        <MessageEditor
+          initial={flattenText(parts)}
+          hadAttachments={parts.some((p) => p.type === 'file' || p.type === 'url')}
+          onSave={(text) => actions.edit(message, text)}
+          onCancel={() => setEditing(false)}
+        />
+      ) : (
+        <div className="parts">
+          {groupAttachments(parts).map((item, i) =>
+            // Parts never reorder: the index is their identity.
+            Array.isArray(item) ? <AttachmentList key={i} parts={item} /> : <PartView key={i} part={item} />,
+          )}
+          {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}
+        </div>
+      )}
       {(statusNote[message.status] || message.error) && (
         <p className={`status ${message.status}`} role={message.status === 'failed' ? 'alert' : undefined}>
           {message.error ?? statusNote[message.status]}
@@ -82,7 +95,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         </p>
       )}
       {npc && message.status !== 'streaming' && <Footer message={message} parts={parts} />}
-      {!npc && message.siblings && <PlayerFooter message={message} />}
+      {!npc && message.siblings && !editing && <PlayerFooter onEdit={() => setEditing(true)} />}
     </article>
   );
 });
@@ -177,17 +190,12 @@ function ContinueButton({ message }: { message: ViewMessage }) {
   );
 }
 
-function PlayerFooter({ message }: { message: ViewMessage }) {
+function PlayerFooter({ onEdit }: { onEdit: () => void }) {
   const actions = useContext(BranchContext);
   if (!actions) return null;
   return (
     <footer>
-      <button
-        type="button"
-        className="link"
-        disabled={!actions.enabled}
-        onClick={() => actions.edit(message)}
-      >
+      <button type="button" className="link" disabled={!actions.enabled} onClick={onEdit}>
         Edit
       </button>
     </footer>

@@ -154,11 +154,17 @@ export function PreviewView({ preview }: { preview: Preview }) {
                   )}
                   {(m.refs?.length || m.mentions?.length) && (
                     <p className="meta">
-                      {m.refs?.length ?? 0} record link(s), {m.mentions?.length ?? 0} account(s) mentioned
+                      {plural(m.refs?.length ?? 0, 'record link')},{' '}
+                      {plural(m.mentions?.length ?? 0, 'account')} mentioned
                     </p>
                   )}
                   {unchecked(r.messageId) > 0 && (
-                    <p className="meta">{unchecked(r.messageId)} link(s) or mention(s) not checked yet</p>
+                    <p className="meta">
+                      {unchecked(r.messageId) === 1
+                        ? 'A link or mention is'
+                        : `${unchecked(r.messageId)} links or mentions are`}{' '}
+                      not checked yet
+                    </p>
                   )}
                 </>
               )}
@@ -173,3 +179,5 @@ export function PreviewView({ preview }: { preview: Preview }) {
     </section>
   );
 }
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;

@@ -3,14 +3,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
-import {
-  type AttachmentPart,
-  type Frame,
-  flattenText,
-  foldPart,
-  type Part,
-  readParts,
-} from '../../../src/parts/index.ts';
+import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { Composer } from '../components/Composer.tsx';
@@ -141,9 +134,15 @@ export function ConversationPage() {
   } | null>(null);
   // Resolves true once the server has accepted the turn (the composer lets go of the words then), false
   // when it was refused (they stay in the box, beside the reason).
-  const send = (text: string, attachments: AttachmentPart[], npcId?: string): Promise<boolean> => {
-    const from = branch;
-    setBranch(null);
+  // `edit`: a branch started from a Message edited in place, which does not touch the composer's own.
+  const send = (
+    text: string,
+    attachments: AttachmentPart[],
+    npcId?: string,
+    edit?: { parentId: string | null },
+  ): Promise<boolean> => {
+    const from = edit ? { key: '', label: '', text: '', ...edit } : branch;
+    if (!edit) setBranch(null);
     // Until the new branch is stored, what follows the branch point is hidden.
     const hideAfter = from
       ? from.parentId
@@ -164,12 +163,15 @@ export function ConversationPage() {
         'POST',
         (ok) => {
           // A refused edit keeps its branch: sending again still starts it.
-          if (!ok && from) setBranch(from);
+          if (!ok && from && !edit) setBranch(from);
           accepted(ok);
         },
       );
     });
   };
+  // The memoized actions call the newest `send` (it reads this render's transcript).
+  const sendRef = useRef(send);
+  sendRef.current = send;
   const streamingRef = useRef(false);
   streamingRef.current = live !== null;
   const actions: BranchActions = useMemo(
@@ -181,13 +183,7 @@ export function ConversationPage() {
           .then(() => queryClient.invalidateQueries({ queryKey: ['conversation', id] }))
           .catch(setError);
       },
-      edit: (m) =>
-        setBranch({
-          key: `edit-${m.id}`,
-          parentId: m.parentId ?? null,
-          label: 'Editing your message: sending starts a new branch, and the original stays one click away.',
-          text: flattenText(readParts(m.parts)),
-        }),
+      edit: (m, text) => sendRef.current(text, [], undefined, { parentId: m.parentId ?? null }),
       fork: (m) =>
         setBranch({
           key: `fork-${m.id}`,

@@ -4,6 +4,7 @@ import { Link, useNavigate } from 'react-router';
 import { ConversationCreated, ConversationListResponse, NpcListResponse } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ConversationImport } from '../components/ConversationImport.tsx';
+import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { SearchBox } from '../components/SearchBox.tsx';
 import { useDocumentTitle } from '../title.ts';
@@ -16,6 +17,7 @@ const PUBLICATION_LABEL = {
 } as const;
 
 export function ConversationsPage() {
+  const [dialogs, dialog] = useDialogs();
   useDocumentTitle('Conversations');
   const queryClient = useQueryClient();
   const navigate = useNavigate();
@@ -96,8 +98,13 @@ export function ConversationsPage() {
               <button
                 type="button"
                 className="link"
-                onClick={() => {
-                  const title = window.prompt('Rename conversation', c.title ?? '');
+                onClick={async () => {
+                  const title = await dialogs.prompt({
+                    title: 'Rename conversation',
+                    label: 'Title',
+                    value: c.title ?? '',
+                    action: 'Rename',
+                  });
                   if (title?.trim()) rename.mutate({ id: c.id, title });
                 }}
               >
@@ -106,9 +113,14 @@ export function ConversationsPage() {
               <button
                 type="button"
                 className="link danger"
-                onClick={() => {
-                  if (window.confirm(`Delete “${c.title ?? 'this conversation'}”? This cannot be undone.`))
-                    remove.mutate(c.id);
+                onClick={async () => {
+                  const yes = await dialogs.confirm({
+                    title: `Delete “${c.title ?? 'this conversation'}”?`,
+                    body: 'Its Messages, branches and attachments are deleted. This cannot be undone.',
+                    action: 'Delete',
+                    danger: true,
+                  });
+                  if (yes) remove.mutate(c.id);
                 }}
               >
                 Delete
@@ -119,6 +131,7 @@ export function ConversationsPage() {
       </ul>
       {list.data?.conversations.length === 0 && <p className="empty">No conversations yet.</p>}
       <ConversationImport />
+      {dialog}
     </div>
   );
 }

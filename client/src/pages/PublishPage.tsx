@@ -5,6 +5,7 @@ import { flattenText, readParts } from '../../../src/parts/index.ts';
 import { type AgentChoices, type Choices, coverOf, type TurnChoice } from '../../../src/redaction/index.ts';
 import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
 import { ApiError, api, fetchAs } from '../api.ts';
+import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LivePausedNote, LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
 import {
@@ -39,6 +40,16 @@ const readerPath = (uri: string) => {
   return `/profile/${did}/thread/${rkey}`;
 };
 
+/** What the publication's state means to the Player, as the sentence before the link to the thread. */
+const PUBLICATION_STATE: Record<string, string> = {
+  published: 'Published.',
+  publishing: 'Publishing is under way (it resumes by itself if interrupted).',
+  unpublishing: 'Unpublishing is under way.',
+  failed: 'Publishing stopped part-way; publish again to finish.',
+};
+
+const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
+
 /** Loads every Message of the Conversation, oldest first (the editor shows them all). */
 async function allMessages(id: string) {
   const first = await fetchAs(ConversationPage, `/api/conversations/${id}?limit=200`);
@@ -52,6 +63,7 @@ async function allMessages(id: string) {
 }
 
 export function PublishPage() {
+  const [dialogs, dialog] = useDialogs();
   const { id } = useParams() as { id: string };
   useDocumentTitle('Publish');
   const queryClient = useQueryClient();
@@ -191,6 +203,7 @@ export function PublishPage() {
     )?.steps;
   return (
     <div className="narrow publish">
+      {dialog}
       <p>
         <Link to={`/c/${id}`}>← Back to the conversation</Link>
       </p>
@@ -198,16 +211,18 @@ export function PublishPage() {
       {publish.data && !publish.isPending && (
         <p role="status" className="notice" id="publish-outcome" tabIndex={-1} ref={outcomeRef}>
           {publish.context?.writes === 0
-            ? 'Nothing had changed: no record was written.'
-            : `Wrote ${publish.context?.writes ?? publish.data.records.length} record(s) in ${publish.data.calls} call(s).`}{' '}
-          <Link to={readerPath(publish.data.uri)}>Read it as readers will</Link>
+            ? 'Nothing had changed since you last published, so nothing was written.'
+            : `Published: ${plural(publish.context?.writes ?? publish.data.records.length, 'record')} written to your repo.`}
         </p>
       )}
       {current ? (
         <p className="notice" role="status">
-          Published ({current.status}) at <code>{current.uri}</code> —{' '}
-          <Link to={readerPath(current.uri)}>read the published thread</Link>
-          {current.error ? ` — ${current.error}` : ''}
+          {PUBLICATION_STATE[current.status]}{' '}
+          <Link to={readerPath(current.uri)}>Read it as readers will</Link>
+          {current.error ? ` — ${current.error}` : ''}{' '}
+          <small>
+            (<code>{current.uri}</code>)
+          </small>
         </p>
       ) : (
         <p>
@@ -319,10 +334,15 @@ export function PublishPage() {
           <button
             type="button"
             className="danger secondary"
-            onClick={() =>
-              window.confirm('Delete every published record of this Conversation? Your choices are kept.') &&
-              unpublish.mutate()
-            }
+            onClick={async () => {
+              const yes = await dialogs.confirm({
+                title: 'Unpublish this Conversation?',
+                body: 'Every published record of it is deleted from your repo; readers will no longer find it. Your choices are kept for publishing again.',
+                action: 'Unpublish',
+                danger: true,
+              });
+              if (yes) unpublish.mutate();
+            }}
           >
             Unpublish
           </button>

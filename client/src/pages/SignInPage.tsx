@@ -19,6 +19,7 @@ export function SignInPage({ reason }: { reason?: string }) {
     login.mutate(identifier);
   };
   const demo = options.data?.demoAccounts ?? [];
+  const offline = options.data?.network === 'local';
   return (
     <main className="signin" id="main">
       <h1>AgentsVille</h1>
@@ -30,7 +31,7 @@ export function SignInPage({ reason }: { reason?: string }) {
           <input
             id="identifier"
             autoComplete="username"
-            placeholder="alice.bsky.social"
+            placeholder={offline ? (demo[0]?.handle ?? 'alice.test') : 'alice.bsky.social'}
             value={identifier}
             onChange={(e) => setIdentifier(e.target.value)}
             required
@@ -40,6 +41,12 @@ export function SignInPage({ reason }: { reason?: string }) {
           </button>
         </div>
       </form>
+      {offline && (
+        <p className="meta" id="offline-note">
+          Offline mode: this AgentsVille runs its own small ATProto network, so only its local accounts exist
+          — a Bluesky handle cannot sign in here. Use a demo account below.
+        </p>
+      )}
       <ErrorNote error={login.error} />
       {demo.length > 0 && (
         <section aria-labelledby="demo-heading" className="demo">

@@ -2,6 +2,7 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
 import { McpServerListResponse, MemoryListResponse, SkillListResponse } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -171,6 +172,7 @@ function McpServers() {
 }
 
 function Memories() {
+  const [dialogs, dialog] = useDialogs();
   const queryClient = useQueryClient();
   const memories = useQuery({
     queryKey: ['memories'],
@@ -197,6 +199,7 @@ function Memories() {
   return (
     <section className="card" aria-labelledby="memory-h">
       <h2 id="memory-h">Memory</h2>
+      {dialog}
       <p className="meta">What NPCs with the Memory grant remember about you, across Conversations.</p>
       <ul>
         {memories.data?.memories.map((m) => (
@@ -205,8 +208,14 @@ function Memories() {
             <button
               type="button"
               className="link"
-              onClick={() => {
-                const next = window.prompt('Edit memory', m.text);
+              onClick={async () => {
+                const next = await dialogs.prompt({
+                  title: 'Edit memory',
+                  label: 'What NPCs remember',
+                  value: m.text,
+                  action: 'Save',
+                  multiline: true,
+                });
                 if (next?.trim()) edit.mutate({ id: m.id, text: next });
               }}
             >

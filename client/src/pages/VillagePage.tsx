@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react';
 import { VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { ProviderKeys } from '../components/ProviderKeys.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 export function VillagePage() {
@@ -27,6 +28,7 @@ export function VillagePage() {
     <div className="narrow">
       <h1>Village</h1>
       {!admin && <p className="notice">Only a Village admin can change these settings.</p>}
+      {admin && <ProviderKeys />}
       <form className="card" onSubmit={submit}>
         <fieldset disabled={!admin}>
           <label>

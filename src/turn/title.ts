@@ -1,0 +1,66 @@
+import { generateText, type LanguageModel } from 'ai';
+import { titleFrom } from '../conversations/index.ts';
+import type { Sql } from '../db/index.ts';
+import type { TurnBudget } from './budget.ts';
+
+const INSTRUCTIONS = `You name conversations. Given the first exchange of a conversation, reply with a title for it:
+at most six words, in the language the Player wrote in, no quotation marks, no Markdown, no final full stop.
+Reply with the title only.`;
+
+/** Characters of each side of the exchange sent: enough to know what it is about, bounded whatever its length. */
+const EXCERPT = 1500;
+const TITLE_TOKENS = 40;
+const TITLE_TIMEOUT_MS = 20_000;
+
+/** The prompt for the title call: the Player's first Message and the reply, each cut to an excerpt. Pure. */
+export function titlePrompt(player: string, npcName: string, reply: string): string {
+  return `Player: ${player.slice(0, EXCERPT)}\n\n${npcName}: ${reply.slice(0, EXCERPT)}`;
+}
+
+/** What the Model answered, made a title (first line, quotes and Markdown marks gone, 80 at most); or none. */
+export function cleanTitle(answer: string): string | undefined {
+  const line = answer.trim().split('\n')[0] ?? '';
+  const title = titleFrom(line.replace(/^(?:title:\s*)/i, '').replace(/^["'“”‘’«»]+|["'“”‘’«».]+$/g, ''));
+  return title.length >= 2 ? title : undefined;
+}
+
+/**
+ * After a Conversation's first exchange: a short title summarised by the Model that answered, in place of the
+ * first Message's opening words. A Provider call like any other of the turn: the day's budget is asked first
+ * and the call is charged to the Player (ADR 0050). Written only while the title is still the one made from
+ * the first Message, so a Player's own title (given at creation, or a rename meanwhile) is never replaced.
+ * Bounded: an excerpt of each side, 40 output tokens, 20 s. A failure keeps the first Message's title.
+ */
+export async function summariseTitle(args: {
+  sql: Sql;
+  model: LanguageModel;
+  budget: TurnBudget;
+  conversationId: string;
+  playerText: string;
+  npcName: string;
+  replyText: string;
+  signal: AbortSignal;
+}): Promise<string | undefined> {
+  const fallback = titleFrom(args.playerText);
+  if (!fallback || !args.replyText.trim()) return undefined;
+  // A title the Player gave (at creation, or renamed since) is not asked about at all.
+  const [current] = await args.sql<{ title: string | null }[]>`select title from conversations
+    where id = ${args.conversationId}`;
+  if (current?.title !== fallback || (await args.budget.spent())) return undefined;
+  const prompt = titlePrompt(args.playerText, args.npcName, args.replyText);
+  const { text, usage } = await generateText({
+    model: args.model,
+    instructions: INSTRUCTIONS,
+    prompt,
+    maxOutputTokens: TITLE_TOKENS,
+    abortSignal: AbortSignal.any([args.signal, AbortSignal.timeout(TITLE_TIMEOUT_MS)]),
+    maxRetries: 0,
+  });
+  const reported = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
+  await args.budget.charge(reported || Math.ceil((INSTRUCTIONS.length + prompt.length + text.length) / 4));
+  const title = cleanTitle(text);
+  if (!title) return undefined;
+  const [row] = await args.sql`update conversations set title = ${title}
+    where id = ${args.conversationId} and title = ${fallback} returning id`;
+  return row ? title : undefined;
+}
