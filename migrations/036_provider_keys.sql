@@ -1,4 +1,4 @@
--- Provider keys a Village admin adds in the app (ADR 0053). Only ciphertext is stored: AES-256-GCM under the
+-- Provider keys a Village admin adds in the app (ADR 0055). Only ciphertext is stored: AES-256-GCM under the
 -- instance's SECRETS_KEY, the provider id as associated data (a row's key cannot be moved to another provider).
 -- `ending` is the key's last four characters, the most of it the app ever shows again.
 create table provider_keys (
