@@ -15,6 +15,7 @@ import {
   securityHeaders,
   trustOnly,
 } from './http/index.ts';
+import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
@@ -66,6 +67,8 @@ export interface AppDeps {
   /** CIDRs of the reverse proxies whose X-Forwarded-For is believed (config TRUSTED_PROXIES). */
   trustedProxies: string[];
   log: (message: string, error?: unknown) => void;
+  /** The process's logger: each room logs through its subsystem's child (log/). */
+  logger: Logger;
 }
 
 /** Assembles the Express app from every room's routes; nothing else. */
@@ -75,6 +78,7 @@ export function createApp(deps: AppDeps): Express {
   // The client is the socket's address unless that is one of the configured proxies (then the address that proxy
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
+  app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
@@ -112,7 +116,7 @@ export function createApp(deps: AppDeps): Express {
       },
     }),
   );
-  app.use(readJsonBody, publicAuthRoutes(deps));
+  app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   app.use(readerRoutes(deps));
 
   const api = express.Router();
@@ -123,7 +127,7 @@ export function createApp(deps: AppDeps): Express {
   });
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
-  api.use(sessionAuthRoutes(deps));
+  api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(exchangeRoutes(deps));
@@ -132,10 +136,10 @@ export function createApp(deps: AppDeps): Express {
   const onPath = (ids: string | string[]) =>
     turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
   api.use(conversationRoutes({ ...deps, pathMoved: onPath }));
-  api.use(turnRoutes({ ...deps, afterTurn: onPath }));
-  api.use(attachmentRoutes(deps));
-  api.use(replyRoutes({ ...deps, afterInterrupted: onPath }));
-  api.use(publishRoutes(deps));
+  api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
+  api.use(attachmentRoutes({ ...deps, log: subsystemLog(deps.logger, 'attachments') }));
+  api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
+  api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));
   api.use(toolRoutes(deps));
   api.use(() => {
     throw notFound('Route');
