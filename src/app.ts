@@ -16,6 +16,7 @@ import {
   trustOnly,
 } from './http/index.ts';
 import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
+import { countRefusals, metricsRoute } from './metrics/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
@@ -69,6 +70,8 @@ export interface AppDeps {
   log: (message: string, error?: unknown) => void;
   /** The process's logger: each room logs through its subsystem's child (log/). */
   logger: Logger;
+  /** The bearer token /metrics asks for (unset: /metrics is not served). */
+  metricsToken?: string;
 }
 
 /** Assembles the Express app from every room's routes; nothing else. */
@@ -79,6 +82,7 @@ export function createApp(deps: AppDeps): Express {
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
   app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
+  app.use(countRefusals, metricsRoute({ sql: deps.sql, token: deps.metricsToken }));
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several

@@ -128,7 +128,10 @@ const Env = z.object({
   LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
   NODE_ENV: z.string().optional(),
   /** The bearer token /metrics asks for; unset, /metrics is not served (404). */
-  METRICS_TOKEN: z.string().min(16, 'METRICS_TOKEN is at least 16 characters').optional(),
+  METRICS_TOKEN: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.string().min(16, 'METRICS_TOKEN is at least 16 characters').optional(),
+  ),
 });
 
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';

@@ -158,6 +158,7 @@ export async function start(
     fetch: networkFetch,
     log: subsystemLog(logger, 'http'),
     logger,
+    metricsToken: config.metricsToken,
   });
   const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {

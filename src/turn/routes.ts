@@ -13,6 +13,7 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
+import { turnMeter } from '../metrics/index.ts';
 import {
   type AttachmentPart,
   type Frame,
@@ -232,7 +233,9 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     hub?.begin(start, parts, (reason) => abort.abort(reason));
   };
   const finished = new Set<string>();
+  const meter = turnMeter();
   const out = (frame: Frame) => {
+    meter.frame(frame);
     sse.send(frame);
     hub?.publish(frame);
     if (frame.type === 'finish') {
@@ -275,6 +278,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     if (unfinished.length)
       await markUnfinished(deps.sql, unfinished).catch((e) => deps.log('unfinished replies not marked', e));
     for (const id of begun) hub?.end(id);
+    meter.end();
     sse.end();
   }
 }

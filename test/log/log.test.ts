@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger, currentRequestId, requestLogging } from '../../src/log/index.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { parsePrometheus } from '../support/prometheus.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
 
@@ -12,11 +13,19 @@ const capture = { write: (line: string) => void written.push(line) };
 const lines = () => written.join('').trim().split('\n');
 const parsed = () => lines().map((l) => JSON.parse(l) as Record<string, unknown>);
 
+const METRICS_TOKEN = 'metrics-token-for-the-test-0002';
+const scrape = async () => {
+  const res = await local.app.api('/metrics', { headers: { authorization: `Bearer ${METRICS_TOKEN}` } });
+  return parsePrometheus(await res.text());
+};
 let local: LocalApp;
 let alice: { cookie: string; did: string; playerId: string };
 
 beforeAll(async () => {
-  local = await startLocalApp({ logger: createLogger({ level: 'debug', destination: capture }) });
+  local = await startLocalApp({
+    logger: createLogger({ level: 'debug', destination: capture }),
+    env: { METRICS_TOKEN },
+  });
   alice = await local.signInAs('alice.test');
 }, 120_000);
 afterAll(() => local?.close());
@@ -40,6 +49,7 @@ describe('the server log', () => {
     const frames = await collectFrames(turn);
     expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
 
+    const before = await scrape();
     const [reply] = await app.db.sql<{ id: string }[]>`select id from messages
       where conversation_id = ${conversationId} and role = 'npc'`;
     const at = REPLY.indexOf(COVERED);
@@ -55,6 +65,11 @@ describe('the server log', () => {
     });
     expect(publish.status).toBe(200);
     const publishId = publish.headers.get('x-request-id')!;
+    // The publish is counted too (in this file: the metrics test has no PDS to publish to).
+    const after = await scrape();
+    const moved = (series: string) => (after.get(series) ?? 0) - (before.get(series) ?? 0);
+    expect(moved('agentsville_publish_outcomes_total{outcome="published"}')).toBe(1);
+    expect(moved('agentsville_apply_writes_total{outcome="ok"}')).toBeGreaterThanOrEqual(1);
     expect(publishId).toMatch(/^[0-9a-f-]{36}$/);
 
     // Every line is JSON with a level and a time; the request lines of both name their request.
@@ -71,7 +86,9 @@ describe('the server log', () => {
       res: { statusCode: 200 },
     });
     // The sign-in went through the OAuth pages: its callback is logged by path, its code is not.
-    expect(entries.some((e) => (e.req as { url?: string } | undefined)?.url === '/oauth/callback')).toBe(true);
+    expect(entries.some((e) => (e.req as { url?: string } | undefined)?.url === '/oauth/callback')).toBe(
+      true,
+    );
 
     // The secrets: the session cookie, the OAuth tokens and DPoP key, the message text and the covered words.
     const [session] = await app.db.sql<{ value: Record<string, unknown> }[]>`select value from oauth_sessions
