@@ -17,6 +17,7 @@ import {
 } from './http/index.ts';
 import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import { countRefusals, metricsRoute } from './metrics/index.ts';
+import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
@@ -122,6 +123,7 @@ export function createApp(deps: AppDeps): Express {
   );
   app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   app.use(readerRoutes(deps));
+  app.use(reportRoutes(deps));
 
   const api = express.Router();
   // A Player's own data: never kept in a browser's or a proxy's cache (a shared computer's disk, a CDN).
@@ -145,6 +147,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
   api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));
   api.use(toolRoutes(deps));
+  api.use(moderationRoutes(deps));
   api.use(() => {
     throw notFound('Route');
   });

@@ -79,9 +79,16 @@ export async function threadPreview(
       (select left(m.record->>'text', 200) from index_messages m
         where m.session_uri = s.uri and m.did = s.did and m.record ? 'text' order by m.rkey limit 1) as first
     from index_sessions s left join index_actors a on a.did = s.did
-    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and a.status is null`;
+    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and not ${hidden(sql)}`;
   return row ?? null;
 }
+
+/**
+ * Not served: an author whose account is not active, or a thread or author an admin took down on this instance
+ * (moderation/'s `takedowns`). Over `s` (index_sessions) and `a` (index_actors).
+ */
+const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from takedowns t
+  where t.lifted_at is null and t.subject in (s.did, s.uri)))`;
 
 /** How long a verified handle is shown before it is verified again. */
 const REVERIFY_MS = 24 * 60 * 60 * 1000;
@@ -117,7 +124,8 @@ const verifiedHandle = (sql: Sql) =>
   sql`case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end`;
 
 const sessionColumns = (sql: Sql) => sql`
-  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at, a.status, s.record, s.indexed_at,
+  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at,
+  case when ${hidden(sql)} then coalesce(a.status, 'takendown') end as status, s.record, s.indexed_at,
   (select count(*)::int from index_messages m where m.session_uri = s.uri and m.did = s.did) as turns`;
 
 /**
@@ -131,7 +139,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   // without the running sum the bounded read needs.
   const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean }[]>`
     select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || t.n || '|' || coalesce(t.newest::text, '') as version,
-      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded, a.status is not null as hidden
+      t.n > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES} as bounded, ${hidden(sql)} as hidden
     from index_sessions s left join index_actors a on a.did = s.did,
       lateral (select count(*) as n, max(m.indexed_at) as newest, coalesce(sum(octet_length(m.view)), 0) as bytes
         from index_messages m where m.session_uri = s.uri and m.did = s.did) t
@@ -153,7 +161,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
           'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})))::text
         || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
-      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and a.status is null`;
+      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and not ${hidden(sql)}`;
     return row;
   };
   let row = await read();
@@ -256,7 +264,7 @@ export async function listSessions(
   const [at, uri] = opts.cursor ? readCursor(opts.cursor) : [];
   const rows = await sql<SessionRow[]>`
     select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did
-    where a.status is null
+    where not ${hidden(sql)}
       ${
         // Everyone's list shows what the network's stream delivered (or our own Players published), never
         // what an anonymous request made us fetch from a repo anyone can run: that is served only when asked for.

@@ -14,6 +14,7 @@ import {
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
 import { turnMeter } from '../metrics/index.ts';
+import { isBlocked } from '../moderation/index.ts';
 import {
   type AttachmentPart,
   type Frame,
@@ -179,11 +180,18 @@ async function prepare(
   // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
   // Pipelined on one connection: one round trip, and one pool slot instead of three (at load, slots are
   // what the start frame waits for).
-  const [conversation, participants, settings] = await Promise.all([
+  const [conversation, participants, settings, blocked] = await Promise.all([
     getConversation(deps.sql, playerId, id),
     getParticipants(deps.sql, id),
     getVillageSettings(deps.sql),
+    isBlocked(deps.sql, playerId),
   ]);
+  if (blocked)
+    throw new AppError(
+      403,
+      'PLAYER_BLOCKED',
+      "This instance's admins have stopped this account from starting replies.",
+    );
   if (!conversation) throw notFound('Conversation');
   if (fresh && text.length > settings.maxMessageChars) {
     throw new AppError(
