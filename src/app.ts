@@ -15,6 +15,9 @@ import {
   securityHeaders,
   trustOnly,
 } from './http/index.ts';
+import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
+import { countRefusals, metricsRoute } from './metrics/index.ts';
+import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
@@ -25,7 +28,7 @@ import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
   sql: Sql;
-  /** Locks held while a Player's own servers are waited on: publications (publish/store.ts). ADR 0053. */
+  /** Locks held while a Player's own servers are waited on: publications (publish/store.ts). ADR 0054. */
   leases: Leases;
   providers: ProviderRegistry;
   /** Whether a first exchange's Model summarises the Conversation's title. */
@@ -70,6 +73,10 @@ export interface AppDeps {
   /** CIDRs of the reverse proxies whose X-Forwarded-For is believed (config TRUSTED_PROXIES). */
   trustedProxies: string[];
   log: (message: string, error?: unknown) => void;
+  /** The process's logger: each room logs through its subsystem's child (log/). */
+  logger: Logger;
+  /** The bearer token /metrics asks for (unset: /metrics is not served). */
+  metricsToken?: string;
 }
 
 /** Assembles the Express app from every room's routes; nothing else. */
@@ -79,6 +86,8 @@ export function createApp(deps: AppDeps): Express {
   // The client is the socket's address unless that is one of the configured proxies (then the address that proxy
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
+  app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
+  app.use(countRefusals, metricsRoute({ sql: deps.sql, token: deps.metricsToken }));
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
@@ -123,8 +132,9 @@ export function createApp(deps: AppDeps): Express {
       },
     }),
   );
-  app.use(readJsonBody, publicAuthRoutes(deps));
+  app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   app.use(readerRoutes(deps));
+  app.use(reportRoutes(deps));
 
   const api = express.Router();
   // A Player's own data: never kept in a browser's or a proxy's cache (a shared computer's disk, a CDN).
@@ -134,7 +144,7 @@ export function createApp(deps: AppDeps): Express {
   });
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
-  api.use(sessionAuthRoutes(deps));
+  api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   api.use(cardRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(providerKeyRoutes(deps));
@@ -144,11 +154,12 @@ export function createApp(deps: AppDeps): Express {
   const onPath = (ids: string | string[]) =>
     turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
   api.use(conversationRoutes({ ...deps, pathMoved: onPath }));
-  api.use(turnRoutes({ ...deps, afterTurn: onPath }));
-  api.use(attachmentRoutes(deps));
-  api.use(replyRoutes({ ...deps, afterInterrupted: onPath }));
-  api.use(publishRoutes(deps));
+  api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
+  api.use(attachmentRoutes({ ...deps, log: subsystemLog(deps.logger, 'attachments') }));
+  api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
+  api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));
   api.use(toolRoutes(deps));
+  api.use(moderationRoutes(deps));
   api.use(() => {
     throw notFound('Route');
   });

@@ -130,6 +130,16 @@ const Env = z.object({
    * which a staging blob counts as a crashed upload's leftover.
    */
   UPLOAD_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_000_000).default(300_000),
+  /** The least severe log lines written. */
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  /** JSON lines, or pino-pretty's; by default JSON when NODE_ENV=production, pretty otherwise. */
+  LOG_FORMAT: z.enum(['json', 'pretty']).optional(),
+  NODE_ENV: z.string().optional(),
+  /** The bearer token /metrics asks for; unset, /metrics is not served (404). */
+  METRICS_TOKEN: z.preprocess(
+    (v) => (v === '' ? undefined : v),
+    z.string().min(16, 'METRICS_TOKEN is at least 16 characters').optional(),
+  ),
 });
 
 export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';
@@ -170,6 +180,12 @@ export interface Config {
   indexerRelayUrl?: string;
   indexerJetstreamUrl?: string;
   atproto: AtprotoConfig;
+  log: {
+    level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+    format: 'json' | 'pretty';
+  };
+  /** Bearer token for /metrics (undefined: not served). */
+  metricsToken?: string;
 }
 
 export interface AtprotoConfig {
@@ -255,6 +271,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,
     indexerJetstreamUrl: e.INDEXER_JETSTREAM_URL,
+    log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT ?? (e.NODE_ENV === 'production' ? 'json' : 'pretty') },
+    metricsToken: e.METRICS_TOKEN,
     atproto: {
       network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
       publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),

@@ -17,6 +17,7 @@ import {
   startEmbeddedPostgres,
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
+import { createLogger, type Logger, subsystemLog } from './log/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
 import { ensurePortFree, portError } from './portCheck.ts';
 import {
@@ -63,16 +64,16 @@ export interface StartOptions {
   resolve?: Resolve;
 }
 
-const defaultLog = (message: string, error?: unknown) => {
-  if (error === undefined) console.log(message);
-  else console.error(message, error);
-};
-
 /**
  * Start: config -> database (embedded when DATABASE_URL is unset) -> migrations -> the local ATProto network
  * in offline mode -> app -> listen -> the OAuth client for the URL the server is reached at.
  */
-export async function start(config: Config, log = defaultLog, options: StartOptions = {}): Promise<Running> {
+export async function start(
+  config: Config,
+  logger: Logger = createLogger(config.log),
+  options: StartOptions = {},
+): Promise<Running> {
+  const log = subsystemLog(logger, 'server');
   await ensurePortFree(config.host, config.port, 'PORT');
   if (config.atproto.network === 'local') {
     await ensurePortFree('127.0.0.1', config.atproto.localnet.pdsPort, 'LOCALNET_PDS_PORT');
@@ -95,7 +96,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
   // And while this server runs: a server that dies while others keep running leaves replies streaming.
   let draining = false;
   const hub = new ReplyHub();
-  const mirror = new ReplyMirror(sql, hub, log);
+  const mirror = new ReplyMirror(sql, hub, subsystemLog(logger, 'replies'));
   await mirror.start();
   const sweep = setInterval(() => {
     markInterrupted(sql)
@@ -184,7 +185,9 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
       fetch: networkFetch,
     }),
     fetch: networkFetch,
-    log,
+    log: subsystemLog(logger, 'http'),
+    logger,
+    metricsToken: config.metricsToken,
   });
   const server = http.createServer(app);
   await new Promise<void>((resolve, reject) => {
@@ -220,7 +223,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
         plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
         local: Boolean(localnet),
         fetch: networkFetch,
-        log,
+        log: subsystemLog(logger, 'appview'),
       })
     : undefined;
 
@@ -232,7 +235,7 @@ export async function start(config: Config, log = defaultLog, options: StartOpti
     plcUrl: () => localnet?.plcUrl ?? atproto.plcUrl,
     localNetwork: Boolean(localnet),
     fetch: networkFetch,
-    log,
+    log: subsystemLog(logger, 'publish'),
   };
   // Live publishing: appends that are due go out from whichever server takes them first (ADR 0043).
   const stopLiveAppends = startLiveAppends(publishDeps);

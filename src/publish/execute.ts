@@ -1,4 +1,5 @@
 import type { Sql } from '../db/index.ts';
+import { metrics } from '../metrics/index.ts';
 import { batches } from './batches.ts';
 import type { Repo, RepoWrite } from './repo.ts';
 import { markWritten, pendingWrites } from './store.ts';
@@ -44,9 +45,11 @@ export async function executePending(
       try {
         calls++;
         const cids = await repo.applyWrites(batch);
+        metrics.applyWrites.inc({ outcome: 'ok' });
         await markWritten(sql, conversationId, batch, cids);
         break;
       } catch (e) {
+        metrics.applyWrites.inc({ outcome: 'error' });
         const status = (e as { status?: number }).status;
         if (status === 429) {
           const resetAt = rateLimitReset(e);

@@ -7,6 +7,7 @@ import { allMessages, getConversation, getParticipants, markInterrupted } from '
 import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
+import { publishOutcome } from '../metrics/index.ts';
 import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
@@ -430,6 +431,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       await verifyGone(repo, sessionUri);
       await dropPublication(deps.sql, conversationId);
     } else await setStatus(deps.sql, conversationId, 'published', null);
+    publishOutcome(publication?.status === 'unpublishing' ? 'unpublished' : 'published');
     // Write-through to our own AppView index, so the Player's link works at once (the event stream brings
     // the same records a moment later; indexing is idempotent).
     await syncIndex(
@@ -444,6 +446,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       e instanceof PublishPausedError
         ? e.message
         : `Publishing stopped part-way: ${(e as Error).message}. It resumes where it stopped.`;
+    publishOutcome(e instanceof PublishPausedError ? 'paused' : 'failed');
     await setStatus(
       deps.sql,
       conversationId,

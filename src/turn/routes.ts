@@ -13,6 +13,8 @@ import {
   releaseTurn,
 } from '../conversations/index.ts';
 import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
+import { turnMeter } from '../metrics/index.ts';
+import { isBlocked } from '../moderation/index.ts';
 import {
   type AttachmentPart,
   type Frame,
@@ -178,11 +180,18 @@ async function prepare(
   // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
   // Pipelined on one connection: one round trip, and one pool slot instead of three (at load, slots are
   // what the start frame waits for).
-  const [conversation, participants, settings] = await Promise.all([
+  const [conversation, participants, settings, blocked] = await Promise.all([
     getConversation(deps.sql, playerId, id),
     getParticipants(deps.sql, id),
     getVillageSettings(deps.sql),
+    isBlocked(deps.sql, playerId),
   ]);
+  if (blocked)
+    throw new AppError(
+      403,
+      'PLAYER_BLOCKED',
+      "This instance's admins have stopped this account from starting replies.",
+    );
   if (!conversation) throw notFound('Conversation');
   if (fresh && text.length > settings.maxMessageChars) {
     throw new AppError(
@@ -232,7 +241,9 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     hub?.begin(start, parts, (reason) => abort.abort(reason));
   };
   const finished = new Set<string>();
+  const meter = turnMeter();
   const out = (frame: Frame) => {
+    meter.frame(frame);
     sse.send(frame);
     hub?.publish(frame);
     if (frame.type === 'finish') {
@@ -275,6 +286,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     if (unfinished.length)
       await markUnfinished(deps.sql, unfinished).catch((e) => deps.log('unfinished replies not marked', e));
     for (const id of begun) hub?.end(id);
+    meter.end();
     sse.end();
   }
 }

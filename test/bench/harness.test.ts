@@ -52,7 +52,9 @@ it('the bench reports a server that never starts as a failed section, runs the r
     const figures = lines.map((l) => l.figure);
     // The fault fired: the servers did not start (they hang on the black hole, if they get that far) and were
     // given up on at the deadline.
-    expect(lines.find((l) => l.figure === 'instances_failed')?.error, out).toMatch(/did not start within 20000 ms/);
+    expect(lines.find((l) => l.figure === 'instances_failed')?.error, out).toMatch(
+      /did not start within 20000 ms/,
+    );
     // It went on (instances was asked for first): the next section's figure, with its pairs and spread; the machine noted before and after.
     const sandbox = lines.find((l) => l.figure === 'sandbox_command_overhead');
     expect(sandbox?.pairs).toBeGreaterThanOrEqual(5);

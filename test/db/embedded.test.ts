@@ -4,6 +4,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { loadConfig } from '../../src/config.ts';
 import { connect, startEmbeddedPostgres } from '../../src/db/index.ts';
+import { createLogger } from '../../src/log/index.ts';
 import { start } from '../../src/server.ts';
 
 let dir: string;
@@ -18,7 +19,7 @@ it('starts a real embedded PostgreSQL when DATABASE_URL is unset, and keeps its 
     ...loadConfig({ PORT: '0', DATA_DIR: dir, ATPROTO_NETWORK: 'public' }),
     databaseUrl: undefined,
   };
-  const first = await start(config, () => {});
+  const first = await start(config, createLogger({ level: 'silent' }));
   try {
     const [v] = await first.sql<{ v: string }[]>`select current_setting('server_version') as v`;
     expect(v?.v).toMatch(/^\d+/);
@@ -26,7 +27,7 @@ it('starts a real embedded PostgreSQL when DATABASE_URL is unset, and keeps its 
   } finally {
     await first.close();
   }
-  const second = await start(config, () => {});
+  const second = await start(config, createLogger({ level: 'silent' }));
   try {
     const rows = await second.sql`select did from players`;
     expect(rows.map((r) => r.did)).toEqual(['did:plc:kept']);

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
 import { type Config, loadConfig } from '../../src/config.ts';
+import { createLogger, type Logger } from '../../src/log/index.ts';
 import type { Resolve } from '../../src/outbound/index.ts';
 import { type Running, start } from '../../src/server.ts';
 import { createDatabase, type TestDatabase } from './database.ts';
@@ -42,8 +43,8 @@ export async function startTestApp(
     resolve?: Resolve;
     /** Leave the Village defaults to the server (the demo Model when no key is configured). */
     serverDefaults?: boolean;
-    /** The server's log (quiet unless given). */
-    log?: (message: string, error?: unknown) => void;
+    /** The server's logger (silent unless given). */
+    logger?: Logger;
   } = {},
 ): Promise<TestApp> {
   // db.ts reads vitest's provided context; benchmarks pass their own server instead.
@@ -79,7 +80,7 @@ export async function startTestApp(
   if (!options.serverDefaults) {
     await db.sql`update village_settings set default_provider = 'fake', default_model = 'fake-model'`;
   }
-  const running = await start(config, options.log ?? (() => {}), {
+  const running = await start(config, options.logger ?? createLogger({ level: 'silent' }), {
     onQuery: options.onQuery,
     oauthFetch: options.oauthFetch,
     resolve: options.resolve,

@@ -1,6 +1,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { Logger } from '../../src/log/index.ts';
 import { startTestApp, type TestApp } from './app.ts';
 import { type Browser, openBrowser, signInThroughPds } from './browser.ts';
 import { freePort } from './ports.ts';
@@ -20,6 +21,8 @@ export async function startLocalApp(
     adminDatabaseUrl?: string;
     /** More of the server's settings (environment names). */
     env?: Record<string, string>;
+    /** The server's logger (silent unless given). */
+    logger?: Logger;
   } = {},
 ): Promise<LocalApp> {
   const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
@@ -32,7 +35,7 @@ export async function startLocalApp(
       LOCALNET_PLC_PORT: String(await freePort()),
       ...options.env,
     },
-    { oauthFetch: options.oauthFetch, adminDatabaseUrl: options.adminDatabaseUrl },
+    { oauthFetch: options.oauthFetch, adminDatabaseUrl: options.adminDatabaseUrl, logger: options.logger },
   );
   const browser = await openBrowser();
   return {

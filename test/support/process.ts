@@ -44,7 +44,7 @@ export async function spawnServer(
       reject(new Error(`server did not start within ${startTimeoutMs} ms:\n${output}`));
     }, startTimeoutMs);
     const check = () => {
-      const m = /listening on (http:\/\/\S+)/.exec(output);
+      const m = /listening on (http:\/\/[^\s"]+)/.exec(output);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createLogger } from '../../src/log/index.ts';
 import { SecretBox } from '../../src/village/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { askNpc } from '../support/askNpc.ts';
@@ -18,8 +19,12 @@ beforeAll(async () => {
   app = await startTestApp(
     {},
     { ADMIN_DIDS: ADMIN, OPENAI_BASE_URL: `${fake.origin}/v1`, SECRETS_KEY: SECRETS_KEY.toString('hex') },
+    // Everything the server logs, at every level, as written: the key must not be in any of it.
     {
-      log: (m, e) => logged.push(`${m} ${e instanceof Error ? `${e.message} ${e.stack}` : String(e ?? '')}`),
+      logger: createLogger({
+        level: 'trace',
+        destination: { write: (line: string) => void logged.push(line) },
+      }),
     },
   );
 });

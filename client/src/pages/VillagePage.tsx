@@ -3,6 +3,7 @@ import { type FormEvent, useEffect, useState } from 'react';
 import { VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { ModerationPanel } from '../components/ModerationPanel.tsx';
 import { ProviderKeys } from '../components/ProviderKeys.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -128,6 +129,7 @@ export function VillagePage() {
         <ErrorNote error={save.error} />
         {save.isSuccess && <p role="status">Saved.</p>}
       </form>
+      {admin && <ModerationPanel />}
     </div>
   );
 }

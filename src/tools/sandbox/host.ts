@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { ToolSet } from 'ai';
 import { createBashTool, createToolPrompt, type Sandbox } from 'bash-tool';
 import { Bash } from 'just-bash';
+import { sandboxSlotWait } from '../../metrics/index.ts';
 import type { SandboxStore } from './store.ts';
 import type { Answer, Job } from './worker.ts';
 
@@ -166,7 +167,7 @@ export async function withFolder<T>(root: string, work: () => Promise<T>): Promi
 /** Runs `work` in one of the instance's command slots, as `owner` (a Player): a queue when none is free. */
 async function inSlot<T>(owner: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
   if (mayRun(owner)) take(owner);
-  else await new Promise<void>((go) => waiting.push({ owner, go }));
+  else await sandboxSlotWait(new Promise<void>((go) => waiting.push({ owner, go })));
   try {
     if (signal?.aborted) throw new SandboxError('The command was stopped.');
     return await work();

@@ -1,0 +1,109 @@
+import { type Request, type Response, Router } from 'express';
+import { ipKeyGenerator } from 'express-rate-limit';
+import { z } from 'zod';
+import { currentPlayer } from '../auth/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError, forbidden, isUuid, keyedRateLimit, notFound, parseBody } from '../http/index.ts';
+import {
+  block,
+  liftBlock,
+  liftTakedown,
+  listBlocks,
+  listReports,
+  listTakedowns,
+  report,
+  takeDown,
+} from './store.ts';
+
+const DID = z.string().regex(/^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2000}$/, 'a DID such as did:plc:…');
+const THREAD = z
+  .string()
+  .regex(
+    /^at:\/\/did:[a-z]+:[a-zA-Z0-9._:%-]+\/click\.aligned\.chat\.session\/[a-z2-7]{13}$/,
+    'a thread’s at:// URI',
+  );
+const Reason = z.string().trim().min(1, 'say why').max(1000);
+const TakedownBody = z.object({ subject: z.union([THREAD, DID]), reason: Reason }).strict();
+const BlockBody = z.object({ did: DID, reason: Reason }).strict();
+const LiftBody = z.object({ reason: Reason }).strict();
+const ReportBody = z.object({ uri: THREAD, reason: Reason }).strict();
+
+export interface ModerationDeps {
+  sql: Sql;
+  adminDids: string[];
+}
+
+/** The admins' moderation: takedowns and blocks, each kept with who, when and why, and lifted the same way. */
+export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
+  const router = Router();
+  const admin = (res: Response) => {
+    const player = currentPlayer(res);
+    if (!adminDids.includes(player.did)) throw forbidden('Only a Village admin can moderate this instance.');
+    return player.did;
+  };
+  const id = (req: Request, what: string) => {
+    if (!isUuid(req.params.id)) throw notFound(what);
+    return req.params.id as string;
+  };
+
+  router.get('/admin/takedowns', async (_req, res) => {
+    admin(res);
+    res.json({ takedowns: await listTakedowns(sql) });
+  });
+  router.post('/admin/takedowns', async (req, res) => {
+    const by = admin(res);
+    const body = parseBody(req, TakedownBody);
+    const takedown = await takeDown(sql, body.subject, body.reason, by);
+    if (!takedown) throw new AppError(409, 'ALREADY_TAKEN_DOWN', 'That is already hidden on this instance.');
+    res.status(201).json({ takedown });
+  });
+  router.post('/admin/takedowns/:id/lift', async (req, res) => {
+    const by = admin(res);
+    const takedown = await liftTakedown(sql, id(req, 'Takedown'), parseBody(req, LiftBody).reason, by);
+    if (!takedown) throw notFound('Takedown');
+    res.json({ takedown });
+  });
+
+  router.get('/admin/blocks', async (_req, res) => {
+    admin(res);
+    res.json({ blocks: await listBlocks(sql) });
+  });
+  router.post('/admin/blocks', async (req, res) => {
+    const by = admin(res);
+    const body = parseBody(req, BlockBody);
+    const [player] = await sql`select 1 from players where did = ${body.did}`;
+    if (!player) throw notFound('Player');
+    const blocked = await block(sql, body.did, body.reason, by);
+    if (!blocked) throw new AppError(409, 'ALREADY_BLOCKED', 'That Player is already blocked.');
+    res.status(201).json({ block: blocked });
+  });
+  router.post('/admin/blocks/:id/lift', async (req, res) => {
+    const by = admin(res);
+    const lifted = await liftBlock(sql, id(req, 'Block'), parseBody(req, LiftBody).reason, by);
+    if (!lifted) throw notFound('Block');
+    res.json({ block: lifted });
+  });
+
+  router.get('/admin/reports', async (_req, res) => {
+    admin(res);
+    res.json({ reports: await listReports(sql) });
+  });
+  return router;
+}
+
+/** A reader reports a thread: anyone, no account needed, a few a minute per address. */
+export function reportRoutes({ sql }: { sql: Sql }): Router {
+  const router = Router();
+  const limited = keyedRateLimit(
+    5,
+    'Too many reports from your address: at most 5 a minute.',
+    (req) => `report:${ipKeyGenerator(req.ip ?? '')}`,
+  );
+  router.post('/api/reader/reports', limited, async (req, res) => {
+    const body = parseBody(req, ReportBody);
+    const reporter = (res.locals.player as { did?: string } | undefined)?.did ?? null;
+    const stored = await report(sql, body.uri, body.reason, reporter);
+    res.status(201).json({ report: { id: stored.id, createdAt: stored.createdAt } });
+  });
+  return router;
+}
