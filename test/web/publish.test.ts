@@ -101,6 +101,12 @@ it('a word redacted in one turn is shown covered in the title, another turn and 
   // One link to the thread, not one per notice.
   expect(await page.getByRole('link', { name: 'Read it as readers will' }).count()).toBe(1);
   const uri = /at:\/\/\S+/.exec((await status.locator('code').textContent())!)![0];
+  // Shared as a Bluesky post with the published title (its bars, not the covered word) and the thread's address.
+  const [, , did, , rkey] = uri.split('/');
+  const share = new URL((await page.getByTestId('share-bluesky').getAttribute('href'))!);
+  expect(share.origin + share.pathname).toBe('https://bsky.app/intent/compose');
+  expect(share.searchParams.get('text')).toContain(`${app.url}/profile/${did}/thread/${rkey}`);
+  expect(share.searchParams.get('text')?.toLowerCase()).not.toContain('pelican');
 
   const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
   const mine = async () => {

@@ -15,6 +15,7 @@ import {
   type Problem,
   ProblemList,
 } from '../components/PublishPreview.tsx';
+import { ShareLinks } from '../components/ShareLinks.tsx';
 import { TurnEditor } from '../components/TurnEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -231,6 +232,9 @@ export function PublishPage() {
           turn, the title, step summaries — and never leaves this server.
           {publication.data?.draft && ' Your choices from before are kept.'}
         </p>
+      )}
+      {current?.status === 'published' && (
+        <ShareLinks title={shown?.title ?? title} path={readerPath(current.uri)} />
       )}
       {current?.livePaused && <LivePausedNote />}
       <label>
