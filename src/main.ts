@@ -50,6 +50,8 @@ try {
   process.on('SIGINT', () => void shutdown('SIGINT'));
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
 } catch (e) {
-  log.fatal({ err: e }, 'could not start');
+  // A setting to change (a port in use, say) is a sentence for the person starting it, not a stack.
+  if (e instanceof ConfigError) log.fatal(e.message);
+  else log.fatal({ err: e }, 'could not start');
   process.exit(1);
 }

@@ -14,8 +14,10 @@ export const LOOPBACK = '127.0.0.1';
  * network is not reachable from other machines.
  */
 export function listenOnLoopback(app: Listenable): void {
-  const handler = app as unknown as http.RequestListener;
-  app.listen = ((port: number) => http.createServer(handler).listen(port, LOOPBACK)) as Listenable['listen'];
+  // The `listen` already there is kept and given the host: the XRPC server wraps it to attach its WebSocket
+  // upgrades (the PDS's firehose, which the offline AppView follows), so a new server made here would have none.
+  const listen = app.listen.bind(app) as unknown as (port: number, host: string) => http.Server;
+  app.listen = ((port: number) => listen(port, LOOPBACK)) as Listenable['listen'];
 }
 
 /** A port free on 127.0.0.1 now, for a server configured with port 0 that must know its URL before it listens. */
