@@ -29,7 +29,12 @@ export class FairSlotsCore<T> {
   #order = 0;
 
   constructor(readonly policy: FairSlotsPolicy) {
-    if (policy.capacity < 1 || policy.perPlayer < 1 || policy.reserve < 0 || policy.reserve >= policy.capacity)
+    if (
+      policy.capacity < 1 ||
+      policy.perPlayer < 1 ||
+      policy.reserve < 0 ||
+      policy.reserve >= policy.capacity
+    )
       throw new Error('A slot policy needs capacity ≥ 1, perPlayer ≥ 1 and 0 ≤ reserve < capacity.');
   }
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { AppError } from '../../src/http/index.ts';
+import type { AppError } from '../../src/http/index.ts';
 import { FairSlots, FairSlotsCore, type FairSlotsPolicy, SlotDeadlineError } from '../../src/slots/index.ts';
 
 const PLAYERS = ['a', 'b', 'c', 'd'];
@@ -93,8 +93,7 @@ describe('the fair-slot policy (model-based)', () => {
           }
           // Past its first slot, a Player takes one only while the reserve stays free for newcomers.
           const over = PLAYERS.filter((p) => h(p) > 1);
-          if (over.length && waiting.some((w) => h(w.player) === 0))
-            expect(total()).toBe(policy.capacity);
+          if (over.length && waiting.some((w) => h(w.player) === 0)) expect(total()).toBe(policy.capacity);
         }
       }),
       { numRuns: 400 },

@@ -7,6 +7,12 @@ import { pipeline } from 'node:stream/promises';
 import { adoptBlob, collectBlobs, readBlob, writeBlob } from '../../attachments/index.ts';
 import { type Sql, transaction } from '../../db/index.ts';
 
+/** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
+export const MAX_WRITE_BACK_FILES = 1000;
+
+/** A write-back refused for its size: the command's changes were undone. */
+export class WriteBackTooLargeError extends Error {}
+
 /** What the working copy held when it last matched PostgreSQL: each file's size, mtime and content hash. */
 interface Manifest {
   version: number;
@@ -68,7 +74,7 @@ export class SandboxStore {
     const local = await this.#manifest();
     if (local?.version === version) return;
     // A folder from before sandboxes were stored here, and nothing stored yet: the folder is the truth.
-    if (!local && version === 0) return this.push();
+    if (!local && version === 0) return this.push(undefined, { files: Infinity, bytes: Infinity });
     await rm(this.root, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
     const rows = await this.sql<{ path: string; blobId: string | null }[]>`
@@ -90,16 +96,36 @@ export class SandboxStore {
     await this.#save({ version, files });
   }
 
-  /** Writes back what the last command changed, and bumps the version (a no-op when nothing changed). */
-  async push(): Promise<void> {
+  /**
+   * Writes back what the last command changed, and bumps the version (a no-op when nothing changed). At most
+   * `limits.files` changed files and `limits.bytes` of them: past either the working copy goes back to what is
+   * stored and nothing is written. `signal` stops it between files (the command's time limit, or Stop): what
+   * is not written yet stays in the working copy, and the next write-back takes it.
+   */
+  async push(
+    signal?: AbortSignal,
+    limits: { files: number; bytes: number } = {
+      files: MAX_WRITE_BACK_FILES,
+      bytes: Number.MAX_SAFE_INTEGER,
+    },
+  ): Promise<void> {
+    signal?.throwIfAborted();
     const before = (await this.#manifest()) ?? { version: 0, files: Object.create(null) };
-    const now = await this.#scan(before);
+    const now = await this.#scan(before, signal);
     const changed = Object.entries(now.files).filter(([p, f]) => !same(before.files[p], f));
     const removed = Object.keys(before.files).filter((p) => !Object.hasOwn(now.files, p));
     if (!changed.length && !removed.length) return;
+    const bytes = changed.reduce((sum, [, f]) => sum + (f === 'dir' ? 0 : f.size), 0);
+    if (changed.length > limits.files || bytes > limits.bytes) {
+      await this.#undo();
+      throw new WriteBackTooLargeError(
+        `The command changed ${changed.length.toLocaleString('en')} files (${Math.ceil(bytes / 1_048_576)} MB); one command may change at most ${limits.files.toLocaleString('en')} files and ${Math.round(limits.bytes / 1_048_576)} MB. Its changes were undone.`,
+      );
+    }
     const dropped: string[] = [];
     // Each changed file: its content streamed in as a blob, adopted (stored once) with its row in one transaction.
     for (const [p, f] of changed) {
+      signal?.throwIfAborted();
       const written =
         f === 'dir'
           ? undefined
@@ -115,6 +141,7 @@ export class SandboxStore {
       if (written) await adoptBlob(this.sql, written, upsert);
       else await transaction(this.sql, (tx) => upsert(tx, null));
     }
+    signal?.throwIfAborted();
     const version = await transaction(this.sql, async (tx) => {
       const gone = await tx<{ blobId: string | null }[]>`
         delete from sandbox_files where conversation_id = ${this.conversationId} and path = any(${removed}::text[])
@@ -130,10 +157,18 @@ export class SandboxStore {
     await collectBlobs(this.sql, dropped).catch(() => {});
   }
 
+  /** The working copy back to what PostgreSQL holds: the next pull fetches it whole. */
+  async #undo() {
+    await rm(this.root, { recursive: true, force: true });
+    await rm(this.#manifestPath, { force: true });
+    await mkdir(this.root, { recursive: true });
+  }
+
   /** The working copy as it stands; a file's hash is reused when its size and mtime did not change. */
-  async #scan(before: Manifest): Promise<Manifest> {
+  async #scan(before: Manifest, signal?: AbortSignal): Promise<Manifest> {
     const files: Manifest['files'] = Object.create(null);
     const walk = async (dir: string, rel: string) => {
+      signal?.throwIfAborted();
       for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         const p = rel ? `${rel}/${entry.name}` : entry.name;
         const full = path.join(dir, entry.name);
