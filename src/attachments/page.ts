@@ -101,11 +101,17 @@ export function readable(
       void worker.terminate();
       reject(new Error('the page took too long to read'));
     };
-    const timer = setTimeout(stop, timeoutMs);
+    // The thread's start is bounded on its own: the conversion's limit counts the conversion only.
+    let timer = setTimeout(stop, START_MS);
     signal?.addEventListener('abort', stop, { once: true });
     worker.once('exit', () => signal?.removeEventListener('abort', stop));
-    worker.once('message', (page: { title?: string; text: string }) => {
+    worker.on('message', (page: 'ready' | { title?: string; text: string }) => {
       clearTimeout(timer);
+      if (page === 'ready') {
+        timer = setTimeout(stop, timeoutMs);
+        worker.postMessage('go');
+        return;
+      }
       void worker.terminate();
       resolve(page);
     });
@@ -121,8 +127,9 @@ export function readable(
 }
 
 const WORKER = new URL('./readable.ts', import.meta.url);
-/** The longest one page's conversion may take. */
+/** The longest one page's conversion may take, and its thread's start before it. */
 const READ_MS = 5000;
+const START_MS = 30_000;
 /**
  * Pages converted at once on this instance: one Player's at most two, and the third kept for a Player converting
  * none, so another's long line of slow pages never holds up a Player's one page for more than one conversion.
@@ -136,7 +143,7 @@ const reading = new FairSlots({
   queuePerPlayer: 8,
   // A page waits at most a few conversions' time, each bounded by READ_MS.
   waitMs: 20_000,
-  holdMs: READ_MS + 1000,
+  holdMs: START_MS + READ_MS,
   messages: {
     queueFull: 'You have many pages being read already. Try again when they are attached.',
     busy: 'Many pages are being read right now. Try again in a moment.',
