@@ -1,4 +1,5 @@
 import type { Request, RequestHandler, Response } from 'express';
+import { AppError } from '../http/index.ts';
 import type { FairSlots, Slot } from './slots.ts';
 
 /**
@@ -9,7 +10,9 @@ import type { FairSlots, Slot } from './slots.ts';
 export function takeSlot(slots: FairSlots, key: (req: Request, res: Response) => string): RequestHandler {
   return (req, res, next) => {
     const gone = new AbortController();
-    const onClose = () => gone.abort(new Error('the client went away'));
+    // Nobody is left to answer: said as a client error, so it is not logged as the server's.
+    const onClose = () =>
+      gone.abort(new AppError(499, 'CLIENT_CLOSED', 'The request was closed before a slot came free.'));
     res.once('close', onClose);
     slots.acquire(key(req, res), { signal: gone.signal }).then(
       (slot) => {

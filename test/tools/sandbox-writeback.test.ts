@@ -22,7 +22,9 @@ afterAll(async () => {
 });
 
 const conversation = async () => {
-  const [c] = await db.sql<{ id: string }[]>`insert into conversations (player_id) values (${playerId}) returning id`;
+  const [c] = await db.sql<
+    { id: string }[]
+  >`insert into conversations (player_id) values (${playerId}) returning id`;
   return c!.id;
 };
 const stored = async (id: string) =>
