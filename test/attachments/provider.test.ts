@@ -96,7 +96,7 @@ describe('pages', () => {
     await poll;
     expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201, 201, 201]);
     expect(most).toBe(MAX_READING_PER_PLAYER);
-  });
+  }, 90_000);
 
   it('attaches a page as its readable text (no scripts, navigation or footer), fetched once an hour', async () => {
     const { conversationId } = await setupConversation(app, cookie);

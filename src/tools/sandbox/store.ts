@@ -4,11 +4,14 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adoptBlob, collectBlobs, readBlob, writeBlob } from '../../attachments/index.ts';
+import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
 import { type Sql, transaction } from '../../db/index.ts';
 
 /** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
 export const MAX_WRITE_BACK_FILES = 1000;
+/** Small files and folders are written back this many at a time, in a few statements per batch. */
+const BATCH = 100;
+const SMALL_FILE = 64 * 1024;
 
 /** A write-back refused for its size: the command's changes were undone. */
 export class WriteBackTooLargeError extends Error {}
@@ -123,23 +126,17 @@ export class SandboxStore {
       );
     }
     const dropped: string[] = [];
-    // Each changed file: its content streamed in as a blob, adopted (stored once) with its row in one transaction.
-    for (const [p, f] of changed) {
+    // Folders and small files in batches, a transaction each; a large file streamed in as a blob of its own.
+    const small = changed.filter(([, f]) => f === 'dir' || f.size <= SMALL_FILE);
+    for (let i = 0; i < small.length; i += BATCH) {
       signal?.throwIfAborted();
-      const written =
-        f === 'dir'
-          ? undefined
-          : await writeBlob(this.sql, createReadStream(this.#inside(p)), Number.MAX_SAFE_INTEGER);
-      const upsert = async (tx: Sql, blobId: string | null) => {
-        const [old] = await tx<{ blobId: string | null }[]>`
-          select blob_id as "blobId" from sandbox_files
-          where conversation_id = ${this.conversationId} and path = ${p} for update`;
-        if (old?.blobId && old.blobId !== blobId) dropped.push(old.blobId);
-        await tx`insert into sandbox_files (conversation_id, path, blob_id) values (${this.conversationId}, ${p}, ${blobId})
-          on conflict (conversation_id, path) do update set blob_id = excluded.blob_id`;
-      };
-      if (written) await adoptBlob(this.sql, written, upsert);
-      else await transaction(this.sql, (tx) => upsert(tx, null));
+      await this.#writeBatch(small.slice(i, i + BATCH), dropped);
+    }
+    for (const [p, f] of changed) {
+      if (f === 'dir' || f.size <= SMALL_FILE) continue;
+      signal?.throwIfAborted();
+      const written = await writeBlob(this.sql, createReadStream(this.#inside(p)), Number.MAX_SAFE_INTEGER);
+      await adoptBlob(this.sql, written, (tx, blobId) => this.#upsert(tx, [{ path: p, blobId }], dropped));
     }
     signal?.throwIfAborted();
     const version = await transaction(this.sql, async (tx) => {
@@ -155,6 +152,45 @@ export class SandboxStore {
     });
     await this.#save({ version, files: now.files });
     await collectBlobs(this.sql, dropped).catch(() => {});
+  }
+
+  /** Folders and small files, their content read now, stored in one transaction with their rows. */
+  async #writeBatch(batch: [string, Manifest['files'][string]][], dropped: string[]) {
+    const items = await Promise.all(
+      batch.map(async ([p, f]) => {
+        if (f === 'dir') return { path: p, bytes: null };
+        const bytes = await readFile(this.#inside(p));
+        return { path: p, bytes, sha256: createHash('sha256').update(bytes).digest() };
+      }),
+    );
+    await transaction(this.sql, async (tx) => {
+      const files = items.filter((i) => i.bytes !== null) as {
+        path: string;
+        bytes: Buffer;
+        sha256: Buffer;
+      }[];
+      const ids = await storeSmallBlobs(tx, files);
+      await this.#upsert(
+        tx,
+        items.map((i) => ({
+          path: i.path,
+          blobId: i.bytes === null ? null : ids.get((i as { sha256: Buffer }).sha256.toString('hex'))!,
+        })),
+        dropped,
+      );
+    });
+  }
+
+  /** Rows for `files`, the blobs they held before noted in `dropped` (collected once nothing names them). */
+  async #upsert(tx: Sql, files: { path: string; blobId: string | null }[], dropped: string[]) {
+    const old = await tx<{ path: string; blobId: string | null }[]>`
+      select path, blob_id as "blobId" from sandbox_files
+      where conversation_id = ${this.conversationId} and path in ${tx(files.map((f) => f.path))} for update`;
+    const next = new Map(files.map((f) => [f.path, f.blobId]));
+    for (const o of old) if (o.blobId && o.blobId !== next.get(o.path)) dropped.push(o.blobId);
+    await tx`insert into sandbox_files ${tx(
+      files.map((f) => ({ conversation_id: this.conversationId, path: f.path, blob_id: f.blobId })),
+    )} on conflict (conversation_id, path) do update set blob_id = excluded.blob_id`;
   }
 
   /** The working copy back to what PostgreSQL holds: the next pull fetches it whole. */
