@@ -156,9 +156,9 @@ export async function withFolder<T>(root: string, work: () => Promise<T>): Promi
 /**
  * Runs one job in a process of its own, in one of the instance's command slots, as `owner` (a Player). With a
  * store, the folder is brought up to date from PostgreSQL first and what the job changed is written back after
- * (even when it was killed part-way: what it wrote is what the folder holds). All of it runs under the command's
- * time limit, counted from when its slot is granted: past it, or on Stop, the command is killed and the
- * write-back stops between files, so the folder is free again at once.
+ * (even when it was killed part-way: what it wrote is what the folder holds). The run and the write-back are
+ * under the command's time limit, counted from when its slot is granted: past it, or on Stop, the command is
+ * killed and the write-back stops between batches, so the folder is free again at once.
  */
 function runJob(
   pool: Processes,
@@ -168,18 +168,15 @@ function runJob(
   signal?: AbortSignal,
   store?: SandboxStore,
 ): Promise<unknown> {
-  return withFolder(job.root, () =>
-    commands.run(
+  return withFolder(job.root, async () => {
+    // Bringing the folder up to date holds the folder, not one of the instance's command slots.
+    await store?.pull();
+    return commands.run(
       owner,
       async (deadline) => {
-        const started = Date.now();
-        const stopped = () => stopReason(deadline, limits);
-        await store?.pull();
-        if (deadline.aborted) throw stopped();
         let out: unknown;
-        const left = { ...job, timeoutMs: Math.max(1, limits.timeoutMs - (Date.now() - started)) };
         try {
-          out = await runNow(pool, left, limits, deadline);
+          out = await runNow(pool, job, limits, deadline);
         } catch (e) {
           if (job.op !== 'read') await store?.push(deadline, writeBackLimits(limits)).catch(() => {});
           throw e;
@@ -188,14 +185,14 @@ function runJob(
           await store?.push(deadline, writeBackLimits(limits)).catch((e: unknown) => {
             if (!deadline.aborted) throw e;
             throw new SandboxError(
-              `${stopped().message} Its files were still being saved: those not saved yet stay in this sandbox and are saved after its next command.`,
+              `${stopReason(deadline, limits).message} Its files were still being saved: those not saved yet stay in this sandbox and are saved after its next command.`,
             );
           });
         return out;
       },
       { signal, holdMs: limits.timeoutMs },
-    ),
-  );
+    );
+  });
 }
 
 const writeBackLimits = (limits: SandboxLimits) => ({
