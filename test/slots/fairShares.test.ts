@@ -21,7 +21,7 @@ beforeAll(async () => {
     if (req.url?.startsWith('/slow'))
       // Slow to turn into text: a large table.
       res.end(
-        `<html><body><table>${'<tr><td>cell</td><td>more</td></tr>'.repeat(5_000)}</table></body></html>`,
+        `<html><body><table>${'<tr><td>cell</td><td>more</td></tr>'.repeat(20_000)}</table></body></html>`,
       );
     else res.end('<html><head><title>Tiny</title></head><body><p>A tiny page.</p></body></html>');
   });
@@ -83,14 +83,17 @@ describe('exports', () => {
 describe('page conversion', () => {
   it("two Players' long lines of slow pages do not hold up another Player's one page", async () => {
     const [a, b, victim] = await Promise.all([app.signIn(), app.signIn(), app.signIn()]);
-    const attach = async (cookie: string, url: string) => {
-      const { conversationId } = await setupConversation(app, cookie);
-      return app.api(`/api/conversations/${conversationId}/attachments/url`, { cookie, body: { url } });
-    };
+    const conversationOf = async (cookie: string) => (await setupConversation(app, cookie)).conversationId;
+    const [ca, cb, cv] = await Promise.all([a!, b!, victim!].map((p) => conversationOf(p.cookie)));
+    const attach = (cookie: string, conversationId: string, url: string) =>
+      app.api(`/api/conversations/${conversationId}/attachments/url`, { cookie, body: { url } });
     const answered: string[] = [];
-    const lines = [a!, b!].flatMap((p, n) =>
+    const lines = [
+      [a!, ca!],
+      [b!, cb!],
+    ].flatMap(([p, c], n) =>
       Array.from({ length: 8 }, (_, i) =>
-        attach(p.cookie, `${siteUrl}/slow?${n}-${i}`).then((res) => {
+        attach((p as { cookie: string }).cookie, c as string, `${siteUrl}/slow?${n}-${i}`).then((res) => {
           answered.push(`attacker ${res.status}`);
         }),
       ),
@@ -100,7 +103,7 @@ describe('page conversion', () => {
       if (i > 4000) throw new Error(`never busy: ${answered.join(', ')}`);
       await new Promise((r) => setTimeout(r, 5));
     }
-    const mine = await attach(victim!.cookie, `${siteUrl}/tiny`);
+    const mine = await attach(victim!.cookie, cv!, `${siteUrl}/tiny`);
     expect(mine.status).toBe(201);
     expect(((await mine.json()) as { title: string }).title).toBe('Tiny');
     // The tiny page was converted in the next free slot, ahead of the pages already waiting.
