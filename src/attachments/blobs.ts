@@ -105,6 +105,46 @@ class ChunkFrame {
 }
 
 /**
+ * Small contents (one chunk or less each) stored in `tx` as blobs in a few statements, content stored once: the
+ * blob already holding the same bytes is used (locked against deletion until the transaction ends). Returns each
+ * hash (hex) with its blob. For many small files at once (a sandbox's write-back); one file streams through
+ * `writeBlob`.
+ */
+export async function storeSmallBlobs(
+  tx: Sql,
+  items: { sha256: Buffer; bytes: Buffer }[],
+): Promise<Map<string, string>> {
+  const ids = new Map<string, string>();
+  const unique = [...new Map(items.map((i) => [i.sha256.toString('hex'), i])).values()];
+  if (!unique.length) return ids;
+  if (unique.some((i) => i.bytes.length > CHUNK_BYTES))
+    throw new Error('storeSmallBlobs takes one chunk each.');
+  const take = (rows: { id: string; sha256: Buffer }[]) => {
+    for (const r of rows) ids.set(r.sha256.toString('hex'), r.id);
+  };
+  const lookUp = (shas: Buffer[]) =>
+    tx<
+      { id: string; sha256: Buffer }[]
+    >`select id, sha256 from blobs where sha256 in ${tx(shas)} for key share`;
+  take(await lookUp(unique.map((i) => i.sha256)));
+  const missing = unique.filter((i) => !ids.has(i.sha256.toString('hex')));
+  if (!missing.length) return ids;
+  const made = await tx<{ id: string; sha256: Buffer }[]>`
+    insert into blobs ${tx(missing.map((i) => ({ sha256: i.sha256, size: i.bytes.length })))}
+    on conflict (sha256) do nothing returning id, sha256`;
+  take(made);
+  const bytesOf = new Map(missing.map((i) => [i.sha256.toString('hex'), i.bytes]));
+  const chunks = made
+    .map((r) => ({ blob_id: r.id, idx: 0, data: bytesOf.get(r.sha256.toString('hex'))! }))
+    .filter((c) => c.data.length > 0);
+  if (chunks.length) await tx`insert into blob_chunks ${tx(chunks)}`;
+  // The same bytes stored meanwhile by someone else: theirs is used.
+  const late = missing.filter((i) => !ids.has(i.sha256.toString('hex')));
+  if (late.length) take(await lookUp(late.map((i) => i.sha256)));
+  return ids;
+}
+
+/**
  * Names a written blob by its hash, in `use`'s transaction, and hands `use` the blob that holds the bytes: the
  * one already stored with the same hash (the staging copy is then deleted: content is stored once) or the
  * staging blob itself. The blob is locked against deletion until `use` has referenced it.

@@ -6,6 +6,7 @@ export {
   collectBlobs,
   readBlob,
   readBlobBytes,
+  storeSmallBlobs,
   sweepOrphans,
   sweepStaging,
   writeBlob,

@@ -1,8 +1,8 @@
 import { Worker } from 'node:worker_threads';
-import PQueue from 'p-queue';
 import { AppError } from '../http/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import { plainName, wellFormed } from '../parts/index.ts';
+import { FairSlots } from '../slots/index.ts';
 
 /** A page is fetched once, within these bounds, and kept as text no longer than this. */
 export const PAGE_LIMITS = { maxBytes: 2 * 1024 * 1024, timeoutMs: 15_000, maxChars: 200_000 };
@@ -22,7 +22,13 @@ const TEXT = /^(text\/plain|text\/markdown)\b/i;
  * navigation, images or forms), plain text is kept. Anything else is refused: a picture or a PDF is attached as a
  * file instead.
  */
-export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMITS): Promise<Page> {
+export async function fetchPage(
+  outbound: Outbound,
+  url: URL,
+  /** Whose page it is (the Player): conversions are shared fairly between Players. */
+  player: string,
+  limits = PAGE_LIMITS,
+): Promise<Page> {
   let res: Response;
   try {
     res = await outbound.fetch({ maxBytes: limits.maxBytes, timeoutMs: limits.timeoutMs })(url, {
@@ -51,16 +57,15 @@ export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMI
   } catch (e) {
     throw unreachable(url, describe(e));
   }
-  // Each conversion is a worker thread of its own (up to 128 MB): a few at a time for the whole instance, a
-  // bounded line behind them, and past it a clear "busy" rather than a thread for every request.
-  if (HTML.test(type) && reading.size >= MAX_WAITING)
-    throw new AppError(429, 'BUSY', 'Many pages are being read right now. Try again in a moment.');
+  // Each conversion is a worker thread of its own (up to 128 MB): a few at a time for the whole instance, shared
+  // fairly between Players (a Player's many pages wait behind another's one), a bounded line behind them.
   let page: { title?: string; text: string };
   try {
     page = HTML.test(type)
-      ? await reading.add(() => readable(body), { throwOnTimeout: true })
+      ? await reading.run(player, (signal) => readable(body, READ_MS, signal))
       : { text: body };
   } catch (e) {
+    if (e instanceof AppError) throw e;
     throw new AppError(
       422,
       'PAGE_UNREADABLE',
@@ -79,20 +84,34 @@ export async function fetchPage(outbound: Outbound, url: URL, limits = PAGE_LIMI
  * nesting, huge tables) costs that thread, which is ended after `timeoutMs`, never the server's event loop. At
  * most the first MB of the page is read.
  */
-export function readable(html: string, timeoutMs = 5000): Promise<{ title?: string; text: string }> {
+export function readable(
+  html: string,
+  timeoutMs = READ_MS,
+  signal?: AbortSignal,
+): Promise<{ title?: string; text: string }> {
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(new Error('the page took too long to read'));
     const worker = new Worker(WORKER, {
       workerData: html.slice(0, 1_048_576),
       // The server may run without tsx's hooks in this thread's parent (tests): the worker loads them itself.
       execArgv: ['--import', 'tsx'],
       resourceLimits: { maxOldGenerationSizeMb: 128, stackSizeMb: 4 },
     });
-    const timer = setTimeout(() => {
+    const stop = () => {
       void worker.terminate();
       reject(new Error('the page took too long to read'));
-    }, timeoutMs);
-    worker.once('message', (page: { title?: string; text: string }) => {
+    };
+    // The thread's start is bounded on its own: the conversion's limit counts the conversion only.
+    let timer = setTimeout(stop, START_MS);
+    signal?.addEventListener('abort', stop, { once: true });
+    worker.once('exit', () => signal?.removeEventListener('abort', stop));
+    worker.on('message', (page: 'ready' | { title?: string; text: string }) => {
       clearTimeout(timer);
+      if (page === 'ready') {
+        timer = setTimeout(stop, timeoutMs);
+        worker.postMessage('go');
+        return;
+      }
       void worker.terminate();
       resolve(page);
     });
@@ -108,12 +127,31 @@ export function readable(html: string, timeoutMs = 5000): Promise<{ title?: stri
 }
 
 const WORKER = new URL('./readable.ts', import.meta.url);
-/** Pages converted at once on this instance, and pages that may wait for a turn. */
-export const MAX_READING = 2;
-const MAX_WAITING = 32;
-const reading = new PQueue({ concurrency: MAX_READING });
-/** How many conversions run now (for tests). */
-export const readingNow = () => reading.pending;
+/** The longest one page's conversion may take, and its thread's start before it. */
+const READ_MS = 5000;
+const START_MS = 30_000;
+/**
+ * Pages converted at once on this instance: one Player's at most two, and the third kept for a Player converting
+ * none, so another's long line of slow pages never holds up a Player's one page for more than one conversion.
+ */
+export const MAX_READING = 3;
+export const MAX_READING_PER_PLAYER = 2;
+const reading = new FairSlots({
+  capacity: MAX_READING,
+  perPlayer: MAX_READING_PER_PLAYER,
+  reserve: 1,
+  queuePerPlayer: 8,
+  // A page waits at most a few conversions' time, each bounded by READ_MS.
+  waitMs: 20_000,
+  holdMs: START_MS + READ_MS,
+  messages: {
+    queueFull: 'You have many pages being read already. Try again when they are attached.',
+    busy: 'Many pages are being read right now. Try again in a moment.',
+  },
+});
+/** How many conversions run now, in all and for one Player (for tests). */
+export const readingNow = () => reading.held;
+export const readingBy = (player: string) => reading.heldBy(player);
 
 function decode(bytes: Uint8Array, contentType: string): string {
   const charset = contentType.match(/charset="?([\w-]+)/i)?.[1] ?? 'utf-8';

@@ -3,8 +3,9 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { convert } from 'html-to-text';
 
-const html = workerData as string;
-parentPort!.postMessage(readableNow(html));
+// Ready once loaded (a busy machine takes a while to start a thread): the page's time limit starts now.
+parentPort!.postMessage('ready');
+parentPort!.once('message', () => parentPort!.postMessage(readableNow(workerData as string)));
 
 /** HTML as readable text and its title: the article or main content, no scripts, navigation, images or forms. */
 function readableNow(page: string): { title?: string; text: string } {

@@ -234,7 +234,7 @@ async function storePage(
   room: number,
   settings: VillageSettings,
 ): Promise<AttachmentRow> {
-  const page = await fetchPage(deps.pageOutbound, url);
+  const page = await fetchPage(deps.pageOutbound, url, playerId);
   const bytes = Buffer.from(page.text, 'utf8');
   if (bytes.length > room) throw refusal(settings, room);
   const written = await writeBlob(

@@ -12,6 +12,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
+import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
 import { addMemories } from '../tools/index.ts';
 import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
 import { ImportedNpcResponse } from '../wire/index.ts';
@@ -19,6 +20,8 @@ import { CardError, type ImportedCard, readCard, readCardValue, toCardV2 } from 
 import { pngWithText } from './png.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
+/** The longest a card import may take once its file has arrived. */
+const CARD_DEADLINE_MS = 60_000;
 const CardQuery = z.object({ format: z.enum(['json', 'png']).default('json') });
 
 const STATUS = { CARD_TOO_LONG: 422, CARD_TOO_LARGE: 413, CARD_UNREADABLE: 400, NOT_A_CARD: 400 } as const;
@@ -51,44 +54,71 @@ async function cardOf(req: Request): Promise<ImportedCard> {
  */
 export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
   const router = Router();
-  // An import holds its file, its parse and its rows in memory while it runs: one per Player, four per instance.
-  const oneImportAtATime = inFlightLimit(
-    1,
-    4,
-    'An import is already running: wait for it to finish.',
+  // A card being sent holds little but its connection: two per Player, twelve per instance, none of the slots.
+  const sendingCards = inFlightLimit(
+    2,
+    12,
+    'Two cards are already being sent: wait for one to finish.',
     playerKey,
   );
+  // A card import holds its file, its parse and its rows in memory while it runs: four per instance, one of them
+  // a Player's, shared fairly (ADR 0057), taken only once the whole file has arrived.
+  const cardSlots = new FairSlots({
+    capacity: 4,
+    perPlayer: 1,
+    reserve: 0,
+    queuePerPlayer: 1,
+    waitMs: 30_000,
+    holdMs: CARD_DEADLINE_MS,
+    messages: {
+      queueFull: 'An import is already running: wait for it to finish.',
+      busy: 'Many imports are running on this server right now. Try again in a moment.',
+    },
+  });
   const rationed = keyedRateLimit(30, 'Too many imports at once: at most 30 a minute.', playerKey, {
     sql,
     name: 'card-imports',
   });
 
-  router.post('/npcs/import', rationed, oneImportAtATime, readBytes(MAX_CARD_BYTES), async (req, res) => {
-    const player = currentPlayer(res);
-    const card = await cardOf(req);
-    const notes = [...card.notes];
-    let { provider, model } = card.npc;
-    if (provider && !providers.has(provider)) {
-      notes.push(
-        `The card asks for the Provider "${provider}", which this Village does not offer: the NPC uses the default.`,
+  router.post(
+    '/npcs/import',
+    rationed,
+    sendingCards,
+    readBytes(MAX_CARD_BYTES),
+    takeSlot(cardSlots, playerKey),
+    async (req, res) => {
+      const player = currentPlayer(res);
+      const card = await cardOf(req);
+      if (slotOf(res).signal.aborted)
+        throw new AppError(
+          503,
+          'IMPORT_TOO_SLOW',
+          `The card took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
+        );
+      const notes = [...card.notes];
+      let { provider, model } = card.npc;
+      if (provider && !providers.has(provider)) {
+        notes.push(
+          `The card asks for the Provider "${provider}", which this Village does not offer: the NPC uses the default.`,
+        );
+        provider = null;
+        model = null;
+      }
+      const { maxNpcs } = await getVillageSettings(sql);
+      const npc = await createNpc(
+        sql,
+        player.id,
+        { ...card.npc, provider, model, grants: card.lorebook.length ? [{ kind: 'memory' }] : undefined },
+        maxNpcs,
+        async (tx, created) => {
+          if (!card.lorebook.length) return;
+          // In order (the lorebook keeps it when exported again), within the Player's Memory limit.
+          await addMemories(tx, player.id, card.lorebook, { npcName: created.name, lorebookOf: created.id });
+        },
       );
-      provider = null;
-      model = null;
-    }
-    const { maxNpcs } = await getVillageSettings(sql);
-    const npc = await createNpc(
-      sql,
-      player.id,
-      { ...card.npc, provider, model, grants: card.lorebook.length ? [{ kind: 'memory' }] : undefined },
-      maxNpcs,
-      async (tx, created) => {
-        if (!card.lorebook.length) return;
-        // In order (the lorebook keeps it when exported again), within the Player's Memory limit.
-        await addMemories(tx, player.id, card.lorebook, { npcName: created.name, lorebookOf: created.id });
-      },
-    );
-    respond(res, ImportedNpcResponse, { npc, lorebookEntries: card.lorebook.length, notes }, 201);
-  });
+      respond(res, ImportedNpcResponse, { npc, lorebookEntries: card.lorebook.length, notes }, 201);
+    },
+  );
 
   router.get('/npcs/:id/card', async (req, res) => {
     const player = currentPlayer(res);

@@ -16,6 +16,7 @@ import {
 } from '../http/index.ts';
 import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
+import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
 import { withMessagesCountedAtEnd } from '../storage/index.ts';
 import {
   getVillageSettings,
@@ -42,6 +43,8 @@ const MAX_IMPORT_BYTES = 20 * 1024 * 1024;
 const PAGE = 200;
 /** The longest an export may take, however slowly it is read: a 20 MB file at 64 KB/s is five minutes. */
 const EXPORT_DEADLINE_MS = 10 * 60_000;
+/** The longest an import may take once its file has arrived: parsing and storing 50,000 Messages is seconds. */
+const IMPORT_DEADLINE_MS = 2 * 60_000;
 const ExportQuery = z.object({ format: z.enum(['json', 'md']).default('json') });
 
 const npcOf = (n: Npc): ExportedNpc => ({
@@ -81,81 +84,121 @@ async function write(res: Response, chunk: string) {
  */
 export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
   const router = Router();
-  // An import holds its file, its parse and its rows in memory while it runs: one per Player, four per instance.
-  const oneImportAtATime = inFlightLimit(
-    1,
-    4,
-    'An import is already running: wait for it to finish.',
-    playerKey,
-  );
-  // An export holds a page of rows while its reader takes them, for as long as the reader is slow: two per
-  // Player and eight per instance at once, and none longer than EXPORT_DEADLINE_MS.
-  const exportsAtOnce = inFlightLimit(
+  // A file being sent holds little but its connection: two per Player, twelve per instance, none of the slots.
+  const sendingImports = inFlightLimit(
     2,
-    8,
-    'Two exports are already running: wait for one to finish.',
+    12,
+    'Two imports are already being sent: wait for one to finish.',
     playerKey,
   );
+  // An import holds its file, its parse and its rows in memory while it runs: four per instance, one of them a
+  // Player's, shared fairly (ADR 0057), taken only once the whole file has arrived.
+  const importSlots = new FairSlots({
+    capacity: 4,
+    perPlayer: 1,
+    reserve: 0,
+    queuePerPlayer: 1,
+    waitMs: 30_000,
+    holdMs: IMPORT_DEADLINE_MS,
+    messages: {
+      queueFull: 'An import is already running: wait for it to finish.',
+      busy: 'Many imports are running on this server right now. Try again in a moment.',
+    },
+  });
+  // An export holds a page of rows while its reader takes them, for as long as the reader is slow: two per
+  // Player and eight per instance (two kept for Players running none), none longer than EXPORT_DEADLINE_MS.
+  const exportSlots = new FairSlots({
+    capacity: 8,
+    perPlayer: 2,
+    reserve: 2,
+    queuePerPlayer: 2,
+    waitMs: 20_000,
+    holdMs: EXPORT_DEADLINE_MS,
+    messages: {
+      queueFull: 'Two exports are already running: wait for one to finish.',
+      busy: 'Many exports are running on this server right now. Try again in a moment.',
+    },
+  });
   const rationed = (what: string) =>
     keyedRateLimit(30, `Too many ${what} at once: at most 30 a minute.`, playerKey, { sql, name: what });
 
-  router.get('/conversations/:id/export', rationed('exports'), exportsAtOnce, async (req, res) => {
-    const player = currentPlayer(res);
-    const { format } = parseQuery(req, ExportQuery);
-    const conversation = isUuid(req.params.id)
-      ? await getConversation(sql, player.id, req.params.id)
-      : undefined;
-    if (!conversation) throw notFound('Conversation');
-    const participants = await getParticipants(sql, conversation.id);
-    const npcs = participants.map(npcOf);
-    const npcIndex = new Map(participants.map((n, i) => [n.id, i]));
-    const name =
-      (conversation.title ?? 'conversation').replace(/[\\/:*?"<>|\p{Cc}]+/gu, ' ').trim() || 'conversation';
-    res
-      .attachment(`${name}.${format}`)
-      .type(format === 'json' ? 'application/json' : 'text/markdown; charset=utf-8');
-    if (format === 'json') {
-      const head = {
-        format: EXPORT_FORMAT,
-        version: EXPORT_VERSION,
-        exportedAt: new Date().toISOString(),
-        conversation: { title: conversation.title, createdAt: conversation.createdAt.toISOString() },
-        npcs,
-      };
-      await write(res, `${JSON.stringify(head).slice(0, -1)},"messages":[`);
-    } else await write(res, markdownHead(conversation.title, npcs));
-    let after = '0';
-    let first = true;
-    const deadline = setTimeout(() => res.destroy(), EXPORT_DEADLINE_MS);
-    res.once('close', () => clearTimeout(deadline));
-    try {
-      for (;;) {
-        const rows = await messagesAfter(sql, conversation.id, after, PAGE);
-        for (const m of rows) {
-          if (format === 'json') {
-            // Every branch: the tree is part of the Conversation.
-            await write(res, `${first ? '' : ','}${JSON.stringify(exportMessage(m, npcIndex))}`);
-            first = false;
-          } else if (m.onPath) await write(res, `\n${markdownMessage(m)}`);
+  router.get(
+    '/conversations/:id/export',
+    rationed('exports'),
+    takeSlot(exportSlots, playerKey),
+    async (req, res) => {
+      const player = currentPlayer(res);
+      const { format } = parseQuery(req, ExportQuery);
+      const conversation = isUuid(req.params.id)
+        ? await getConversation(sql, player.id, req.params.id)
+        : undefined;
+      if (!conversation) throw notFound('Conversation');
+      const participants = await getParticipants(sql, conversation.id);
+      const npcs = participants.map(npcOf);
+      const npcIndex = new Map(participants.map((n, i) => [n.id, i]));
+      const name =
+        (conversation.title ?? 'conversation').replace(/[\\/:*?"<>|\p{Cc}]+/gu, ' ').trim() || 'conversation';
+      res
+        .attachment(`${name}.${format}`)
+        .type(format === 'json' ? 'application/json' : 'text/markdown; charset=utf-8');
+      if (format === 'json') {
+        const head = {
+          format: EXPORT_FORMAT,
+          version: EXPORT_VERSION,
+          exportedAt: new Date().toISOString(),
+          conversation: { title: conversation.title, createdAt: conversation.createdAt.toISOString() },
+          npcs,
+        };
+        await write(res, `${JSON.stringify(head).slice(0, -1)},"messages":[`);
+      } else await write(res, markdownHead(conversation.title, npcs));
+      let after = '0';
+      let first = true;
+      // At the slot's deadline the export is cut, however slowly it is being read, and the slot goes to the next.
+      const { signal } = slotOf(res);
+      const cut = () => res.destroy();
+      signal.addEventListener('abort', cut, { once: true });
+      res.once('close', () => signal.removeEventListener('abort', cut));
+      try {
+        for (;;) {
+          const rows = await messagesAfter(sql, conversation.id, after, PAGE);
+          for (const m of rows) {
+            if (format === 'json') {
+              // Every branch: the tree is part of the Conversation.
+              await write(res, `${first ? '' : ','}${JSON.stringify(exportMessage(m, npcIndex))}`);
+              first = false;
+            } else if (m.onPath) await write(res, `\n${markdownMessage(m)}`);
+          }
+          if (rows.length < PAGE) break;
+          after = rows.at(-1)!.seq;
         }
-        if (rows.length < PAGE) break;
-        after = rows.at(-1)!.seq;
+        res.end(format === 'json' ? ']}' : '');
+      } catch {
+        // Mid-file the status is sent: a cut connection is the only honest answer, so the file is not taken as whole.
+        res.destroy();
       }
-      res.end(format === 'json' ? ']}' : '');
-    } catch {
-      // Mid-file the status is sent: a cut connection is the only honest answer, so the file is not taken as whole.
-      res.destroy();
-    }
-  });
+    },
+  );
 
   router.post(
     '/conversations/import',
     rationed('imports'),
-    oneImportAtATime,
+    sendingImports,
     readBytes(MAX_IMPORT_BYTES),
+    takeSlot(importSlots, playerKey),
     async (req, res) => {
       const player = currentPlayer(res);
+      const { signal } = slotOf(res);
+      // Past its deadline an import stops where it is; inside the transaction, that rolls everything back.
+      const inTime = () => {
+        if (signal.aborted)
+          throw new AppError(
+            503,
+            'IMPORT_TOO_SLOW',
+            `The import took longer than ${IMPORT_DEADLINE_MS / 60_000} minutes and was stopped. Nothing was stored.`,
+          );
+      };
       const file = await parseExport(req);
+      inTime();
       const tree = importedTree(file.messages);
       if (typeof tree === 'string')
         throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
@@ -210,6 +253,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
         // it is kept.
         await withMessagesCountedAtEnd(tx, player.id, c.id, async () => {
           for (let i = 0; i < rows.length; i += 1000) {
+            inTime();
             const chunk = rows
               .slice(i, i + 1000)
               .map((r) => ({ ...r, conversation_id: c.id, parts: tx.json(r.parts as never) }));

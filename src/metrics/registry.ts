@@ -89,11 +89,6 @@ export function publishOutcome(outcome: 'published' | 'unpublished' | 'paused' |
 }
 
 /** Times a wait for a sandbox slot. */
-export async function sandboxSlotWait(wait: Promise<void>): Promise<void> {
-  const end = metrics.sandboxSlotWaits.startTimer();
-  await wait;
-  end();
-}
 
 type MeteredFrame =
   | { type: 'start'; messageId: string; provider: string }

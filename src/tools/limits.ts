@@ -16,7 +16,15 @@ export class ToolLimitError extends Error {}
  * a failed tool call with this message — a clear reason, never a hung turn. The turn's abort signal (Stop) is
  * combined with the timeout, so stopping aborts running tools too.
  */
-export function limitTools(tools: ToolSet, limits: ToolLimits): ToolSet {
+export function limitTools(
+  tools: ToolSet,
+  limits: ToolLimits,
+  /**
+   * Time a Tool may spend waiting for one of the instance's shared slots on top of its limit, by Tool name: a
+   * sandbox command's limit starts when its slot is granted (it bounds the wait itself, with its own error).
+   */
+  waitAllowanceMs: Record<string, number> = {},
+): ToolSet {
   const out: ToolSet = {};
   for (const [name, t] of Object.entries(tools)) {
     const execute = (t as Tool).execute;
@@ -27,7 +35,7 @@ export function limitTools(tools: ToolSet, limits: ToolLimits): ToolSet {
     out[name] = {
       ...t,
       execute: async (input: unknown, options: { abortSignal?: AbortSignal }) => {
-        const timeout = AbortSignal.timeout(limits.timeoutMs);
+        const timeout = AbortSignal.timeout(limits.timeoutMs + (waitAllowanceMs[name] ?? 0));
         const signal = options.abortSignal ? AbortSignal.any([options.abortSignal, timeout]) : timeout;
         const run = Promise.resolve(execute(input as never, { ...options, abortSignal: signal } as never));
         const timer = new Promise<never>((_, reject) =>
@@ -37,7 +45,7 @@ export function limitTools(tools: ToolSet, limits: ToolLimits): ToolSet {
               reject(
                 new ToolLimitError(
                   timeout.aborted
-                    ? `${name} took longer than ${Math.round(limits.timeoutMs / 1000)} s and was stopped.`
+                    ? `${name} took longer than ${Math.round((limits.timeoutMs + (waitAllowanceMs[name] ?? 0)) / 1000)} s and was stopped.`
                     : `${name} was stopped.`,
                 ),
               ),

@@ -6,7 +6,7 @@ import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
 import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
-import { DEFAULT_SANDBOX_LIMITS, sandboxFolder, sandboxTools } from './sandbox/host.ts';
+import { DEFAULT_SANDBOX_LIMITS, SANDBOX_WAIT_MS, sandboxFolder, sandboxTools } from './sandbox/host.ts';
 import { SandboxStore } from './sandbox/store.ts';
 import { type ShareLimits, shareFileTool } from './share.ts';
 import { loadSkillTool } from './skills.ts';
@@ -109,7 +109,11 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   }
   if (ctx.others.length) tools[MESSAGE_NPC] = messageNpcTool(ctx.others);
   return {
-    tools: limitTools(tools, limits),
+    tools: limitTools(
+      tools,
+      limits,
+      Object.fromEntries(Object.keys(sandbox ?? {}).map((name) => [name, SANDBOX_WAIT_MS])),
+    ),
     unreachable,
     skills: granted.skills.map((s) => ({ name: s.name, description: s.description })),
     memories,

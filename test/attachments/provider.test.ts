@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_READING, readingNow } from '../../src/attachments/page.ts';
+import { MAX_READING_PER_PLAYER, readingNow } from '../../src/attachments/page.ts';
 import { foldParts } from '../../src/parts/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { pdf, png, upload } from '../support/files.ts';
@@ -74,7 +74,7 @@ const claudeAnswer = () => [
 ];
 
 describe('pages', () => {
-  it('are turned into text two at a time on an instance, the rest waiting their turn, none refused', async () => {
+  it('are turned into text two at a time for one Player, the rest waiting their turn, none refused', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     let most = 0;
     let polling = true;
@@ -95,8 +95,8 @@ describe('pages', () => {
     polling = false;
     await poll;
     expect(answers.map((a) => a.status)).toEqual([201, 201, 201, 201, 201, 201]);
-    expect(most).toBe(MAX_READING);
-  });
+    expect(most).toBe(MAX_READING_PER_PLAYER);
+  }, 90_000);
 
   it('attaches a page as its readable text (no scripts, navigation or footer), fetched once an hour', async () => {
     const { conversationId } = await setupConversation(app, cookie);

@@ -310,14 +310,13 @@ it('an import refused at the Conversation limit leaves nothing behind, not even 
   expect(await npcs()).toBe(before + 1);
 });
 
-it('imports run one at a time per Player and four at a time per instance; a slot comes back when its import ends', async () => {
+it('a file still arriving holds no import slot: four trickled imports leave another Player importing at once', async () => {
   const players = await Promise.all(Array.from({ length: 5 }, () => app.signIn()));
   const url = new URL('/api/conversations/import', app.running.listenUrl);
-  // Four imports whose bodies are still arriving hold the four slots of this instance.
-  const held = players.slice(0, 4).map((p) => {
+  const trickle = (as: string) => {
     const req = http.request(url, {
       method: 'POST',
-      headers: { cookie: p.cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+      headers: { cookie: as, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
     });
     const answer = new Promise<number>((resolve, reject) => {
       req.on('response', (res) => {
@@ -328,34 +327,35 @@ it('imports run one at a time per Player and four at a time per instance; a slot
     });
     req.write('{"format":');
     return { req, answer };
-  });
+  };
+  // Four imports whose bodies are still arriving, from four Players: before ADR 0057 they held the four slots.
+  const held = players.slice(0, 4).map((p) => trickle(p.cookie));
   const codeOf = async (res: Response) => ((await res.json()) as { error: { code: string } }).error.code;
-  // A fifth Player is turned away once the four are in (an empty body would otherwise be refused as such).
-  let busy: Response | undefined;
-  for (let i = 0; i < 100 && !busy; i++) {
+  // A fifth Player's import is read and answered at once, again and again (an empty body is refused as such).
+  for (let i = 0; i < 10; i++) {
     const res = await importFile('', players[4]!.cookie);
-    if (res.status === 429) busy = res;
-    else {
-      expect(res.status).toBe(400);
-      await res.body?.cancel();
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    expect(res.status).toBe(400);
+    expect(await codeOf(res)).toBe('EXPORT_EMPTY');
+    await new Promise((r) => setTimeout(r, 20));
   }
-  expect(busy).toBeDefined();
-  expect(await codeOf(busy!)).toBe('BUSY');
-  // And a Player whose import is running may not start another.
-  const again = await importFile('', players[0]!.cookie);
-  expect(again.status).toBe(429);
-  expect(await codeOf(again)).toBe('BUSY');
-  // The held imports end (a broken file: 400), and their slots are free again.
-  for (const h of held) h.req.end(' "nothing"}');
-  expect(await Promise.all(held.map((h) => h.answer))).toEqual([400, 400, 400, 400]);
-  const after = await importFile('', players[4]!.cookie);
-  expect(after.status).toBe(400);
-  expect(await codeOf(after)).toBe('EXPORT_EMPTY');
+  const id = await richConversation();
+  const file = JSON.stringify(await exportOf(id));
+  expect((await importFile(file, players[4]!.cookie)).status).toBe(201);
+  // Two files may be on their way per Player; a third is turned away.
+  const second = trickle(players[0]!.cookie);
+  let third: Response | undefined;
+  for (let i = 0; i < 100 && !third; i++) {
+    const res = await importFile('', players[0]!.cookie);
+    if (res.status === 429) third = res;
+    else await res.body?.cancel();
+  }
+  expect(await codeOf(third!)).toBe('BUSY');
+  // The held imports end (a broken file: 400).
+  for (const h of [...held, second]) h.req.end(' "nothing"}');
+  expect(await Promise.all([...held, second].map((h) => h.answer))).toEqual([400, 400, 400, 400, 400]);
 });
 
-it('exports run two at a time per Player, however slowly they are read', async () => {
+it('exports run two at a time per Player, however slowly they are read; a third waits for a slot', async () => {
   const p = await app.signIn();
   const { conversationId: c } = await setupConversation(app, p.cookie);
   // Large enough (about 8 MB) that a reader taking nothing keeps the export running.
@@ -371,23 +371,31 @@ it('exports run two at a time per Player, however slowly they are read', async (
             res.pause(); // reads nothing
             resolve(req);
           });
+          req.on('error', () => {});
         }),
     ),
   );
-  const third = await app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
-  expect(third.status).toBe(429);
-  expect(((await third.json()) as { error: { code: string } }).error.code).toBe('BUSY');
+  const settle = () => new Promise((r) => setTimeout(r, 300));
+  let answered = false;
+  const third = app.api(`/api/conversations/${c}/export`, { cookie: p.cookie }).then((res) => {
+    answered = true;
+    return res;
+  });
+  await settle();
+  const fourth = app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
+  await settle();
+  // Two may wait; a fifth is turned away at once.
+  const fifth = await app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
+  expect(fifth.status).toBe(429);
+  expect(fifth.headers.get('retry-after')).toBeTruthy();
+  expect(((await fifth.json()) as { error: { code: string } }).error.code).toBe('BUSY');
+  expect(answered).toBe(false);
+  // The slots come back when the readers go: the waiting exports run.
   for (const req of held) req.destroy();
-  // The slots come back when the readers go.
-  let again: Response | undefined;
-  for (let i = 0; i < 50; i++) {
-    again = await app.api(`/api/conversations/${c}/export`, { cookie: p.cookie });
-    if (again.status === 200) break;
-    await again.body?.cancel();
-    await new Promise((r) => setTimeout(r, 50));
+  for (const res of await Promise.all([third, fourth])) {
+    expect(res.status).toBe(200);
+    await res.body?.cancel();
   }
-  expect(again!.status).toBe(200);
-  await again!.body?.cancel();
 });
 
 it('a reply cut at the output limit travels as truncated, and the Markdown says it was cut (issue 27)', async () => {

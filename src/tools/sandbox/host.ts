@@ -7,8 +7,9 @@ import { fileURLToPath } from 'node:url';
 import type { ToolSet } from 'ai';
 import { createBashTool, createToolPrompt, type Sandbox } from 'bash-tool';
 import { Bash } from 'just-bash';
-import { sandboxSlotWait } from '../../metrics/index.ts';
-import type { SandboxStore } from './store.ts';
+import { metrics } from '../../metrics/index.ts';
+import { FairSlots, SlotDeadlineError } from '../../slots/index.ts';
+import { MAX_WRITE_BACK_FILES, type SandboxStore } from './store.ts';
 import type { Answer, Job } from './worker.ts';
 
 export const SANDBOX_HOME = '/home/npc';
@@ -118,37 +119,26 @@ const processesFor = (memoryMb: number) => {
 };
 
 /**
- * Sandbox commands running at once, across all Conversations, and at most two of them one Player's: a Player
- * running busy commands in many Conversations cannot take every slot. More wait their turn, first come first
- * served among those who may run.
+ * Sandbox commands running at once, across all Conversations: at most two of them one Player's, and the last
+ * free one kept for a Player running none, shared fairly (ADR 0057). A command waits at most SANDBOX_WAIT_MS for
+ * its slot — a wait the tool's time limit does not count — and its own limit starts when it has one.
  */
-const MAX_RUNNING = 4;
-const MAX_PER_OWNER = 2;
-let running = 0;
-const runningBy = new Map<string, number>();
-const waiting: { owner: string; go: () => void }[] = [];
-const mayRun = (owner: string) => running < MAX_RUNNING && (runningBy.get(owner) ?? 0) < MAX_PER_OWNER;
-const take = (owner: string) => {
-  running++;
-  runningBy.set(owner, (runningBy.get(owner) ?? 0) + 1);
-};
-const release = (owner: string) => {
-  running--;
-  const left = (runningBy.get(owner) ?? 1) - 1;
-  if (left > 0) runningBy.set(owner, left);
-  else runningBy.delete(owner);
-  // The slot is handed over here, counted before the waiter runs: nobody can take it in between.
-  for (let i = 0; i < waiting.length && running < MAX_RUNNING; ) {
-    const next = waiting[i]!;
-    if (!mayRun(next.owner)) {
-      i++;
-      continue;
-    }
-    waiting.splice(i, 1);
-    take(next.owner);
-    next.go();
-  }
-};
+export const SANDBOX_WAIT_MS = 10_000;
+const commands = new FairSlots({
+  capacity: 4,
+  perPlayer: 2,
+  reserve: 1,
+  queuePerPlayer: 4,
+  waitMs: SANDBOX_WAIT_MS,
+  holdMs: DEFAULT_SANDBOX_LIMITS.timeoutMs,
+  messages: {
+    queueFull: 'Four of your sandbox commands are already waiting: wait for them to finish.',
+    busy: `The sandbox is busy with other commands on this server: this one waited ${SANDBOX_WAIT_MS / 1000} s and did not run. Try again in a moment.`,
+  },
+});
+/** Commands running now, in all and for one Player (for tests). */
+export const commandsRunning = () => commands.held;
+export const commandsRunningBy = (owner: string) => commands.heldBy(owner);
 /** One command at a time per folder: two at once would each count the quota as theirs. */
 const folders = new Map<string, Promise<unknown>>();
 
@@ -164,23 +154,12 @@ export async function withFolder<T>(root: string, work: () => Promise<T>): Promi
   }
 }
 
-/** Runs `work` in one of the instance's command slots, as `owner` (a Player): a queue when none is free. */
-async function inSlot<T>(owner: string, signal: AbortSignal | undefined, work: () => Promise<T>): Promise<T> {
-  if (mayRun(owner)) take(owner);
-  else await sandboxSlotWait(new Promise<void>((go) => waiting.push({ owner, go })));
-  try {
-    if (signal?.aborted) throw new SandboxError('The command was stopped.');
-    return await work();
-  } finally {
-    release(owner);
-  }
-}
-
 /**
- * Runs one job in a process of its own; kills the process on the signal or past the time limit. With a store,
- * the folder is brought up to date from PostgreSQL first and what the job changed is written back after (even
- * when it was killed part-way: what it wrote is what the folder holds). Moving files holds the folder, not one
- * of the instance's command slots.
+ * Runs one job in a process of its own, in one of the instance's command slots, as `owner` (a Player). With a
+ * store, the folder is brought up to date from PostgreSQL first and what the job changed is written back after
+ * (even when it was killed part-way: what it wrote is what the folder holds). The run and the write-back are
+ * under the command's time limit, counted from when its slot is granted: past it, or on Stop, the command is
+ * killed and the write-back stops between batches, so the folder is free again at once.
  */
 function runJob(
   pool: Processes,
@@ -191,19 +170,49 @@ function runJob(
   store?: SandboxStore,
 ): Promise<unknown> {
   return withFolder(job.root, async () => {
+    // Bringing the folder up to date holds the folder, not one of the instance's command slots.
     await store?.pull();
     // What the Player may still store (ADR 0053): the folder may grow by that much at most in this command.
     const roomBytes = job.op === 'read' ? undefined : await store?.room();
-    let out: unknown;
-    try {
-      out = await inSlot(owner, signal, () => runNow(pool, { ...job, roomBytes }, limits, signal));
-    } catch (e) {
-      if (job.op !== 'read') await store?.push().catch(() => {});
-      throw e;
-    }
-    if (job.op !== 'read') await store?.push();
-    return out;
+    const asked = performance.now();
+    return commands.run(
+      owner,
+      async (deadline) => {
+        const waited = (performance.now() - asked) / 1000;
+        if (waited > 0.005) metrics.sandboxSlotWaits.observe(waited);
+        let out: unknown;
+        try {
+          out = await runNow(pool, { ...job, roomBytes }, limits, deadline);
+        } catch (e) {
+          if (job.op !== 'read') await store?.push(deadline, writeBackLimits(limits)).catch(() => {});
+          throw e;
+        }
+        if (job.op !== 'read')
+          await store?.push(deadline, writeBackLimits(limits)).catch((e: unknown) => {
+            if (!deadline.aborted) throw e;
+            throw new SandboxError(
+              `${stopReason(deadline, limits).message} Its files were still being saved: those not saved yet stay in this sandbox and are saved after its next command.`,
+            );
+          });
+        return out;
+      },
+      { signal, holdMs: limits.timeoutMs },
+    );
   });
+}
+
+const writeBackLimits = (limits: SandboxLimits) => ({
+  files: MAX_WRITE_BACK_FILES,
+  bytes: limits.quotaBytes,
+});
+
+/** Why a command's signal aborted, said for the model: its time limit, or Stop. */
+function stopReason(signal: AbortSignal, limits: SandboxLimits): SandboxError {
+  return new SandboxError(
+    signal.reason instanceof SlotDeadlineError
+      ? `The command ran longer than ${Math.round(limits.timeoutMs / 1000)} s and was stopped.`
+      : 'The command was stopped.',
+  );
 }
 
 function runNow(pool: Processes, job: Job, limits: SandboxLimits, signal?: AbortSignal): Promise<unknown> {
@@ -223,10 +232,11 @@ function runNow(pool: Processes, job: Job, limits: SandboxLimits, signal?: Abort
     };
     // Killing the process is what stops the work, whatever the command is doing.
     const kill = (message: string) => settle(() => reject(new SandboxError(message)), false);
-    const onAbort = () => kill('The command was stopped.');
+    const onAbort = () => kill(stopReason(signal!, limits).message);
+    // The worker's own limit, a little later: the slot's deadline is what stops a command.
     const timer = setTimeout(
       () => kill(`The command ran longer than ${Math.round(limits.timeoutMs / 1000)} s and was stopped.`),
-      limits.timeoutMs,
+      job.timeoutMs + 1000,
     );
     const onMessage = (answer: Answer) =>
       settle(

@@ -4,9 +4,18 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adoptBlob, collectBlobs, readBlob, writeBlob } from '../../attachments/index.ts';
+import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
 import { type Sql, transaction } from '../../db/index.ts';
 import { sandboxRoom } from '../../storage/index.ts';
+
+/** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
+export const MAX_WRITE_BACK_FILES = 1000;
+/** Small files and folders are written back this many at a time, in a few statements per batch. */
+const BATCH = 100;
+const SMALL_FILE = 64 * 1024;
+
+/** A write-back refused for its size: the command's changes were undone. */
+export class WriteBackTooLargeError extends Error {}
 
 /** What the working copy held when it last matched PostgreSQL: each file's size, mtime and content hash. */
 interface Manifest {
@@ -69,7 +78,7 @@ export class SandboxStore {
     const local = await this.#manifest();
     if (local?.version === version) return;
     // A folder from before sandboxes were stored here, and nothing stored yet: the folder is the truth.
-    if (!local && version === 0) return this.push();
+    if (!local && version === 0) return this.push(undefined, { files: Infinity, bytes: Infinity });
     await rm(this.root, { recursive: true, force: true });
     await mkdir(this.root, { recursive: true });
     const rows = await this.sql<{ path: string; blobId: string | null }[]>`
@@ -96,31 +105,46 @@ export class SandboxStore {
     return sandboxRoom(this.sql, this.conversationId);
   }
 
-  /** Writes back what the last command changed, and bumps the version (a no-op when nothing changed). */
-  async push(): Promise<void> {
+  /**
+   * Writes back what the last command changed, and bumps the version (a no-op when nothing changed). At most
+   * `limits.files` changed files and `limits.bytes` of them: past either the working copy goes back to what is
+   * stored and nothing is written. `signal` stops it between files (the command's time limit, or Stop): what
+   * is not written yet stays in the working copy, and the next write-back takes it.
+   */
+  async push(
+    signal?: AbortSignal,
+    limits: { files: number; bytes: number } = {
+      files: MAX_WRITE_BACK_FILES,
+      bytes: Number.MAX_SAFE_INTEGER,
+    },
+  ): Promise<void> {
+    signal?.throwIfAborted();
     const before = (await this.#manifest()) ?? { version: 0, files: Object.create(null) };
-    const now = await this.#scan(before);
+    const now = await this.#scan(before, signal);
     const changed = Object.entries(now.files).filter(([p, f]) => !same(before.files[p], f));
     const removed = Object.keys(before.files).filter((p) => !Object.hasOwn(now.files, p));
     if (!changed.length && !removed.length) return;
-    const dropped: string[] = [];
-    // Each changed file: its content streamed in as a blob, adopted (stored once) with its row in one transaction.
-    for (const [p, f] of changed) {
-      const written =
-        f === 'dir'
-          ? undefined
-          : await writeBlob(this.sql, createReadStream(this.#inside(p)), Number.MAX_SAFE_INTEGER);
-      const upsert = async (tx: Sql, blobId: string | null) => {
-        const [old] = await tx<{ blobId: string | null }[]>`
-          select blob_id as "blobId" from sandbox_files
-          where conversation_id = ${this.conversationId} and path = ${p} for update`;
-        if (old?.blobId && old.blobId !== blobId) dropped.push(old.blobId);
-        await tx`insert into sandbox_files (conversation_id, path, blob_id) values (${this.conversationId}, ${p}, ${blobId})
-          on conflict (conversation_id, path) do update set blob_id = excluded.blob_id`;
-      };
-      if (written) await adoptBlob(this.sql, written, upsert);
-      else await transaction(this.sql, (tx) => upsert(tx, null));
+    const bytes = changed.reduce((sum, [, f]) => sum + (f === 'dir' ? 0 : f.size), 0);
+    if (changed.length > limits.files || bytes > limits.bytes) {
+      await this.#undo();
+      throw new WriteBackTooLargeError(
+        `The command changed ${changed.length.toLocaleString('en')} files (${Math.ceil(bytes / 1_048_576)} MB); one command may change at most ${limits.files.toLocaleString('en')} files and ${Math.round(limits.bytes / 1_048_576)} MB. Its changes were undone.`,
+      );
     }
+    const dropped: string[] = [];
+    // Folders and small files in batches, a transaction each; a large file streamed in as a blob of its own.
+    const small = changed.filter(([, f]) => f === 'dir' || f.size <= SMALL_FILE);
+    for (let i = 0; i < small.length; i += BATCH) {
+      signal?.throwIfAborted();
+      await this.#writeBatch(small.slice(i, i + BATCH), dropped);
+    }
+    for (const [p, f] of changed) {
+      if (f === 'dir' || f.size <= SMALL_FILE) continue;
+      signal?.throwIfAborted();
+      const written = await writeBlob(this.sql, createReadStream(this.#inside(p)), Number.MAX_SAFE_INTEGER);
+      await adoptBlob(this.sql, written, (tx, blobId) => this.#upsert(tx, [{ path: p, blobId }], dropped));
+    }
+    signal?.throwIfAborted();
     const version = await transaction(this.sql, async (tx) => {
       const gone = await tx<{ blobId: string | null }[]>`
         delete from sandbox_files where conversation_id = ${this.conversationId} and path = any(${removed}::text[])
@@ -136,10 +160,57 @@ export class SandboxStore {
     await collectBlobs(this.sql, dropped).catch(() => {});
   }
 
+  /** Folders and small files, their content read now, stored in one transaction with their rows. */
+  async #writeBatch(batch: [string, Manifest['files'][string]][], dropped: string[]) {
+    const items = await Promise.all(
+      batch.map(async ([p, f]) => {
+        if (f === 'dir') return { path: p, bytes: null };
+        const bytes = await readFile(this.#inside(p));
+        return { path: p, bytes, sha256: createHash('sha256').update(bytes).digest() };
+      }),
+    );
+    await transaction(this.sql, async (tx) => {
+      const files = items.filter((i) => i.bytes !== null) as {
+        path: string;
+        bytes: Buffer;
+        sha256: Buffer;
+      }[];
+      const ids = await storeSmallBlobs(tx, files);
+      await this.#upsert(
+        tx,
+        items.map((i) => ({
+          path: i.path,
+          blobId: i.bytes === null ? null : ids.get((i as { sha256: Buffer }).sha256.toString('hex'))!,
+        })),
+        dropped,
+      );
+    });
+  }
+
+  /** Rows for `files`, the blobs they held before noted in `dropped` (collected once nothing names them). */
+  async #upsert(tx: Sql, files: { path: string; blobId: string | null }[], dropped: string[]) {
+    const old = await tx<{ path: string; blobId: string | null }[]>`
+      select path, blob_id as "blobId" from sandbox_files
+      where conversation_id = ${this.conversationId} and path in ${tx(files.map((f) => f.path))} for update`;
+    const next = new Map(files.map((f) => [f.path, f.blobId]));
+    for (const o of old) if (o.blobId && o.blobId !== next.get(o.path)) dropped.push(o.blobId);
+    await tx`insert into sandbox_files ${tx(
+      files.map((f) => ({ conversation_id: this.conversationId, path: f.path, blob_id: f.blobId })),
+    )} on conflict (conversation_id, path) do update set blob_id = excluded.blob_id`;
+  }
+
+  /** The working copy back to what PostgreSQL holds: the next pull fetches it whole. */
+  async #undo() {
+    await rm(this.root, { recursive: true, force: true });
+    await rm(this.#manifestPath, { force: true });
+    await mkdir(this.root, { recursive: true });
+  }
+
   /** The working copy as it stands; a file's hash is reused when its size and mtime did not change. */
-  async #scan(before: Manifest): Promise<Manifest> {
+  async #scan(before: Manifest, signal?: AbortSignal): Promise<Manifest> {
     const files: Manifest['files'] = Object.create(null);
     const walk = async (dir: string, rel: string) => {
+      signal?.throwIfAborted();
       for (const entry of await readdir(dir, { withFileTypes: true }).catch(() => [])) {
         const p = rel ? `${rel}/${entry.name}` : entry.name;
         const full = path.join(dir, entry.name);
