@@ -2,6 +2,7 @@
 export { attachmentsOf, flattenText } from './flatten.ts';
 export { foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
 export { ErrorFrame, FinishFrame, Frame, mergeFrames, PartFrame, StartFrame, UsageSchema } from './frames.ts';
+export { applyFrame, type LiveReply, type LiveTurn } from './live.ts';
 export { plainName } from './plainName.ts';
 export { readFrameStream } from './sse.ts';
 export {
