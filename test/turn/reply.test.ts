@@ -390,6 +390,20 @@ describe('a reply our side ended', () => {
     expectAgreement(r);
   });
 
+  it('stopped between steps (the last one counted, no next one begun): its usage, and nothing estimated', () => {
+    const r = replay(
+      [
+        { type: 'start-step', request: {}, warnings: [] },
+        { type: 'text-delta', id: 't', text: 'Let me look.' },
+        { type: 'finish-step', finishReason: 'tool-calls', usage: { inputTokens: 7, outputTokens: 3 } },
+        { type: 'abort' },
+      ] as ReplyChunk[],
+      { halt: 'stopped' },
+    );
+    expect(r.end).toMatchObject({ status: 'stopped', usage: counted(7, 3), estimatedTokens: null });
+    expectAgreement(r);
+  });
+
   it('the budget spent after a step (ADR 0050): failed BUDGET_SPENT, the charged steps passed on', () => {
     const state = newReply('reply-1', { provider: 'acme', model: 'acme-1' }, 30_000);
     called(state, PROMPT_CHARS, {});
@@ -429,8 +443,11 @@ describe('a reply our side ended', () => {
 
 describe('any stream, any ending', () => {
   const id = fc.constantFrom('a', 'b', 'c');
-  // Any UTF-16, NUL and lone surrogates included: what a Provider or a tool may send.
-  const str = fc.string({ unit: 'binary', maxLength: 6 });
+  // NUL and halves of surrogate pairs among ordinary text: what a Provider or a tool may send.
+  const str = fc.string({
+    unit: fc.constantFrom('a', ' ', 'é', '😀', '\u0000', '\ud83d', '\ude00'),
+    maxLength: 6,
+  });
   const reason = fc.constantFrom<Reason>(
     'stop',
     'length',
@@ -445,37 +462,55 @@ describe('any stream, any ending', () => {
     .record({ inputTokens: count, outputTokens: count })
     .map((u) => ({ ...u, inputTokenDetails: {}, outputTokenDetails: {} }));
   const json = fc.dictionary(fc.constantFrom('q', 'n', 'path'), fc.oneof(str, fc.integer()), { maxKeys: 2 });
+  // Endings of our own and of the Provider's less often than content, so that many runs reach a finish.
+  const rare = <T>(arbitrary: fc.Arbitrary<T>) => ({ arbitrary, weight: 1 });
+  const often = <T>(arbitrary: fc.Arbitrary<T>) => ({ arbitrary, weight: 4 });
   const event = fc.oneof(
-    str.map((t) => ({ type: 'text-delta', id: 't', text: t })),
-    str.map((t) => ({ type: 'reasoning-delta', id: 'r', text: t })),
-    fc.constant({ type: 'reasoning-start', id: 'r' }),
-    id.map((i) => ({ type: 'tool-input-start', id: i, toolName: 'search' })),
-    fc.record({ toolCallId: id, input: json }).map((c) => ({ type: 'tool-call', toolName: 'search', ...c })),
-    fc
-      .record({ toolCallId: id, output: json })
-      .map((c) => ({ type: 'tool-result', toolName: 'search', input: {}, ...c })),
-    fc
-      .record({ toolCallId: id, error: str })
-      .map((c) => ({ type: 'tool-error', toolName: 'search', input: {}, ...c })),
-    fc.constant({ type: 'start-step', request: {}, warnings: [] }),
-    fc.record({ finishReason: reason, usage: sdkUsage }).map((c) => ({ type: 'finish-step', ...c })),
-    fc.record({ finishReason: reason, totalUsage: sdkUsage }).map((c) => ({ type: 'finish', ...c })),
-    str.map((message) => ({ type: 'error', error: { message } })),
-    fc.constant({ type: 'abort' }),
-    fc.record({ tokens: fc.nat(100), spent: fc.boolean() }).map((c) => ({ type: 'charge', ...c })),
+    often(str.map((t) => ({ type: 'text-delta', id: 't', text: t }))),
+    often(str.map((t) => ({ type: 'reasoning-delta', id: 'r', text: t }))),
+    often(fc.constant({ type: 'reasoning-start', id: 'r' })),
+    often(id.map((i) => ({ type: 'tool-input-start', id: i, toolName: 'search' }))),
+    often(
+      fc
+        .record({ toolCallId: id, input: json })
+        .map((c) => ({ type: 'tool-call', toolName: 'search', ...c })),
+    ),
+    often(
+      fc
+        .record({ toolCallId: id, output: json })
+        .map((c) => ({ type: 'tool-result', toolName: 'search', input: {}, ...c })),
+    ),
+    often(
+      fc
+        .record({ toolCallId: id, error: str })
+        .map((c) => ({ type: 'tool-error', toolName: 'search', input: {}, ...c })),
+    ),
+    often(fc.constant({ type: 'start-step', request: {}, warnings: [] })),
+    often(fc.record({ finishReason: reason, usage: sdkUsage }).map((c) => ({ type: 'finish-step', ...c }))),
+    often(fc.record({ finishReason: reason, totalUsage: sdkUsage }).map((c) => ({ type: 'finish', ...c }))),
+    rare(str.map((message) => ({ type: 'error', error: { message } }))),
+    rare(fc.constant({ type: 'abort' })),
+    often(
+      fc.record({ tokens: fc.nat(100), spent: fc.constant(false) }).map((c) => ({ type: 'charge', ...c })),
+    ),
+    rare(fc.record({ tokens: fc.nat(100), spent: fc.constant(true) }).map((c) => ({ type: 'charge', ...c }))),
   ) as fc.Arbitrary<ReplyChunk | Charge>;
   const halt = fc.option(
     fc.constantFrom<Halt>('stopped', 'interrupted', { code: 'REPLY_TOO_LONG', message: 'Too long.' }),
     { nil: undefined },
   );
   const cause: fc.Arbitrary<Cause> = fc.oneof(
-    halt.map((h): Cause => ({ type: 'ended', halt: h })),
-    fc
-      .record({ error: fc.oneof(fc.string(), fc.constant(new Error('x')), fc.constant(null)), halt })
-      .map((c): Cause => ({ type: 'thrown', ...c })),
-    fc.constant<Cause>({ type: 'budget', spent: SPENT }),
+    often(fc.constant<Cause>({ type: 'ended', halt: undefined })),
+    rare(halt.map((h): Cause => ({ type: 'ended', halt: h }))),
+    rare(
+      fc
+        .record({ error: fc.oneof(fc.string(), fc.constant(new Error('x')), fc.constant(null)), halt })
+        .map((c): Cause => ({ type: 'thrown', ...c })),
+    ),
+    rare(fc.constant<Cause>({ type: 'budget', spent: SPENT })),
   );
-  const run = fc.record({ events: fc.array(event, { maxLength: 30 }), halt, cause, notCalled: fc.boolean() });
+  const run = fc.record({ events: fc.array(event, { maxLength: 24 }), halt, cause, notCalled: fc.boolean() });
+  const runs = { numRuns: 300 };
 
   /** Every string in it can be stored in jsonb (no NUL, no half surrogate pair). */
   const storable = (value: unknown): boolean =>
@@ -490,6 +525,7 @@ describe('any stream, any ending', () => {
         expectAgreement(r);
         expect(storable(r.state.parts)).toBe(true);
       }),
+      runs,
     );
   });
 
@@ -514,6 +550,7 @@ describe('any stream, any ending', () => {
         else if (end.estimatedTokens !== null)
           expect(end.estimatedTokens).toBeGreaterThanOrEqual(PROMPT_CHARS / 4);
       }),
+      runs,
     );
   });
 
@@ -534,6 +571,7 @@ describe('any stream, any ending', () => {
           expect(events.some((e) => e.type === 'charge' && e.spent)).toBe(false);
         }
       }),
+      runs,
     );
   });
 });
