@@ -25,7 +25,6 @@ export class ReplyBounds {
   reached: LimitReached | undefined;
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
-  private chars = 0;
 
   constructor(private readonly limits: ReplyLimits) {
     this.signal = this.controller.signal;
@@ -42,10 +41,9 @@ export class ReplyBounds {
     this.timer.unref();
   }
 
-  /** Counts a fragment of the reply as it arrives: a delta's text, or a tool call's input and output. */
-  count(fragment: Part): void {
-    this.chars += charsOf(fragment);
-    if (this.chars > this.limits.maxChars)
+  /** The reply has grown to `chars` characters (its deltas' text, its tool calls' inputs and outputs: `charsOf`). */
+  grown(chars: number): void {
+    if (chars > this.limits.maxChars)
       this.end({
         code: 'REPLY_TOO_LONG',
         message: `The reply grew past ${this.limits.maxChars.toLocaleString('en')} characters, the most one reply may hold here, so it was ended. What arrived is kept.`,

@@ -1,4 +1,11 @@
-import { hasToolCall, isStepCount, type LanguageModel, streamText } from 'ai';
+import {
+  hasToolCall,
+  isStepCount,
+  type LanguageModel,
+  type ModelMessage,
+  streamText,
+  type ToolSet,
+} from 'ai';
 import type { ProviderKind } from '../config.ts';
 import {
   type Conversation,
@@ -8,13 +15,12 @@ import {
   linkShared,
   type Message,
   readHistoryTail,
-  type Usage,
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
-import { type Frame, foldPart, type Part, type StartFrame, wellFormed } from '../parts/index.ts';
+import type { Frame, Part, StartFrame } from '../parts/index.ts';
 import { SHUTDOWN } from '../replies/index.ts';
-import { buildTurnTools, MESSAGE_NPC, sharedFile, TOOL_NAMES, type ToolLimits } from '../tools/index.ts';
+import { buildTurnTools, MESSAGE_NPC, type ToolLimits, type TurnTools } from '../tools/index.ts';
 import {
   costUsd,
   type Npc,
@@ -23,15 +29,26 @@ import {
   thinkingSupport,
   type VillageSettings,
 } from '../village/index.ts';
-import { charsOf, DEFAULT_REPLY_LIMITS, type LimitReached, ReplyBounds, type ReplyLimits } from './bounds.ts';
-import { type BudgetSpent, TurnBudget } from './budget.ts';
+import { DEFAULT_REPLY_LIMITS, ReplyBounds, type ReplyLimits } from './bounds.ts';
+import { TurnBudget } from './budget.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { counted, endingOf, outputTokens } from './endings.ts';
-import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
-import { addUsage, toFragment, toUsage } from './fragments.ts';
+import { outputTokens } from './endings.ts';
 import { instructionsFor } from './prompt.ts';
-import { sectionBreak, thinkingOptions } from './thinking.ts';
+import {
+  type Cause,
+  called,
+  type EndStatus,
+  type Halt,
+  newReply,
+  type ReplyState,
+  reduceReply,
+  type Settled,
+  settle,
+  stepCharged,
+  stepTokens,
+} from './reply.ts';
+import { thinkingOptions } from './thinking.ts';
 import { summariseTitle } from './title.ts';
 
 export interface TurnDeps {
@@ -74,9 +91,8 @@ export interface TurnPlan {
   track?: (start: StartFrame, parts: () => Part[]) => void;
 }
 
-type EndStatus = 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
-
-const endedBy = (signal: AbortSignal): EndStatus => (signal.reason === SHUTDOWN ? 'interrupted' : 'stopped');
+const endedBy = (signal: AbortSignal): 'interrupted' | 'stopped' =>
+  signal.reason === SHUTDOWN ? 'interrupted' : 'stopped';
 
 interface ReplyEnd {
   messageId: string;
@@ -182,7 +198,8 @@ async function titleFirstExchange(
  * generator: a generator layer costs promise hops on every delta). Every exit path (clean finish, the Player
  * leaving, a Provider error or a broken socket) persists what had arrived, with usage when the Provider
  * reported it (ADR 0003). The caller stops a reply by aborting `signal`; the loop unwinds at the next stream
- * part and still folds and stores everything produced until then.
+ * part and still folds and stores everything produced until then. Only the I/O is here: what each stream part
+ * and each ending mean for the reply is reply.ts's.
  */
 async function runReply(
   deps: TurnDeps,
@@ -193,267 +210,218 @@ async function runReply(
   signal: AbortSignal,
   emit: (frame: Frame) => void,
 ): Promise<ReplyEnd> {
-  const { sql } = deps;
-  const { conversation, speaker } = plan;
-  // History is read and the Tool set built while the reply's row is inserted: history excludes rows still
-  // streaming, so the two never race. Both are awaited below; the catches only keep an early failure from
-  // going unhandled.
-  const tail = readHistoryTail(sql, conversation.id, conversation.summaryThrough);
+  const { tail, toolsReady } = prepare(deps, plan, handoff);
+  const message = replyId ? { id: replyId } : await insertReply(deps, plan);
+  const state = newReply(message.id, plan.speaker.resolved, deps.chunkTimeoutMs);
+  const start = startFrame(plan, message.id);
+  // Others may follow the reply from here on (another tab, another instance): they read its Parts as they stand.
+  plan.track?.(start, () => state.parts);
+  emit(start);
+  // The Player's Stop (or the server's shutdown) and the reply's own bounds both end the Provider call.
+  const bounds = new ReplyBounds(deps.replyLimits ?? DEFAULT_REPLY_LIMITS);
+  const call: ProviderCall = {
+    signal: AbortSignal.any([signal, bounds.signal]),
+    halt: () => (signal.aborted ? endedBy(signal) : bounds.reached),
+    onFrame: (frame) => {
+      if (frame.type === 'part') {
+        bounds.grown(state.chars);
+        deps.checkpoints.update(message.id, state.parts);
+      }
+      emit(frame);
+    },
+    closeTools: async () => {},
+    releaseAttachments: () => {},
+  };
+  let cause: Cause;
+  try {
+    cause = await streamReply(deps, plan, { state, call, budget, handoff, tail, toolsReady });
+  } catch (e) {
+    // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
+    cause = { type: 'thrown', error: e, halt: call.halt() };
+  } finally {
+    bounds.close();
+    call.releaseAttachments();
+    await call.closeTools();
+    await deps.checkpoints.settle(message.id);
+  }
+  const end = settle(state, cause);
+  if (end.code === 'INTERNAL' && cause.type === 'thrown') deps.log('turn setup failed', cause.error);
+  await store(deps, plan, state, end);
+  for (const frame of end.frames) emit(frame);
+  return { messageId: message.id, status: end.status, handoff: handoffIn(state.parts) };
+}
+
+/** The Provider call of one reply: how it is ended, where its frames go, what to let go of when it ends. */
+interface ProviderCall {
+  signal: AbortSignal;
+  /** Why our side ended the call, if it did (asked when the stream aborts or ends). */
+  halt: () => Halt | undefined;
+  onFrame: (frame: Frame) => void;
+  closeTools: () => Promise<void>;
+  releaseAttachments: () => void;
+}
+
+/**
+ * History is read and the Tool set built while the reply's row is inserted: history excludes rows still
+ * streaming, so the two never race. Both are awaited later; the catches only keep an early failure from going
+ * unhandled.
+ */
+function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
+  const { conversation, speaker, settings } = plan;
+  const tail = readHistoryTail(deps.sql, conversation.id, conversation.summaryThrough);
   tail.catch(() => {});
   const toolsReady = buildTurnTools({
-    sql,
+    sql: deps.sql,
     dataDir: deps.dataDir,
     outbound: deps.toolOutbound,
     limits: deps.toolLimits,
-    sandboxQuotaMb: plan.settings.sandboxQuotaMb,
+    sandboxQuotaMb: settings.sandboxQuotaMb,
     playerId: plan.playerId,
     conversationId: conversation.id,
     npc: speaker.npc,
     others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
     question: handoff?.message ?? plan.playerMessage.text,
     shareLimits: {
-      maxBytes: plan.settings.maxAttachmentMb * 1024 * 1024,
-      types: plan.settings.attachmentTypes,
-      playerBytes: plan.settings.playerAttachmentMb * 1024 * 1024,
+      maxBytes: settings.maxAttachmentMb * 1024 * 1024,
+      types: settings.attachmentTypes,
+      playerBytes: settings.playerAttachmentMb * 1024 * 1024,
     },
   });
   toolsReady.catch(() => {});
-  const message = replyId
-    ? { id: replyId }
-    : await insertNpcMessage(sql, {
-        conversationId: conversation.id,
-        npc: speaker.npc,
-        provider: speaker.resolved.provider,
-        model: speaker.resolved.model,
-        instanceId: deps.instanceId,
-      });
-  const start: StartFrame = {
+  return { tail, toolsReady };
+}
+
+/** A hand-over's reply row (the first reply's was written with the claim). */
+function insertReply(deps: TurnDeps, plan: TurnPlan) {
+  const { speaker } = plan;
+  return insertNpcMessage(deps.sql, {
+    conversationId: plan.conversation.id,
+    npc: speaker.npc,
+    provider: speaker.resolved.provider,
+    model: speaker.resolved.model,
+    instanceId: deps.instanceId,
+  });
+}
+
+function startFrame(plan: TurnPlan, messageId: string): StartFrame {
+  const { speaker } = plan;
+  return {
     type: 'start',
-    messageId: message.id,
+    messageId,
     playerMessageId: plan.playerMessage.id,
     npc: { id: speaker.npc.id, name: speaker.npc.name },
     provider: speaker.resolved.provider,
     model: speaker.resolved.model,
   };
-  let parts: Part[] = [];
-  // Others may follow the reply from here on (another tab, another instance): they read its Parts as they stand.
-  plan.track?.(start, () => parts);
-  emit(start);
+}
 
-  let status: EndStatus = 'complete';
-  let error: string | null = null;
-  let usage: Usage | null = null;
-  let stepUsage: Usage | null = null;
-  // Cache writes are priced, not stored: Usage keeps the four counts every Provider reports.
-  let cacheWrites: number | null = null;
-  let closeTools = async () => {};
-  let releaseAttachments = () => {};
-  // What was sent, in characters: a reply that ends before the Provider reports usage is charged an estimate.
-  let promptChars = 0;
-  // The Provider's final count arrived (a `finish`); a step has begun and not been counted; what it streamed.
-  let finished = false;
-  // The SDK's `finish` came at all: a stream that just stops has none (issue 27).
-  let ended = false;
-  let stepOpen = false;
-  let sinceStep = 0;
-  // Failures before the Provider is called are ours, not the Provider's: they are reported as such.
-  let errorCode:
-    | Failure['code']
-    | LimitReached['code']
-    | BudgetSpent['code']
-    | 'INTERNAL'
-    | 'PROVIDER_TIMEOUT' = 'INTERNAL';
-  // Tokens of this reply's steps charged as each ended (finishMessage charges only the rest); set once a step
-  // found the day's budget spent, which ends the reply there.
-  let charged = 0;
-  // Whether the Provider was called at all: a reply ended before (its setup failed, the budget was spent) costs
-  // nothing.
-  let called = false;
-  let overBudget: BudgetSpent | undefined;
+/** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */
+async function streamReply(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  r: {
+    state: ReplyState;
+    call: ProviderCall;
+    budget: TurnBudget;
+    handoff: Handoff | undefined;
+    tail: ReturnType<typeof readHistoryTail>;
+    toolsReady: Promise<TurnTools>;
+  },
+): Promise<Cause> {
+  const { state, call, budget } = r;
+  const tools = await r.toolsReady;
+  call.closeTools = tools.close;
+  const context = await assembleContext(deps, {
+    conversation: plan.conversation,
+    playerId: plan.playerId,
+    participants: plan.participants,
+    speaker: plan.speaker,
+    settings: plan.settings,
+    tail: await r.tail,
+    tools,
+    handoff: r.handoff,
+    signal: call.signal,
+    budget,
+  });
+  call.releaseAttachments = context.release;
+  // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have
+  // spent the rest.
+  const spent = await budget.spent();
+  if (spent) return { type: 'budget', spent };
+  const { system, messages } = context;
+  called(
+    state,
+    system.head.length + system.tail.length + JSON.stringify(messages).length,
+    tools.descriptions,
+  );
+  const result = streamText(callOptions(deps, plan, context, tools.tools, r));
+  for await (const chunk of result.stream)
+    reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
+  return { type: 'ended', halt: call.halt() };
+}
+
+function callOptions(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  context: { system: { head: string; tail: string }; messages: ModelMessage[] },
+  tools: ToolSet,
+  r: { state: ReplyState; call: ProviderCall; budget: TurnBudget },
+): Parameters<typeof streamText>[0] {
+  const { speaker } = plan;
   const { provider: providerId, model: modelId } = speaker.resolved;
-  // The Player's Stop (or the server's shutdown) and the reply's own bounds both end the Provider call.
-  const bounds = new ReplyBounds(deps.replyLimits ?? DEFAULT_REPLY_LIMITS);
-  const callSignal = AbortSignal.any([signal, bounds.signal]);
-  const fail = (f: Failure | LimitReached | BudgetSpent) => {
-    status = 'failed';
-    errorCode = f.code;
-    error = f.message;
+  // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
+  const think = speaker.npc.thinking && thinkingSupport(speaker.kind, providerId, modelId) !== 'unsupported';
+  return {
+    // Before the first token, the SDK retries 408, 409, 429 and 5xx twice with backoff (2 s, then 4 s, or
+    // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
+    maxRetries: 2,
+    model: speaker.model,
+    instructions: instructionsFor(speaker.kind, context.system),
+    messages: context.messages,
+    tools,
+    // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
+    // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
+    stopWhen: [
+      isStepCount(deps.maxSteps ?? 8),
+      hasToolCall(MESSAGE_NPC),
+      async ({ steps }) => {
+        const tokens = stepTokens(steps.at(-1)?.usage);
+        stepCharged(r.state, tokens, await r.budget.charge(tokens));
+        return r.state.overBudget !== undefined;
+      },
+    ],
+    abortSignal: r.call.signal,
+    reasoning: think ? 'medium' : undefined,
+    // The Model's own output limit (never the Provider's smaller fallback), or the Village's lower one.
+    maxOutputTokens: outputTokens(
+      outputLimit(speaker.kind, providerId, modelId),
+      plan.settings.maxOutputTokens,
+      think && speaker.kind === 'anthropic',
+    ),
+    providerOptions: thinkingOptions(speaker.kind, think),
+    timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
+    // Errors arrive as stream parts and are reduced; the SDK's default would log them again.
+    onError: () => {},
   };
-  try {
-    const tools = await toolsReady;
-    closeTools = tools.close;
-    const context = await assembleContext(deps, {
-      conversation,
-      playerId: plan.playerId,
-      participants: plan.participants,
-      speaker,
-      settings: plan.settings,
-      tail: await tail,
-      tools,
-      handoff,
-      signal: callSignal,
-      budget,
-    });
-    releaseAttachments = context.release;
-    // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have
-    // spent the rest.
-    overBudget = await budget.spent();
-    if (overBudget) throw overBudget;
-    promptChars =
-      context.system.head.length + context.system.tail.length + JSON.stringify(context.messages).length;
-    errorCode = 'PROVIDER_ERROR';
-    called = true;
-    // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
-    const think =
-      speaker.npc.thinking && thinkingSupport(speaker.kind, providerId, modelId) !== 'unsupported';
-    const result = streamText({
-      // Before the first token, the SDK retries 408, 409, 429 and 5xx twice with backoff (2 s, then 4 s, or
-      // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
-      maxRetries: 2,
-      model: speaker.model,
-      instructions: instructionsFor(speaker.kind, context.system),
-      messages: context.messages,
-      tools: tools.tools,
-      // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
-      // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
-      stopWhen: [
-        isStepCount(deps.maxSteps ?? 8),
-        hasToolCall(MESSAGE_NPC),
-        async ({ steps }) => {
-          const u = steps.at(-1)?.usage;
-          const tokens = (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0);
-          overBudget = await budget.charge(tokens);
-          charged += tokens;
-          return overBudget !== undefined;
-        },
-      ],
-      abortSignal: callSignal,
-      reasoning: think ? 'medium' : undefined,
-      // The Model's own output limit (never the Provider's smaller fallback), or the Village's lower one.
-      maxOutputTokens: outputTokens(
-        outputLimit(speaker.kind, providerId, modelId),
-        plan.settings.maxOutputTokens,
-        think && speaker.kind === 'anthropic',
-      ),
-      providerOptions: thinkingOptions(speaker.kind, think),
-      timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
-      // Errors arrive as stream parts and are handled below; the SDK's default would log them again.
-      onError: () => {},
-    });
-    for await (const chunk of result.stream) {
-      // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
-      const raw =
-        chunk.type === 'reasoning-start' ? sectionBreak(parts) : toFragment(chunk, tools.descriptions);
-      const fragment = raw && wellFormed(raw);
-      if (fragment) {
-        bounds.count(fragment);
-        sinceStep += charsOf(fragment);
-        parts = foldPart(parts, fragment);
-        // A file the NPC shared is shown as a file Part after its call (only from our own share_file tool).
-        const shared =
-          fragment.type === 'tool' && fragment.state === 'done' && fragment.name === TOOL_NAMES.shareFile
-            ? sharedFile(fragment.output)
-            : undefined;
-        if (shared) parts = foldPart(parts, shared);
-        deps.checkpoints.update(message.id, parts);
-        emit({ type: 'part', messageId: message.id, part: fragment });
-        if (shared) emit({ type: 'part', messageId: message.id, part: shared });
-      } else if (chunk.type === 'start-step') stepOpen = true;
-      else if (chunk.type === 'finish-step') {
-        // A step cut short stays open: it is charged an estimate, not its half figure (ADR 0032).
-        if (counted(chunk.finishReason)) {
-          stepUsage = addUsage(stepUsage, toUsage(chunk.usage));
-          stepOpen = false;
-          sinceStep = 0;
-        }
-      } else if (chunk.type === 'finish') {
-        ended = true;
-        finished = counted(chunk.finishReason);
-        usage = finished ? toUsage(chunk.totalUsage) : stepUsage;
-        if (finished) cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
-        // The reply ends the way the Provider ended it (issue 27); what came is kept on every path.
-        const ending = status === 'complete' ? endingOf(chunk.finishReason) : 'complete';
-        if (ending === 'truncated') status = 'truncated';
-        else if (ending === 'unfinished') fail(unfinished(providerId));
-        // The Provider ended the reply itself: a safety filter or a refusal, said as such.
-        else if (ending === 'blocked')
-          fail(
-            blocked(
-              providerId,
-              parts.some((p) => p.type === 'text' && p.text.trim() !== ''),
-            ),
-          );
-      } else if (chunk.type === 'abort') {
-        // Our signal is the Player stopping; any other abort is the SDK's own timeout on a silent Provider.
-        if (signal.aborted) status = endedBy(signal);
-        else if (bounds.reached) fail(bounds.reached);
-        else {
-          status = 'failed';
-          errorCode = 'PROVIDER_TIMEOUT';
-          error = `The Provider sent nothing for ${Math.round(deps.chunkTimeoutMs / 1000)} s, so the reply was ended.`;
-        }
-      } else if (chunk.type === 'error') fail(describeFailure(chunk.error, providerId, modelId));
-    }
-    if (signal.aborted && status === 'complete') status = endedBy(signal);
-    else if (bounds.reached && status === 'complete') fail(bounds.reached);
-    else if (overBudget && status === 'complete') fail(overBudget);
-    else if (!ended && status === 'complete') fail(unfinished(providerId));
-  } catch (e) {
-    // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
-    if (e === overBudget && overBudget) fail(overBudget);
-    else if (signal.aborted) status = endedBy(signal);
-    else if (bounds.reached) fail(bounds.reached);
-    else if (errorCode === 'INTERNAL') {
-      status = 'failed';
-      error = 'The reply could not be prepared. Nothing was lost; try again.';
-      deps.log('turn setup failed', e);
-    } else fail(describeFailure(e, providerId, modelId));
-  } finally {
-    bounds.close();
-    releaseAttachments();
-    await closeTools();
-    await deps.checkpoints.settle(message.id);
-    usage ??= stepUsage;
-    if (status === 'interrupted')
-      error = 'The server restarted while this reply was being written; what had arrived is kept.';
-    const cost = costUsd(speaker.kind, speaker.resolved.provider, speaker.resolved.model, usage, cacheWrites);
-    // Usage stays as reported (null when it was not: ADR 0003); the daily budget is charged an estimate for
-    // what was not, at four characters a token: the whole reply when nothing was reported, else the step cut
-    // short (its prompt and what it streamed) when the reply ended inside a step the Provider never counted.
-    const reported = usage?.inputTokens != null || usage?.outputTokens != null;
-    const spent = !called
-      ? null
-      : !reported
-        ? Math.ceil((promptChars + JSON.stringify(parts).length) / 4)
-        : !finished && stepOpen
-          ? Math.ceil((promptChars + sinceStep) / 4)
-          : null;
-    const shared = parts.filter((p) => p.type === 'file').map((p) => p.id);
-    if (shared.length)
-      await linkShared(sql, conversation.id, message.id, shared).catch((e) =>
-        deps.log('shared files not linked', e),
-      );
-    await finishMessage(sql, message.id, {
-      parts,
-      status,
-      error,
-      usage,
-      costUsd: cost,
-      estimatedTokens: spent,
-      chargedTokens: charged,
-    });
-  }
-  if (status === 'failed') {
-    emit({
-      type: 'error',
-      messageId: message.id,
-      // Ours when the reply failed before the Provider was called (its tools or context could not be made).
-      code: errorCode,
-      message: error ?? 'The Provider failed.',
-    });
-  }
-  emit({ type: 'finish', messageId: message.id, status, usage });
-  return { messageId: message.id, status, handoff: handoffIn(parts) };
+}
+
+/** The reply's last write: its Parts, status, error and usage, what it cost, and the files it shared linked. */
+async function store(deps: TurnDeps, plan: TurnPlan, state: ReplyState, end: Settled): Promise<void> {
+  const { kind, resolved } = plan.speaker;
+  const shared = state.parts.filter((p) => p.type === 'file').map((p) => p.id);
+  if (shared.length)
+    await linkShared(deps.sql, plan.conversation.id, state.messageId, shared).catch((e) =>
+      deps.log('shared files not linked', e),
+    );
+  await finishMessage(deps.sql, state.messageId, {
+    parts: state.parts,
+    status: end.status,
+    error: end.error,
+    usage: end.usage,
+    costUsd: costUsd(kind, resolved.provider, resolved.model, end.usage, state.cacheWrites),
+    estimatedTokens: end.estimatedTokens,
+    chargedTokens: end.chargedTokens,
+  });
 }
 
 /** The hand-over a reply ended with, if any: a completed message_npc call. */

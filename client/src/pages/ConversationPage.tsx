@@ -3,7 +3,7 @@ import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
-import { type AttachmentPart, type Frame, foldPart, type Part } from '../../../src/parts/index.ts';
+import { type AttachmentPart, applyFrame, type Frame, type LiveTurn } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { Composer } from '../components/Composer.tsx';
@@ -24,13 +24,7 @@ import { useDocumentTitle } from '../title.ts';
 type Page = z.output<typeof MessagePage> & Partial<z.output<typeof FirstPage>>;
 
 /** What is streaming right now: the optimistic Player Message and the replies as their frames arrive. */
-interface Live {
-  player?: ViewMessage;
-  replies: (ViewMessage & { parts: Part[] })[];
-  /** Regenerate hides the reply it replaces until the new one is stored. */
-  hideAfterSeq?: string;
-  error?: string;
-}
+type Live = LiveTurn<ViewMessage>;
 
 const PAGE = 50;
 
@@ -303,52 +297,6 @@ function optimisticPlayer(text: string, attachments: AttachmentPart[]): ViewMess
     usage: null,
     costUsd: null,
   };
-}
-
-/** Applies one frame to the live state: the same fold the server used, so reload equals stream. */
-function applyFrame(live: Live, frame: Frame): Live {
-  switch (frame.type) {
-    case 'start':
-      return {
-        ...live,
-        player: live.player ? { ...live.player, id: frame.playerMessageId } : live.player,
-        replies: [
-          ...live.replies,
-          {
-            id: frame.messageId,
-            role: 'npc',
-            npcName: frame.npc.name,
-            parts: [],
-            status: 'streaming',
-            error: null,
-            provider: frame.provider,
-            model: frame.model,
-            usage: null,
-            costUsd: null,
-          },
-        ],
-      };
-    case 'part':
-      return {
-        ...live,
-        replies: live.replies.map((r) =>
-          r.id === frame.messageId ? { ...r, parts: foldPart(r.parts, frame.part) } : r,
-        ),
-      };
-    case 'error':
-      if (!frame.messageId) return { ...live, error: frame.message };
-      return {
-        ...live,
-        replies: live.replies.map((r) => (r.id === frame.messageId ? { ...r, error: frame.message } : r)),
-      };
-    case 'finish':
-      return {
-        ...live,
-        replies: live.replies.map((r) =>
-          r.id === frame.messageId ? { ...r, status: frame.status, usage: frame.usage } : r,
-        ),
-      };
-  }
 }
 
 function Transcript(props: {
