@@ -1,7 +1,7 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { Link, useParams, useSearchParams } from 'react-router';
+import { useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
 import {
   type AttachmentPart,
@@ -13,6 +13,8 @@ import {
 } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { ChatHeader } from '../components/ChatHeader.tsx';
+import { ChatLayout } from '../components/ChatLayout.tsx';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LiveBanner } from '../components/LivePublishing.tsx';
@@ -24,6 +26,7 @@ import {
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
+import { usePinnedToBottom } from '../pinned.ts';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
@@ -233,22 +236,12 @@ export function ConversationPage() {
     go: (m) => void send(CONTINUE_TEXT, [], first?.participants?.find((p) => p.name === m.npcName)?.id),
   };
   return (
-    <div className="conversation">
-      <header className="conversation-head">
-        <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
-        <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
-        <span className="head-actions">
-          <a href={`/api/conversations/${id}/export?format=md`} download>
-            Export Markdown
-          </a>
-          <a href={`/api/conversations/${id}/export`} download>
-            Export JSON
-          </a>
-          <Link to={`/c/${id}/publish`} className="publish-link">
-            Publish…
-          </Link>
-        </span>
-      </header>
+    <ChatLayout currentId={id}>
+      <ChatHeader
+        conversationId={id}
+        title={first?.conversation?.title ?? null}
+        names={first?.participants?.map((n) => n.name) ?? []}
+      />
       <ErrorNote error={query.error} />
       <BranchContext.Provider value={actions}>
         <ContinueContext.Provider value={continueAction}>
@@ -289,7 +282,7 @@ export function ConversationPage() {
         branch={branch}
         onCancelBranch={() => setBranch(null)}
       />
-    </div>
+    </ChatLayout>
   );
 }
 
@@ -373,31 +366,21 @@ function Transcript(props: {
     overscan: 6,
     getItemKey: (i) => rows[i]?.id ?? i,
   });
-  const nearBottom = useRef(true);
-  const liveSize = live ? JSON.stringify(live.replies.map((r) => r.parts)).length : 0;
-
-  // Keep the newest turn in view while the Player is at the bottom.
+  // The newest turn stays in view while the Player is at the end (pinned.ts); sending goes back there.
+  const pinned = usePinnedToBottom(scrollRef);
+  const sentId = live?.player?.id;
   useEffect(() => {
-    const el = scrollRef.current;
-    if (el && nearBottom.current && !focusId) el.scrollTop = el.scrollHeight;
-  }, [rows.length, liveSize, focusId]);
+    if (sentId) pinned.pin();
+  }, [sentId, pinned]);
   const focusIndex = focusId ? rows.findIndex((r) => r.id === focusId) : -1;
   useEffect(() => {
     if (focusIndex < 0) return;
-    nearBottom.current = false;
+    pinned.release();
     virtualizer.scrollToIndex(focusIndex, { align: 'center' });
-  }, [focusIndex, virtualizer]);
+  }, [focusIndex, virtualizer, pinned]);
 
   return (
-    <div
-      className="transcript"
-      data-count={rows.length}
-      ref={scrollRef}
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-      }}
-    >
+    <div className="transcript" data-count={rows.length} ref={scrollRef}>
       {props.hasOlder && (
         <button type="button" className="older" onClick={props.loadOlder} disabled={props.loadingOlder}>
           {props.loadingOlder ? 'Loading…' : 'Load earlier messages'}
