@@ -26,7 +26,7 @@ import {
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
-import { usePinnedToBottom } from '../pinned.ts';
+import { useLiveHeights, usePinnedToBottom } from '../pinned.ts';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
@@ -359,10 +359,12 @@ function Transcript(props: {
 }) {
   const { rows, live, focusId } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
+  const liveRef = useRef<HTMLDivElement>(null);
+  const liveHeights = useLiveHeights(liveRef);
   const virtualizer = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
-    estimateSize: () => 140,
+    estimateSize: (i) => liveHeights.get(rows[i]?.id ?? '') ?? 140,
     overscan: 6,
     getItemKey: (i) => rows[i]?.id ?? i,
   });
@@ -400,7 +402,7 @@ function Transcript(props: {
         ))}
       </div>
       {/* The reply being written: announced to screen readers as it arrives. */}
-      <div className="live" aria-live="polite" aria-busy={live ? 'true' : 'false'}>
+      <div className="live" aria-live="polite" aria-busy={live ? 'true' : 'false'} ref={liveRef}>
         {live?.replies.map((r) => (
           <MessageView key={r.id} message={r} />
         ))}
