@@ -20,5 +20,7 @@ export function returnPath(input: string): string | null {
   }
   if (url.origin !== BASE) return null;
   if (/^\/(api|oauth|xrpc)(\/|$)/.test(url.pathname)) return null;
-  return `${url.pathname}${url.search}${url.hash}`;
+  const path = `${url.pathname}${url.search}${url.hash}`;
+  // Dot segments can fold into a leading `//` (`/..//evil.example`), which a browser reads as another host.
+  return path.startsWith('//') ? null : path;
 }

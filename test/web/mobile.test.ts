@@ -318,3 +318,91 @@ it('a reply streaming in keeps the newest words in view, until the reader scroll
   expect(await lineInView(page)).toBe(reading);
   expect(await atEnd(page)).toBe(false);
 }, 60_000);
+
+it('an imported Conversation shows its attachments as names, “not included in the import”: no broken picture, no dead link', async () => {
+  const { page, cookie } = browser;
+  const at = new Date().toISOString();
+  const file = {
+    format: 'agentsville.conversation',
+    version: 2,
+    conversation: { title: 'Brought from elsewhere', createdAt: at },
+    npcs: [{ name: 'Ada' }],
+    messages: [
+      {
+        id: 'm1',
+        parentId: null,
+        role: 'player',
+        parts: [
+          { type: 'text', text: 'Here are the sketches.' },
+          {
+            type: 'file',
+            id: crypto.randomUUID(),
+            name: 'sunset.png',
+            mediaType: 'image/png',
+            size: 2048,
+            width: 800,
+            height: 600,
+          },
+          {
+            type: 'file',
+            id: crypto.randomUUID(),
+            name: 'survey.pdf',
+            mediaType: 'application/pdf',
+            size: 9000,
+          },
+          {
+            type: 'url',
+            id: crypto.randomUUID(),
+            url: 'https://example.com/charts',
+            title: 'Old charts',
+            size: 300,
+          },
+        ],
+        status: 'complete',
+        createdAt: at,
+      },
+      {
+        id: 'm2',
+        parentId: 'm1',
+        role: 'npc',
+        npc: 0,
+        npcName: 'Ada',
+        parts: [{ type: 'text', text: 'Lovely.' }],
+        status: 'complete',
+        createdAt: at,
+      },
+    ],
+  };
+  const res = await fetch(`${app.url}/api/conversations/import`, {
+    method: 'POST',
+    headers: { cookie, 'x-agentsville': '1', 'content-type': 'application/octet-stream' },
+    body: JSON.stringify(file),
+  });
+  expect(res.status).toBe(201);
+  const { conversation } = (await res.json()) as { conversation: { id: string } };
+
+  for (const [width, height] of [
+    [390, 844],
+    [1280, 800],
+  ] as const) {
+    await page.setViewportSize({ width, height });
+    await page.goto(`${app.url}/c/${conversation.id}`);
+    await page.locator('article.message.npc').waitFor();
+    const player = page.locator('article.message.player');
+    expect(await player.locator('.file-chip.missing').allTextContents()).toEqual([
+      'IMGsunset.pngnot included in the import',
+      'FILEsurvey.pdfnot included in the import',
+      'WEBOld chartsnot included in the import',
+    ]);
+    expect(await player.locator('img').count()).toBe(0);
+    expect(await player.locator('a').count()).toBe(0);
+    await snap(page, `imported-attachments-${width}`);
+  }
+  // The mark travels on: a second export says so, in JSON and in Markdown.
+  const json = await (await app.api(`/api/conversations/${conversation.id}/export`, { cookie })).text();
+  expect(json.match(/"missing":true/g)?.length).toBe(3);
+  const md = await (
+    await app.api(`/api/conversations/${conversation.id}/export?format=md`, { cookie })
+  ).text();
+  expect(md).toContain('survey.pdf (application/pdf, 9,000 bytes, not included in the import)');
+}, 60_000);
