@@ -168,7 +168,8 @@ it('at 390×844 the transcript has most of the screen, every action is in reach,
       buffer: png(30 + i, 20),
     })),
   );
-  await expect.poll(() => page.locator('.attachment-chip.ready').count()).toBe(4);
+  // (The fourth waits for one of the server's three upload slots.)
+  await expect.poll(() => page.locator('.attachment-chip.ready').count(), { timeout: 20_000 }).toBe(4);
   const queued = await layout(page);
   await snap(page, 'mobile-chat-files-390x520');
   expect(queued.composer.bottom).toBeLessThanOrEqual(520);
@@ -265,7 +266,7 @@ it('opens at the newest Message with pictures: each picture’s box is reserved 
     { name: 'tall.png', mimeType: 'image/png', buffer: png(90, 400) },
     { name: 'wide.png', mimeType: 'image/png', buffer: png(500, 100) },
   ]);
-  await expect.poll(() => page.locator('.attachment-chip.ready').count()).toBe(2);
+  await expect.poll(() => page.locator('.attachment-chip.ready').count(), { timeout: 20_000 }).toBe(2);
   app.fake.enqueue(textScript(LONG.repeat(2)));
   await page.getByRole('button', { name: 'Send' }).click();
   // Stored: 7 turns, and nothing streaming any more.
@@ -406,3 +407,72 @@ it('an imported Conversation shows its attachments as names, “not included in 
   ).text();
   expect(md).toContain('survey.pdf (application/pdf, 9,000 bytes, not included in the import)');
 }, 60_000);
+
+/** WCAG contrast of an element's text against the first opaque background behind it. */
+const contrast = (page: Page, selector: string) =>
+  page
+    .locator(selector)
+    .first()
+    .evaluate((el) => {
+      const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
+      const lum = ([r, g, b]: number[]) => {
+        const f = (v: number) => {
+          const s = v / 255;
+          return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
+        };
+        return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
+      };
+      let bg: number[] = [255, 255, 255];
+      for (let e: Element | null = el; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3]! > 0.9)) {
+          bg = c.slice(0, 3);
+          break;
+        }
+      }
+      const style = getComputedStyle(el);
+      const opacity = Number(style.opacity);
+      const fg = rgb(style.color)
+        .slice(0, 3)
+        .map((v, i) => v * opacity + bg[i]! * (1 - opacity));
+      const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
+      return (a! + 0.05) / (b! + 0.05);
+    });
+
+it('the branch arrows read clearly (AA), and the Publish page has one scrollbar', async () => {
+  const { page, cookie } = browser;
+  const { conversationId } = await setupConversation(app, cookie);
+  for (let i = 0; i < 12; i++) await say(conversationId, `Question ${i}: ${LONG}`, LONG.repeat(2));
+  app.fake.enqueue(textScript('Another answer.'));
+  await collectFrames(await app.api(`/api/conversations/${conversationId}/regenerate`, { cookie, body: {} }));
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.goto(`${app.url}/c/${conversationId}`);
+  const arrows = page.locator('article.message.npc .siblings');
+  await arrows.last().waitFor();
+  // ‹ (this is the second of two: enabled) and › (disabled) against the bubble.
+  expect(await contrast(page, '.siblings button[aria-label="Previous branch"]')).toBeGreaterThanOrEqual(4.5);
+  expect(await contrast(page, '.siblings button[aria-label="Next branch"]')).toBeGreaterThanOrEqual(4.5);
+  const box = (await page.getByRole('button', { name: 'Previous branch' }).boundingBox())!;
+  expect(Math.min(box.width, box.height)).toBeGreaterThanOrEqual(28);
+  await arrows.last().scrollIntoViewIfNeeded();
+  await snap(page, 'branch-arrows-390');
+
+  // The publish page scrolls in its frame only: the document behind it does not (it was 3,863 px tall).
+  for (const width of [1280, 390]) {
+    await page.setViewportSize({ width, height: 800 });
+    await page.goto(`${app.url}/c/${conversationId}/publish`);
+    await page
+      .getByRole('button', { name: /Publish/ })
+      .first()
+      .waitFor();
+    await page.waitForLoadState('networkidle');
+    const sizes = await page.evaluate(`(() => {
+      const doc = document.scrollingElement;
+      const main = document.querySelector('main.page');
+      return { doc: doc.scrollHeight - doc.clientHeight, page: main.scrollHeight - main.clientHeight };
+    })()`);
+    expect(sizes, `${width}`).toMatchObject({ doc: 0 });
+    expect((sizes as { page: number }).page, `${width}`).toBeGreaterThan(800);
+    await snap(page, `publish-one-scrollbar-${width}`);
+  }
+}, 120_000);
