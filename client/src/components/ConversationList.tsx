@@ -16,7 +16,7 @@ export function ConversationList({ currentId, onGo }: { currentId: string; onGo?
   return (
     <div className="chat-list">
       <Link to="/" className="chat-list-new" onClick={onGo}>
-        All conversations · new
+        Start a conversation
       </Link>
       <ErrorNote error={list.error} />
       <ul className="chat-items">
