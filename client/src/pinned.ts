@@ -1,4 +1,4 @@
-import { type RefObject, useCallback, useEffect, useLayoutEffect, useMemo, useRef } from 'react';
+import { type RefObject, useCallback, useEffect, useMemo, useRef } from 'react';
 
 /** Within this many pixels of the end, the reader is at the newest Message (and stays there as it grows). */
 const AT_END = 40;
@@ -97,16 +97,23 @@ export function usePinnedToBottom(ref: RefObject<HTMLElement | null>) {
  */
 export function useLiveHeights(live: RefObject<HTMLElement | null>) {
   const heights = useRef(new Map<string, number>());
-  useLayoutEffect(() => {
-    for (const a of live.current?.querySelectorAll('article[data-message-id]') ?? []) {
-      const style = getComputedStyle(a);
-      heights.current.set(
-        a.getAttribute('data-message-id')!,
-        a.getBoundingClientRect().height +
-          Number.parseFloat(style.marginTop) +
-          Number.parseFloat(style.marginBottom),
-      );
-    }
-  });
+  // Read after layout, as the replies grow (a ResizeObserver): nothing forces a layout while streaming.
+  useEffect(() => {
+    const el = live.current;
+    if (!el) return;
+    const grew = new ResizeObserver(() => {
+      for (const a of el.querySelectorAll('article[data-message-id]')) {
+        const style = getComputedStyle(a);
+        heights.current.set(
+          a.getAttribute('data-message-id')!,
+          a.getBoundingClientRect().height +
+            Number.parseFloat(style.marginTop) +
+            Number.parseFloat(style.marginBottom),
+        );
+      }
+    });
+    grew.observe(el);
+    return () => grew.disconnect();
+  }, [live]);
   return heights.current;
 }

@@ -1,6 +1,6 @@
 import path from 'node:path';
 import type { Page } from 'playwright-core';
-import { expect, it } from 'vitest';
+import { beforeAll, expect, it } from 'vitest';
 import type { TestApp } from '../support/app.ts';
 import { OUTPUT_DIR } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
@@ -14,6 +14,10 @@ let browser: SignedIn;
 useSignedInApp((a, b) => {
   app = a;
   browser = b;
+});
+// This file sends more turns a minute than the Village allows a Player by default (20).
+beforeAll(async () => {
+  await app.db.sql`update village_settings set turns_per_minute = 1000`;
 });
 
 /** What the screen is giving the chat, measured in the page. */
@@ -63,12 +67,12 @@ const snap = (page: Page, name: string) => page.screenshot({ path: path.join(OUT
 /** A turn through the API: the Player's words (and attachments), the fake Model's reply. */
 async function say(conversationId: string, text: string, reply: string, attachments?: string[]) {
   app.fake.enqueue(textScript(reply));
-  const frames = await collectFrames(
-    await app.api(`/api/conversations/${conversationId}/messages`, {
-      cookie: browser.cookie,
-      body: { text, ...(attachments ? { attachments } : {}) },
-    }),
-  );
+  const res = await app.api(`/api/conversations/${conversationId}/messages`, {
+    cookie: browser.cookie,
+    body: { text, ...(attachments ? { attachments } : {}) },
+  });
+  expect(res.status, res.status === 200 ? '' : await res.clone().text()).toBe(200);
+  const frames = await collectFrames(res);
   expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
 }
 
