@@ -412,36 +412,26 @@ it('an imported Conversation shows its attachments as names, “not included in 
   expect(md).toContain('survey.pdf (application/pdf, 9,000 bytes, not included in the import)');
 }, 60_000);
 
-/** WCAG contrast of an element's text against the first opaque background behind it. */
-const contrast = (page: Page, selector: string) =>
+/** WCAG contrast of an element's text against the first opaque background behind it (run in the page). */
+const contrast = (page: Page, selector: string): Promise<number> =>
   page
     .locator(selector)
     .first()
-    .evaluate((el) => {
-      const rgb = (c: string) => (c.match(/[\d.]+/g) ?? []).map(Number);
-      const lum = ([r, g, b]: number[]) => {
-        const f = (v: number) => {
-          const s = v / 255;
-          return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4;
-        };
-        return 0.2126 * f(r!) + 0.7152 * f(g!) + 0.0722 * f(b!);
-      };
-      let bg: number[] = [255, 255, 255];
-      for (let e: Element | null = el; e; e = e.parentElement) {
+    .evaluate(`(el) => {
+      const rgb = (c) => (c.match(/[\\d.]+/g) ?? []).map(Number);
+      const f = (v) => { const s = v / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
+      const lum = ([r, g, b]) => 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+      let bg = [255, 255, 255];
+      for (let e = el; e; e = e.parentElement) {
         const c = rgb(getComputedStyle(e).backgroundColor);
-        if (c.length === 3 || (c.length === 4 && c[3]! > 0.9)) {
-          bg = c.slice(0, 3);
-          break;
-        }
+        if (c.length === 3 || (c.length === 4 && c[3] > 0.9)) { bg = c.slice(0, 3); break; }
       }
       const style = getComputedStyle(el);
       const opacity = Number(style.opacity);
-      const fg = rgb(style.color)
-        .slice(0, 3)
-        .map((v, i) => v * opacity + bg[i]! * (1 - opacity));
+      const fg = rgb(style.color).slice(0, 3).map((v, i) => v * opacity + bg[i] * (1 - opacity));
       const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
-      return (a! + 0.05) / (b! + 0.05);
-    });
+      return (a + 0.05) / (b + 0.05);
+    }`);
 
 it('the branch arrows read clearly (AA), and the Publish page has one scrollbar', async () => {
   const { page, cookie } = browser;
