@@ -414,10 +414,7 @@ it('an imported Conversation shows its attachments as names, “not included in 
 
 /** WCAG contrast of an element's text against the first opaque background behind it (run in the page). */
 const contrast = (page: Page, selector: string): Promise<number> =>
-  page
-    .locator(selector)
-    .first()
-    .evaluate(`(el) => {
+  page.evaluate(`((el) => {
       const rgb = (c) => (c.match(/[\\d.]+/g) ?? []).map(Number);
       const f = (v) => { const s = v / 255; return s <= 0.03928 ? s / 12.92 : ((s + 0.055) / 1.055) ** 2.4; };
       const lum = ([r, g, b]) => 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
@@ -431,7 +428,7 @@ const contrast = (page: Page, selector: string): Promise<number> =>
       const fg = rgb(style.color).slice(0, 3).map((v, i) => v * opacity + bg[i] * (1 - opacity));
       const [a, b] = [lum(fg), lum(bg)].sort((x, y) => y - x);
       return (a + 0.05) / (b + 0.05);
-    }`);
+    })(document.querySelector(${JSON.stringify(selector)}))`);
 
 it('the branch arrows read clearly (AA), and the Publish page has one scrollbar', async () => {
   const { page, cookie } = browser;
