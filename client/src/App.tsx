@@ -1,10 +1,14 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
-import { useEffect, useState } from 'react';
+import { useEffect, useState, useSyncExternalStore } from 'react';
 import { NavLink, Outlet, useLocation } from 'react-router';
 import { MeResponse } from '../../src/wire/index.ts';
 import { ApiError, api, fetchAs } from './api.ts';
 import { ErrorNote } from './components/ErrorNote.tsx';
 import { SignInPage } from './pages/SignInPage.tsx';
+import { onSessionEnd, sessionEnd } from './session.ts';
+
+/** Where the Player is now, to come back to after signing in. */
+const hereNow = () => `${location.pathname}${location.search}${location.hash}`;
 
 /**
  * The signed-in frame: navigation beside the page (on a phone, a bar with a Menu button that opens it, so the
@@ -22,6 +26,7 @@ export function App() {
     window.addEventListener('keydown', onKey);
     return () => window.removeEventListener('keydown', onKey);
   }, [menuOpen]);
+  const ended = useSyncExternalStore(onSessionEnd, sessionEnd);
   const me = useQuery({ queryKey: ['me'], queryFn: () => fetchAs(MeResponse, '/api/me') });
   const logout = useMutation({
     mutationFn: () => api('/api/auth/logout', { method: 'POST' }),
@@ -31,9 +36,28 @@ export function App() {
   if (me.isPending) return <p className="loading">Loading…</p>;
   if (me.error) {
     if (me.error instanceof ApiError && me.error.status === 401) {
-      return <SignInPage reason={me.error.code === 'SESSION_ENDED' ? me.error.message : undefined} />;
+      return (
+        <SignInPage
+          reason={me.error.code === 'SESSION_ENDED' ? me.error.message : undefined}
+          returnTo={hereNow()}
+        />
+      );
     }
     return <ErrorNote error={me.error} />;
+  }
+  // Signed in a moment ago, and now any call answered 401: the session is over, and the page says so once.
+  if (ended) {
+    return (
+      <SignInPage
+        reason={
+          ended.code === 'SESSION_ENDED'
+            ? ended.message
+            : 'You have been signed out: your session here has ended. Sign in again to go on where you were.'
+        }
+        returnTo={hereNow()}
+        handle={me.data.handle ?? undefined}
+      />
+    );
   }
   return (
     <div className="shell">

@@ -9,6 +9,7 @@ import type {
   SignInOptions,
   VillageView,
 } from '../../src/wire/index.ts';
+import { sessionEnded } from './session.ts';
 
 /** The one place the browser talks JSON to the server. Errors carry the server's code and message. */
 export class ApiError extends Error {
@@ -47,6 +48,24 @@ export async function reach(path: string, init: RequestInit): Promise<Response> 
   }
 }
 
+/**
+ * The error for a refused answer. A 401 also tells the app the session is over (session.ts): one sign-in page
+ * instead of an error beside each piece that asked.
+ */
+export function refusal(
+  status: number,
+  body: { error?: { code: string; message: string; details?: unknown } } | null,
+): ApiError {
+  const error = new ApiError(
+    status,
+    body?.error?.code ?? 'HTTP_ERROR',
+    body?.error?.message ?? unexplained(status),
+    body?.error?.details,
+  );
+  if (status === 401) sessionEnded({ code: error.code, message: error.message });
+  return error;
+}
+
 export async function api<T>(
   path: string,
   init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
@@ -62,14 +81,7 @@ export async function api<T>(
   const body = (await res.json().catch(() => null)) as {
     error?: { code: string; message: string; details?: unknown };
   } | null;
-  if (!res.ok) {
-    throw new ApiError(
-      res.status,
-      body?.error?.code ?? 'HTTP_ERROR',
-      body?.error?.message ?? unexplained(res.status),
-      body?.error?.details,
-    );
-  }
+  if (!res.ok) throw refusal(res.status, body);
   return body as T;
 }
 
@@ -88,12 +100,7 @@ export async function sendFile<S extends z.ZodType>(
     signal,
   });
   const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-  if (!res.ok)
-    throw new ApiError(
-      res.status,
-      body?.error?.code ?? 'HTTP_ERROR',
-      body?.error?.message ?? unexplained(res.status),
-    );
+  if (!res.ok) throw refusal(res.status, body);
   const decoded = z.safeDecode(schema, body as z.input<S>);
   if (!decoded.success)
     throw new ApiError(

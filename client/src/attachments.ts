@@ -12,12 +12,36 @@ export async function uploadFile(
   signal?: AbortSignal,
 ): Promise<AttachmentPart> {
   const name = file.name || `pasted.${file.type.split('/')[1] ?? 'bin'}`;
-  return sendFile(
-    AttachmentView,
-    `/api/conversations/${conversationId}/attachments?name=${encodeURIComponent(name)}`,
-    file,
-    signal,
-  );
+  // The server takes UPLOADS_AT_ONCE at a time from a Player (a fourth is refused): the rest wait their turn.
+  await uploadSlot();
+  try {
+    return await sendFile(
+      AttachmentView,
+      `/api/conversations/${conversationId}/attachments?name=${encodeURIComponent(name)}`,
+      file,
+      signal,
+    );
+  } finally {
+    freeSlot();
+  }
+}
+
+/** As the server's limit of uploads streaming at once per Player (src/attachments/routes.ts). */
+const UPLOADS_AT_ONCE = 3;
+let uploading = 0;
+const waiting: (() => void)[] = [];
+function uploadSlot(): Promise<void> {
+  if (uploading < UPLOADS_AT_ONCE) {
+    uploading++;
+    return Promise.resolve();
+  }
+  return new Promise((go) => waiting.push(go));
+}
+function freeSlot() {
+  const next = waiting.shift();
+  if (next)
+    next(); // the slot passes on
+  else uploading--;
 }
 
 /** Fetches a page on the server and attaches its readable text. */

@@ -1,5 +1,5 @@
 import { type Frame, readFrameStream } from '../../src/parts/index.ts';
-import { ApiError, reach, unexplained } from './api.ts';
+import { reach, refusal } from './api.ts';
 
 /**
  * Sends a turn (or a regenerate), or with GET follows a reply already being written, and hands each SSE frame to
@@ -23,11 +23,7 @@ export async function streamTurn(
   );
   if (!res.ok || !res.body) {
     const err = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-    throw new ApiError(
-      res.status,
-      err?.error?.code ?? 'HTTP_ERROR',
-      err?.error?.message ?? unexplained(res.status),
-    );
+    throw refusal(res.status, err);
   }
   onAccepted?.();
   try {

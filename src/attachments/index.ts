@@ -11,6 +11,7 @@ export {
   sweepStaging,
   writeBlob,
 } from './blobs.ts';
+export { type Dimensions, ImageHead, imageDimensions } from './dimensions.ts';
 export { attachmentTokens } from './estimate.ts';
 export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts';
 export { isTextType, sniffMediaType } from './sniff.ts';

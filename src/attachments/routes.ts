@@ -10,6 +10,7 @@ import { plainName, wellFormed } from '../parts/index.ts';
 import { getVillageSettings, type VillageSettings } from '../village/index.ts';
 import { AttachmentView } from '../wire/index.ts';
 import { adoptBlob, formatBytes, readBlob, tooLarge, writeBlob } from './blobs.ts';
+import { ImageHead } from './dimensions.ts';
 import { attachmentTokens, PdfPageCounter } from './estimate.ts';
 import { fetchPage } from './page.ts';
 import { SNIFF_BYTES, sniffMediaType } from './sniff.ts';
@@ -107,7 +108,12 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
         );
       }
       const pages = mediaType === 'application/pdf' ? new PdfPageCounter() : undefined;
-      const written = await writeBlob(sql, source.all(), maxBytes, (c) => pages?.push(c)).catch((e) => {
+      // A picture's size is read from its header, so the transcript reserves its box before it loads.
+      const image = mediaType.startsWith('image/') ? new ImageHead() : undefined;
+      const written = await writeBlob(sql, source.all(), maxBytes, (c) => {
+        pages?.push(c);
+        image?.push(c);
+      }).catch((e) => {
         throw e instanceof AppError && e.code === 'ATTACHMENT_TOO_LARGE' ? refusal(settings, room) : e;
       });
       const row = await adoptBlob(sql, written, (tx, blobId) =>
@@ -120,6 +126,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
           mediaType,
           size: written.size,
           tokens: attachmentTokens(mediaType, written.size, pages?.pages),
+          ...image?.dimensions(mediaType),
           quota: settings.playerAttachmentMb * MB,
         }),
       ).catch(overQuota(settings));

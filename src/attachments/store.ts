@@ -16,11 +16,15 @@ export interface AttachmentRow {
   tokens: number;
   url: string | null;
   title: string | null;
+  /** A picture's size in pixels, read from its header at upload (null: not a picture, or not readable). */
+  width: number | null;
+  height: number | null;
 }
 
 const columns = (sql: Sql) => sql`
   id, player_id as "playerId", conversation_id as "conversationId", message_id as "messageId",
-  blob_id as "blobId", kind, name, media_type as "mediaType", size::float8 as size, tokens, url, title`;
+  blob_id as "blobId", kind, name, media_type as "mediaType", size::float8 as size, tokens, url, title, width,
+  height`;
 
 /** An attachment past what the Player may store; `room` is what was left. Nothing was stored. */
 export class QuotaFullError extends Error {
@@ -36,10 +40,12 @@ export class QuotaFullError extends Error {
  */
 export async function insertAttachment(
   sql: Sql,
-  a: Omit<AttachmentRow, 'id' | 'messageId' | 'url' | 'title'> & {
+  a: Omit<AttachmentRow, 'id' | 'messageId' | 'url' | 'title' | 'width' | 'height'> & {
     messageId?: string | null;
     url?: string | null;
     title?: string | null;
+    width?: number | null;
+    height?: number | null;
     quota?: number;
   },
 ): Promise<AttachmentRow> {
@@ -47,9 +53,10 @@ export async function insertAttachment(
     await sql`select pg_advisory_xact_lock(${LOCKS.attachmentQuota}, hashtext(${a.playerId}))`;
   const [row] = await sql<AttachmentRow[]>`
     insert into attachments (player_id, conversation_id, message_id, blob_id, kind, name, media_type, size, tokens,
-      url, title)
+      url, title, width, height)
     select ${a.playerId}, ${a.conversationId}, ${a.messageId ?? null}, ${a.blobId}, ${a.kind}, ${a.name},
-      ${a.mediaType}, ${a.size}, ${a.tokens}, ${a.url ?? null}, ${a.title ?? null}
+      ${a.mediaType}, ${a.size}, ${a.tokens}, ${a.url ?? null}, ${a.title ?? null}, ${a.width ?? null},
+      ${a.height ?? null}
     where ${a.quota === undefined} or (select coalesce(sum(size), 0) from attachments
       where player_id = ${a.playerId}) + ${a.size} <= ${a.quota ?? 0}
     returning ${columns(sql)}`;
@@ -151,5 +158,13 @@ export function toPart(a: AttachmentRow): AttachmentPart {
         size: a.size,
         tokens: a.tokens,
       }
-    : { type: 'file', id: a.id, name: a.name, mediaType: a.mediaType, size: a.size, tokens: a.tokens };
+    : {
+        type: 'file',
+        id: a.id,
+        name: a.name,
+        mediaType: a.mediaType,
+        size: a.size,
+        tokens: a.tokens,
+        ...(a.width && a.height ? { width: a.width, height: a.height } : {}),
+      };
 }

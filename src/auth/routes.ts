@@ -10,6 +10,7 @@ import { MeResponse } from '../wire/index.ts';
 import { asPlayer } from './playerCalls.ts';
 import { currentPlayer } from './requireSession.ts';
 import { restoreSession } from './restore.ts';
+import { MAX_RETURN_PATH, returnPath } from './returnPath.ts';
 import {
   createSession,
   endSession,
@@ -31,8 +32,36 @@ const LoginBody = z
         (s) => isValidHandle(s) || isValidDid(s) || /^https?:\/\/[^\s]+$/.test(s),
         'enter a handle (alice.bsky.social), a DID, or your PDS address (https://…)',
       ),
+    /** The page to come back to once signed in (a path on this site; anything else is refused). */
+    returnTo: z
+      .string()
+      .max(MAX_RETURN_PATH)
+      .transform((p, ctx) => {
+        const path = returnPath(p);
+        if (path === null) {
+          ctx.addIssue({ code: 'custom', message: 'returnTo must be a path on this site, such as /c/…' });
+          return z.NEVER;
+        }
+        return path;
+      })
+      .optional(),
   })
   .strict();
+
+/**
+ * What the OAuth client keeps server-side for one sign-in (its `state`, handed back at the callback): the nonce
+ * also held in this browser's cookie, and the page to return to.
+ */
+const LoginState = z.object({ nonce: z.string(), returnTo: z.string().optional() });
+function readState(state: string | null | undefined): z.infer<typeof LoginState> | undefined {
+  if (!state) return undefined;
+  try {
+    const parsed = LoginState.safeParse(JSON.parse(state));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface AuthDeps {
   sql: Sql;
@@ -56,14 +85,15 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
   });
 
   router.post('/api/auth/login', async (req, res) => {
-    const { identifier } = parseBody(req, LoginBody);
+    const { identifier, returnTo } = parseBody(req, LoginBody);
     // The sign-in is bound to this browser: a nonce in the OAuth state and in a short-lived cookie, compared at
     // the callback. Someone else's unfinished callback URL, opened here, signs nobody in (login CSRF).
     const nonce = randomBytes(24).toString('base64url');
     try {
-      const url = await deps
-        .oauth()
-        .authorize(identifier, { signal: AbortSignal.timeout(15_000), state: nonce });
+      const url = await deps.oauth().authorize(identifier, {
+        signal: AbortSignal.timeout(15_000),
+        state: JSON.stringify({ nonce, returnTo }),
+      });
       res.cookie(LOGIN_COOKIE, nonce, {
         httpOnly: true,
         sameSite: 'lax',
@@ -82,8 +112,9 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
     const started = parseCookie(req.headers.cookie ?? '')[LOGIN_COOKIE];
     if (started) res.clearCookie(LOGIN_COOKIE, { path: '/oauth' });
     try {
-      const { session, state } = await deps.oauth().callback(params);
-      if (!started || !state || !sameNonce(started, state)) {
+      const { session, state: kept } = await deps.oauth().callback(params);
+      const state = readState(kept);
+      if (!started || !state || !sameNonce(started, state.nonce)) {
         // The tokens just issued belong to whoever started this sign-in elsewhere: they are given back.
         await asPlayer(session.did, () => deps.oauth().revoke(session.did)).catch(() => {});
         res
@@ -101,7 +132,8 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
       );
       const player = await upsertPlayer(deps.sql, session.did, handle);
       setSessionCookie(res, await createSession(deps.sql, player.id), deps.secureCookies);
-      res.redirect(303, '/');
+      // Back where the Player was (checked again: the state was written by this server, but cheaply so).
+      res.redirect(303, (state.returnTo && returnPath(state.returnTo)) || '/');
     } catch (e) {
       const failure = callbackError(e);
       if (failure.status >= 500) deps.log('oauth callback failed', e);

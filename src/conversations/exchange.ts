@@ -145,8 +145,9 @@ export function importedTree(
 
 /**
  * A Message of an imported file as the row to store. Attachments keep their name, type and size but point at
- * nothing here (a fresh id): their bytes are not in the file, and an id from elsewhere must never name another
- * Player's upload. A reply that was still streaming when exported is stored as interrupted.
+ * nothing here (a fresh id, marked `missing`, so the transcript shows their names instead of a broken picture or
+ * link): their bytes are not in the file, and an id from elsewhere must never name another Player's upload. A
+ * reply that was still streaming when exported is stored as interrupted.
  */
 export function importedRow(
   m: ExportedMessage,
@@ -154,7 +155,9 @@ export function importedRow(
   newId: () => string,
   tree: { id: string; parentId: string | null; onPath: boolean },
 ) {
-  const parts = m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: newId() } : p));
+  const parts = m.parts.map((p) =>
+    p.type === 'file' || p.type === 'url' ? { ...p, id: newId(), missing: true as const } : p,
+  );
   return {
     id: tree.id,
     parent_id: tree.parentId,
@@ -206,7 +209,9 @@ export function markdownMessage(
         `- Tool \`${p.name ?? 'tool'}\`: ${p.state === 'failed' ? `failed${p.error ? ` (${p.error.split('\n')[0]})` : ''}` : p.state}`,
       );
     else if (p.type === 'file')
-      lines.push(`- Attached file: ${p.name} (${p.mediaType}, ${p.size.toLocaleString('en')} bytes)`);
+      lines.push(
+        `- Attached file: ${p.name} (${p.mediaType}, ${p.size.toLocaleString('en')} bytes${p.missing ? ', not included in the import' : ''})`,
+      );
     else if (p.type === 'url') lines.push(`- Attached page: [${p.title ?? p.url}](${p.url})`);
   }
   if (m.status === 'failed')

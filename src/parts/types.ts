@@ -34,6 +34,11 @@ export const FilePart = z.object({
   size: z.number().int().nonnegative(),
   /** What it takes of the context window, estimated at upload (images fixed, text by its length). */
   tokens: z.number().int().nonnegative().optional(),
+  /** A picture's size in pixels, read from its header at upload: the transcript reserves its box with it. */
+  width: z.number().int().positive().optional(),
+  height: z.number().int().positive().optional(),
+  /** Its bytes are not on this server: it came in an imported Conversation, whose file carries names only. */
+  missing: z.literal(true).optional(),
 });
 /** A page the Player attached by its URL: fetched once, kept as readable text (ADR 0035). */
 export const UrlPart = z.object({
@@ -43,6 +48,8 @@ export const UrlPart = z.object({
   title: z.string().optional(),
   size: z.number().int().nonnegative(),
   tokens: z.number().int().nonnegative().optional(),
+  /** As a file's: the page's text came in an imported Conversation and is not on this server. */
+  missing: z.literal(true).optional(),
 });
 
 export const Part = z.discriminatedUnion('type', [TextPart, ReasoningPart, ToolPart, FilePart, UrlPart]);

@@ -5,6 +5,7 @@ import { z } from 'zod';
 import {
   adoptBlob,
   attachmentTokens,
+  ImageHead,
   insertAttachment,
   QuotaFullError,
   sniffMediaType,
@@ -59,6 +60,8 @@ export function shareFileTool(
       const handle = await open(file, 'r');
       let written: Awaited<ReturnType<typeof writeBlob>>;
       let mediaType: string | undefined;
+      // A picture's size, so the transcript reserves its box (read from the bytes as they are stored).
+      const image = new ImageHead();
       const name = path.basename(file);
       try {
         const size = (await handle.stat()).size;
@@ -77,6 +80,7 @@ export function shareFileTool(
           sql,
           handle.createReadStream({ start: 0, autoClose: false }),
           limits.maxBytes,
+          (c) => image.push(c),
         );
       } finally {
         await handle.close();
@@ -92,6 +96,7 @@ export function shareFileTool(
           mediaType: type,
           size: written.size,
           tokens: attachmentTokens(type, written.size),
+          ...image.dimensions(type),
           quota: limits.playerBytes,
         }),
       ).catch((e) => {

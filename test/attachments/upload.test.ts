@@ -61,6 +61,9 @@ describe('uploading', () => {
       mediaType: 'image/png',
       size: picture.length,
       tokens: 1600,
+      // Read from its header, so the transcript reserves its box before it loads.
+      width: 8,
+      height: 8,
     });
     const got = await app.api(`/api/attachments/${part.id}`, { cookie });
     expect(got.status).toBe(200);

@@ -50,7 +50,10 @@ const comparable = (e: Export) => ({
     id: undefined,
     // The tree, by place in the file rather than by this instance's ids.
     parentId: m.parentId === null ? null : e.messages.findIndex((p) => p.id === m.parentId),
-    parts: m.parts.map((p) => (p.type === 'file' || p.type === 'url' ? { ...p, id: undefined } : p)),
+    // An imported attachment is marked as not here (`missing`): apart from that and its id, the same.
+    parts: m.parts.map((p) =>
+      p.type === 'file' || p.type === 'url' ? { ...p, id: undefined, missing: undefined } : p,
+    ),
   })),
 });
 
@@ -115,6 +118,8 @@ it('JSON export → import → export gives the same file; the NPCs are the Play
   // Attachments come as names only: their ids point at nothing of anyone's.
   const file = again.messages[2]!.parts[1]!;
   expect(file.id).not.toBe(original.messages[2]!.parts[1]!.id);
+  expect(file).toMatchObject({ missing: true });
+  expect(original.messages[2]!.parts[1]).not.toHaveProperty('missing');
   expect((await app.api(`/api/attachments/${file.id}`, { cookie })).status).toBe(404);
   // Paid for where it was made: Usage is what it was.
   expect(await usage()).toEqual(before);

@@ -84,15 +84,19 @@ export const OUTPUT_DIR = path.resolve(import.meta.dirname, '../output');
 
 /** Saves what the page shows at 1280 px and 390 px (`<name>-<width>.png` under test/output/), whole. */
 export async function shoot(page: Page, name: string): Promise<void> {
-  // The page scrolls inside the app's frame: let it grow so the whole page is in the picture.
-  const style = await page.addStyleTag({
-    content: '.shell { height: auto !important } .page { overflow: visible !important }',
-  });
+  // The page scrolls inside the app's frame: let it grow so the whole page is in the picture. The chat is one
+  // screen with its own scroller (ChatLayout): it is taken as the screen shows it, at a phone's height on a phone.
+  const chat = (await page.locator('.chat-layout').count()) > 0;
+  const style = chat
+    ? undefined
+    : await page.addStyleTag({
+        content: '.shell { height: auto !important } .page { overflow: visible !important }',
+      });
   for (const width of [1280, 390]) {
-    await page.setViewportSize({ width, height: 900 });
-    await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: true });
+    await page.setViewportSize({ width, height: chat && width === 390 ? 844 : 900 });
+    await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: !chat });
   }
-  await style.evaluate((s) => s.remove());
+  await style?.evaluate((s) => s.remove());
   await page.setViewportSize({ width: 1280, height: 900 });
 }
 

@@ -17,6 +17,8 @@ export function AttachmentList({ parts }: { parts: AttachmentPart[] }) {
 }
 
 function AttachmentItem({ part }: { part: AttachmentPart }) {
+  // Imported: the file carried its name only, so there is nothing here to show or download.
+  if (part.missing) return <MissingItem part={part} />;
   if (part.type === 'url') {
     let host = part.url;
     try {
@@ -43,9 +45,34 @@ function AttachmentItem({ part }: { part: AttachmentPart }) {
   );
 }
 
+function MissingItem({ part }: { part: AttachmentPart }) {
+  const name = part.type === 'url' ? (part.title ?? part.url) : part.name;
+  return (
+    <span className="file-chip missing" data-missing="true">
+      <span className="file-icon" aria-hidden="true">
+        {part.type === 'url' ? 'WEB' : part.mediaType.startsWith('image/') ? 'IMG' : 'FILE'}
+      </span>
+      <span className="file-name">{name}</span>
+      <span className="meta">not included in the import</span>
+    </span>
+  );
+}
+
+/** The thumbnail's box: the picture scaled to fit THUMB, known before it loads (the transcript does not jump). */
+const THUMB = { width: 240, height: 180 };
+export function thumbSize(part: { width?: number; height?: number }): { width: number; height: number } {
+  if (!part.width || !part.height) return THUMB; // uploaded before sizes were kept: a fixed box
+  const scale = Math.min(1, THUMB.width / part.width, THUMB.height / part.height);
+  return {
+    width: Math.max(1, Math.round(part.width * scale)),
+    height: Math.max(1, Math.round(part.height * scale)),
+  };
+}
+
 function Picture({ part }: { part: Extract<AttachmentPart, { type: 'file' }> }) {
   const dialog = useRef<HTMLDialogElement>(null);
   useEffect(() => () => dialog.current?.close(), []);
+  const box = thumbSize(part);
   return (
     <>
       <button
@@ -54,7 +81,14 @@ function Picture({ part }: { part: Extract<AttachmentPart, { type: 'file' }> }) 
         onClick={() => dialog.current?.showModal()}
         aria-label={`Enlarge ${part.name}`}
       >
-        <img src={attachmentUrl(part.id)} alt={part.name} loading="lazy" />
+        <img
+          src={attachmentUrl(part.id)}
+          alt={part.name}
+          loading="lazy"
+          width={box.width}
+          height={box.height}
+          className={part.width ? undefined : 'unsized'}
+        />
       </button>
       {/* biome-ignore lint/a11y/useKeyWithClickEvents: a dialog closes on Escape by itself; a click anywhere closes it too */}
       <dialog ref={dialog} className="lightbox" onClick={() => dialog.current?.close()}>

@@ -212,7 +212,7 @@ export function Composer(props: {
             >
               {c.preview && !c.error && <img src={c.preview} alt="" className="chip-thumb" />}
               <span className="chip-name">{c.name}</span>
-              {c.size !== undefined && <span className="meta">{formatSize(c.size)}</span>}
+              {c.size !== undefined && <span className="meta chip-size">{formatSize(c.size)}</span>}
               {!c.part && !c.error && <span className="meta">uploading…</span>}
               {c.error && (
                 <span className="error" role="alert">

@@ -1,11 +1,13 @@
 import { useInfiniteQuery, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useVirtualizer } from '@tanstack/react-virtual';
 import { useEffect, useMemo, useRef, useState } from 'react';
-import { Link, useParams, useSearchParams } from 'react-router';
+import { useParams, useSearchParams } from 'react-router';
 import type { z } from 'zod';
 import { type AttachmentPart, applyFrame, type Frame, type LiveTurn } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { ChatHeader } from '../components/ChatHeader.tsx';
+import { ChatLayout } from '../components/ChatLayout.tsx';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LiveBanner } from '../components/LivePublishing.tsx';
@@ -17,6 +19,7 @@ import {
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
+import { useLiveHeights, usePinnedToBottom } from '../pinned.ts';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
@@ -223,22 +226,12 @@ export function ConversationPage() {
     go: (m) => void send(CONTINUE_TEXT, [], first?.participants?.find((p) => p.name === m.npcName)?.id),
   };
   return (
-    <div className="conversation">
-      <header className="conversation-head">
-        <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
-        <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
-        <span className="head-actions">
-          <a href={`/api/conversations/${id}/export?format=md`} download>
-            Export Markdown
-          </a>
-          <a href={`/api/conversations/${id}/export`} download>
-            Export JSON
-          </a>
-          <Link to={`/c/${id}/publish`} className="publish-link">
-            Publish…
-          </Link>
-        </span>
-      </header>
+    <ChatLayout currentId={id}>
+      <ChatHeader
+        conversationId={id}
+        title={first?.conversation?.title ?? null}
+        names={first?.participants?.map((n) => n.name) ?? []}
+      />
       <ErrorNote error={query.error} />
       <BranchContext.Provider value={actions}>
         <ContinueContext.Provider value={continueAction}>
@@ -279,7 +272,7 @@ export function ConversationPage() {
         branch={branch}
         onCancelBranch={() => setBranch(null)}
       />
-    </div>
+    </ChatLayout>
   );
 }
 
@@ -310,38 +303,30 @@ function Transcript(props: {
 }) {
   const { rows, live, focusId } = props;
   const scrollRef = useRef<HTMLDivElement>(null);
+  const liveRef = useRef<HTMLDivElement>(null);
+  const liveHeights = useLiveHeights(liveRef);
   const virtualizer = useVirtualizer({
     count: rows.length,
     getScrollElement: () => scrollRef.current,
-    estimateSize: () => 140,
+    estimateSize: (i) => liveHeights.get(rows[i]?.id ?? '') ?? 140,
     overscan: 6,
     getItemKey: (i) => rows[i]?.id ?? i,
   });
-  const nearBottom = useRef(true);
-  const liveSize = live ? JSON.stringify(live.replies.map((r) => r.parts)).length : 0;
-
-  // Keep the newest turn in view while the Player is at the bottom.
+  // The newest turn stays in view while the Player is at the end (pinned.ts); sending goes back there.
+  const pinned = usePinnedToBottom(scrollRef);
+  const sentId = live?.player?.id;
   useEffect(() => {
-    const el = scrollRef.current;
-    if (el && nearBottom.current && !focusId) el.scrollTop = el.scrollHeight;
-  }, [rows.length, liveSize, focusId]);
+    if (sentId) pinned.pin();
+  }, [sentId, pinned]);
   const focusIndex = focusId ? rows.findIndex((r) => r.id === focusId) : -1;
   useEffect(() => {
     if (focusIndex < 0) return;
-    nearBottom.current = false;
+    pinned.release();
     virtualizer.scrollToIndex(focusIndex, { align: 'center' });
-  }, [focusIndex, virtualizer]);
+  }, [focusIndex, virtualizer, pinned]);
 
   return (
-    <div
-      className="transcript"
-      data-count={rows.length}
-      ref={scrollRef}
-      onScroll={(e) => {
-        const el = e.currentTarget;
-        nearBottom.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
-      }}
-    >
+    <div className="transcript" data-count={rows.length} ref={scrollRef}>
       {props.hasOlder && (
         <button type="button" className="older" onClick={props.loadOlder} disabled={props.loadingOlder}>
           {props.loadingOlder ? 'Loading…' : 'Load earlier messages'}
@@ -361,7 +346,7 @@ function Transcript(props: {
         ))}
       </div>
       {/* The reply being written: announced to screen readers as it arrives. */}
-      <div className="live" aria-live="polite" aria-busy={live ? 'true' : 'false'}>
+      <div className="live" aria-live="polite" aria-busy={live ? 'true' : 'false'} ref={liveRef}>
         {live?.replies.map((r) => (
           <MessageView key={r.id} message={r} />
         ))}

@@ -3,15 +3,32 @@ import { type FormEvent, useState } from 'react';
 import { SignInOptions } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { useDocumentTitle } from '../title.ts';
 
-export function SignInPage({ reason }: { reason?: string }) {
-  const [identifier, setIdentifier] = useState('');
+/**
+ * Signing in: a handle, or a demo account in offline mode. `reason` says why the Player is here when their session
+ * ended (said once, here, in place of the app); `returnTo` is the page they go back to once signed in.
+ */
+export function SignInPage({
+  reason,
+  returnTo,
+  handle,
+}: {
+  reason?: string;
+  returnTo?: string;
+  handle?: string;
+}) {
+  useDocumentTitle(reason ? 'Signed out' : 'Sign in');
+  const [identifier, setIdentifier] = useState(handle ?? '');
   const options = useQuery({
     queryKey: ['auth-options'],
     queryFn: () => fetchAs(SignInOptions, '/api/auth/options'),
   });
   const login = useMutation({
-    mutationFn: (id: string) => api<{ url: string }>('/api/auth/login', { body: { identifier: id } }),
+    mutationFn: (id: string) =>
+      api<{ url: string }>('/api/auth/login', {
+        body: { identifier: id, ...(returnTo && returnTo !== '/' ? { returnTo } : {}) },
+      }),
     onSuccess: ({ url }) => window.location.assign(url),
   });
   const submit = (e: FormEvent) => {
@@ -24,7 +41,11 @@ export function SignInPage({ reason }: { reason?: string }) {
     <main className="signin" id="main">
       <h1>AgentsVille</h1>
       <p>Talk with AI characters, and publish the conversations you choose to your own Bluesky repo.</p>
-      {reason && <p className="notice">{reason}</p>}
+      {reason && (
+        <p className="notice" role="alert">
+          {reason}
+        </p>
+      )}
       <form onSubmit={submit} className="signin-form">
         <label htmlFor="identifier">Your handle</label>
         <div className="row">
