@@ -106,6 +106,7 @@ export function conversationRoutes({
       body.npcIds,
       body.title ?? null,
       maxConversations,
+      player.handle ?? undefined,
     );
     respond(
       res,

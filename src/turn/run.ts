@@ -65,6 +65,8 @@ export interface TurnPlan {
   replyId: string;
   settings: VillageSettings;
   playerId: string;
+  /** Who `{{user}}` is in an NPC's text (the Player's handle). */
+  playerName?: string;
   /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
   speakerFor(npc: Npc): Speaker | string;
   /** Told of each reply as it starts, with a way to read its Parts as they stand (replies/ follows it). */
@@ -253,6 +255,7 @@ async function runReply(
       handoff,
       signal: callSignal,
       budget,
+      user: plan.playerName,
     });
     releaseAttachments = context.release;
     // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have

@@ -10,7 +10,21 @@ export {
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';
-export { COUNT_LOCK, createNpc, getNpc, getNpcs, insertNpc, listNpcs, type Npc } from './npcs.ts';
+export {
+  CARD_DEFAULTS,
+  COUNT_LOCK,
+  createNpc,
+  getNpc,
+  getNpcs,
+  insertNpc,
+  listNpcs,
+  NPC_LIMITS,
+  type Npc,
+  type NpcInput,
+  type NpcWrite,
+  npcColumns,
+  updateNpc,
+} from './npcs.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';
 export {
