@@ -276,6 +276,8 @@ async function runReply(
       model: speaker.model,
       instructions: instructionsFor(speaker.kind, context.system),
       messages: context.messages,
+      // Only a card's post-history instructions come as a system message after the history (turn/prompt.ts).
+      allowSystemInMessages: context.messages.some((m) => m.role === 'system'),
       tools: tools.tools,
       // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
       // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
