@@ -63,12 +63,15 @@ export async function sendFile<S extends z.ZodType>(
     body: file,
     signal,
   });
-  const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+  const body = (await res.json().catch(() => null)) as {
+    error?: { code: string; message: string; details?: unknown };
+  } | null;
   if (!res.ok)
     throw new ApiError(
       res.status,
       body?.error?.code ?? 'HTTP_ERROR',
       body?.error?.message ?? `The server answered ${res.status}.`,
+      body?.error?.details,
     );
   const decoded = z.safeDecode(schema, body as z.input<S>);
   if (!decoded.success)

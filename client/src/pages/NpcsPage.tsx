@@ -3,12 +3,14 @@ import { type FormEvent, useRef, useState } from 'react';
 import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
 import { CardImport } from '../components/CardImport.tsx';
+import { CharacterFields, characterOf, emptyCharacter } from '../components/CharacterFields.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt'>;
+type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt' | 'extensions'>;
 const empty: Draft = {
+  ...emptyCharacter,
   name: '',
   jobTitle: '',
   description: '',
@@ -37,7 +39,7 @@ export function NpcsPage() {
     setGrants(new Set());
   };
   const startEdit = (n: Npc) => {
-    const { id, ...rest } = n;
+    const { id, extensions: _, ...rest } = n;
     editingRef.current = id;
     setEditing(id);
     setDraft(rest);
@@ -59,6 +61,7 @@ export function NpcsPage() {
         provider: d.provider,
         model: d.model,
         thinking: d.thinking,
+        ...characterOf(d),
         ...(grants ? { grants: [...grants].map(grantOf) } : {}),
       };
       return editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body }) : api('/api/npcs', { body });
@@ -115,6 +118,7 @@ export function NpcsPage() {
           Prompt
           <textarea value={draft.prompt} onChange={(e) => set('prompt', e.target.value)} rows={4} />
         </label>
+        <CharacterFields value={draft} prompt={draft.prompt} onChange={(c) => setDraft({ ...draft, ...c })} />
         <div className="row">
           <label>
             Provider
