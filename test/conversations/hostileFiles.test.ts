@@ -100,7 +100,9 @@ it('a card whose lorebook is 3.3 million {} is refused, not accepted; as a PNG t
       spec: 'chara_card_v2',
       data: {
         name: `Keeper ${n}`,
-        character_book: { entries: Array.from({ length: n }, (_, i) => ({ keys: [], content: `Fact ${i}.` })) },
+        character_book: {
+          entries: Array.from({ length: n }, (_, i) => ({ keys: [], content: `Fact ${i}.` })),
+        },
       },
     });
   const over = refusal(await post('/api/npcs/import', book(501)));
