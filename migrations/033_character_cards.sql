@@ -38,3 +38,7 @@ create table npc_lorebooks (
 );
 create index npc_lorebooks_book on npc_lorebooks (lorebook_id);
 create unique index npc_lorebooks_one_embedded on npc_lorebooks (npc_id) where embedded;
+
+-- The card's picture (its PNG with the card's text chunks taken out), stored as a blob like attachments.
+alter table npcs add column avatar_blob_id uuid references blobs (id) on delete set null;
+create index npcs_avatar_blob on npcs (avatar_blob_id) where avatar_blob_id is not null;

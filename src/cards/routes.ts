@@ -1,5 +1,6 @@
 import { type Request, Router } from 'express';
 import { z } from 'zod';
+import { adoptBlob, collectBlobs, readBlobBytes, writeBlob } from '../attachments/index.ts';
 import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
@@ -34,7 +35,7 @@ import {
   toCardV3,
 } from './card.ts';
 import { isWorldInfo, LorebookError, readBook, worldInfoToBook } from './lorebook.ts';
-import { pngWithText } from './png.ts';
+import { isPng, pngWithoutText, pngWithText, withText } from './png.ts';
 import { attachBooks, embeddedBook, insertLorebook, listLorebooks, setEmbeddedBook } from './store.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
@@ -59,6 +60,39 @@ const STATUS = {
   NOT_A_CARD: 400,
   WORLD_INFO: 422,
 } as const;
+
+/**
+ * A PNG card's picture as the NPC's avatar: the PNG without its text chunks, stored as a blob (once per content)
+ * and the one it replaces let go. A picture that cannot be read is no reason to refuse the card: it says so.
+ */
+async function keepAvatar(sql: Sql, npcId: string, bytes: unknown, notes: string[]): Promise<void> {
+  if (!Buffer.isBuffer(bytes) || !isPng(bytes)) return;
+  let picture: Uint8Array;
+  try {
+    picture = pngWithoutText(bytes);
+  } catch {
+    notes.push("The card's picture could not be read: the NPC has no avatar.");
+    return;
+  }
+  const written = await writeBlob(
+    sql,
+    (async function* () {
+      yield picture;
+    })(),
+    MAX_CARD_BYTES,
+  );
+  const old = await adoptBlob(sql, written, async (tx, blobId) => {
+    const [row] = await tx<{ old: string | null }[]>`
+      select avatar_blob_id as old from npcs where id = ${npcId} for update`;
+    await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
+    return row?.old && row.old !== blobId ? row.old : null;
+  });
+  if (old) await collectBlobs(sql, [old]).catch(() => {});
+}
+
+const avatarOf = async (sql: Sql, npcId: string) =>
+  (await sql<{ id: string | null }[]>`select avatar_blob_id as id from npcs where id = ${npcId}`)[0]?.id ??
+  null;
 
 const asAppError = (e: unknown) =>
   e instanceof CardError ? new AppError(STATUS[e.code], e.code, e.message) : e;
@@ -122,7 +156,9 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     if (q.update) {
       const npc = await updateNpc(sql, player.id, q.update, fields, (tx, n) => saveBook(n.id)(tx));
       if (!npc) throw notFound('NPC');
-      respond(res, ImportedNpcResponse, { npc, lorebookEntries: entries, notes, updated: true });
+      await keepAvatar(sql, npc.id, req.body, notes);
+      const shown = (await getNpc(sql, player.id, npc.id)) ?? npc;
+      respond(res, ImportedNpcResponse, { npc: shown, lorebookEntries: entries, notes, updated: true });
       return;
     }
     // The same card again (same name, same creator): offered as an update, not made twice.
@@ -142,7 +178,9 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       );
     const { maxNpcs } = await getVillageSettings(sql);
     const npc = await createNpc(sql, player.id, fields, maxNpcs, (tx, created) => saveBook(created.id)(tx));
-    respond(res, ImportedNpcResponse, { npc, lorebookEntries: entries, notes, updated: false }, 201);
+    await keepAvatar(sql, npc.id, req.body, notes);
+    const shown = (await getNpc(sql, player.id, npc.id)) ?? npc;
+    respond(res, ImportedNpcResponse, { npc: shown, lorebookEntries: entries, notes, updated: false }, 201);
   });
 
   router.get('/npcs/:id/card', async (req, res) => {
@@ -156,14 +194,33 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     if (format === 'png') {
       // Both chunks, as SillyTavern writes them: V2 readers take `chara`, V3 readers `ccv3`.
       const b64 = (s: string) => Buffer.from(s).toString('base64');
+      const texts = { chara: b64(v2), ccv3: b64(v3) };
+      // The NPC's own picture when it has one (a card's PNG gives its picture back), else a 1×1 one.
+      const avatar = await avatarOf(sql, npc.id);
+      const png = avatar
+        ? withText(await readBlobBytes(sql, avatar, MAX_CARD_BYTES), texts)
+        : pngWithText(texts);
       res.attachment(`${npc.name}.png`).type('image/png');
-      res.send(Buffer.from(pngWithText({ chara: b64(v2), ccv3: b64(v3) })));
+      res.send(Buffer.from(png));
     } else {
       res
         .attachment(`${npc.name}.json`)
         .type('application/json')
         .send(spec === 'v3' ? v3 : v2);
     }
+  });
+
+  router.get('/npcs/:id/avatar', async (req, res) => {
+    const player = currentPlayer(res);
+    const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
+    const avatar = npc && (await avatarOf(sql, npc.id));
+    if (!avatar) throw notFound('Avatar');
+    // The URL names the content (`?v=`): it may be kept as long as the browser likes.
+    res
+      .type('image/png')
+      .set('cache-control', 'private, max-age=31536000, immutable')
+      .set('content-security-policy', "default-src 'none'")
+      .send(await readBlobBytes(sql, avatar, MAX_CARD_BYTES));
   });
 
   router.post(

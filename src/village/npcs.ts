@@ -32,6 +32,8 @@ export interface Npc {
   extensions: Record<string, unknown>;
   /** A V3 card's fields this app has no use for, given back on export (not part of the NPC API). */
   cardExtra: Record<string, unknown>;
+  /** Where its picture is served (a card's PNG), or null. */
+  avatarUrl: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -147,7 +149,10 @@ export const npcColumns = (sql: Queryable) => sql`
   thinking, personality, scenario, greeting, alternate_greetings as "alternateGreetings",
   example_messages as "exampleMessages", post_history_instructions as "postHistoryInstructions", creator,
   creator_notes as "creatorNotes", character_version as "characterVersion", tags, extensions,
-  card_extra as "cardExtra", npcs.created_at as "createdAt", npcs.updated_at as "updatedAt"`;
+  card_extra as "cardExtra",
+  case when avatar_blob_id is null then null
+    else '/api/npcs/' || npcs.id || '/avatar?v=' || left(md5(avatar_blob_id::text), 8) end as "avatarUrl",
+  npcs.created_at as "createdAt", npcs.updated_at as "updatedAt"`;
 const columns = npcColumns;
 
 export async function listNpcs(sql: Sql, playerId: string): Promise<Npc[]> {

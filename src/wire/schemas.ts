@@ -39,6 +39,8 @@ export const NpcView = z.object({
   characterVersion: z.string(),
   tags: z.array(z.string()),
   extensions: z.record(z.string(), z.unknown()),
+  /** The NPC's picture (from a card's PNG), or null. */
+  avatarUrl: z.string().nullable(),
   createdAt: Time,
   updatedAt: Time,
 });

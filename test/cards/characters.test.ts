@@ -1,5 +1,6 @@
+import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
-import { pngTextChunks, pngWithText } from '../../src/cards/png.ts';
+import { pngTextChunks, pngWithoutText, pngWithText, withText } from '../../src/cards/png.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { collectFrames } from '../support/sse.ts';
 import { messages } from '../support/turns.ts';
@@ -205,7 +206,8 @@ it('exports V2 and V3 (JSON, and a PNG with both chunks) that import back as the
     character_version: '1.1.0',
   });
   const fields = (n: Npc) => {
-    const { id: _i, createdAt: _c, updatedAt: _u, ...rest } = n;
+    // The picture comes only with a PNG; ids and times are the new NPC's own.
+    const { id: _i, createdAt: _c, updatedAt: _u, avatarUrl: _a, ...rest } = n;
     return rest;
   };
   for (const body of [JSON.stringify(v2), JSON.stringify(v3), png]) {
@@ -262,4 +264,52 @@ it('a World Info file imports as a lorebook, attached to the NPCs it is for', as
   ).json()) as { conversation: { id: string } };
   await say(c.conversation.id, 'What do the ledgers say?');
   expect(systemOf()[0]!.content).toContain('LORE-LEDGER');
+});
+
+/** A 2×1 red-and-blue picture, unlike the 1×1 one an export without an avatar carries. */
+function picture(): Uint8Array {
+  const chunk = (type: string, data: Buffer) => {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(data.length, 0);
+    head.write(type, 4, 'latin1');
+    const crc = Buffer.alloc(4);
+    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+    return [head, data, crc];
+  };
+  const ihdr = Buffer.alloc(13);
+  ihdr.writeUInt32BE(2, 0);
+  ihdr.writeUInt32BE(1, 4);
+  ihdr.set([8, 6, 0, 0, 0], 8);
+  const row = Buffer.from([0, 255, 0, 0, 255, 0, 0, 255, 255]);
+  return new Uint8Array(
+    Buffer.concat([
+      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
+      ...chunk('IHDR', ihdr),
+      ...chunk('IDAT', deflateSync(row)),
+      ...chunk('IEND', Buffer.alloc(0)),
+    ]),
+  );
+}
+
+it("a PNG card's picture becomes the NPC's avatar, served alone and exported back with the card", async () => {
+  const pic = picture();
+  const res = await upload(withText(pic, { chara: b64({ ...card, data: { ...card.data, name: 'Wren' } }) }));
+  expect(res.status).toBe(201);
+  const { npc } = (await res.json()) as { npc: Npc & { avatarUrl: string } };
+  expect(npc.avatarUrl).toMatch(new RegExp(`^/api/npcs/${npc.id}/avatar\\?v=`));
+  const served = await app.api(npc.avatarUrl, { cookie });
+  if (served.status !== 200) throw new Error(`${served.status} ${await served.text()}`);
+  expect(served.headers.get('content-type')).toBe('image/png');
+  // The picture alone: the card's text is not served with it.
+  expect(new Uint8Array(await served.arrayBuffer())).toEqual(pic);
+  const exported = new Uint8Array(
+    await (await app.api(`/api/npcs/${npc.id}/card?format=png`, { cookie })).arrayBuffer(),
+  );
+  expect(pngWithoutText(exported)).toEqual(pic);
+  expect(JSON.parse(Buffer.from(pngTextChunks(exported).get('chara')!, 'base64').toString()).data.name).toBe(
+    'Wren',
+  );
+  // Another Player cannot see it.
+  const { cookie: other } = await app.signIn();
+  expect((await app.api(npc.avatarUrl, { cookie: other })).status).toBe(404);
 });
