@@ -1,7 +1,7 @@
-import { crc32, deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, beforeEach, expect, it } from 'vitest';
 import { pngTextChunks, pngWithoutText, pngWithText, withText } from '../../src/cards/png.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { picture } from '../support/picture.ts';
 import { collectFrames } from '../support/sse.ts';
 import { messages } from '../support/turns.ts';
 
@@ -265,31 +265,6 @@ it('a World Info file imports as a lorebook, attached to the NPCs it is for', as
   await say(c.conversation.id, 'What do the ledgers say?');
   expect(systemOf()[0]!.content).toContain('LORE-LEDGER');
 });
-
-/** A 2×1 red-and-blue picture, unlike the 1×1 one an export without an avatar carries. */
-function picture(): Uint8Array {
-  const chunk = (type: string, data: Buffer) => {
-    const head = Buffer.alloc(8);
-    head.writeUInt32BE(data.length, 0);
-    head.write(type, 4, 'latin1');
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
-    return [head, data, crc];
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(2, 0);
-  ihdr.writeUInt32BE(1, 4);
-  ihdr.set([8, 6, 0, 0, 0], 8);
-  const row = Buffer.from([0, 255, 0, 0, 255, 0, 0, 255, 255]);
-  return new Uint8Array(
-    Buffer.concat([
-      Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-      ...chunk('IHDR', ihdr),
-      ...chunk('IDAT', deflateSync(row)),
-      ...chunk('IEND', Buffer.alloc(0)),
-    ]),
-  );
-}
 
 it("a PNG card's picture becomes the NPC's avatar, served alone and exported back with the card", async () => {
   const pic = picture();

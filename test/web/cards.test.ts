@@ -1,7 +1,8 @@
 import { expect, it } from 'vitest';
-import { pngWithText } from '../../src/cards/png.ts';
+import { pngWithText, withText } from '../../src/cards/png.ts';
 import type { TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
+import { picture } from '../support/picture.ts';
 import { type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
 let app: TestApp;
@@ -30,7 +31,7 @@ const card = {
 const file = (c: unknown, name = 'seraphina.png') => ({
   name,
   mimeType: 'image/png',
-  buffer: Buffer.from(pngWithText({ chara: Buffer.from(JSON.stringify(c)).toString('base64') })),
+  buffer: Buffer.from(withText(picture(), { chara: Buffer.from(JSON.stringify(c)).toString('base64') })),
 });
 
 it('a card picked on the NPCs page keeps its fields; a new chat opens on its greeting, alternates swipe', async () => {
@@ -43,6 +44,8 @@ it('a card picked on the NPCs page keeps its fields; a new chat opens on its gre
     .waitFor();
   const row = page.locator('.npc-list li', { hasText: 'Seraphina' });
   await row.waitFor();
+  // The card's picture is the NPC's avatar, in the list and in the transcript.
+  await row.locator('img.avatar').waitFor();
   const href = await row.getByText('Export card').getAttribute('href');
   const exported = await app.api(href!, { cookie: browser.cookie });
   expect(((await exported.json()) as { data: { first_mes: string } }).data.first_mes).toBe(
@@ -66,6 +69,12 @@ it('a card picked on the NPCs page keeps its fields; a new chat opens on its gre
   const greeting = page.locator('article.message.npc').first();
   await greeting.getByText('sets down a cup of tea').waitFor();
   await greeting.locator('.sibling-count', { hasText: '1/3' }).waitFor();
+  await greeting.locator('img.avatar').waitFor();
+  expect(
+    await greeting
+      .locator('img.avatar')
+      .evaluate((i) => (i as unknown as { naturalWidth: number }).naturalWidth),
+  ).toBe(2);
   await shoot(page, 'card-greeting');
   await greeting.getByRole('button', { name: 'Next branch' }).click();
   await page.locator('article.message.npc').getByText('The glade is quiet tonight.').waitFor();

@@ -13,6 +13,7 @@ import {
 } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { AvatarContext } from '../components/Avatar.tsx';
 import { Composer } from '../components/Composer.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LiveBanner } from '../components/LivePublishing.tsx';
@@ -63,6 +64,10 @@ export function ConversationPage() {
         : false,
   });
   const first = query.data?.pages[0];
+  const avatars = useMemo(
+    () => new Map((first?.participants ?? []).flatMap((p) => (p.avatarUrl ? [[p.name, p.avatarUrl]] : []))),
+    [first?.participants],
+  );
   // The Village's default Model, for NPCs that have none of their own (the composer's capability note).
   const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   useDocumentTitle(first?.conversation?.title ?? 'Conversation');
@@ -250,18 +255,20 @@ export function ConversationPage() {
         </span>
       </header>
       <ErrorNote error={query.error} />
-      <BranchContext.Provider value={actions}>
-        <ContinueContext.Provider value={continueAction}>
-          <Transcript
-            rows={rows}
-            live={live}
-            hasOlder={Boolean(query.hasNextPage)}
-            loadOlder={() => query.fetchNextPage()}
-            loadingOlder={query.isFetchingNextPage}
-            focusId={found ? at : null}
-          />
-        </ContinueContext.Provider>
-      </BranchContext.Provider>
+      <AvatarContext.Provider value={avatars}>
+        <BranchContext.Provider value={actions}>
+          <ContinueContext.Provider value={continueAction}>
+            <Transcript
+              rows={rows}
+              live={live}
+              hasOlder={Boolean(query.hasNextPage)}
+              loadOlder={() => query.fetchNextPage()}
+              loadingOlder={query.isFetchingNextPage}
+              focusId={found ? at : null}
+            />
+          </ContinueContext.Provider>
+        </BranchContext.Provider>
+      </AvatarContext.Provider>
       {live?.error && (
         <p role="alert" className="error">
           {live.error}

@@ -2,13 +2,14 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useRef, useState } from 'react';
 import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
+import { Avatar } from '../components/Avatar.tsx';
 import { CardImport } from '../components/CardImport.tsx';
 import { CharacterFields, characterOf, emptyCharacter } from '../components/CharacterFields.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt' | 'extensions'>;
+type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt' | 'extensions' | 'avatarUrl'>;
 const empty: Draft = {
   ...emptyCharacter,
   name: '',
@@ -39,7 +40,7 @@ export function NpcsPage() {
     setGrants(new Set());
   };
   const startEdit = (n: Npc) => {
-    const { id, extensions: _, ...rest } = n;
+    const { id, extensions: _, avatarUrl: __, ...rest } = n;
     editingRef.current = id;
     setEditing(id);
     setDraft(rest);
@@ -181,7 +182,8 @@ export function NpcsPage() {
         {npcs.data?.npcs.map((n) => (
           <li key={n.id}>
             <div>
-              <strong>{n.name}</strong> {n.jobTitle && <span className="meta">· {n.jobTitle}</span>}
+              <Avatar url={n.avatarUrl} /> <strong>{n.name}</strong>{' '}
+              {n.jobTitle && <span className="meta">· {n.jobTitle}</span>}
               <div className="meta">
                 {n.provider ?? `${settings?.defaultProvider ?? '—'} (default)`}/
                 {n.model ?? `${settings?.defaultModel ?? '—'} (default)`}
