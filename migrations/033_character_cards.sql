@@ -42,3 +42,7 @@ create unique index npc_lorebooks_one_embedded on npc_lorebooks (npc_id) where e
 -- The card's picture (its PNG with the card's text chunks taken out), stored as a blob like attachments.
 alter table npcs add column avatar_blob_id uuid references blobs (id) on delete set null;
 create index npcs_avatar_blob on npcs (avatar_blob_id) where avatar_blob_id is not null;
+
+-- Who answers a Player's Message in a Party: one NPC (the one addressed, else the last to speak), or each NPC
+-- in turn, as SillyTavern's group chats can (bounded by the Village's hop limit).
+alter table conversations add column reply_mode text not null default 'one' check (reply_mode in ('one', 'each'));

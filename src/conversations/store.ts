@@ -29,12 +29,14 @@ export interface Conversation {
   title: string | null;
   summary: string;
   summaryThrough: string;
+  /** In a Party: one NPC answers each Message, or each NPC in turn. */
+  replyMode: 'one' | 'each';
   createdAt: Date;
   updatedAt: Date;
 }
 
 const conversationColumns = (sql: Queryable) => sql`
-  id, title, summary, summary_through::text as "summaryThrough", created_at as "createdAt", updated_at as "updatedAt"`;
+  id, title, summary, summary_through::text as "summaryThrough", reply_mode as "replyMode", created_at as "createdAt", updated_at as "updatedAt"`;
 
 const messageColumns = (sql: Queryable) => sql`
   id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
@@ -161,6 +163,17 @@ export async function renameConversation(
 ): Promise<boolean> {
   const rows =
     await sql`update conversations set title = ${title} where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length > 0;
+}
+
+export async function setReplyMode(
+  sql: Sql,
+  playerId: string,
+  id: string,
+  mode: Conversation['replyMode'],
+): Promise<boolean> {
+  const rows =
+    await sql`update conversations set reply_mode = ${mode} where id = ${id} and player_id = ${playerId} returning id`;
   return rows.length > 0;
 }
 

@@ -70,6 +70,8 @@ export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishin
 export const ConversationView = z.object({
   id: z.uuid(),
   title: z.string().nullable(),
+  /** In a Party: one NPC answers each Message, or each NPC in turn. */
+  replyMode: z.enum(['one', 'each']),
   createdAt: Time,
   updatedAt: Time,
 });

@@ -288,3 +288,43 @@ it("a PNG card's picture becomes the NPC's avatar, served alone and exported bac
   const { cookie: other } = await app.signIn();
   expect((await app.api(npc.avatarUrl, { cookie: other })).status).toBe(404);
 });
+
+it('group chats: "Tomas, …" is for Brother Tomas; in "each" mode every NPC answers in turn', async () => {
+  const make = async (name: string) =>
+    ((await (await app.api('/api/npcs', { cookie, body: { name } })).json()) as { npc: Npc }).npc;
+  const [ilse, tomas] = [await make('Sister Ilse'), await make('Brother Tomas')];
+  const c = (await (
+    await app.api('/api/conversations', { cookie, body: { npcIds: [ilse.id, tomas.id] } })
+  ).json()) as { conversation: { id: string; replyMode: string } };
+  expect(c.conversation.replyMode).toBe('one');
+  await say(c.conversation.id, 'Tomas, what do the ledgers say?');
+  let shown = await messages(app, cookie, c.conversation.id);
+  expect(shown.map((m) => m.npcName)).toEqual([null, 'Brother Tomas']);
+  const patched = await app.api(`/api/conversations/${c.conversation.id}`, {
+    cookie,
+    method: 'PATCH',
+    body: { replyMode: 'each' },
+  });
+  expect(((await patched.json()) as { conversation: { replyMode: string } }).conversation.replyMode).toBe(
+    'each',
+  );
+  const before = app.fake.requests.filter((r) => r.body.stream).length;
+  await say(c.conversation.id, 'Both of you: is the crypt safe?');
+  shown = await messages(app, cookie, c.conversation.id);
+  // The first to join answers first (no one was addressed), then the other, who sees the first in its history.
+  expect(shown.slice(2).map((m) => m.npcName)).toEqual([null, 'Sister Ilse', 'Brother Tomas']);
+  const streamed = app.fake.requests.filter((r) => r.body.stream).slice(before);
+  expect(streamed).toHaveLength(2);
+  expect(JSON.stringify(streamed[1]!.body.messages)).toContain(
+    '[Brother Tomas]: Hello from the fake Provider.',
+  );
+  // Bounded by the hop limit: at 0, only the first answers, and the turn says why it stopped.
+  await app.db.sql`update village_settings set hop_limit = 0`;
+  const hopped = app.fake.requests.filter((r) => r.body.stream).length;
+  const frames = await collectFrames(
+    await app.api(`/api/conversations/${c.conversation.id}/messages`, { cookie, body: { text: 'And now?' } }),
+  );
+  await app.db.sql`update village_settings set hop_limit = 6`;
+  expect(frames.find((f) => f.type === 'error')).toMatchObject({ code: 'HOP_LIMIT' });
+  expect(app.fake.requests.filter((r) => r.body.stream).length - hopped).toBe(1);
+});
