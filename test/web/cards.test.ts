@@ -80,6 +80,26 @@ it('a card picked on the NPCs page keeps its fields; a new chat opens on its gre
   await page.locator('article.message.npc').getByText('The glade is quiet tonight.').waitFor();
   await page.locator('article.message.npc .sibling-count', { hasText: '2/3' }).waitFor();
 
+  // A Party: who answers is chosen per Conversation.
+  const api = (path: string, body?: unknown, method?: string) =>
+    app.api(path, { cookie: browser.cookie, body, method }).then((r) => r.json());
+  const { npcs } = (await api('/api/npcs')) as { npcs: { id: string; name: string }[] };
+  const tomas = (await api('/api/npcs', { name: 'Brother Tomas' })) as { npc: { id: string } };
+  const party = (await api('/api/conversations', {
+    npcIds: [npcs.find((n) => n.name === 'Seraphina')!.id, tomas.npc.id],
+  })) as { conversation: { id: string } };
+  await page.goto(`${app.url}/c/${party.conversation.id}`);
+  const patched = page.waitForResponse(
+    (r) => r.url().endsWith(party.conversation.id) && r.request().method() === 'PATCH',
+  );
+  await page.getByLabel('Who answers').selectOption('each');
+  await patched;
+  const saved = (await api(`/api/conversations/${party.conversation.id}`)) as {
+    conversation: { replyMode: string };
+  };
+  expect(saved.conversation.replyMode).toBe('each');
+  await shoot(page, 'card-party');
+
   await page.goto(`${app.url}/npcs`);
   await page.getByLabel('Import a character card').setInputFiles({
     name: 'picture.png',

@@ -25,6 +25,7 @@ import {
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
+import { ReplyMode } from '../components/ReplyMode.tsx';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
 
@@ -242,6 +243,9 @@ export function ConversationPage() {
       <header className="conversation-head">
         <h1>{first?.conversation?.title ?? 'New conversation'}</h1>
         <span className="meta">{first?.participants?.map((n) => n.name).join(', ')}</span>
+        {(first?.participants?.length ?? 0) > 1 && first?.conversation && (
+          <ReplyMode id={id} value={first.conversation.replyMode} />
+        )}
         <span className="head-actions">
           <a href={`/api/conversations/${id}/export?format=md`} download>
             Export Markdown
