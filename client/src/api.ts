@@ -99,7 +99,9 @@ export async function sendFile<S extends z.ZodType>(
     body: file,
     signal,
   });
-  const body = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
+  const body = (await res.json().catch(() => null)) as {
+    error?: { code: string; message: string; details?: unknown };
+  } | null;
   if (!res.ok) throw refusal(res.status, body);
   const decoded = z.safeDecode(schema, body as z.input<S>);
   if (!decoded.success)

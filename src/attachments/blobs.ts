@@ -207,7 +207,8 @@ export async function collectBlobs(sql: Sql, blobIds: readonly string[]): Promis
   const gone = await sql`
     delete from blobs b where b.id = any(${[...new Set(blobIds)]}::uuid[]) and b.sha256 is not null
       and not exists (select 1 from attachments a where a.blob_id = b.id)
-      and not exists (select 1 from sandbox_files s where s.blob_id = b.id)`;
+      and not exists (select 1 from sandbox_files s where s.blob_id = b.id)
+      and not exists (select 1 from npcs n where n.avatar_blob_id = b.id)`;
   return gone.count;
 }
 
@@ -222,6 +223,7 @@ export async function sweepOrphans(sql: Sql, batch = 100): Promise<number> {
       where b.sha256 is not null and b.created_at < now() - interval '1 hour'
         and not exists (select 1 from attachments a where a.blob_id = b.id)
       and not exists (select 1 from sandbox_files s where s.blob_id = b.id)
+      and not exists (select 1 from npcs n where n.avatar_blob_id = b.id)
       limit ${batch} for update skip locked)`;
   return gone.count;
 }

@@ -1,79 +1,79 @@
 import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
 import { plainName, wellFormed } from '../parts/index.ts';
-import type { Npc } from '../village/index.ts';
+import { CARD_DEFAULTS, NPC_LIMITS, type Npc } from '../village/index.ts';
+import { isWorldInfo, type Lorebook, LorebookError, readBook } from './lorebook.ts';
 import { isPng, PngError, pngTextChunks } from './png.ts';
 
 /**
  * Character cards (SillyTavern's Character Card V1, V2 and V3) in and out of NPCs. Pure: bytes in, an NPC's
- * fields and its lorebook out, or a CardError saying in words what is wrong with the file.
+ * fields and its lorebook out, each field as its maker wrote it (macros are expanded when a prompt is made, not
+ * here), or a CardError saying in words what is wrong with the file. What a round trip keeps: ADR 0059.
  */
 export class CardError extends Error {
   constructor(
-    readonly code: 'CARD_UNREADABLE' | 'NOT_A_CARD' | 'CARD_TOO_LONG' | 'CARD_TOO_LARGE',
+    readonly code: 'CARD_UNREADABLE' | 'NOT_A_CARD' | 'CARD_TOO_LONG' | 'CARD_TOO_LARGE' | 'WORLD_INFO',
     message: string,
   ) {
     super(message);
   }
 }
 
-/** Any field may be missing or of the wrong type in cards found in the wild: such a field reads as empty. */
 const str = (v: unknown): string => (typeof v === 'string' ? v : '');
 const obj = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
 const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
 
-/** The fields of a card this import reads (V1 at the top level; V2 and V3 under `data`). */
-function cardData(raw: Record<string, unknown>) {
-  const book = obj(raw.character_book).entries;
-  return {
-    name: str(raw.name),
-    description: str(raw.description),
-    personality: str(raw.personality),
-    scenario: str(raw.scenario),
-    first_mes: str(raw.first_mes),
-    mes_example: str(raw.mes_example),
-    system_prompt: str(raw.system_prompt),
-    post_history_instructions: str(raw.post_history_instructions),
-    entries: (Array.isArray(book) ? book : []).map((e) => {
-      const o = obj(e);
-      return { keys: strings(o.keys), content: str(o.content), enabled: o.enabled !== false && Boolean(e) };
-    }),
-    ours: obj(obj(raw.extensions).agentsville),
-  };
-}
-
-/** What an NPC is made of, within the NPC limits (src/village/npcs.ts). */
+/** What an NPC is made of, as a card gives it. */
 export type CardNpc = Pick<
   Npc,
-  'name' | 'jobTitle' | 'description' | 'prompt' | 'provider' | 'model' | 'thinking'
+  | 'name'
+  | 'jobTitle'
+  | 'description'
+  | 'prompt'
+  | 'provider'
+  | 'model'
+  | 'thinking'
+  | 'personality'
+  | 'scenario'
+  | 'greeting'
+  | 'alternateGreetings'
+  | 'exampleMessages'
+  | 'postHistoryInstructions'
+  | 'creator'
+  | 'creatorNotes'
+  | 'characterVersion'
+  | 'tags'
+  | 'extensions'
+  | 'cardExtra'
 >;
 export interface ImportedCard {
   spec: 'v1' | 'v2' | 'v3';
   npc: CardNpc;
-  /** Lorebook entries, each a Memory's text. */
-  lorebook: string[];
-  /** What was changed on the way in, in words (entries shortened or skipped). */
+  /** The card's `character_book`, kept as it came (entries, keys and options). */
+  lorebook: Lorebook | null;
+  /** What was changed on the way in, in words. */
   notes: string[];
 }
 
-/** A Player's Memory holds 10,000 (tools/memory.ts): a lorebook longer than that could never be kept whole. */
-const MAX_LOREBOOK = 10_000;
-
-export const LIMITS = {
-  name: 100,
-  jobTitle: 100,
-  description: 2000,
-  prompt: 20_000,
-  entries: 500,
-  entry: 2000,
-};
+/** Our own keys under `extensions`: what an NPC has that a card has no field for. */
+const OURS = 'agentsville';
+/** V3's data fields with no column here: kept in `cardExtra` and given back on a V3 export. */
+const V3_ONLY = [
+  'nickname',
+  'creator_notes_multilingual',
+  'source',
+  'group_only_greetings',
+  'creation_date',
+  'modification_date',
+  'assets',
+] as const;
 
 /**
- * What a card's JSON may hold, counted while it is read (ADR 0049): no more lorebook entries (or items of any
- * list) than a Player's Memory holds, no text longer than a long reply; far more than any card in the wild.
+ * What a card's JSON may hold, counted while it is read (ADR 0049): far more than any card in the wild (a few
+ * hundred lorebook entries, tens of KB of text), far less than would hurt.
  */
-export const CARD_LIMITS: JsonLimits = { nodes: 500_000, depth: 64, items: MAX_LOREBOOK, chars: 1_000_000 };
+export const CARD_LIMITS: JsonLimits = { nodes: 500_000, depth: 64, items: 10_000, chars: 1_000_000 };
 
 function cardError(e: unknown): unknown {
   if (!(e instanceof JsonLimitError)) return e;
@@ -97,172 +97,178 @@ export function readCardValue(value: unknown): ImportedCard {
   return fromJson(value);
 }
 
-/**
- * Reads a card from a file's bytes: a PNG with a `ccv3` or `chara` text chunk, or the JSON itself — parsed a
- * slice at a time and refused at the first value past CARD_LIMITS.
- */
-export async function readCard(bytes: Uint8Array): Promise<ImportedCard> {
-  let json: Uint8Array;
-  if (isPng(bytes)) {
-    let texts: Map<string, string>;
-    try {
-      texts = pngTextChunks(bytes);
-    } catch (e) {
-      throw new CardError(
-        'CARD_UNREADABLE',
-        e instanceof PngError ? e.message : 'The PNG could not be read.',
-      );
-    }
-    // V3 cards carry both; the newer one wins.
-    const encoded = texts.get('ccv3') ?? texts.get('chara');
-    if (encoded === undefined)
-      throw new CardError(
-        'NOT_A_CARD',
-        'This PNG holds no character card (no "chara" or "ccv3" text chunk).',
-      );
-    json = new Uint8Array(Buffer.from(encoded.trim(), 'base64'));
-  } else json = bytes;
-  let parsed: unknown;
+/** A card file's JSON: a PNG's `ccv3` or `chara` text chunk (V3 cards carry both; the newer wins), or the bytes. */
+export function cardJsonBytes(bytes: Uint8Array): Uint8Array {
+  if (!isPng(bytes)) return bytes;
+  let texts: Map<string, string>;
   try {
-    parsed = await parseBoundedJson(json, CARD_LIMITS, 'The card');
+    texts = pngTextChunks(bytes);
+  } catch (e) {
+    throw new CardError('CARD_UNREADABLE', e instanceof PngError ? e.message : 'The PNG could not be read.');
+  }
+  const encoded = texts.get('ccv3') ?? texts.get('chara');
+  if (encoded === undefined)
+    throw new CardError('NOT_A_CARD', 'This PNG holds no character card (no "chara" or "ccv3" text chunk).');
+  return new Uint8Array(Buffer.from(encoded.trim(), 'base64'));
+}
+
+/** A file's JSON, parsed a slice at a time and refused at the first value past CARD_LIMITS. */
+export async function readCardJson(bytes: Uint8Array): Promise<unknown> {
+  try {
+    return await parseBoundedJson(cardJsonBytes(bytes), CARD_LIMITS, 'The card');
   } catch (e) {
     throw cardError(e);
   }
-  return fromJson(parsed);
 }
+
+/** Reads a card from a file's bytes: a PNG with a `ccv3` or `chara` text chunk, or the JSON itself. */
+export async function readCard(bytes: Uint8Array): Promise<ImportedCard> {
+  return fromJson(await readCardJson(bytes));
+}
+
+const tooLong = (field: string, length: number, max: number) =>
+  new CardError(
+    'CARD_TOO_LONG',
+    `The card's ${field} is ${length.toLocaleString('en')} characters; an NPC's holds ${max.toLocaleString('en')}. Shorten it in the card and import it again.`,
+  );
 
 export function fromJson(card: unknown): ImportedCard {
   if (!card || typeof card !== 'object' || Array.isArray(card))
     throw new CardError('NOT_A_CARD', 'This is not a character card: expected a JSON object.');
   const c = card as Record<string, unknown>;
+  if (isWorldInfo(c))
+    throw new CardError(
+      'WORLD_INFO',
+      'This is a World Info file (a lorebook), not a character card: import it as a lorebook and attach it to NPCs.',
+    );
   const nested =
     (c.spec === 'chara_card_v2' || c.spec === 'chara_card_v3') && c.data && typeof c.data === 'object';
   const spec = nested ? (c.spec === 'chara_card_v3' ? 'v3' : 'v2') : 'v1';
-  const d = cardData(nested ? obj(c.data) : c);
-  const name = plainName(wellFormed(d.name));
+  const d = nested ? obj(c.data) : c;
+  const name = plainName(wellFormed(str(d.name)));
   if (!name) throw new CardError('NOT_A_CARD', 'This is not a character card: it has no name.');
-  if (name.length > LIMITS.name)
+  if (name.length > NPC_LIMITS.name)
     throw new CardError(
       'CARD_TOO_LONG',
-      `The card's name is ${name.length} characters; an NPC's name holds ${LIMITS.name}.`,
+      `The card's name is ${name.length} characters; an NPC's name holds ${NPC_LIMITS.name}.`,
     );
-  // Functions, not strings, as replacements: a name like "$'" must not expand (String.replace patterns).
-  const macros = (t: string) =>
-    wellFormed(
-      t
-        .replace(/\{\{char\}\}|<BOT>/gi, () => name)
-        .replace(/\{\{user\}\}|<USER>/gi, () => 'the Player')
-        .trim(),
-    );
-  // Every field is measured before it is expanded, so no card makes more text than it holds ×(name length).
-  for (const [field, value] of Object.entries(d))
-    if (typeof value === 'string' && value.length > LIMITS.prompt)
-      throw new CardError(
-        'CARD_TOO_LONG',
-        `The card's ${field} is ${value.length.toLocaleString('en')} characters; an NPC's prompt holds ${LIMITS.prompt.toLocaleString('en')}.`,
-      );
-  const { ours } = d;
-  const description = macros(d.description);
-  // A short description stays the NPC's description (what the roster shows); a long one becomes part of the prompt.
-  const short = description.length <= LIMITS.description;
-  const sections = [
-    macros(d.system_prompt),
-    short ? '' : description,
-    d.personality.trim() && `Personality: ${macros(d.personality)}`,
-    d.scenario.trim() && `Scenario: ${macros(d.scenario)}`,
-    d.mes_example.trim() && `How you speak (examples):\n${macros(d.mes_example.replace(/<START>/gi, '---'))}`,
-    d.first_mes.trim() && `How you first greeted the Player:\n${macros(d.first_mes)}`,
-    macros(d.post_history_instructions),
-  ].filter(Boolean);
-  const prompt = sections.join('\n\n');
-  if (prompt.length > LIMITS.prompt)
+  const text = (field: string, max: number) => {
+    const v = wellFormed(str(d[field]));
+    if (v.length > max) throw tooLong(field, v.length, max);
+    return v;
+  };
+  const alternateGreetings = strings(d.alternate_greetings).map(wellFormed);
+  if (alternateGreetings.length > NPC_LIMITS.alternateGreetings)
     throw new CardError(
       'CARD_TOO_LONG',
-      `The card's character text is ${prompt.length.toLocaleString('en')} characters; an NPC's prompt holds ${LIMITS.prompt.toLocaleString('en')}. Shorten it in the card and import it again.`,
+      `The card has ${alternateGreetings.length} alternate greetings; an NPC keeps ${NPC_LIMITS.alternateGreetings}.`,
     );
+  for (const g of alternateGreetings)
+    if (g.length > NPC_LIMITS.greeting) throw tooLong('alternate greeting', g.length, NPC_LIMITS.greeting);
   const notes: string[] = [];
-  const lorebook: string[] = [];
-  let shortened = 0;
-  let skipped = 0;
-  for (const e of d.entries) {
-    if (!e.enabled || !e.content.trim() || lorebook.length >= LIMITS.entries) {
-      skipped++;
-      continue;
-    }
-    const keys = e.keys.map((k) => k.trim()).filter(Boolean);
-    let text = `${keys.length ? `(${keys.join(', ')}) ` : ''}${macros(e.content.slice(0, LIMITS.entry * 2))}`;
-    if (text.length > LIMITS.entry) {
-      text = `${text.slice(0, LIMITS.entry - 1)}…`;
-      shortened++;
-    }
-    lorebook.push(wellFormed(text));
+  const allTags = strings(d.tags).map(wellFormed);
+  const tags = allTags.filter((t) => t.length <= NPC_LIMITS.tag).slice(0, NPC_LIMITS.tags);
+  if (tags.length < allTags.length)
+    notes.push(
+      `${allTags.length - tags.length} tag(s) were left out (past ${NPC_LIMITS.tags}, or too long).`,
+    );
+  // Stored as jsonb: NUL and half surrogate pairs are made storable, like every text field.
+  const { [OURS]: oursRaw, ...extensions } = obj(wellFormed(d.extensions));
+  const ours = obj(oursRaw);
+  if (JSON.stringify(extensions).length > 64_000)
+    throw new CardError('CARD_TOO_LARGE', "The card's extensions hold more than 64 KB of data.");
+  const cardExtra: Record<string, unknown> = {};
+  // An empty group_only_greetings is V3's default form (what our own V3 export writes): nothing to keep.
+  if (spec === 'v3')
+    for (const k of V3_ONLY)
+      if (k in d && !(k === 'group_only_greetings' && Array.isArray(d[k]) && d[k].length === 0))
+        cardExtra[k] = wellFormed(d[k]);
+  if (JSON.stringify(cardExtra).length > 64_000)
+    throw new CardError('CARD_TOO_LARGE', "The card's V3 fields (assets, nickname, …) hold more than 64 KB.");
+  let lorebook: Lorebook | null;
+  try {
+    lorebook = readBook(wellFormed(d.character_book));
+  } catch (e) {
+    if (e instanceof LorebookError) throw new CardError('CARD_TOO_LARGE', e.message);
+    throw e;
   }
-  if (shortened)
-    notes.push(
-      `${shortened} lorebook entr${shortened === 1 ? 'y was' : 'ies were'} shortened to ${LIMITS.entry} characters.`,
-    );
-  if (skipped)
-    notes.push(
-      `${skipped} lorebook entr${skipped === 1 ? 'y was' : 'ies were'} left out (disabled, empty, or past ${LIMITS.entries}).`,
-    );
-  const text = (v: unknown, max: number) => (typeof v === 'string' ? wellFormed(v.trim().slice(0, max)) : '');
+  const short = (v: unknown, max: number) =>
+    typeof v === 'string' ? wellFormed(v.trim().slice(0, max)) : '';
   return {
     spec,
     npc: {
+      ...CARD_DEFAULTS,
       name,
-      jobTitle: text(ours.jobTitle, LIMITS.jobTitle),
-      description: short ? description : '',
-      prompt,
-      provider: text(ours.provider, 64) || null,
-      model: text(ours.model, 200) || null,
+      jobTitle: short(ours.jobTitle, 100),
+      description: text('description', NPC_LIMITS.description),
+      prompt: text('system_prompt', NPC_LIMITS.prompt),
+      provider: short(ours.provider, 64) || null,
+      model: short(ours.model, 200) || null,
       thinking: ours.thinking === true,
+      personality: text('personality', NPC_LIMITS.personality),
+      scenario: text('scenario', NPC_LIMITS.scenario),
+      greeting: text('first_mes', NPC_LIMITS.greeting),
+      alternateGreetings,
+      exampleMessages: text('mes_example', NPC_LIMITS.exampleMessages),
+      postHistoryInstructions: text('post_history_instructions', NPC_LIMITS.postHistoryInstructions),
+      creator: text('creator', NPC_LIMITS.creator),
+      creatorNotes: text('creator_notes', NPC_LIMITS.creatorNotes),
+      characterVersion: text('character_version', NPC_LIMITS.characterVersion),
+      tags,
+      extensions,
+      cardExtra,
     },
     lorebook,
     notes,
   };
 }
 
-/** An NPC as a Character Card V2 (what SillyTavern and most front-ends import), its lorebook as character_book. */
-export function toCardV2(npc: CardNpc, lorebook: string[]) {
+/** The card's `data`, shared by V2 and V3: every field as stored, our own under `extensions.agentsville`. */
+function cardData(npc: CardNpc, lorebook: Lorebook | null) {
   return {
-    spec: 'chara_card_v2',
-    spec_version: '2.0',
-    data: {
-      name: npc.name,
-      description: npc.description,
-      personality: '',
-      scenario: '',
-      first_mes: '',
-      mes_example: '',
-      creator_notes: npc.jobTitle,
-      system_prompt: npc.prompt,
-      post_history_instructions: '',
-      alternate_greetings: [],
-      tags: [],
-      creator: 'AgentsVille',
-      character_version: '',
-      character_book: lorebook.length
-        ? {
-            name: `${npc.name}'s lorebook`,
-            extensions: {},
-            entries: lorebook.map((content, i) => ({
-              keys: [],
-              content,
-              extensions: {},
-              enabled: true,
-              insertion_order: i,
-              constant: true,
-            })),
-          }
-        : undefined,
-      extensions: {
-        agentsville: {
-          jobTitle: npc.jobTitle,
-          provider: npc.provider,
-          model: npc.model,
-          thinking: npc.thinking,
-        },
-      },
+    name: npc.name,
+    description: npc.description,
+    personality: npc.personality,
+    scenario: npc.scenario,
+    first_mes: npc.greeting,
+    mes_example: npc.exampleMessages,
+    creator_notes: npc.creatorNotes,
+    system_prompt: npc.prompt,
+    post_history_instructions: npc.postHistoryInstructions,
+    alternate_greetings: npc.alternateGreetings,
+    tags: npc.tags,
+    creator: npc.creator,
+    character_version: npc.characterVersion,
+    ...(lorebook ? { character_book: lorebook } : {}),
+    extensions: {
+      ...npc.extensions,
+      [OURS]: { jobTitle: npc.jobTitle, provider: npc.provider, model: npc.model, thinking: npc.thinking },
     },
   };
+}
+
+/** V1's fields at the top level too, as SillyTavern writes them, for readers that know only V1. */
+const v1Fields = (data: ReturnType<typeof cardData>) => ({
+  name: data.name,
+  description: data.description,
+  personality: data.personality,
+  scenario: data.scenario,
+  first_mes: data.first_mes,
+  mes_example: data.mes_example,
+});
+
+/** An NPC as a Character Card V2 (what SillyTavern and most front-ends import), its lorebook as character_book. */
+export function toCardV2(npc: CardNpc, lorebook: Lorebook | null) {
+  const data = cardData(npc, lorebook);
+  return { ...v1Fields(data), spec: 'chara_card_v2', spec_version: '2.0', data };
+}
+
+/** An NPC as a Character Card V3: V2's data and V3's own fields (kept from a V3 import, else their empty form). */
+export function toCardV3(npc: CardNpc, lorebook: Lorebook | null) {
+  const data = {
+    ...cardData(npc, lorebook),
+    group_only_greetings: [],
+    ...npc.cardExtra,
+  };
+  return { ...v1Fields(data), spec: 'chara_card_v3', spec_version: '3.0', data };
 }

@@ -53,17 +53,55 @@ function setOnce(m: Map<string, string>, key: string, value: string) {
   if (!m.has(k)) m.set(k, value);
 }
 
+const TEXT_CHUNKS = new Set(['tEXt', 'iTXt', 'zTXt']);
+
+/** A chunk's framing: length, type, data, CRC. */
+function frame(type: string, data: Buffer): Buffer[] {
+  const head = Buffer.alloc(8);
+  head.writeUInt32BE(data.length, 0);
+  head.write(type, 4, 'latin1');
+  const crc = Buffer.alloc(4);
+  crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
+  return [head, data, crc];
+}
+const textChunk = (k: string, v: string) =>
+  frame('tEXt', Buffer.concat([Buffer.from(k, 'latin1'), Buffer.from([0]), Buffer.from(v, 'latin1')]));
+
+/**
+ * A card PNG's picture: the same PNG with its text chunks (the card, and any other text) taken out, so the
+ * avatar does not carry a stale copy of the card. Every length is checked, as in `pngTextChunks`.
+ */
+export function pngWithoutText(bytes: Uint8Array): Uint8Array {
+  if (!isPng(bytes)) throw new PngError('This is not a PNG file.');
+  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+  const kept: Uint8Array[] = [bytes.subarray(0, 8)];
+  let at = 8;
+  let ended = false;
+  for (let n = 0; at < bytes.length && n < MAX_CHUNKS && !ended; n++) {
+    if (at + 12 > bytes.length) throw new PngError('The PNG is cut short.');
+    const length = view.getUint32(at);
+    if (length > bytes.length - at - 12) throw new PngError('The PNG is cut short or damaged.');
+    const type = String.fromCharCode(...bytes.subarray(at + 4, at + 8));
+    if (!TEXT_CHUNKS.has(type)) kept.push(bytes.subarray(at, at + 12 + length));
+    at += 12 + length;
+    ended = type === 'IEND';
+  }
+  if (!ended) throw new PngError('The PNG has no end (IEND) chunk.');
+  return new Uint8Array(Buffer.concat(kept));
+}
+
+/** A picture (a PNG without text, see `pngWithoutText`) carrying `entries` as tEXt chunks, before its IEND. */
+export function withText(picture: Uint8Array, entries: Record<string, string>): Uint8Array {
+  const b = Buffer.from(picture.buffer, picture.byteOffset, picture.byteLength);
+  const end = b.length - 12; // IEND is the last chunk, 12 bytes long
+  const texts = Object.entries(entries).flatMap(([k, v]) => textChunk(k, v));
+  return new Uint8Array(Buffer.concat([b.subarray(0, end), ...texts, b.subarray(end)]));
+}
+
 /** A PNG holding one tEXt chunk per entry (for exports and tests): a 1×1 transparent picture. */
 export function pngWithText(entries: Record<string, string>): Uint8Array {
   const chunks: Buffer[] = [Buffer.from(SIGNATURE)];
-  const chunk = (type: string, data: Buffer) => {
-    const head = Buffer.alloc(8);
-    head.writeUInt32BE(data.length, 0);
-    head.write(type, 4, 'latin1');
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(crc32(Buffer.concat([head.subarray(4), data])), 0);
-    chunks.push(head, data, crc);
-  };
+  const chunk = (type: string, data: Buffer) => chunks.push(...frame(type, data));
   const ihdr = Buffer.alloc(13);
   ihdr.writeUInt32BE(1, 0);
   ihdr.writeUInt32BE(1, 4);

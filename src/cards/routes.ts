@@ -1,40 +1,109 @@
 import { type Request, Router } from 'express';
 import { z } from 'zod';
+import { adoptBlob, collectBlobs, readBlobBytes, writeBlob } from '../attachments/index.ts';
 import { currentPlayer, playerKey } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
+import { transaction } from '../db/index.ts';
 import {
   AppError,
   inFlightLimit,
   isUuid,
   keyedRateLimit,
   notFound,
+  parseBody,
   parseQuery,
   readBytes,
   respond,
 } from '../http/index.ts';
+import { wellFormed } from '../parts/index.ts';
 import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
-import { addMemories } from '../tools/index.ts';
-import { createNpc, getNpc, getVillageSettings, type ProviderRegistry } from '../village/index.ts';
-import { ImportedNpcResponse } from '../wire/index.ts';
-import { CardError, type ImportedCard, readCard, readCardValue, toCardV2 } from './card.ts';
-import { pngWithText } from './png.ts';
+import {
+  createNpc,
+  getNpc,
+  getVillageSettings,
+  listNpcs,
+  type ProviderRegistry,
+  updateNpc,
+} from '../village/index.ts';
+import { ImportedLorebookResponse, ImportedNpcResponse, LorebookListResponse } from '../wire/index.ts';
+import {
+  CardError,
+  fromJson,
+  type ImportedCard,
+  readCardJson,
+  readCardValue,
+  toCardV2,
+  toCardV3,
+} from './card.ts';
+import { isWorldInfo, LorebookError, readBook, worldInfoToBook } from './lorebook.ts';
+import { isPng, pngWithoutText, pngWithText, withText } from './png.ts';
+import { attachBooks, embeddedBook, insertLorebook, listLorebooks, setEmbeddedBook } from './store.ts';
 
 const MAX_CARD_BYTES = 10 * 1024 * 1024;
 /** The longest a card import may take once its file has arrived. */
 const CARD_DEADLINE_MS = 60_000;
-const CardQuery = z.object({ format: z.enum(['json', 'png']).default('json') });
+const CardQuery = z.object({
+  format: z.enum(['json', 'png']).default('json'),
+  spec: z.enum(['v2', 'v3']).default('v2'),
+});
+const ImportQuery = z.object({
+  /** The NPC to update with the card (what a 409 CARD_ALREADY_IMPORTED offers). */
+  update: z.uuid().optional(),
+  /** Make a second NPC of a card already imported. */
+  duplicate: z.enum(['true', 'false']).optional(),
+  /** A lorebook's name when the file has none (a World Info file is named after its file). */
+  name: z.string().max(200).optional(),
+});
+const AttachBody = z.object({ lorebookIds: z.array(z.uuid()).max(8) }).strict();
 
-const STATUS = { CARD_TOO_LONG: 422, CARD_TOO_LARGE: 413, CARD_UNREADABLE: 400, NOT_A_CARD: 400 } as const;
+const STATUS = {
+  CARD_TOO_LONG: 422,
+  CARD_TOO_LARGE: 413,
+  CARD_UNREADABLE: 400,
+  NOT_A_CARD: 400,
+  WORLD_INFO: 422,
+} as const;
 
-async function cardOf(req: Request): Promise<ImportedCard> {
-  const body: unknown = req.body;
+/**
+ * A PNG card's picture as the NPC's avatar: the PNG without its text chunks, stored as a blob (once per content)
+ * and the one it replaces let go. A picture that cannot be read is no reason to refuse the card: it says so.
+ */
+async function keepAvatar(sql: Sql, npcId: string, bytes: unknown, notes: string[]): Promise<void> {
+  if (!Buffer.isBuffer(bytes) || !isPng(bytes)) return;
+  let picture: Uint8Array;
   try {
-    if (Buffer.isBuffer(body) && body.length > 0) return await readCard(body);
-    if (req.is('application/json') && body !== undefined) return readCardValue(body);
-  } catch (e) {
-    if (e instanceof CardError) throw new AppError(STATUS[e.code], e.code, e.message);
-    throw e;
+    picture = pngWithoutText(bytes);
+  } catch {
+    notes.push("The card's picture could not be read: the NPC has no avatar.");
+    return;
   }
+  const written = await writeBlob(
+    sql,
+    (async function* () {
+      yield picture;
+    })(),
+    MAX_CARD_BYTES,
+  );
+  const old = await adoptBlob(sql, written, async (tx, blobId) => {
+    const [row] = await tx<{ old: string | null }[]>`
+      select avatar_blob_id as old from npcs where id = ${npcId} for update`;
+    await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
+    return row?.old && row.old !== blobId ? row.old : null;
+  });
+  if (old) await collectBlobs(sql, [old]).catch(() => {});
+}
+
+const avatarOf = async (sql: Sql, npcId: string) =>
+  (await sql<{ id: string | null }[]>`select avatar_blob_id as id from npcs where id = ${npcId}`)[0]?.id ??
+  null;
+
+const asAppError = (e: unknown) =>
+  e instanceof CardError ? new AppError(STATUS[e.code], e.code, e.message) : e;
+
+async function jsonOf(req: Request): Promise<unknown> {
+  const body: unknown = req.body;
+  if (Buffer.isBuffer(body) && body.length > 0) return readCardJson(body);
+  if (req.is('application/json') && body !== undefined) return body;
   if (Buffer.isBuffer(body) && body.length === 0)
     throw new AppError(
       400,
@@ -48,9 +117,23 @@ async function cardOf(req: Request): Promise<ImportedCard> {
   );
 }
 
+async function cardOf(req: Request): Promise<ImportedCard> {
+  try {
+    const body: unknown = req.body;
+    if (!Buffer.isBuffer(body) && req.is('application/json') && body !== undefined)
+      return readCardValue(body);
+    return fromJson(await jsonOf(req));
+  } catch (e) {
+    throw asAppError(e);
+  }
+}
+
 /**
- * Character cards: `POST /api/npcs/import` makes an NPC of a card (V1, V2 or V3; PNG or JSON) with its lorebook
- * as Memory; `GET /api/npcs/:id/card` gives an NPC back as a V2 card. Mounted behind requireSession.
+ * Character cards and lorebooks: `POST /api/npcs/import` makes an NPC of a card (V1, V2 or V3; PNG or JSON), its
+ * lorebook the NPC's own; the same card again is refused with 409 and the NPC it would update (`?update=<id>`).
+ * `GET /api/npcs/:id/card` gives an NPC back as a V2 or V3 card (JSON, or PNG with both chunks). World Info files
+ * import as lorebooks (`POST /api/lorebooks/import`) attached to NPCs with `PUT /api/npcs/:id/lorebooks`.
+ * Mounted behind requireSession.
  */
 export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
   const router = Router();
@@ -75,68 +158,163 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       busy: 'Many imports are running on this server right now. Try again in a moment.',
     },
   });
+  const tooSlow = (res: Parameters<typeof slotOf>[0]) => {
+    if (slotOf(res).signal.aborted)
+      throw new AppError(
+        503,
+        'IMPORT_TOO_SLOW',
+        `The file took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
+      );
+  };
   const rationed = keyedRateLimit(30, 'Too many imports at once: at most 30 a minute.', playerKey, {
     sql,
     name: 'card-imports',
   });
 
-  router.post(
-    '/npcs/import',
-    rationed,
-    sendingCards,
-    readBytes(MAX_CARD_BYTES),
-    takeSlot(cardSlots, playerKey),
-    async (req, res) => {
-      const player = currentPlayer(res);
-      const card = await cardOf(req);
-      if (slotOf(res).signal.aborted)
-        throw new AppError(
-          503,
-          'IMPORT_TOO_SLOW',
-          `The card took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
-        );
-      const notes = [...card.notes];
-      let { provider, model } = card.npc;
-      if (provider && !providers.has(provider)) {
-        notes.push(
-          `The card asks for the Provider "${provider}", which this Village does not offer: the NPC uses the default.`,
-        );
-        provider = null;
-        model = null;
-      }
-      const { maxNpcs } = await getVillageSettings(sql);
-      const npc = await createNpc(
-        sql,
-        player.id,
-        { ...card.npc, provider, model, grants: card.lorebook.length ? [{ kind: 'memory' }] : undefined },
-        maxNpcs,
-        async (tx, created) => {
-          if (!card.lorebook.length) return;
-          // In order (the lorebook keeps it when exported again), within the Player's Memory limit.
-          await addMemories(tx, player.id, card.lorebook, { npcName: created.name, lorebookOf: created.id });
+  const importing = [rationed, sendingCards, readBytes(MAX_CARD_BYTES), takeSlot(cardSlots, playerKey)];
+  router.post('/npcs/import', ...importing, async (req, res) => {
+    const player = currentPlayer(res);
+    const q = parseQuery(req, ImportQuery);
+    const card = await cardOf(req);
+    tooSlow(res);
+    const notes = [...card.notes];
+    let { provider, model } = card.npc;
+    if (provider && !providers.has(provider)) {
+      notes.push(
+        `The card asks for the Provider "${provider}", which this Village does not offer: the NPC uses the default.`,
+      );
+      provider = null;
+      model = null;
+    }
+    const fields = { ...card.npc, provider, model };
+    const saveBook = (npcId: string) => async (tx: Parameters<typeof setEmbeddedBook>[0]) =>
+      setEmbeddedBook(tx, player.id, npcId, card.lorebook);
+    const entries = card.lorebook?.entries.length ?? 0;
+    if (q.update) {
+      const npc = await updateNpc(sql, player.id, q.update, fields, (tx, n) => saveBook(n.id)(tx));
+      if (!npc) throw notFound('NPC');
+      await keepAvatar(sql, npc.id, req.body, notes);
+      const shown = (await getNpc(sql, player.id, npc.id)) ?? npc;
+      respond(res, ImportedNpcResponse, { npc: shown, lorebookEntries: entries, notes, updated: true });
+      return;
+    }
+    // The same card again (same name, same creator): offered as an update, not made twice.
+    const same = (await listNpcs(sql, player.id)).find(
+      (n) => n.name === fields.name && n.creator === fields.creator,
+    );
+    if (same && q.duplicate !== 'true')
+      throw new AppError(
+        409,
+        'CARD_ALREADY_IMPORTED',
+        `You already have ${same.name} from this card. Update that NPC with it, or import it as a second NPC.`,
+        {
+          npcId: same.id,
+          update: `/api/npcs/import?update=${same.id}`,
+          duplicate: '/api/npcs/import?duplicate=true',
         },
       );
-      respond(res, ImportedNpcResponse, { npc, lorebookEntries: card.lorebook.length, notes }, 201);
-    },
-  );
+    const { maxNpcs } = await getVillageSettings(sql);
+    const npc = await createNpc(sql, player.id, fields, maxNpcs, (tx, created) => saveBook(created.id)(tx));
+    await keepAvatar(sql, npc.id, req.body, notes);
+    const shown = (await getNpc(sql, player.id, npc.id)) ?? npc;
+    respond(res, ImportedNpcResponse, { npc: shown, lorebookEntries: entries, notes, updated: false }, 201);
+  });
 
   router.get('/npcs/:id/card', async (req, res) => {
     const player = currentPlayer(res);
-    const { format } = parseQuery(req, CardQuery);
+    const { format, spec } = parseQuery(req, CardQuery);
     const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
     if (!npc) throw notFound('NPC');
-    const lorebook = (
-      await sql<
-        { text: string }[]
-      >`select text from memories where lorebook_of = ${npc.id} order by created_at, id`
-    ).map((r) => r.text);
-    const card = JSON.stringify(toCardV2(npc, lorebook));
+    const book = await embeddedBook(sql, npc.id);
+    const v2 = JSON.stringify(toCardV2(npc, book));
+    const v3 = JSON.stringify(toCardV3(npc, book));
     if (format === 'png') {
+      // Both chunks, as SillyTavern writes them: V2 readers take `chara`, V3 readers `ccv3`.
+      const b64 = (s: string) => Buffer.from(s).toString('base64');
+      const texts = { chara: b64(v2), ccv3: b64(v3) };
+      // The NPC's own picture when it has one (a card's PNG gives its picture back), else a 1×1 one.
+      const avatar = await avatarOf(sql, npc.id);
+      const png = avatar
+        ? withText(await readBlobBytes(sql, avatar, MAX_CARD_BYTES), texts)
+        : pngWithText(texts);
       res.attachment(`${npc.name}.png`).type('image/png');
-      res.send(Buffer.from(pngWithText({ chara: Buffer.from(card).toString('base64') })));
+      res.send(Buffer.from(png));
     } else {
-      res.attachment(`${npc.name}.json`).type('application/json').send(card);
+      res
+        .attachment(`${npc.name}.json`)
+        .type('application/json')
+        .send(spec === 'v3' ? v3 : v2);
     }
+  });
+
+  router.get('/npcs/:id/avatar', async (req, res) => {
+    const player = currentPlayer(res);
+    const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
+    const avatar = npc && (await avatarOf(sql, npc.id));
+    if (!avatar) throw notFound('Avatar');
+    // The URL names the content (`?v=`): it may be kept as long as the browser likes.
+    res
+      .type('image/png')
+      .set('cache-control', 'private, max-age=31536000, immutable')
+      .set('content-security-policy', "default-src 'none'")
+      .send(await readBlobBytes(sql, avatar, MAX_CARD_BYTES));
+  });
+
+  router.post('/lorebooks/import', ...importing, async (req, res) => {
+    const player = currentPlayer(res);
+    const q = parseQuery(req, ImportQuery);
+    let raw: unknown;
+    try {
+      raw = wellFormed(await jsonOf(req));
+    } catch (e) {
+      throw asAppError(e);
+    }
+    tooSlow(res);
+    const name = q.name?.trim() || 'Lorebook';
+    let book: ReturnType<typeof readBook>;
+    try {
+      book = isWorldInfo(raw) ? worldInfoToBook(raw, name) : readBook(raw);
+    } catch (e) {
+      if (e instanceof LorebookError) throw new AppError(413, 'LOREBOOK_TOO_LARGE', e.message);
+      throw e;
+    }
+    if (!book || book.entries.length === 0)
+      throw new AppError(
+        400,
+        'NOT_A_LOREBOOK',
+        'This is not a lorebook: expected a World Info file or a character_book with entries.',
+      );
+    const named = typeof book.name === 'string' && book.name ? book : { ...book, name };
+    const id = await transaction(sql, (tx) => insertLorebook(tx, player.id, named)).catch((e) => {
+      if ((e as Error).message === 'TOO_MANY_LOREBOOKS')
+        throw new AppError(
+          429,
+          'TOO_MANY_LOREBOOKS',
+          'You have 500 lorebooks. Delete one to import another.',
+        );
+      throw e;
+    });
+    respond(
+      res,
+      ImportedLorebookResponse,
+      { lorebook: { id, name: String(named.name), entries: named.entries.length, npcIds: [] } },
+      201,
+    );
+  });
+
+  router.get('/lorebooks', async (_req, res) => {
+    respond(res, LorebookListResponse, { lorebooks: await listLorebooks(sql, currentPlayer(res).id) });
+  });
+
+  router.put('/npcs/:id/lorebooks', async (req, res) => {
+    const player = currentPlayer(res);
+    const body = parseBody(req, AttachBody);
+    const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
+    if (!npc) throw notFound('NPC');
+    const ok = await transaction(sql, (tx) => attachBooks(tx, player.id, npc.id, body.lorebookIds));
+    if (!ok)
+      throw new AppError(400, 'UNKNOWN_LOREBOOK', 'That lorebook is not one of yours (or is a card’s own).');
+    respond(res, LorebookListResponse, { lorebooks: await listLorebooks(sql, player.id) });
   });
 
   return router;

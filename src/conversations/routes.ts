@@ -26,6 +26,7 @@ import {
   listMessages,
   PAGE_MAX_BYTES,
   renameConversation,
+  setReplyMode,
   switchBranch,
 } from './store.ts';
 import { usageByDay } from './usage.ts';
@@ -42,7 +43,10 @@ const RenameBody = z
       .string()
       .max(800)
       .transform(plainName)
-      .pipe(z.string().min(1, 'a title cannot be empty').max(200)),
+      .pipe(z.string().min(1, 'a title cannot be empty').max(200))
+      .optional(),
+    /** In a Party: `one` NPC answers each Message, or `each` NPC in turn (issue 29). */
+    replyMode: z.enum(['one', 'each']).optional(),
   })
   .strict();
 const ListQuery = z.object({
@@ -110,6 +114,7 @@ export function conversationRoutes({
       body.npcIds,
       body.title ?? null,
       maxConversations,
+      player.handle ?? undefined,
     );
     respond(
       res,
@@ -167,7 +172,14 @@ export function conversationRoutes({
   router.patch('/conversations/:id', async (req, res) => {
     const player = currentPlayer(res);
     const body = parseBody(req, RenameBody);
-    if (!isUuid(req.params.id) || !(await renameConversation(sql, player.id, req.params.id, body.title))) {
+    if (body.title === undefined && body.replyMode === undefined)
+      throw new AppError(400, 'INVALID_BODY', 'Send a title, a replyMode, or both.');
+    const id = req.params.id;
+    if (
+      !isUuid(id) ||
+      (body.title !== undefined && !(await renameConversation(sql, player.id, id, body.title))) ||
+      (body.replyMode !== undefined && !(await setReplyMode(sql, player.id, id, body.replyMode)))
+    ) {
       throw notFound('Conversation');
     }
     const conversation = await getConversation(sql, player.id, req.params.id);

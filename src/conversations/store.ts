@@ -1,8 +1,9 @@
 import { collectBlobs } from '../attachments/index.ts';
 import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { expandMacros } from '../macros/index.ts';
 import { type AttachmentPart, attachmentsOf, type Part, readParts } from '../parts/index.ts';
-import { COUNT_LOCK, listNpcs, type Npc } from '../village/index.ts';
+import { COUNT_LOCK, listNpcs, type Npc, npcColumns } from '../village/index.ts';
 import { branchHead, pathLeaf, setPath } from './branches.ts';
 import {
   type Message,
@@ -28,12 +29,14 @@ export interface Conversation {
   title: string | null;
   summary: string;
   summaryThrough: string;
+  /** In a Party: one NPC answers each Message, or each NPC in turn. */
+  replyMode: 'one' | 'each';
   createdAt: Date;
   updatedAt: Date;
 }
 
 const conversationColumns = (sql: Queryable) => sql`
-  id, title, summary, summary_through::text as "summaryThrough", created_at as "createdAt", updated_at as "updatedAt"`;
+  id, title, summary, summary_through::text as "summaryThrough", reply_mode as "replyMode", created_at as "createdAt", updated_at as "updatedAt"`;
 
 const messageColumns = (sql: Queryable) => sql`
   id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
@@ -45,11 +48,41 @@ export async function createConversation(
   npcIds: string[],
   title: string | null,
   max: number,
+  /** Who `{{user}}` is in the greeting (the Player's handle). */
+  user = 'the Player',
 ): Promise<Conversation> {
-  const own = new Set((await listNpcs(sql, playerId)).map((n) => n.id));
+  const own = new Map((await listNpcs(sql, playerId)).map((n) => [n.id, n]));
   const unknown = npcIds.find((id) => !own.has(id));
   if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
-  return transaction(sql, (tx) => insertConversation(tx, playerId, npcIds, title, max));
+  return transaction(sql, async (tx) => {
+    const c = await insertConversation(tx, playerId, npcIds, title, max);
+    const first = own.get(npcIds[0]!);
+    if (first) await insertGreetings(tx, c.id, first, user);
+    return c;
+  });
+}
+
+/**
+ * The NPC's greeting as the first Message of a new Conversation (a card's `first_mes`, as SillyTavern opens a
+ * chat), and each alternate greeting a sibling of it, off the path: the Player swipes between them (‹ 1/3 ›) like
+ * any branches. Macros are expanded as the Message is written, as SillyTavern writes them into the chat.
+ */
+async function insertGreetings(tx: Queryable, conversationId: string, npc: Npc, user: string): Promise<void> {
+  const texts = [npc.greeting, ...npc.alternateGreetings]
+    .map((g) => expandMacros(g, { char: npc.name, user }).text.trim())
+    .filter(Boolean);
+  const rows = texts.map((text, i) => ({
+    conversation_id: conversationId,
+    role: 'npc',
+    npc_id: npc.id,
+    npc_name: npc.name,
+    parts: tx.json([{ type: 'text', text }]),
+    text,
+    status: 'complete',
+    on_path: i === 0,
+  }));
+  // One by one, so their seqs keep the order the card gives them (the first is the one shown).
+  for (const row of rows) await tx`insert into messages ${tx(row)}`;
 }
 
 /**
@@ -117,9 +150,8 @@ export async function getConversation(
 /** The Conversation's NPCs, in the order they joined. */
 export async function getParticipants(sql: Sql, conversationId: string): Promise<Npc[]> {
   return sql<Npc[]>`
-    select n.id, n.player_id as "playerId", n.name, n.job_title as "jobTitle", n.description, n.prompt,
-      n.provider, n.model, n.thinking, n.created_at as "createdAt", n.updated_at as "updatedAt"
-    from conversation_participants p join npcs n on n.id = p.npc_id
+    select ${npcColumns(sql)}
+    from conversation_participants p join npcs on npcs.id = p.npc_id
     where p.conversation_id = ${conversationId} order by p.position`;
 }
 
@@ -131,6 +163,17 @@ export async function renameConversation(
 ): Promise<boolean> {
   const rows =
     await sql`update conversations set title = ${title} where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length > 0;
+}
+
+export async function setReplyMode(
+  sql: Sql,
+  playerId: string,
+  id: string,
+  mode: Conversation['replyMode'],
+): Promise<boolean> {
+  const rows =
+    await sql`update conversations set reply_mode = ${mode} where id = ${id} and player_id = ${playerId} returning id`;
   return rows.length > 0;
 }
 

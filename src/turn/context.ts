@@ -1,17 +1,20 @@
 import type { ModelMessage } from 'ai';
+import { booksOf, triggerEntries } from '../cards/index.ts';
 import { type Conversation, chargeTokens, type HistoryRow, saveSummary } from '../conversations/index.ts';
 import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
 import { loadAttachments } from './attachments.ts';
 import type { TurnBudget } from './budget.ts';
 import { toModelMessages, turnTokens } from './history.ts';
-import { systemPromptParts } from './prompt.ts';
+import { postHistoryMessage, postHistoryText, systemPromptParts } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
 
 /** Summary calls one turn may make: a backlog past that (an imported Conversation) is folded over later turns. */
 const SUMMARY_CALLS_PER_TURN = 4;
+/** Lorebook entries may take at most this share of the History budget. */
+const LORE_SHARE = 0.25;
 
 export interface Handoff {
   from: string;
@@ -37,6 +40,8 @@ export async function assembleContext(
     signal: AbortSignal;
     /** Asked before each summary call. */
     budget: TurnBudget;
+    /** Who `{{user}}` is in the NPC's text: the Player's handle. */
+    user?: string;
   },
 ): Promise<{
   system: { head: string; tail: string };
@@ -78,8 +83,18 @@ export async function assembleContext(
     // Past SUMMARY_CALLS_PER_TURN (a long imported backlog) the oldest dropped turns are neither in the window
     // nor yet in the summary for this turn: later turns fold them in, four calls at a time.
   }
+  // The NPC's lorebooks, scanned over the turns it is shown (the newest last, the hand-over's message with them).
+  const recent = kept.map((t) => t.text);
+  if (args.handoff) recent.push(args.handoff.message);
+  const lore = triggerEntries(
+    await booksOf(deps.sql, speaker.npc.id),
+    recent,
+    Math.floor(settings.historyBudget * LORE_SHARE),
+  );
   const system = systemPromptParts({
     identity: speaker.npc,
+    user: args.user,
+    lore,
     playerPrompt: speaker.npc.prompt,
     skills: tools.skills,
     unreachableServers: tools.unreachable,
@@ -96,5 +111,8 @@ export async function assembleContext(
   const messages = toModelMessages(kept, party, contents);
   if (args.handoff)
     messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
+  // A card's post-history instructions come after the history, as its author meant (SillyTavern's order).
+  const after = postHistoryText({ identity: speaker.npc, user: args.user });
+  if (after) messages.push(postHistoryMessage(speaker.kind, after));
   return { system, messages, release };
 }

@@ -1,4 +1,5 @@
-import type { SystemModelMessage } from 'ai';
+import type { ModelMessage, SystemModelMessage } from 'ai';
+import { expandMacros } from '../macros/index.ts';
 
 export interface Identity {
   name: string;
@@ -8,9 +9,22 @@ export interface Identity {
 
 export interface RosterEntry extends Identity {}
 
+/** What a character card adds to an identity (empty for an NPC made by hand). */
+export interface Character {
+  personality: string;
+  scenario: string;
+  exampleMessages: string;
+  postHistoryInstructions: string;
+}
+
 export interface PromptInput {
-  identity: Identity;
+  identity: Identity & Partial<Character>;
+  /** The NPC's prompt: a card's system prompt. */
   playerPrompt: string;
+  /** Who `{{user}}` is: the Player's display name or handle. */
+  user?: string;
+  /** Lorebook entries this turn triggered, in the order they go in. */
+  lore?: readonly { content: string; position: 'before_char' | 'after_char' }[];
   skills: { name: string; description: string }[];
   unreachableServers: string[];
   memories: string[];
@@ -42,12 +56,25 @@ export function assembleSystemPrompt(p: PromptInput): string {
  * caches prompts is told to cache the head. Pure.
  */
 export function systemPromptParts(p: PromptInput): { head: string; tail: string } {
-  const { name, jobTitle, description } = p.identity;
+  const { name, jobTitle } = p.identity;
+  // SillyTavern's macros, expanded here; `{{original}}` (allowed in the system prompt and post-history
+  // instructions) stands for the Village's own instructions there, of which there are none beyond the identity.
+  const x = (t: string, original?: string) =>
+    expandMacros(t, { char: name, user: p.user ?? 'the Player', original }).text.trim();
+  const description = x(p.identity.description);
   const sections: string[] = [];
   const who = [`You are ${name}${jobTitle ? `, ${jobTitle}` : ''}.`];
-  if (description.trim()) who.push(description.trim());
+  if (description) who.push(description);
+  const personality = x(p.identity.personality ?? '');
+  if (personality) who.push(`${name}'s personality: ${personality}`);
+  const scenario = x(p.identity.scenario ?? '');
+  if (scenario) who.push(`Scenario: ${scenario}`);
   sections.push(`# Who you are\n${who.join('\n')}`);
-  if (p.playerPrompt.trim()) sections.push(p.playerPrompt.trim());
+  const prompt = x(p.playerPrompt, '');
+  if (prompt) sections.push(prompt);
+  // SillyTavern's example dialogue: each <START> begins another example chat.
+  const examples = x((p.identity.exampleMessages ?? '').replace(/<START>/gi, '[Example chat]'));
+  if (examples) sections.push(`# How ${name} speaks (examples, not part of this conversation)\n${examples}`);
   if (p.skills.length) {
     const lines = p.skills.map((s) => `- ${s.name}: ${s.description}`);
     sections.push(
@@ -60,6 +87,8 @@ export function systemPromptParts(p: PromptInput): { head: string; tail: string 
       `# Tools unavailable this turn\nThese Tool servers could not be reached, so their tools are missing: ${p.unreachableServers.join(', ')}. Say so if they would have helped.`,
     );
   }
+  const lore = (p.lore ?? []).map((l) => x(l.content)).filter(Boolean);
+  if (lore.length) sections.push(`# What you know of this world\n${lore.join('\n\n')}`);
   if (p.memories.length) sections.push(`# What you remember\n${p.memories.map((m) => `- ${m}`).join('\n')}`);
   if (p.roster.length) {
     const lines = p.roster.map((r) => {
@@ -70,6 +99,28 @@ export function systemPromptParts(p: PromptInput): { head: string; tail: string 
   }
   if (p.summary.trim()) sections.push(`# Earlier in this conversation\n${p.summary.trim()}`);
   return { head, tail: sections.join('\n\n') };
+}
+
+/**
+ * A card's post-history instructions, macros expanded, to go after the history (where its author put them);
+ * empty when it has none. Pure.
+ */
+export function postHistoryText(p: Pick<PromptInput, 'identity' | 'user'>): string {
+  return expandMacros(p.identity.postHistoryInstructions ?? '', {
+    char: p.identity.name,
+    user: p.user ?? 'the Player',
+    original: '',
+  }).text.trim();
+}
+
+/**
+ * Post-history instructions as a message a Provider kind accepts after the history: a system message where
+ * the API takes one there (OpenAI's and compatible ones), else a user message saying what it is (Gemini refuses a
+ * system message past the first; Anthropic folds them back into the top). Pure.
+ */
+export function postHistoryMessage(kind: string | undefined, text: string): ModelMessage {
+  if (kind === 'openai' || kind === 'compatible') return { role: 'system', content: text };
+  return { role: 'user', content: `[Instructions for your next reply]\n${text}` };
 }
 
 /**

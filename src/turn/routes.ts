@@ -107,7 +107,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     });
     // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
     const conversation = { ...prepared.conversation, ...begun.summary };
-    await stream(deps, res, { ...prepared, ...begun, conversation });
+    await stream(deps, res, { ...prepared, ...begun, conversation, playerName: player.handle ?? undefined });
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
@@ -124,7 +124,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     });
     // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
     const conversation = { ...prepared.conversation, ...begun.summary };
-    await stream(deps, res, { ...prepared, ...begun, conversation });
+    await stream(deps, res, { ...prepared, ...begun, conversation, playerName: player.handle ?? undefined });
   });
 
   return router;

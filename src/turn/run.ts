@@ -85,6 +85,8 @@ export interface TurnPlan {
   replyId: string;
   settings: VillageSettings;
   playerId: string;
+  /** Who `{{user}}` is in an NPC's text (the Player's handle). */
+  playerName?: string;
   /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
   speakerFor(npc: Npc): Speaker | string;
   /** Told of each reply as it starts, with a way to read its Parts as they stand (replies/ follows it). */
@@ -115,6 +117,8 @@ export async function runTurn(
   let conversation = plan.conversation;
   let handoff: Handoff | undefined;
   const budget = new TurnBudget(deps.sql, plan.playerId, plan.settings);
+  // Who has answered this turn (each in turn: every NPC once, in the order they joined).
+  const answered = new Set<string>();
   for (let hops = 0; ; hops++) {
     // The first reply's row was written with the claim; each hand-over writes its own.
     const replyId = hops === 0 ? plan.replyId : undefined;
@@ -129,7 +133,11 @@ export async function runTurn(
     );
     if (hops === 0 && end.status === 'complete' && !signal.aborted)
       await titleFirstExchange(deps, plan, end, budget, signal);
-    if (!end.handoff || end.status !== 'complete' || signal.aborted) return;
+    answered.add(speaker.npc.id);
+    if (end.status !== 'complete' || signal.aborted) return;
+    // No hand-over: in a Party whose Conversation asks each NPC in turn, the next one who has not answered yet.
+    const nextInTurn = end.handoff ? undefined : nextToAnswer(plan, conversation, speaker.npc.id, answered);
+    if (!end.handoff && !nextInTurn) return;
     // The next NPC's reply is another Provider call: asked for before its row is made.
     const spent = await budget.spent();
     if (spent) {
@@ -145,13 +153,13 @@ export async function runTurn(
       });
       return;
     }
-    const next = plan.participants.find((p) => p.name === end.handoff!.npc);
-    const nextSpeaker = next ? plan.speakerFor(next) : `There is no NPC named ${end.handoff.npc} here.`;
+    const next = nextInTurn ?? plan.participants.find((p) => p.name === end.handoff!.npc);
+    const nextSpeaker = next ? plan.speakerFor(next) : `There is no NPC named ${end.handoff!.npc} here.`;
     if (typeof nextSpeaker === 'string') {
       emit({ type: 'error', messageId: end.messageId, code: 'HANDOFF_FAILED', message: nextSpeaker });
       return;
     }
-    handoff = { from: speaker.npc.name, message: end.handoff.message };
+    handoff = end.handoff ? { from: speaker.npc.name, message: end.handoff.message } : undefined;
     speaker = nextSpeaker;
     // The next speaker's context is assembled from scratch: the summary may have moved on.
     conversation = (await getConversation(deps.sql, plan.playerId, conversation.id)) ?? conversation;
@@ -342,6 +350,7 @@ async function streamReply(
     handoff: r.handoff,
     signal: call.signal,
     budget,
+    user: plan.playerName,
   });
   call.releaseAttachments = context.release;
   // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have
@@ -378,6 +387,8 @@ function callOptions(
     model: speaker.model,
     instructions: instructionsFor(speaker.kind, context.system),
     messages: context.messages,
+    // Only a card's post-history instructions come as a system message after the history (turn/prompt.ts).
+    allowSystemInMessages: context.messages.some((m) => m.role === 'system'),
     tools,
     // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
     // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
@@ -422,6 +433,19 @@ async function store(deps: TurnDeps, plan: TurnPlan, state: ReplyState, end: Set
     estimatedTokens: end.estimatedTokens,
     chargedTokens: end.chargedTokens,
   });
+}
+
+/** In "each" mode, the first NPC after `current` (in joining order, wrapping round) not yet heard this turn. */
+function nextToAnswer(
+  plan: TurnPlan,
+  conversation: Conversation,
+  current: string,
+  answered: ReadonlySet<string>,
+): Npc | undefined {
+  if (conversation.replyMode !== 'each' || plan.participants.length < 2) return undefined;
+  const at = plan.participants.findIndex((p) => p.id === current);
+  const order = [...plan.participants.slice(at + 1), ...plan.participants.slice(0, Math.max(0, at))];
+  return order.find((p) => !answered.has(p.id));
 }
 
 /** The hand-over a reply ended with, if any: a completed message_npc call. */

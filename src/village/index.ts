@@ -11,7 +11,21 @@ export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export type { GrantKind } from './grants.ts';
 export { providerKeyRoutes } from './keyRoutes.ts';
-export { COUNT_LOCK, createNpc, getNpc, getNpcs, insertNpc, listNpcs, type Npc } from './npcs.ts';
+export {
+  CARD_DEFAULTS,
+  COUNT_LOCK,
+  createNpc,
+  getNpc,
+  getNpcs,
+  insertNpc,
+  listNpcs,
+  NPC_LIMITS,
+  type Npc,
+  type NpcInput,
+  type NpcWrite,
+  npcColumns,
+  updateNpc,
+} from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';
 export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
 export { villageRoutes } from './routes.ts';

@@ -27,6 +27,20 @@ export const NpcView = z.object({
   provider: z.string().nullable(),
   model: z.string().nullable(),
   thinking: z.boolean(),
+  // A character card's fields (issue 29); `prompt` is its system prompt.
+  personality: z.string(),
+  scenario: z.string(),
+  greeting: z.string(),
+  alternateGreetings: z.array(z.string()),
+  exampleMessages: z.string(),
+  postHistoryInstructions: z.string(),
+  creator: z.string(),
+  creatorNotes: z.string(),
+  characterVersion: z.string(),
+  tags: z.array(z.string()),
+  extensions: z.record(z.string(), z.unknown()),
+  /** The NPC's picture (from a card's PNG), or null. */
+  avatarUrl: z.string().nullable(),
   createdAt: Time,
   updatedAt: Time,
 });
@@ -35,8 +49,20 @@ export const NpcListResponse = z.object({ npcs: z.array(NpcView) });
 /** POST /api/npcs/import: the NPC a character card made, and what changed on the way in. */
 export const ImportedNpcResponse = NpcResponse.extend({
   lorebookEntries: z.number().int(),
+  /** Whether an NPC of the same card was updated (`?update=<id>`) rather than a new one made. */
+  updated: z.boolean(),
   notes: z.array(z.string()),
 });
+
+/** A lorebook: a card's own, or a World Info file attached to NPCs. */
+export const LorebookView = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  entries: z.number().int(),
+  npcIds: z.array(z.uuid()),
+});
+export const LorebookListResponse = z.object({ lorebooks: z.array(LorebookView) });
+export const ImportedLorebookResponse = z.object({ lorebook: LorebookView });
 
 export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishing', 'failed']);
 
@@ -44,6 +70,8 @@ export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishin
 export const ConversationView = z.object({
   id: z.uuid(),
   title: z.string().nullable(),
+  /** In a Party: one NPC answers each Message, or each NPC in turn. */
+  replyMode: z.enum(['one', 'each']),
   createdAt: Time,
   updatedAt: Time,
 });

@@ -1,7 +1,9 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { CardError, readCard, toCardV2 } from '../../src/cards/card.ts';
+import { CardError, readCard, toCardV2, toCardV3 } from '../../src/cards/card.ts';
 import { pngTextChunks, pngWithText } from '../../src/cards/png.ts';
+import { plainName, wellFormed } from '../../src/parts/index.ts';
+import { NPC_LIMITS } from '../../src/village/index.ts';
 
 // Character cards from anywhere: whatever the bytes, reading one either gives an NPC within its limits or a
 // CardError with words for the Player — never another exception (issue 18).
@@ -64,9 +66,13 @@ const readsOrRefuses = async (bytes: Uint8Array) => {
     const r = await readCard(bytes);
     expect(r.npc.name.length).toBeGreaterThan(0);
     expect(r.npc.name.length).toBeLessThanOrEqual(100);
-    expect(r.npc.prompt.length).toBeLessThanOrEqual(20_000);
-    expect(r.npc.description.length).toBeLessThanOrEqual(2000);
-    for (const m of r.lorebook) expect(m.length).toBeLessThanOrEqual(2000);
+    expect(r.npc.prompt.length).toBeLessThanOrEqual(NPC_LIMITS.prompt);
+    expect(r.npc.description.length).toBeLessThanOrEqual(NPC_LIMITS.description);
+    expect(r.npc.alternateGreetings.length).toBeLessThanOrEqual(NPC_LIMITS.alternateGreetings);
+    for (const e of r.lorebook?.entries ?? []) {
+      expect(e.content.length).toBeLessThanOrEqual(20_000);
+      expect(Array.isArray(e.keys)).toBe(true);
+    }
   } catch (e) {
     if (!(e instanceof CardError)) throw e;
     expect(e.message.length).toBeGreaterThan(10);
@@ -106,95 +112,222 @@ it('damaged PNGs — bytes flipped, cut short, lengths that lie — are refused,
   ).rejects.toThrow(CardError);
 });
 
-it('maps a V2 card: macros, sections, lorebook entries with their keys, disabled ones left out', async () => {
-  const r = await readCard(
-    new TextEncoder().encode(
-      JSON.stringify({
-        spec: 'chara_card_v2',
-        spec_version: '2.0',
-        data: {
-          name: 'Seraphina',
-          description: '{{char}} is a guardian of the forest.',
-          personality: 'kind',
-          scenario: '{{user}} wakes in a glade.',
-          first_mes: '*{{char}} smiles.* Hello.',
-          mes_example: '<START>\n{{user}}: hi\n{{char}}: hello',
-          system_prompt: 'Stay in character.',
-          character_book: {
-            entries: [
-              { keys: ['glade', 'forest'], content: 'The glade is warded.', enabled: true },
-              { keys: ['secret'], content: 'hidden', enabled: false },
-            ],
-          },
-        },
-      }),
-    ),
-  );
-  expect(r.spec).toBe('v2');
-  expect(r.npc.description).toBe('Seraphina is a guardian of the forest.');
-  expect(r.npc.prompt).toContain('Stay in character.');
-  expect(r.npc.prompt).toContain('Scenario: the Player wakes in a glade.');
-  expect(r.npc.prompt).toContain('How you first greeted the Player:\n*Seraphina smiles.* Hello.');
-  expect(r.lorebook).toEqual(['(glade, forest) The glade is warded.']);
-  expect(r.notes).toEqual(['1 lorebook entry was left out (disabled, empty, or past 500).']);
+const v2 = (data: Record<string, unknown>) => ({ spec: 'chara_card_v2', spec_version: '2.0', data });
+const bytesOf = (card: unknown) => new TextEncoder().encode(JSON.stringify(card));
+
+// Shaped like SillyTavern's bundled Seraphina (a V2 PNG: long description with dialogue inside, greeting,
+// creator notes, version, extensions.world, a 4-entry lorebook with keys and constant: false), written here.
+const guardian = v2({
+  name: 'Maren',
+  description: `[{{char}}'s Personality= "watchful", "kind"]\n${'{{char}} keeps the marsh lanterns lit. '.repeat(80)}\n{{user}}: "Who are you?"\n{{char}}: "The lantern-keeper."`,
+  personality: '',
+  scenario: '',
+  first_mes: '*The lantern sways as {{char}} leans over you.* "Awake at last, {{user}}?"',
+  mes_example: '',
+  creator_notes: 'Made for the marsh contest.',
+  system_prompt: '',
+  post_history_instructions: '',
+  tags: [],
+  creator: 'a marsh author',
+  character_version: '1.0.0',
+  alternate_greetings: [],
+  extensions: { talkativeness: '0.5', fav: false, world: 'Fenmoor' },
+  character_book: {
+    name: 'Fenmoor',
+    entries: [
+      {
+        id: 0,
+        keys: ['fenmoor', 'marsh'],
+        secondary_keys: [],
+        comment: '',
+        content: '{{char}}: "Fenmoor is the marsh."',
+        constant: false,
+        selective: false,
+        insertion_order: 100,
+        enabled: true,
+        position: 'before_char',
+        extensions: { position: 0, probability: null, useProbability: false },
+      },
+      {
+        id: 1,
+        keys: ['lantern'],
+        secondary_keys: [],
+        comment: '',
+        content: 'The lanterns keep the drowned away.',
+        constant: false,
+        selective: false,
+        insertion_order: 100,
+        enabled: true,
+        position: 'before_char',
+        extensions: { position: 0, probability: null, useProbability: false },
+      },
+    ],
+  },
 });
 
-it('a V2 card exported and read back gives the same NPC and lorebook; the PNG keeps it in a chara chunk', async () => {
+it('a V2 card keeps every field as its maker wrote it: macros unexpanded, the lorebook as it came', async () => {
+  const r = await readCard(bytesOf(guardian));
+  const d = guardian.data as Record<string, unknown>;
+  expect(r.spec).toBe('v2');
+  expect(r.npc).toMatchObject({
+    name: 'Maren',
+    description: d.description,
+    greeting: d.first_mes,
+    creator: 'a marsh author',
+    creatorNotes: 'Made for the marsh contest.',
+    characterVersion: '1.0.0',
+    extensions: { talkativeness: '0.5', fav: false, world: 'Fenmoor' },
+    prompt: '',
+  });
+  expect((r.npc.description as string).length).toBeGreaterThan(2000);
+  expect(r.lorebook).toEqual(d.character_book);
+});
+
+it('what a foreign card exports back differs only by our own extensions and V1 fields at the top', async () => {
+  const r = await readCard(bytesOf(guardian));
+  const out = toCardV2(r.npc, r.lorebook);
+  const { agentsville, ...theirs } = out.data.extensions as Record<string, unknown>;
+  expect(agentsville).toBeDefined();
+  expect({ ...out.data, extensions: theirs }).toEqual(guardian.data);
+  expect(out.spec).toBe('chara_card_v2');
+  expect(out.first_mes).toBe((guardian.data as { first_mes: string }).first_mes);
+});
+
+const text = (max: number) =>
+  fc.string({ maxLength: max, unit: 'grapheme' }).filter((s) => wellFormed(s) === s);
+const npcArb = fc.record({
+  name: fc
+    .string({ minLength: 1, maxLength: 100, unit: 'grapheme' })
+    .filter((s) => s.length <= 100 && plainName(wellFormed(s)) === s && s.length > 0),
+  jobTitle: text(60).map((s) => s.trim()),
+  description: text(3000),
+  prompt: text(500),
+  provider: fc.constantFrom(null, 'openai'),
+  model: fc.constantFrom(null, 'gpt-x'),
+  thinking: fc.boolean(),
+  personality: text(200),
+  scenario: text(200),
+  greeting: text(300),
+  alternateGreetings: fc.array(text(100), { maxLength: 4 }),
+  exampleMessages: text(200),
+  postHistoryInstructions: text(200),
+  creator: text(50),
+  creatorNotes: text(200),
+  characterVersion: text(20),
+  tags: fc.array(text(20), { maxLength: 5 }),
+  extensions: fc.dictionary(
+    fc.string({ minLength: 1, maxLength: 10 }).filter((k) => k !== 'agentsville' && k !== '__proto__'),
+    fc.jsonValue({ maxDepth: 2 }),
+    { maxKeys: 3 },
+  ),
+  cardExtra: fc.constant({}),
+});
+const entryArb = fc.record({
+  keys: fc.array(text(20), { maxLength: 3 }),
+  content: text(200),
+  extensions: fc.constant({}),
+  enabled: fc.boolean(),
+  insertion_order: fc.integer({ min: 0, max: 1000 }),
+  constant: fc.boolean(),
+  selective: fc.boolean(),
+  secondary_keys: fc.array(text(20), { maxLength: 2 }),
+  position: fc.constantFrom('before_char' as const, 'after_char' as const),
+});
+const bookArb = fc.option(
+  fc.record({ name: text(30), extensions: fc.constant({}), entries: fc.array(entryArb, { maxLength: 4 }) }),
+  { nil: null },
+);
+
+it('import∘export gives back every field: V2 and V3, JSON and PNG (fast-check over every field)', async () => {
   await fc.assert(
     fc.asyncProperty(
-      fc.record({
-        name: fc
-          .string({ minLength: 1, maxLength: 100 })
-          .filter((s) => s.trim() === s && s.length > 0 && !/\{\{|<(bot|user)>/i.test(s)),
-        jobTitle: fc.string({ maxLength: 100 }).map((s) => s.trim()),
-        description: fc
-          .string({ maxLength: 2000 })
-          .map((s) => s.trim())
-          .filter((s) => !/\{\{|<(bot|user)>/i.test(s)),
-        prompt: fc
-          .string({ maxLength: 3000 })
-          .map((s) => s.trim())
-          .filter((s) => !/\{\{|<(bot|user)>/i.test(s)),
-        provider: fc.constantFrom(null, 'openai'),
-        model: fc.constantFrom(null, 'gpt-x'),
-        thinking: fc.boolean(),
-      }),
-      fc.array(
-        fc.string({ minLength: 1, maxLength: 300 }).map((s) => `${s.trim()}x`),
-        { maxLength: 4 },
-      ),
-      async (npc, lorebook) => {
-        const json = JSON.stringify(toCardV2(npc, lorebook));
-        const png = pngWithText({ chara: Buffer.from(json).toString('base64') });
-        expect(pngTextChunks(png).get('chara')).toBe(Buffer.from(json).toString('base64'));
-        const back = await readCard(png);
-        expect(back.npc).toEqual(npc);
-        expect(back.lorebook).toEqual(lorebook);
+      npcArb,
+      bookArb,
+      fc.constantFrom('v2', 'v3'),
+      fc.boolean(),
+      async (npc, book, spec, asPng) => {
+        // JSON round trip normalises -0 and undefined the way a file would.
+        const card = JSON.parse(JSON.stringify(spec === 'v2' ? toCardV2(npc, book) : toCardV3(npc, book)));
+        const json = JSON.stringify(card);
+        const bytes = asPng
+          ? pngWithText({ [spec === 'v2' ? 'chara' : 'ccv3']: Buffer.from(json).toString('base64') })
+          : new TextEncoder().encode(json);
+        if (asPng)
+          expect(pngTextChunks(bytes).get(spec === 'v2' ? 'chara' : 'ccv3')).toBe(
+            Buffer.from(json).toString('base64'),
+          );
+        const back = await readCard(bytes);
+        expect(back.spec).toBe(spec);
+        expect(back.npc).toEqual(JSON.parse(JSON.stringify(npc)));
+        expect(back.lorebook).toEqual(book && JSON.parse(JSON.stringify(book)));
       },
     ),
-    { numRuns: 300 },
+    { numRuns: 200 },
   );
 });
 
-it('a name is put in as it is: replacement patterns in it do not expand, and an oversized field is refused before', async () => {
-  const name = "$'".repeat(50);
+it('a V1 card (fields at the top level) reads its six fields; a V3 card keeps its own fields for a V3 export', async () => {
+  const v1 = await readCard(
+    bytesOf({
+      name: 'Old',
+      description: 'd',
+      personality: 'p',
+      scenario: 's',
+      first_mes: 'hi',
+      mes_example: 'e',
+    }),
+  );
+  expect(v1.spec).toBe('v1');
+  expect(v1.npc).toMatchObject({
+    description: 'd',
+    personality: 'p',
+    scenario: 's',
+    greeting: 'hi',
+    exampleMessages: 'e',
+  });
+  const v3 = {
+    spec: 'chara_card_v3',
+    spec_version: '3.0',
+    data: {
+      ...(guardian.data as object),
+      nickname: 'Mara',
+      group_only_greetings: ['We meet as a group.'],
+      assets: [{ type: 'icon', uri: 'ccdefault:', name: 'main', ext: 'png' }],
+      creation_date: 1700000000,
+    },
+  };
+  const r = await readCard(bytesOf(v3));
+  expect(r.npc.cardExtra).toEqual({
+    nickname: 'Mara',
+    group_only_greetings: ['We meet as a group.'],
+    assets: [{ type: 'icon', uri: 'ccdefault:', name: 'main', ext: 'png' }],
+    creation_date: 1700000000,
+  });
+  const out = toCardV3(r.npc, r.lorebook);
+  const { agentsville: _, ...theirs } = out.data.extensions as Record<string, unknown>;
+  expect({ ...out.data, extensions: theirs }).toEqual(v3.data);
+});
+
+it('a World Info file is told apart from a card; oversized fields are refused in words', async () => {
+  await expect(
+    readCard(bytesOf({ entries: { '0': { uid: 0, key: ['x'], content: 'y' } } })),
+  ).rejects.toMatchObject({ code: 'WORLD_INFO' });
+  await expect(readCard(bytesOf({ name: 'X', personality: 'p'.repeat(20_001) }))).rejects.toThrow(
+    /personality is 20,001 characters/,
+  );
+  await expect(
+    readCard(bytesOf(v2({ name: 'X', alternate_greetings: Array(33).fill('hi') }))),
+  ).rejects.toThrow(/33 alternate greetings/);
+  // NUL and half surrogate pairs cannot be stored: they are made storable on the way in, in the lorebook too.
   const r = await readCard(
-    new TextEncoder().encode(
-      JSON.stringify({ name, description: `${'{{char}} '.repeat(80)}x`, scenario: '$& {{user}}' }),
+    bytesOf(
+      v2({
+        name: 'A\u0000B',
+        description: 'x\ud800y',
+        character_book: { entries: [{ keys: ['k'], content: 'a\u0000' }] },
+      }),
     ),
   );
-  // 80 names of 100 characters: longer than a description holds, so it moved into the prompt, unexpanded.
-  expect(r.npc.prompt.length).toBeLessThan(10_000);
-  expect(r.npc.prompt.startsWith(`${name} ${name}`)).toBe(true);
-  expect(r.npc.prompt).toContain('Scenario: $& the Player');
-  await expect(
-    readCard(new TextEncoder().encode(JSON.stringify({ name: 'X', personality: 'p'.repeat(20_001) }))),
-  ).rejects.toThrow(/personality is 20,001 characters/);
-  // NUL and half surrogate pairs cannot be stored: they are made storable on the way in.
-  expect(
-    (await readCard(new TextEncoder().encode(JSON.stringify({ name: 'A\u0000B', description: 'x\ud800y' }))))
-      .npc,
-  ).toMatchObject({
-    name: expect.not.stringContaining('\u0000'),
-  });
+  expect(r.npc.name).not.toContain('\u0000');
+  expect(r.lorebook?.entries[0]?.content).not.toContain('\u0000');
 });

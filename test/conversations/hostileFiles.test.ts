@@ -94,12 +94,20 @@ it('a card whose lorebook is 3.3 million {} is refused, not accepted; as a PNG t
   expect(again.result).toMatchObject({ status: 413, code: 'CARD_TOO_LARGE' });
   expect(again.slowest()).toBeLessThan(SLOWEST_HEALTHZ_MS);
   expect((await app.db.sql`select count(*)::int as n from npcs`)[0]!.n).toBe(0);
-  // Within the bound a lorebook is still read: 600 entries, the first 500 kept as Memory.
-  const entries = Array.from({ length: 600 }, (_, i) => ({ keys: [], content: `Fact ${i}.` }));
-  const ok = await post(
-    '/api/npcs/import',
-    JSON.stringify({ spec: 'chara_card_v2', data: { name: 'Keeper', character_book: { entries } } }),
-  );
+  // Within the bound a lorebook is read whole (500 entries); past it, refused in words, not cut (issue 29).
+  const book = (n: number) =>
+    JSON.stringify({
+      spec: 'chara_card_v2',
+      data: {
+        name: `Keeper ${n}`,
+        character_book: {
+          entries: Array.from({ length: n }, (_, i) => ({ keys: [], content: `Fact ${i}.` })),
+        },
+      },
+    });
+  const over = refusal(await post('/api/npcs/import', book(501)));
+  expect(await over).toMatchObject({ status: 413, code: 'CARD_TOO_LARGE' });
+  const ok = await post('/api/npcs/import', book(500));
   expect(ok.status).toBe(201);
   expect(((await ok.json()) as { lorebookEntries: number }).lorebookEntries).toBe(500);
 });

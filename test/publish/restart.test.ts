@@ -90,7 +90,7 @@ it('a server killed mid-publication resumes from the stored plan when it starts 
   const second = await spawnServer(env);
   servers.push(second);
   let status = '';
-  // The killed server's publication lease is had once it expires (one term, 45 s; ADR 0053), then the rest goes.
+  // The killed server's publication lease is had once it expires (one term, 45 s; ADR 0054), then the rest goes.
   for (let i = 0; i < 1500 && status !== 'published'; i++) {
     await sleep(100);
     const [row] = await db.sql`select status from publications where conversation_id = ${conversationId}`;

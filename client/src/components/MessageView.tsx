@@ -2,6 +2,7 @@ import { createContext, memo, useContext, useState } from 'react';
 import { type AttachmentPart, flattenText, type Part, readParts } from '../../../src/parts/index.ts';
 import type { Usage } from '../api.ts';
 import { AttachmentList } from './Attachments.tsx';
+import { SpeakerAvatar } from './Avatar.tsx';
 import { Markdown } from './Markdown.tsx';
 import { MessageEditor } from './MessageEditor.tsx';
 
@@ -64,6 +65,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
   return (
     <article className={`message ${message.role}`} data-message-id={message.id} data-status={message.status}>
       <header>
+        {npc && <SpeakerAvatar name={message.npcName} />}
         <span className="speaker">{npc ? (message.npcName ?? 'NPC') : 'You'}</span>
         {npc && message.model && (
           <span className="model" title="The Model that produced this reply">

@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { type AttachmentPart, applyFrame, type Frame, type LiveTurn } from '../../../src/parts/index.ts';
 import { ConversationPage as FirstPage, MessagePage, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
+import { AvatarContext } from '../components/Avatar.tsx';
 import { ChatHeader } from '../components/ChatHeader.tsx';
 import { ChatLayout } from '../components/ChatLayout.tsx';
 import { Composer } from '../components/Composer.tsx';
@@ -19,6 +20,7 @@ import {
   MessageView,
   type ViewMessage,
 } from '../components/MessageView.tsx';
+import { ReplyMode } from '../components/ReplyMode.tsx';
 import { useLiveHeights, usePinnedToBottom } from '../pinned.ts';
 import { streamTurn } from '../stream.ts';
 import { useDocumentTitle } from '../title.ts';
@@ -53,6 +55,10 @@ export function ConversationPage() {
         : false,
   });
   const first = query.data?.pages[0];
+  const avatars = useMemo(
+    () => new Map((first?.participants ?? []).flatMap((p) => (p.avatarUrl ? [[p.name, p.avatarUrl]] : []))),
+    [first?.participants],
+  );
   // The Village's default Model, for NPCs that have none of their own (the composer's capability note).
   const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   useDocumentTitle(first?.conversation?.title ?? 'Conversation');
@@ -232,19 +238,24 @@ export function ConversationPage() {
         title={first?.conversation?.title ?? null}
         names={first?.participants?.map((n) => n.name) ?? []}
       />
+      {(first?.participants?.length ?? 0) > 1 && first?.conversation && (
+        <ReplyMode id={id} value={first.conversation.replyMode} />
+      )}
       <ErrorNote error={query.error} />
-      <BranchContext.Provider value={actions}>
-        <ContinueContext.Provider value={continueAction}>
-          <Transcript
-            rows={rows}
-            live={live}
-            hasOlder={Boolean(query.hasNextPage)}
-            loadOlder={() => query.fetchNextPage()}
-            loadingOlder={query.isFetchingNextPage}
-            focusId={found ? at : null}
-          />
-        </ContinueContext.Provider>
-      </BranchContext.Provider>
+      <AvatarContext.Provider value={avatars}>
+        <BranchContext.Provider value={actions}>
+          <ContinueContext.Provider value={continueAction}>
+            <Transcript
+              rows={rows}
+              live={live}
+              hasOlder={Boolean(query.hasNextPage)}
+              loadOlder={() => query.fetchNextPage()}
+              loadingOlder={query.isFetchingNextPage}
+              focusId={found ? at : null}
+            />
+          </ContinueContext.Provider>
+        </BranchContext.Provider>
+      </AvatarContext.Provider>
       {live?.error && (
         <p role="alert" className="error">
           {live.error}

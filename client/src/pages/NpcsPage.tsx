@@ -2,15 +2,18 @@ import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
 import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
+import { Avatar } from '../components/Avatar.tsx';
 import { CardImport } from '../components/CardImport.tsx';
+import { CharacterFields, characterOf, emptyCharacter } from '../components/CharacterFields.tsx';
 import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
 import { useToast } from '../components/Toast.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt'>;
+type Draft = Omit<Npc, 'id' | 'createdAt' | 'updatedAt' | 'extensions' | 'avatarUrl'>;
 const empty: Draft = {
+  ...emptyCharacter,
   name: '',
   jobTitle: '',
   description: '',
@@ -46,7 +49,7 @@ export function NpcsPage() {
     setGrants(new Set());
   };
   const startEdit = (n: Npc) => {
-    const { id, ...rest } = n;
+    const { id, extensions: _, avatarUrl: __, ...rest } = n;
     editingRef.current = id;
     setEditing(id);
     setDraft(rest);
@@ -69,6 +72,7 @@ export function NpcsPage() {
         provider: d.provider,
         model: d.model,
         thinking: d.thinking,
+        ...characterOf(d),
         ...(grants ? { grants: [...grants].map(grantOf) } : {}),
       };
       return editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body }) : api('/api/npcs', { body });
@@ -163,7 +167,8 @@ export function NpcsPage() {
                 aria-current={editing === n.id ? 'true' : undefined}
               >
                 <div>
-                  <strong>{n.name}</strong> {n.jobTitle && <span className="meta">· {n.jobTitle}</span>}
+                  <Avatar url={n.avatarUrl} /> <strong>{n.name}</strong>{' '}
+                  {n.jobTitle && <span className="meta">· {n.jobTitle}</span>}
                   <div className="meta">
                     {n.provider ?? `${settings?.defaultProvider ?? '—'} (default)`}/
                     {n.model ?? `${settings?.defaultModel ?? '—'} (default)`}
@@ -224,6 +229,11 @@ export function NpcsPage() {
             Prompt
             <textarea value={draft.prompt} onChange={(e) => set('prompt', e.target.value)} rows={4} />
           </label>
+          <CharacterFields
+            value={draft}
+            prompt={draft.prompt}
+            onChange={(c) => setDraft({ ...draft, ...c })}
+          />
           <div className="row">
             <label>
               Provider

@@ -1,0 +1,238 @@
+/**
+ * Lorebooks (a card's `character_book`, or a SillyTavern World Info file) kept as the Character Card V2 spec
+ * shapes them, so an export gives back what came in. Pure: reading a book from JSON (bounded), and which entries
+ * a turn's recent messages trigger (see `triggerEntries`).
+ */
+
+/** A V2 lorebook entry as this app reads it; every other key of the entry is kept as it came. */
+export interface LoreEntry {
+  keys: string[];
+  content: string;
+  extensions?: Record<string, unknown>;
+  enabled?: boolean;
+  insertion_order?: number;
+  case_sensitive?: boolean;
+  name?: string;
+  priority?: number;
+  id?: number | string;
+  comment?: string;
+  selective?: boolean;
+  secondary_keys?: string[];
+  constant?: boolean;
+  position?: 'before_char' | 'after_char';
+  [other: string]: unknown;
+}
+
+export interface Lorebook {
+  name?: string;
+  description?: string;
+  scan_depth?: number;
+  token_budget?: number;
+  recursive_scanning?: boolean;
+  extensions?: Record<string, unknown>;
+  entries: LoreEntry[];
+  [other: string]: unknown;
+}
+
+export const LOREBOOK_LIMITS = {
+  entries: 500,
+  keys: 100,
+  key: 200,
+  content: 20_000,
+  /** The whole book as JSON: a few hundred entries of a few KB each. */
+  bytes: 2_000_000,
+};
+
+export class LorebookError extends Error {}
+
+const obj = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {};
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+
+/**
+ * A `character_book` as found in a card, its entries made well-typed where they are not (a key list of strings,
+ * a string content, an extensions object) and every other field left as it came. Over LOREBOOK_LIMITS: refused.
+ */
+export function readBook(raw: unknown): Lorebook | null {
+  if (!raw || typeof raw !== 'object' || Array.isArray(raw)) return null;
+  const book = raw as Record<string, unknown>;
+  const list = Array.isArray(book.entries) ? book.entries : [];
+  if (list.length > LOREBOOK_LIMITS.entries)
+    throw new LorebookError(
+      `The lorebook has ${list.length} entries; a lorebook holds ${LOREBOOK_LIMITS.entries}.`,
+    );
+  const entries = list
+    .filter((e) => e && typeof e === 'object' && !Array.isArray(e))
+    .map((e, i): LoreEntry => {
+      const o = e as Record<string, unknown>;
+      // Only what is there is made well-typed: a key the card left out stays out, so the export matches it.
+      const entry: LoreEntry = {
+        ...o,
+        keys: strings(o.keys),
+        content: typeof o.content === 'string' ? o.content : '',
+      };
+      if ('extensions' in o) entry.extensions = obj(o.extensions);
+      if ('enabled' in o) entry.enabled = o.enabled !== false;
+      if ('insertion_order' in o) entry.insertion_order = num(o.insertion_order) ?? i;
+      if (entry.keys.length > LOREBOOK_LIMITS.keys || entry.keys.some((k) => k.length > LOREBOOK_LIMITS.key))
+        throw new LorebookError(
+          `A lorebook entry has more than ${LOREBOOK_LIMITS.keys} keys, or a key longer than ${LOREBOOK_LIMITS.key} characters.`,
+        );
+      if (entry.content.length > LOREBOOK_LIMITS.content)
+        throw new LorebookError(
+          `A lorebook entry is ${entry.content.length.toLocaleString('en')} characters; an entry holds ${LOREBOOK_LIMITS.content.toLocaleString('en')}.`,
+        );
+      if ('secondary_keys' in o) entry.secondary_keys = strings(o.secondary_keys);
+      return entry;
+    });
+  const out: Lorebook = { ...book, entries };
+  if ('extensions' in book) out.extensions = obj(book.extensions);
+  if (JSON.stringify(out).length > LOREBOOK_LIMITS.bytes)
+    throw new LorebookError('The lorebook is larger than 2 MB.');
+  return out;
+}
+
+/** Whether a JSON value is a SillyTavern World Info file: `entries` an object of entries keyed by number. */
+export function isWorldInfo(v: unknown): boolean {
+  const o = obj(v);
+  return (
+    typeof o.name !== 'string' &&
+    !o.spec &&
+    !!o.entries &&
+    typeof o.entries === 'object' &&
+    !Array.isArray(o.entries)
+  );
+}
+
+/** SillyTavern's World Info `selectiveLogic`: how secondary keys combine with the primary ones. */
+const LOGIC = ['AND_ANY', 'NOT_ALL', 'NOT_ANY', 'AND_ALL'] as const;
+
+/**
+ * A World Info file as a V2 lorebook, the way SillyTavern converts one for a card (its `convertWorldInfoToCharacterBook`):
+ * `key`→`keys`, `keysecondary`→`secondary_keys`, `order`→`insertion_order`, `disable`→`!enabled`, `position`
+ * 0/1→before/after_char; the rest (`selectiveLogic`, `depth`, `probability`, …) goes under the entry's extensions.
+ */
+export function worldInfoToBook(wi: unknown, name: string): Lorebook {
+  const entries = Object.values(obj(obj(wi).entries)).map((e, i) => {
+    const o = obj(e);
+    const {
+      uid,
+      key,
+      keysecondary,
+      comment,
+      content,
+      constant,
+      selective,
+      order,
+      position,
+      disable,
+      caseSensitive,
+      ...rest
+    } = o;
+    return {
+      id: num(uid) ?? i,
+      keys: strings(key),
+      secondary_keys: strings(keysecondary),
+      comment: typeof comment === 'string' ? comment : '',
+      content: typeof content === 'string' ? content : '',
+      constant: constant === true,
+      selective: selective === true,
+      insertion_order: num(order) ?? 100,
+      enabled: disable !== true,
+      position: position === 1 ? 'after_char' : 'before_char',
+      case_sensitive: caseSensitive === true ? true : undefined,
+      extensions: { ...rest, position: num(position) ?? 0 },
+    };
+  });
+  return readBook({ name, entries, extensions: {} })!;
+}
+
+/** Tokens as the History budget counts them (seed 003: four characters a token). */
+const tokens = (s: string) => Math.ceil(s.length / 4);
+
+export interface Triggered {
+  content: string;
+  position: 'before_char' | 'after_char';
+}
+
+const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
+/** Whether `key` appears in `text`: as a whole word when it starts and ends with a word character (SillyTavern's
+ *  "match whole words", on unless the entry's extensions turn it off), else anywhere. */
+function matches(text: string, key: string, caseSensitive: boolean, wholeWords: boolean): boolean {
+  const k = caseSensitive ? key.trim() : key.trim().toLowerCase();
+  if (!k) return false;
+  const t = caseSensitive ? text : text.toLowerCase();
+  if (!wholeWords || !/^\w/u.test(k) || !/\w$/u.test(k)) return t.includes(k);
+  return new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(k)}(?![\\p{L}\\p{N}_])`, 'u').test(t);
+}
+
+/** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). */
+export function entryTriggered(e: LoreEntry, text: string): boolean {
+  if (e.enabled === false) return false;
+  if (e.constant === true) return true;
+  const cs = e.case_sensitive === true;
+  const ext = e.extensions ?? {};
+  const whole = ext.match_whole_words !== false;
+  if (!e.keys.some((k) => matches(text, k, cs, whole))) return false;
+  const secondary = (e.secondary_keys ?? []).filter((k) => k.trim());
+  if (e.selective !== true || secondary.length === 0) return true;
+  const hits = secondary.map((k) => matches(text, k, cs, whole));
+  const logic = LOGIC[num(ext.selectiveLogic) ?? 0] ?? 'AND_ANY';
+  if (logic === 'AND_ANY') return hits.some(Boolean);
+  if (logic === 'AND_ALL') return hits.every(Boolean);
+  if (logic === 'NOT_ANY') return !hits.some(Boolean);
+  return !hits.every(Boolean); // NOT_ALL
+}
+
+/** SillyTavern's default: the last two messages are scanned for keys. */
+export const DEFAULT_SCAN_DEPTH = 2;
+/** Lore a turn may carry when a book names no budget of its own. */
+export const DEFAULT_LORE_BUDGET = 2_000;
+
+/**
+ * The entries of `books` that `recent` (the turn's messages, oldest first) triggers, within a token budget. Each
+ * book scans its own depth of messages (`scan_depth`, else the last two). Constant entries go in first, then the
+ * triggered ones by priority (else insertion order), highest first, until the budget (`token_budget` of the first
+ * book that sets one, else DEFAULT_LORE_BUDGET, never over `maxBudget`) is spent; what fits is then put in
+ * insertion order, lowest first, `before_char` entries before `after_char` ones. Pure.
+ */
+export function triggerEntries(
+  books: readonly Lorebook[],
+  recent: readonly string[],
+  maxBudget = 8_000,
+): Triggered[] {
+  const candidates: { e: LoreEntry; book: number; order: number }[] = [];
+  books.forEach((b, book) => {
+    const depth = Math.max(0, Math.min(1000, num(b.scan_depth) ?? DEFAULT_SCAN_DEPTH));
+    const text = depth === 0 ? '' : recent.slice(-depth).join('\n');
+    b.entries.forEach((e, i) => {
+      if (e.content.trim() && entryTriggered(e, text))
+        candidates.push({ e, book, order: num(e.insertion_order) ?? i });
+    });
+  });
+  const budget = Math.min(
+    maxBudget,
+    books.map((b) => num(b.token_budget)).find((n) => n !== undefined && n > 0) ?? DEFAULT_LORE_BUDGET,
+  );
+  const rank = (x: (typeof candidates)[number]) => num(x.e.priority) ?? x.order;
+  const byPriority = [...candidates].sort(
+    (a, b) => Number(b.e.constant === true) - Number(a.e.constant === true) || rank(b) - rank(a),
+  );
+  let used = 0;
+  const kept = byPriority.filter(({ e }) => {
+    const cost = tokens(e.content);
+    if (used + cost > budget) return false;
+    used += cost;
+    return true;
+  });
+  const side = (e: LoreEntry) => (e.position === 'after_char' ? 1 : 0);
+  return kept
+    .sort((a, b) => side(a.e) - side(b.e) || a.order - b.order || a.book - b.book)
+    .map(({ e }) => ({
+      content: e.content,
+      position: e.position === 'after_char' ? 'after_char' : 'before_char',
+    }));
+}
