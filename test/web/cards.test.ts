@@ -92,6 +92,8 @@ it('a card picked on the NPCs page keeps its fields; a new chat opens on its gre
   const patched = page.waitForResponse(
     (r) => r.url().endsWith(party.conversation.id) && r.request().method() === 'PATCH',
   );
+  // A Party's "Who answers" is under the chat's Actions.
+  await page.getByRole('button', { name: 'Actions' }).click();
   await page.getByLabel('Who answers').selectOption('each');
   await patched;
   const saved = (await api(`/api/conversations/${party.conversation.id}`)) as {

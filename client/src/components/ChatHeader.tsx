@@ -1,5 +1,5 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
-import { type FormEvent, useEffect, useId, useRef, useState } from 'react';
+import { type FormEvent, type ReactNode, useEffect, useId, useRef, useState } from 'react';
 import { Link } from 'react-router';
 import { api } from '../api.ts';
 import { ConversationList } from './ConversationList.tsx';
@@ -10,7 +10,13 @@ import { ErrorNote } from './ErrorNote.tsx';
  * cut with an ellipsis), and one Actions button whose panel holds the rest — who is in it, rename, export,
  * publish — so the transcript keeps the screen.
  */
-export function ChatHeader(props: { conversationId: string; title: string | null; names: string[] }) {
+export function ChatHeader(props: {
+  conversationId: string;
+  title: string | null;
+  names: string[];
+  /** More settings of the Conversation, shown in the Actions panel (a Party's "Who answers"). */
+  settings?: ReactNode;
+}) {
   const { conversationId: id } = props;
   const [menuOpen, setMenuOpen] = useState(false);
   const [renaming, setRenaming] = useState(false);
@@ -71,6 +77,7 @@ export function ChatHeader(props: { conversationId: string; title: string | null
         </button>
         <div id={panelId} className="head-actions" hidden={!menuOpen}>
           {props.names.length > 0 && <p className="meta">With {props.names.join(', ')}</p>}
+          {props.settings}
           <button
             type="button"
             className="link"

@@ -237,10 +237,12 @@ export function ConversationPage() {
         conversationId={id}
         title={first?.conversation?.title ?? null}
         names={first?.participants?.map((n) => n.name) ?? []}
+        settings={
+          (first?.participants?.length ?? 0) > 1 && first?.conversation ? (
+            <ReplyMode id={id} value={first.conversation.replyMode} />
+          ) : undefined
+        }
       />
-      {(first?.participants?.length ?? 0) > 1 && first?.conversation && (
-        <ReplyMode id={id} value={first.conversation.replyMode} />
-      )}
       <ErrorNote error={query.error} />
       <AvatarContext.Provider value={avatars}>
         <BranchContext.Provider value={actions}>
