@@ -86,7 +86,7 @@ it('on a phone the navigation is one bar whose Menu opens the links, and going s
   await shoot(page, 'nav-menu-open');
   await page.setViewportSize({ width: 390, height: 800 });
   await npcs.click();
-  await page.getByRole('heading', { name: 'NPCs' }).waitFor();
+  await page.getByRole('heading', { name: 'NPCs', level: 1 }).waitFor();
   expect(await npcs.isVisible()).toBe(false);
   // Escape closes it too.
   await page.getByRole('button', { name: 'Menu' }).click();
