@@ -348,6 +348,8 @@ it('a file still arriving holds no import slot: four trickled imports leave anot
   expect((await importFile(file, players[4]!.cookie)).status).toBe(201);
   // Two files may be on their way per Player; a third is turned away.
   const second = trickle(players[0]!.cookie);
+  // Its headers reach the server before the third is sent (the sending limit counts requests it has seen).
+  await new Promise((r) => setTimeout(r, 300));
   let third: Response | undefined;
   for (let i = 0; i < 100 && !third; i++) {
     const res = await importFile('', players[0]!.cookie);
