@@ -21,7 +21,7 @@ beforeAll(async () => {
     if (req.url?.startsWith('/slow'))
       // Slow to turn into text: a large table.
       res.end(
-        `<html><body><table>${'<tr><td>cell</td><td>more</td></tr>'.repeat(20_000)}</table></body></html>`,
+        `<html><body><table>${'<tr><td>cell</td><td>more</td></tr>'.repeat(50_000)}</table></body></html>`,
       );
     else res.end('<html><head><title>Tiny</title></head><body><p>A tiny page.</p></body></html>');
   });
