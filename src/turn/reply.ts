@@ -121,7 +121,9 @@ export function called(state: ReplyState, promptChars: number, descriptions: Rec
 
 /** A step ended and was charged (ADR 0050); `spent` when the day's budget is now spent. */
 export function stepCharged(state: ReplyState, tokens: number, spent: BudgetSpent | undefined): void {
-  state.overBudget = spent;
+  // Once spent, the reply stays over budget: a later step's charge (a smaller one, or one the Village allowed)
+  // does not undo it.
+  state.overBudget ??= spent;
   state.charged += tokens;
 }
 
