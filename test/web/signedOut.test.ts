@@ -46,7 +46,10 @@ it('when the session ends, the page says so once with a Sign in button, and sign
   // The session ends on the server (signed out elsewhere, expired): the next call answers 401.
   await app.db.sql`delete from sessions`;
   await page.getByLabel('Message').fill('Where are the maps?');
-  await page.getByLabel('Message').press('Enter');
+  // A background call (the live stream's reconnect, a poll) may meet the 401 first and replace the app
+  // before Enter lands; either way the notice must show and the draft survive, so the key goes to
+  // whatever has focus instead of waiting on a composer that may be gone.
+  await page.keyboard.press('Enter');
   const notice = page.getByRole('alert');
   await notice.waitFor();
   // Once, in place of the app: no sidebar still naming the Player, no second copy, no raw API sentence.
