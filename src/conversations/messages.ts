@@ -27,8 +27,16 @@ export interface Message {
   createdAt: Date;
   /** The Message this one follows in the Conversation tree (null: a first Message). */
   parentId: string | null;
-  /** This Message and its siblings (same parent), oldest first: where the transcript offers "‹ 2/3 ›". */
-  siblings?: string[];
+  /** Where it stands among its siblings (same parent): where the transcript offers "‹ 2/3 ›". */
+  branch?: Branch;
+}
+
+/** A Message's place among its siblings, oldest first: its 0-based index, how many, and its two neighbours. */
+export interface Branch {
+  index: number;
+  count: number;
+  previous: string | null;
+  next: string | null;
 }
 
 export interface MessageRow {
@@ -50,7 +58,10 @@ export interface MessageRow {
   cost_usd: number | null;
   created_at: Date;
   parent_id: string | null;
-  siblings?: string[];
+  branch_index?: number;
+  branch_count?: number;
+  branch_previous?: string | null;
+  branch_next?: string | null;
 }
 
 /** A stored row as the API shows it. Rows written before Parts existed read as one text Part. */
@@ -83,7 +94,16 @@ export function toMessage(row: MessageRow): Message {
     costUsd: row.cost_usd,
     createdAt: row.created_at,
     parentId: row.parent_id,
-    ...(row.siblings ? { siblings: row.siblings } : {}),
+    ...(row.branch_count != null
+      ? {
+          branch: {
+            index: row.branch_index ?? 0,
+            count: row.branch_count,
+            previous: row.branch_previous ?? null,
+            next: row.branch_next ?? null,
+          },
+        }
+      : {}),
   };
 }
 

@@ -247,13 +247,25 @@ export async function listMessages(
     sized as (
       select rid, sum(rbytes) over (order by rseq desc) - rbytes as ahead, count(*) over () as fetched
       from recent)
-    select ${messageColumns(sql)}, sized.fetched::int as fetched,
-      case when messages.parent_id is null
-        then array(select s.id from messages s where s.conversation_id = messages.conversation_id
-          and s.parent_id is null order by s.seq)
-        else array(select s.id from messages s where s.parent_id = messages.parent_id order by s.seq)
-      end as siblings
+    select ${messageColumns(sql)}, sized.fetched::int as fetched, b.branch_index, b.branch_count,
+      (select p.id from messages p where p.conversation_id = messages.conversation_id and p.seq = b.prev_seq)
+        as branch_previous,
+      (select n.id from messages n where n.conversation_id = messages.conversation_id and n.seq = b.next_seq)
+        as branch_next
     from sized join messages on messages.id = sized.rid
+    -- Where it stands among its siblings, as numbers and its two neighbours: a page's size does not grow with
+    -- how often a Message was edited or regenerated (the whole list, once sent, made a 2,000-fork page 15 MB).
+    cross join lateral (
+      select count(*)::int as branch_count,
+        count(*) filter (where s.seq < messages.seq)::int as branch_index,
+        max(s.seq) filter (where s.seq < messages.seq) as prev_seq,
+        min(s.seq) filter (where s.seq > messages.seq) as next_seq
+      from (
+        select s.seq from messages s where messages.parent_id is null
+          and s.conversation_id = messages.conversation_id and s.parent_id is null
+        union all
+        select s.seq from messages s where s.parent_id = messages.parent_id
+      ) s) b
     where sized.ahead < ${opts.maxBytes ?? PAGE_MAX_BYTES}
     order by messages.seq desc limit ${opts.limit}`;
   const page = rows.reverse();

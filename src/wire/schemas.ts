@@ -124,8 +124,18 @@ export const MessageView = z.object({
   createdAt: Time,
   /** The Message it follows in the Conversation tree; null for a first Message (ADR 0042). */
   parentId: z.uuid().nullable(),
-  /** It and its siblings (the same parent), oldest first, in a transcript page: more than one is a fork. */
-  siblings: z.array(z.uuid()).optional(),
+  /**
+   * In a transcript page, its place among its siblings (the same parent), oldest first: a count over one is a
+   * fork. Numbers and the two neighbours, not the list, so a page stays small however often a turn was redone.
+   */
+  branch: z
+    .object({
+      index: z.number().int().nonnegative(),
+      count: z.number().int().positive(),
+      previous: z.uuid().nullable(),
+      next: z.uuid().nullable(),
+    })
+    .optional(),
 });
 export const MessagePage = z.object({
   messages: z.array(MessageView),

@@ -17,7 +17,8 @@ beforeAll(async () => {
 });
 afterAll(() => app?.close());
 
-type Row = { id: string; role: string; text: string; parentId: string | null; siblings: string[] };
+type Branch = { index: number; count: number; previous: string | null; next: string | null };
+type Row = { id: string; role: string; text: string; parentId: string | null; branch: Branch };
 const transcript = async (id: string) =>
   ((await (await app.api(`/api/conversations/${id}?limit=200`, { cookie })).json()) as { messages: Row[] })
     .messages;
@@ -50,10 +51,10 @@ it('Regenerate makes a sibling; ‹ › switches between them; the choice surviv
   await regenerate(c, 'Long ago.');
   expect(await texts(c)).toEqual(['Hello', 'Hi there.', 'Tell a story', 'Long ago.']);
   const rows = await transcript(c);
-  const [first, second] = rows[3]!.siblings;
-  expect(rows[3]!.siblings).toHaveLength(2);
-  expect(second).toBe(rows[3]!.id);
-  expect(rows[0]!.siblings).toEqual([rows[0]!.id]);
+  expect(rows[3]!.branch).toMatchObject({ index: 1, count: 2, next: null });
+  const first = rows[3]!.branch.previous;
+  const second = rows[3]!.id;
+  expect(rows[0]!.branch).toEqual({ index: 0, count: 1, previous: null, next: null });
   expect((await show(c, first!)).status).toBe(204);
   expect(await texts(c)).toEqual(['Hello', 'Hi there.', 'Tell a story', 'Once upon a time.']);
   // The next turn goes on from the branch shown, and is sent the path, not the other branch.
@@ -87,15 +88,20 @@ it('editing a Player Message or forking from a reply starts a branch; the old on
   await say(c, 'Why not red?', 'Red is loud.', { parentId: why!.parentId });
   expect(await texts(c)).toEqual(['Pick a colour', 'Blue.', 'Why not red?', 'Red is loud.']);
   const edited = (await transcript(c))[2]!;
-  expect(edited.siblings).toEqual([why!.id, edited.id]);
+  expect(edited.branch).toEqual({ index: 1, count: 2, previous: why!.id, next: null });
   expect(sentToProvider()).not.toContain('Why blue?');
   // Fork from the first reply: the same place, a third sibling.
   await say(c, 'Green?', 'Green grows.', { parentId: blue!.id });
-  expect((await transcript(c))[2]!.siblings).toHaveLength(3);
+  expect((await transcript(c))[2]!.branch).toMatchObject({ index: 2, count: 3 });
   // Edit the very first Message: a new root.
   await say(c, 'Pick a number', 'Seven.', { parentId: null });
   expect(await texts(c)).toEqual(['Pick a number', 'Seven.']);
-  expect((await transcript(c))[0]!.siblings).toEqual([ask!.id, expect.any(String)]);
+  expect((await transcript(c))[0]!.branch).toMatchObject({
+    index: 1,
+    count: 2,
+    previous: ask!.id,
+    next: null,
+  });
   await show(c, why!.id);
   expect(await texts(c)).toEqual(['Pick a colour', 'Blue.', 'Why blue?', 'It is calm.']);
   // Publishing reads the path shown.
@@ -162,4 +168,23 @@ it('refuses what cannot be: another Conversation’s Message, a switch during a 
   const rows = await transcript(legacy);
   expect(rows.map((m) => m.text)).toEqual(['m1', 'm2', 'm3', 'm4', 'm5']);
   expect(rows.map((m) => m.parentId)).toEqual([null, ...rows.slice(0, 4).map((m) => m.id)]);
+});
+
+it('a page tells each Message its place among its siblings in a few fields, however many forks there are', async () => {
+  const { conversationId: c } = await setupConversation(app, cookie);
+  await say(c, 'Hello', 'Hi.');
+  const [hello] = await transcript(c);
+  // 3,000 edits of the first Message (as a Player could make them): each a new root.
+  await app.db.sql`insert into messages (conversation_id, role, parts, text, on_path)
+    select ${c}, 'player', '[]', 'edit ' || i, false from generate_series(1, 3000) i`;
+  const before = await app.api(`/api/conversations/${c}?limit=200`, { cookie });
+  const body = await before.text();
+  // The list of 3,001 ids would be 110 KB on its own; the page holds two ids and two numbers per Message.
+  expect(body.length).toBeLessThan(5_000);
+  const rows = (JSON.parse(body) as { messages: Row[] }).messages;
+  expect(rows[0]!.id).toBe(hello!.id);
+  const [next] = await app.db
+    .sql`select id from messages where conversation_id = ${c} and parent_id is null order by seq offset 1 limit 1`;
+  expect(rows[0]!.branch).toEqual({ index: 0, count: 3001, previous: null, next: next!.id });
+  expect(rows[1]!.branch).toEqual({ index: 0, count: 1, previous: null, next: null });
 });

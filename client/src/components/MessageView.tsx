@@ -17,8 +17,8 @@ export interface ViewMessage {
   model: string | null;
   usage: Usage | null;
   costUsd: number | null;
-  /** In a stored transcript: it and its siblings in the Conversation tree, oldest first. */
-  siblings?: string[];
+  /** In a stored transcript: its place among its siblings in the Conversation tree, oldest first. */
+  branch?: { index: number; count: number; previous: string | null; next: string | null };
   /** In a stored transcript: the Message it follows (null for a first Message). */
   parentId?: string | null;
 }
@@ -97,7 +97,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         </p>
       )}
       {npc && message.status !== 'streaming' && <Footer message={message} parts={parts} />}
-      {!npc && message.siblings && !editing && <PlayerFooter onEdit={() => setEditing(true)} />}
+      {!npc && message.branch && !editing && <PlayerFooter onEdit={() => setEditing(true)} />}
     </article>
   );
 });
@@ -151,30 +151,28 @@ function PartView({ part }: { part: Exclude<Part, AttachmentPart> }) {
 /** "‹ 2/3 ›" where the Conversation forks: the other answers (or edits) stay reachable. */
 function Siblings({ message }: { message: ViewMessage }) {
   const actions = useContext(BranchContext);
-  const all = message.siblings ?? [];
-  if (!actions || all.length < 2) return null;
-  const at = all.indexOf(message.id);
-  const go = (i: number) => actions.show(all[i]!);
+  const branch = message.branch;
+  if (!actions || !branch || branch.count < 2) return null;
   return (
     <span className="siblings" title="Branches here">
       <button
         type="button"
         className="link"
         aria-label="Previous branch"
-        disabled={!actions.enabled || at <= 0}
-        onClick={() => go(at - 1)}
+        disabled={!actions.enabled || !branch.previous}
+        onClick={() => branch.previous && actions.show(branch.previous)}
       >
         ‹
       </button>
       <span className="sibling-count">
-        {at + 1}/{all.length}
+        {branch.index + 1}/{branch.count}
       </span>
       <button
         type="button"
         className="link"
         aria-label="Next branch"
-        disabled={!actions.enabled || at >= all.length - 1}
-        onClick={() => go(at + 1)}
+        disabled={!actions.enabled || !branch.next}
+        onClick={() => branch.next && actions.show(branch.next)}
       >
         ›
       </button>
@@ -225,7 +223,7 @@ function Footer({ message, parts }: { message: ViewMessage; parts: Part[] }) {
           {copied ? 'Copied' : 'Copy'}
         </button>
       )}
-      {actions && message.siblings && (
+      {actions && message.branch && (
         <button
           type="button"
           className="link"
