@@ -1,4 +1,10 @@
-import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
+import {
+  BoundedJsonReader,
+  checkJsonLimits,
+  JsonLimitError,
+  type JsonLimits,
+  parseBoundedJson,
+} from '../json/index.ts';
 import { plainName, wellFormed } from '../parts/index.ts';
 import { CARD_DEFAULTS, NPC_LIMITS, type Npc } from '../village/index.ts';
 import { isWorldInfo, type Lorebook, LorebookError, readBook } from './lorebook.ts';
@@ -85,6 +91,27 @@ function cardError(e: unknown): unknown {
           ? 'The card is not valid JSON (a PNG card’s text chunk must be base64 JSON).'
           : e.message,
       );
+}
+
+/**
+ * A card sent as JSON, parsed as it arrives and refused at the first value past CARD_LIMITS (a PNG card is read
+ * whole: its JSON is base64 inside a text chunk). Errors are CardErrors, as readCardJson's.
+ */
+export function cardJsonReader(
+  first: Uint8Array,
+): { write(c: Uint8Array): Promise<void>; end(): unknown } | undefined {
+  if (isPng(first) || first[0] === 0x89) return undefined;
+  const reader = new BoundedJsonReader(CARD_LIMITS, 'The card');
+  return {
+    write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(cardError(e))),
+    end: () => {
+      try {
+        return reader.end();
+      } catch (e) {
+        throw cardError(e);
+      }
+    },
+  };
 }
 
 /** A card already parsed (a JSON body), held to the same limits as one read from a file. */

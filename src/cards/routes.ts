@@ -6,6 +6,8 @@ import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
 import {
   AppError,
+  type BodyReader,
+  bodyValue,
   inFlightLimit,
   isUuid,
   keyedRateLimit,
@@ -28,6 +30,7 @@ import {
 import { ImportedLorebookResponse, ImportedNpcResponse, LorebookListResponse } from '../wire/index.ts';
 import {
   CardError,
+  cardJsonReader,
   fromJson,
   type ImportedCard,
   readCardJson,
@@ -100,7 +103,26 @@ const avatarOf = async (sql: Sql, npcId: string) =>
 const asAppError = (e: unknown) =>
   e instanceof CardError ? new AppError(STATUS[e.code], e.code, e.message) : e;
 
+/** A JSON card is parsed as it arrives (refused at its first value past the limits); a PNG is read whole. */
+const watchCard = (first: Uint8Array): BodyReader | undefined => {
+  const reader = cardJsonReader(first);
+  return (
+    reader && {
+      write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(asAppError(e))),
+      end: () => {
+        try {
+          return reader.end();
+        } catch (e) {
+          throw asAppError(e);
+        }
+      },
+    }
+  );
+};
+
 async function jsonOf(req: Request): Promise<unknown> {
+  const read = bodyValue(req);
+  if (read) return read.value;
   const body: unknown = req.body;
   if (Buffer.isBuffer(body) && body.length > 0) return readCardJson(body);
   if (req.is('application/json') && body !== undefined) return body;
@@ -171,7 +193,12 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     name: 'card-imports',
   });
 
-  const importing = [rationed, sendingCards, readBytes(MAX_CARD_BYTES), takeSlot(cardSlots, playerKey)];
+  const importing = [
+    rationed,
+    sendingCards,
+    readBytes(MAX_CARD_BYTES, watchCard),
+    takeSlot(cardSlots, playerKey),
+  ];
   router.post('/npcs/import', ...importing, async (req, res) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, ImportQuery);

@@ -5,6 +5,8 @@ import { currentPlayer, playerKey } from '../auth/index.ts';
 import { type Sql, transaction } from '../db/index.ts';
 import {
   AppError,
+  type BodyReader,
+  bodyValue,
   inFlightLimit,
   invalidBody,
   isUuid,
@@ -14,7 +16,13 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
-import { checkJsonLimits, JsonLimitError, type JsonLimits, parseBoundedJson } from '../json/index.ts';
+import {
+  BoundedJsonReader,
+  checkJsonLimits,
+  JsonLimitError,
+  type JsonLimits,
+  parseBoundedJson,
+} from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
 import { withMessagesCountedAtEnd } from '../storage/index.ts';
@@ -183,7 +191,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     '/conversations/import',
     rationed('imports'),
     sendingImports,
-    readBytes(MAX_IMPORT_BYTES),
+    readBytes(MAX_IMPORT_BYTES, watchImport),
     takeSlot(importSlots, playerKey),
     async (req, res) => {
       const player = currentPlayer(res);
@@ -282,10 +290,38 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
  */
 const IMPORT_LIMITS: JsonLimits = { nodes: 2_000_000, depth: 256, items: 50_000, chars: 1_000_000 };
 
+/** An import is JSON: parsed as it arrives, and refused at the first value past IMPORT_LIMITS. */
+const watchImport = (): BodyReader => {
+  const reader = new BoundedJsonReader(IMPORT_LIMITS, 'The file');
+  return {
+    write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(importError(e))),
+    end: () => {
+      try {
+        return reader.end();
+      } catch (e) {
+        throw importError(e);
+      }
+    },
+  };
+};
+
+function importError(e: unknown): unknown {
+  if (!(e instanceof JsonLimitError)) return e;
+  // Not JSON, or nested too deep, is a malformed body (as it always was); too much of it has its own code.
+  if (e.status === 400)
+    return new AppError(
+      400,
+      'INVALID_BODY',
+      e.code === 'INVALID_JSON' ? `${e.message} Import takes the JSON export, not the Markdown.` : e.message,
+    );
+  return new AppError(e.status, e.code, e.message);
+}
+
 async function parseExport(req: Request): Promise<ConversationExport> {
-  let json: unknown = req.body;
+  const read = bodyValue(req);
+  let json: unknown = read ? read.value : req.body;
   try {
-    if (Buffer.isBuffer(req.body)) {
+    if (!read && Buffer.isBuffer(req.body)) {
       if (req.body.length === 0)
         throw new AppError(
           400,
@@ -293,19 +329,9 @@ async function parseExport(req: Request): Promise<ConversationExport> {
           'That file is empty (0 bytes), so there is no Conversation in it. Export the Conversation again ("Export JSON" on its page), then import the new file.',
         );
       json = await parseBoundedJson(req.body, IMPORT_LIMITS, 'The file');
-    } else checkJsonLimits(json, IMPORT_LIMITS, 'The file');
+    } else if (!read) checkJsonLimits(json, IMPORT_LIMITS, 'The file');
   } catch (e) {
-    if (!(e instanceof JsonLimitError)) throw e;
-    // Not JSON, or nested too deep, is a malformed body (as it always was); too much of it has its own code.
-    if (e.status === 400)
-      throw new AppError(
-        400,
-        'INVALID_BODY',
-        e.code === 'INVALID_JSON'
-          ? `${e.message} Import takes the JSON export, not the Markdown.`
-          : e.message,
-      );
-    throw new AppError(e.status, e.code, e.message);
+    throw importError(e);
   }
   const parsed = ConversationExport.safeParse(json);
   if (!parsed.success) throw invalidBody(parsed.error);

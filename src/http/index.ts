@@ -1,6 +1,14 @@
 // http/: helpers every route uses: errors mapped to HTTP in one place, JSON body and query parsing, SSE.
 
-export { isUuid, parseBody, parseQuery, readBytes, readJsonBody } from './body.ts';
+export {
+  type BodyReader,
+  bodyValue,
+  isUuid,
+  parseBody,
+  parseQuery,
+  readBytes,
+  readJsonBody,
+} from './body.ts';
 export { trustOnly } from './clientAddress.ts';
 export { AppError, errorHandler, forbidden, invalidBody, notFound, unauthenticated } from './errors.ts';
 export { escapeHtml } from './html.ts';

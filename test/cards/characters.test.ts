@@ -142,7 +142,7 @@ it('a new Conversation opens on the greeting, a real Message; alternate greeting
     status: 'complete',
     text: `*Maren leans over the raft.* "Awake at last, ${handle}?"`,
   });
-  expect((shown[0] as unknown as { siblings: string[] }).siblings).toHaveLength(3);
+  expect((shown[0] as unknown as { branch: { count: number } }).branch.count).toBe(3);
   // The greeting is history: the Model sees it as its own first turn.
   await say(conversation.id, 'Where am I?');
   const sent = systemOf();

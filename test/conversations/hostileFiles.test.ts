@@ -1,3 +1,4 @@
+import http from 'node:http';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { pngWithText } from '../../src/cards/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -121,4 +122,55 @@ it('an import made of many small lists, each within its bound, is refused at the
   expect(run.result).toMatchObject({ status: 413, code: 'JSON_TOO_MANY_VALUES' });
   expect(run.result.message).toMatch(/more than 2,000,000 values/);
   expect(run.slowest()).toBeLessThan(SLOWEST_HEALTHZ_MS);
+});
+
+/** Sends the first `sent` bytes of a `length`-byte body and waits for the answer without sending the rest. */
+function answerBeforeTheEnd(path: string, head: string, length: number, sent: number) {
+  return new Promise<{ status: number; code: string }>((resolve, reject) => {
+    const req = http.request(`${app.running.listenUrl}${path}`, {
+      method: 'POST',
+      headers: {
+        cookie,
+        'x-agentsville': '1',
+        'content-type': 'application/octet-stream',
+        'content-length': length,
+      },
+    });
+    req.once('response', (res) => {
+      let body = '';
+      res.on('data', (d) => {
+        body += d;
+      });
+      res.once('end', () => {
+        resolve({
+          status: res.statusCode ?? 0,
+          code: (JSON.parse(body) as { error: { code: string } }).error.code,
+        });
+        req.destroy();
+      });
+    });
+    req.once('error', reject);
+    req.write(head + '{},'.repeat(Math.floor((sent - head.length) / 3)));
+    // The rest never comes: only a refusal made while reading can answer.
+  });
+}
+
+it('a file past its limits is refused while it is still arriving: the rest is never waited for', async () => {
+  const MB = 1024 * 1024;
+  const conversation = await answerBeforeTheEnd(
+    '/api/conversations/import',
+    '{"format":"agentsville.conversation","version":2,"conversation":{"title":"x"},"npcs":[],"messages":[',
+    20 * MB,
+    MB,
+  );
+  expect(conversation).toEqual({ status: 413, code: 'JSON_TOO_MANY_VALUES' });
+  const card = await answerBeforeTheEnd(
+    '/api/npcs/import',
+    '{"spec":"chara_card_v2","spec_version":"2.0","data":{"name":"Bomb","character_book":{"entries":[',
+    9 * MB,
+    MB,
+  );
+  expect(card).toEqual({ status: 413, code: 'CARD_TOO_LARGE' });
+  // The server goes on answering this Player (its in-flight and slot counts were given back).
+  expect((await app.api('/api/me', { cookie })).status).toBe(200);
 });

@@ -6,7 +6,9 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { median } from '../../scripts/bench/stats.ts';
+import { createLogger } from '../../src/log/index.ts';
 import type { Script } from '../support/fakeProvider.ts';
 import { startLocalApp } from '../support/localnet.ts';
 import type { Attack } from './attacker.ts';
@@ -19,6 +21,10 @@ export interface AbuseResult {
   attackers: { kind: Attack['kind']; counts: Record<string, number> }[];
   /** Sandbox commands of the attackers the fake Provider was asked to run (each a bash call). */
   attackerCommands: number;
+  /** The server process (app, PDS and PLC) while loaded: CPU ms per wall second, and its event loop's delay. */
+  server: { cpuPerSecond: number; loopDelayP99Ms: number; loopDelayMaxMs: number };
+  /** What the server logged at level error (an unexpected failure: a 500), one line each. */
+  serverErrors: string[];
 }
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -57,10 +63,19 @@ const SAMPLE_DEADLINE_MS = 30_000;
 export async function runAbuse(o: {
   adminDatabaseUrl?: string;
   samples: number;
+  /** Only these attacks (to find what one costs); all of them when absent. */
+  only?: Attack['kind'][];
   progress?: (line: string) => void;
 }): Promise<AbuseResult> {
+  const serverErrors: string[] = [];
+  const logger = createLogger({
+    level: 'error',
+    format: 'json',
+    destination: { write: (line: string) => void serverErrors.push(line.trim().slice(0, 2000)) },
+  });
   const local = await startLocalApp({
     adminDatabaseUrl: o.adminDatabaseUrl,
+    logger,
     env: { ALLOW_PRIVATE_PAGE_URLS: 'true', TOOL_TIMEOUT_MS: '30000' },
   });
   const { app } = local;
@@ -148,7 +163,8 @@ export async function runAbuse(o: {
     await round('unloaded');
 
     // The attackers: a big Conversation to export and read, and sandboxed Conversations to run commands in.
-    for (const [i, a] of ATTACKS.entries()) {
+    const attacks = ATTACKS.filter((a) => !o.only || o.only.includes(a.kind));
+    for (const [i, a] of attacks.entries()) {
       const attacker = await app.signIn(`did:plc:attacker${i}${Date.now().toString(36)}`);
       const conversationIds =
         a.kind === 'exports' || a.kind === 'heavy-read'
@@ -176,14 +192,25 @@ export async function runAbuse(o: {
     }
     // The attacks get going (the bombs are built, the slow holders take what they can) before the victim starts.
     await new Promise((r) => setTimeout(r, 5_000));
+    const loop = monitorEventLoopDelay({ resolution: 10 });
+    loop.enable();
+    const cpu0 = process.cpuUsage();
+    const wall0 = performance.now();
     await round('loaded');
+    const cpu = process.cpuUsage(cpu0);
+    loop.disable();
+    const server = {
+      cpuPerSecond: Math.round((cpu.user + cpu.system) / (performance.now() - wall0)),
+      loopDelayP99Ms: Math.round(loop.percentile(99) / 1e6),
+      loopDelayMaxMs: Math.round(loop.max / 1e6),
+    };
     const attackers = await Promise.all(
-      children.map(async (child, i) => ({ kind: ATTACKS[i]!.kind, counts: await report(child) })),
+      children.map(async (child, i) => ({ kind: attacks[i]!.kind, counts: await report(child) })),
     );
     const attackerCommands = app.fake.requests.filter((r) =>
       JSON.stringify(r.body.messages.at(-1)?.content ?? '').includes('RUN sleep 28'),
     ).length;
-    return { samples, attackers, attackerCommands };
+    return { samples, attackers, attackerCommands, server, serverErrors };
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await tinyPages.close();
