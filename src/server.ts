@@ -165,6 +165,7 @@ export async function start(
     checkpointMs: config.checkpointMs,
     summariseTitles: config.summariseTitles,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    telemetry: config.telemetry,
     replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,
     hub,
