@@ -57,7 +57,7 @@ it("a `!warn` label stands in front of a thread's turns until the reader chooses
   await page.goto(`${app.url}/profile/${AUTHOR}/thread/${rkey}`);
   const notice = page.getByRole('alert', { name: 'Content warning' });
   await notice.waitFor();
-  expect(await notice.textContent()).toContain('a content warning');
+  expect(await notice.textContent()).toContain('labelled this conversation: a warning');
   expect(await notice.textContent()).toContain(LABELER);
   // The title stays; the turns are not on the page until the reader clicks through.
   await page.getByRole('heading', { name: 'Storm damage' }).waitFor();

@@ -1,6 +1,6 @@
 /** What a moderation service's label is called to a reader; a value we do not know is shown as it is. */
 const NAMES: Record<string, string> = {
-  '!warn': 'a content warning',
+  '!warn': 'a warning',
   porn: 'adult content',
   sexual: 'sexually suggestive content',
   nudity: 'nudity',

@@ -59,7 +59,7 @@ export function PlayersPanel() {
   return (
     <section className="card moderation players" aria-label="Players">
       <h2>Players</h2>
-      <h3>Spending</h3>
+      <h3>Spending (tokens, UTC)</h3>
       <ErrorNote error={spending.error} />
       {spending.data?.players.length === 0 && <p>No Player has spent anything this month.</p>}
       {spending.data?.players.length ? (
@@ -67,8 +67,8 @@ export function PlayersPanel() {
           <thead>
             <tr>
               <th scope="col">Player</th>
-              <th scope="col">Tokens today</th>
-              <th scope="col">Tokens this month</th>
+              <th scope="col">Today</th>
+              <th scope="col">This month</th>
               <th scope="col" />
             </tr>
           </thead>
@@ -77,7 +77,7 @@ export function PlayersPanel() {
               <tr key={p.did} data-did={p.did}>
                 <td>
                   {p.handle ? `@${p.handle}` : p.did}
-                  {blocked.has(p.did) && <strong className="blocked"> (blocked)</strong>}
+                  {blocked.has(p.did) && <strong className="blocked">(blocked)</strong>}
                 </td>
                 <td>{tokens(p.today)}</td>
                 <td>{tokens(p.month)}</td>
