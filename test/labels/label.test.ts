@@ -2,6 +2,7 @@ import { Secp256k1Keypair } from '@atproto/crypto';
 import { cborEncode } from '@atproto/lex-cbor';
 import { ErrorFrame, MessageFrame } from '@atproto/xrpc-server';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
 import { decodeFrame, type Label, MAX_LABELS_PER_FRAME, signedBytes } from '../../src/labels/label.ts';
 import { storeLabels } from '../../src/labels/store.ts';
 import type { TestDatabase } from '../support/database.ts';
@@ -74,4 +75,12 @@ describe('stored labels: the newest per labeler, subject and value', () => {
     const rows = await db.sql<{ neg: boolean }[]>`select neg from labels where src = ${SRC} and uri = ${URI}`;
     expect(rows).toEqual([{ neg: true }]);
   });
+});
+
+it('LABELERS names labelers by DID, with their service when it is not read from the DID document', () => {
+  expect(loadConfig({}).labelers).toEqual([]);
+  expect(
+    loadConfig({ LABELERS: 'did:web:a.example, did:plc:abc234|https://labels.example' }).labelers,
+  ).toEqual([{ did: 'did:web:a.example' }, { did: 'did:plc:abc234', url: 'https://labels.example' }]);
+  expect(() => loadConfig({ LABELERS: 'labels.example' })).toThrow(ConfigError);
 });

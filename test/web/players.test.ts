@@ -6,7 +6,7 @@ import { type Browser, openBrowser, shoot } from '../support/browser.ts';
 const ADMIN = 'did:plc:webplayersadmin0000000000';
 let app: TestApp;
 let browser: Browser;
-let spender: { did: string; playerId: string };
+let spender: { did: string; playerId: string; cookie: string };
 let lapsed: { did: string; playerId: string };
 
 beforeAll(async () => {
@@ -56,4 +56,9 @@ it("an admin sees each Player's spending, blocks one from the Village page and u
   await panel.locator('.blocks .mod-item.lifted', { hasText: 'Talked it over' }).waitFor();
   expect(await isBlocked(app.db.sql, spender.playerId)).toBe(false);
   await shoot(page, 'players-unblocked');
+});
+
+it("only an admin sees Players' spending", async () => {
+  expect((await app.api('/api/admin/spending', { cookie: spender.cookie })).status).toBe(403);
+  expect((await app.api('/api/admin/spending')).status).toBe(401);
 });
