@@ -76,6 +76,9 @@ export class LabelerFollower {
     this.ws = ws;
     let alive = true;
     let openedAt = 0;
+    // A frame that could not be stored ends this connection: the frames queued behind it are dropped, and the
+    // next connection starts again from the last frame stored (never past one whose labels were lost).
+    let failed = false;
     const ping = setInterval(() => {
       if (!alive) return ws.terminate();
       alive = false;
@@ -90,8 +93,12 @@ export class LabelerFollower {
     ws.on('message', (data: Buffer) => {
       if (++this.pending > HIGH_WATER) ws.pause();
       this.queue = this.queue
-        .then(() => this.take(new Uint8Array(data)))
-        .catch((e) => this.o.log(`labels: a frame from ${this.o.did} could not be stored`, e))
+        .then(() => (failed ? undefined : this.take(new Uint8Array(data))))
+        .catch((e) => {
+          failed = true;
+          ws.terminate();
+          this.o.log(`labels: a frame from ${this.o.did} could not be stored; reconnecting`, e);
+        })
         .finally(() => {
           if (--this.pending < LOW_WATER && ws.isPaused) ws.resume();
         });

@@ -129,4 +129,16 @@ describe("a followed labeler's labels hide what they label, at read time", () =>
     await labeler.label({ uri, val: '!hide', neg: true });
     await expect.poll(visible, SECONDS).toEqual(shown);
   });
+
+  it('a frame that could not be stored is read again from the stored cursor, never skipped', async () => {
+    // The database refuses the frame (its table is away): the follower must not move past it.
+    await app.db.sql`alter table labels rename to labels_away`;
+    const asked = labeler.cursors.length;
+    await labeler.label({ uri, val: '!hide' });
+    await until('the follower to reconnect', async () => labeler.cursors.length > asked);
+    await app.db.sql`alter table labels_away rename to labels`;
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    await labeler.label({ uri, val: '!hide', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+  });
 });
