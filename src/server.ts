@@ -238,6 +238,7 @@ export async function start(
     sql,
     labelers: config.labelers,
     plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
+    local: Boolean(localnet),
     fetch: networkFetch,
     log: subsystemLog(logger, 'labels'),
     ...options.labels,

@@ -66,7 +66,7 @@ export class LabelerFollower {
     let url: URL;
     try {
       const service = await this.o.keys.endpoint(this.o.did, this.o.url);
-      if (!service) throw new Error('its DID document names no #atproto_labeler service');
+      if (!service) throw new Error('its DID document names no #atproto_labeler https service');
       url = subscribeUrl(service, await readLabelerCursor(this.o.sql, this.o.did));
     } catch (e) {
       this.o.log(`labels: ${this.o.did} could not be reached`, e);

@@ -21,8 +21,12 @@ export class LabelerKeys {
   private readonly ids: IdResolver;
   private readonly keys = new Map<string, { key: string | null; at: number }>();
 
-  constructor(o: { plcUrl: string; fetch: typeof globalThis.fetch }) {
+  /** Offline, a labeler's service may be plain http on loopback; on the public network only https is followed. */
+  private readonly local: boolean;
+
+  constructor(o: { plcUrl: string; fetch: typeof globalThis.fetch; local: boolean }) {
     this.ids = new IdResolver({ plcUrl: o.plcUrl, fetch: o.fetch });
+    this.local = o.local;
   }
 
   /** The service to subscribe to: the configured one, or the one the labeler's DID document names. */
@@ -32,7 +36,10 @@ export class LabelerKeys {
     const found = doc
       ? getServiceEndpoint(doc, { id: '#atproto_labeler', type: 'AtprotoLabeler' })
       : undefined;
-    return found ?? null;
+    // The socket is opened to whatever the document names, outside the outbound fetch's address policy: on the
+    // public network it must at least be https (the operator's own `did|url` is taken as configured).
+    if (!found || (!this.local && !found.startsWith('https://'))) return null;
+    return found;
   }
 
   private async key(did: string, fresh: boolean): Promise<string | null> {

@@ -9,6 +9,8 @@ export interface FollowLabelsOptions {
   /** The labelers to follow: a DID, and the service URL when it is not read from the DID document. */
   labelers: { did: string; url?: string }[];
   plcUrl: string;
+  /** Offline mode: labelers on loopback, over plain http. */
+  local: boolean;
   /** The outbound fetch DID documents are read with (see outbound/). */
   fetch: typeof globalThis.fetch;
   log: (message: string, error?: unknown) => void;
@@ -45,7 +47,7 @@ export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>
       conn.release();
     };
     if (stopped) return;
-    const keys = new LabelerKeys({ plcUrl: o.plcUrl, fetch: o.fetch });
+    const keys = new LabelerKeys({ plcUrl: o.plcUrl, fetch: o.fetch, local: o.local });
     followers = o.labelers.map(
       (l) =>
         new LabelerFollower({
