@@ -39,6 +39,8 @@ export interface AppDeps {
   adminDids: string[];
   checkpointMs: number;
   chunkTimeoutMs: number;
+  /** The AI SDK's OpenTelemetry spans on Provider calls (OTEL_TELEMETRY). */
+  telemetry?: boolean;
   /** How many characters of Parts, and how long, one reply may take. */
   replyLimits: { maxChars: number; maxMs: number };
   /** Longest one attachment upload may take. */

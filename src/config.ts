@@ -89,6 +89,26 @@ const Env = z.object({
     .string()
     .regex(/^wss?:\/\//, 'a ws:// or wss:// URL')
     .optional(),
+  /**
+   * The labelers whose labels this instance honours (com.atproto.label.subscribeLabels), comma-separated: a DID
+   * (its service from its DID document) or `did|https://service` (ADR 0060).
+   */
+  LABELERS: commaList.pipe(
+    z.array(
+      z
+        .string()
+        .regex(
+          /^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2000}(\|(https?|wss?):\/\/\S+)?$/,
+          'a labeler is a DID, or did|https://its-service',
+        )
+        .transform((v) => {
+          const [did, url] = v.split('|') as [string, string | undefined];
+          return url ? { did, url } : { did };
+        }),
+    ),
+  ),
+  /** Turns on the AI SDK's OpenTelemetry spans on every Provider call (an OTel SDK must be registered to export). */
+  OTEL_TELEMETRY: z.enum(['true', 'false']).default('false'),
   /** Limits on every tool call: time, and the size of what it returns to the model. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(100).default(30_000),
   TOOL_MAX_OUTPUT_BYTES: z.coerce.number().int().min(256).default(65_536),
@@ -179,6 +199,10 @@ export interface Config {
   toolLimits: { timeoutMs: number; maxOutputBytes: number };
   indexerRelayUrl?: string;
   indexerJetstreamUrl?: string;
+  /** The labelers followed (ADR 0060): a DID, and its service when not read from its DID document. */
+  labelers: { did: string; url?: string }[];
+  /** experimental_telemetry on the AI SDK calls. */
+  telemetry: boolean;
   atproto: AtprotoConfig;
   log: {
     level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
@@ -271,6 +295,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     toolLimits: { timeoutMs: e.TOOL_TIMEOUT_MS, maxOutputBytes: e.TOOL_MAX_OUTPUT_BYTES },
     indexerRelayUrl: e.INDEXER_RELAY_URL,
     indexerJetstreamUrl: e.INDEXER_JETSTREAM_URL,
+    labelers: e.LABELERS,
+    telemetry: e.OTEL_TELEMETRY === 'true',
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT ?? (e.NODE_ENV === 'production' ? 'json' : 'pretty') },
     metricsToken: e.METRICS_TOKEN,
     atproto: {

@@ -16,6 +16,7 @@ import {
   type Sql,
   startEmbeddedPostgres,
 } from './db/index.ts';
+import { followLabelers } from './labels/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createLogger, type Logger, subsystemLog } from './log/index.ts';
 import { createOutbound, type Resolve } from './outbound/index.ts';
@@ -52,6 +53,8 @@ export interface Running {
   leases: Leases;
   localnet?: LocalNetwork;
   indexer?: Indexer;
+  /** The labelers' follower (resolves `leading` once this process follows them). */
+  labels: { leading: Promise<void> };
   close(): Promise<void>;
 }
 
@@ -62,6 +65,8 @@ export interface StartOptions {
   oauthFetch?: typeof globalThis.fetch;
   /** How outbound requests resolve hostnames (tests inject answers, e.g. one that changes between calls). */
   resolve?: Resolve;
+  /** Tests shorten the labelers' reconnect back-off and leader retry. */
+  labels?: { backoffFirstMs?: number; retryMs?: number };
 }
 
 /**
@@ -160,6 +165,7 @@ export async function start(
     checkpointMs: config.checkpointMs,
     summariseTitles: config.summariseTitles,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    telemetry: config.telemetry,
     replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,
     hub,
@@ -227,6 +233,17 @@ export async function start(
       })
     : undefined;
 
+  // The configured labelers' labels, followed into the database; the reader's statements honour them (ADR 0060).
+  const labels = followLabelers({
+    sql,
+    labelers: config.labelers,
+    plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
+    local: Boolean(localnet),
+    fetch: networkFetch,
+    log: subsystemLog(logger, 'labels'),
+    ...options.labels,
+  });
+
   // Publications a crash or a rate limit left part-way resume in the background.
   const publishDeps = {
     sql,
@@ -255,6 +272,7 @@ export async function start(
     leases,
     localnet,
     indexer,
+    labels,
     async close() {
       draining = true;
       clearInterval(sweep);
@@ -265,6 +283,7 @@ export async function start(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await indexer?.stop();
+      await labels.stop();
       stopSandboxes();
       await localnet?.close();
       await instance.release();

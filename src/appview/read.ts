@@ -84,11 +84,14 @@ export async function threadPreview(
 }
 
 /**
- * Not served: an author whose account is not active, or a thread or author an admin took down on this instance
- * (moderation/'s `takedowns`). Over `s` (index_sessions) and `a` (index_actors).
+ * Not served: an author whose account is not active, a thread or author an admin took down on this instance
+ * (moderation/'s `takedowns`), or one a followed labeler labelled `!takedown` or `!hide` (labels/'s `labels`: a
+ * negated or expired label no longer counts). Over `s` (index_sessions) and `a` (index_actors).
  */
 const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from takedowns t
-  where t.lifted_at is null and t.subject in (s.did, s.uri)))`;
+  where t.lifted_at is null and t.subject in (s.did, s.uri)) or exists (select 1 from labels l
+  where l.uri in (s.did, s.uri) and l.val in ('!takedown', '!hide') and not l.neg
+    and (l.exp is null or l.exp > now())))`;
 
 /** How long a verified handle is shown before it is verified again. */
 const REVERIFY_MS = 24 * 60 * 60 * 1000;

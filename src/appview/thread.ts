@@ -1,4 +1,5 @@
 import type { Sql } from '../db/index.ts';
+import { noticeLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -21,6 +22,8 @@ export interface ThreadView {
     }[];
     mentions: { did: string; handle: string | null }[];
   }[];
+  /** Followed labelers' labels on the thread or its author that do not hide it (`!warn`, content labels). */
+  labels: { src: string; val: string }[];
 }
 
 /**
@@ -70,7 +73,9 @@ export async function readThread(
     }),
     mentions: (records[i]!.mentions ?? []).map((d) => ({ did: d, handle: handlesNow.get(d) ?? null })),
   }));
+  const labels = await noticeLabels(sql, [did, thread.session.uri]);
   return {
+    labels: labels.map((l) => ({ src: l.src, val: l.val })),
     uri: thread.session.uri,
     author: { did, handle: thread.session.author.handle ?? handlesNow.get(did) ?? null },
     session: thread.session.record,

@@ -3,7 +3,13 @@
 export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export { conversationRoutes } from './routes.ts';
-export { budgetSpent, type SpendingLimits, todaysSpend } from './spending.ts';
+export {
+  budgetSpent,
+  type PlayerSpending,
+  type SpendingLimits,
+  spendingByPlayer,
+  todaysSpend,
+} from './spending.ts';
 export {
   allMessages,
   beginPlayerTurn,

@@ -147,3 +147,26 @@ export function budgetSpent(
     return "The Village has used today's tokens, so the turn stops here; what arrived is kept. The budget renews at midnight UTC.";
   return undefined;
 }
+
+/** One Player's tokens spent today and this month (UTC), for the admins. */
+export interface PlayerSpending {
+  did: string;
+  handle: string | null;
+  today: number;
+  month: number;
+}
+
+/**
+ * Every Player who spent this month, biggest spender first (at most `limit`), from `daily_spend`: one row per
+ * Player and day, so a month is at most 31 rows each.
+ */
+export function spendingByPlayer(sql: Queryable, limit = 200) {
+  return sql<PlayerSpending[]>`
+    with days as (select (now() at time zone 'utc')::date as today)
+    select p.did, p.handle,
+      coalesce(sum(d.tokens) filter (where d.day = days.today), 0)::float8 as today,
+      coalesce(sum(d.tokens), 0)::float8 as month
+    from daily_spend d cross join days join players p on p.id = d.player_id
+    where d.day >= date_trunc('month', days.today)::date and d.player_id <> ${VILLAGE}
+    group by p.did, p.handle order by month desc, p.did limit ${limit}`;
+}

@@ -20,4 +20,6 @@ export const LOCKS = {
   attachmentQuota: 7_240_008,
   /** Writing one author's records into the index, where a backfill and a delete could race: keyed by DID hash. */
   indexAuthor: 7_240_009,
+  /** The one follower of the configured labelers (one key). */
+  labelsLeader: 7_240_010,
 } as const;

@@ -13,6 +13,7 @@ export type Subsystem =
   | 'turn'
   | 'publish'
   | 'appview'
+  | 'labels'
   | 'outbound'
   | 'sandbox'
   | 'auth'

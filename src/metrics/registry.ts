@@ -69,6 +69,17 @@ export const metrics = {
     help: 'Records the index refused (hostile, malformed or too large).',
     registers,
   }),
+  labelsStored: new Counter({
+    name: 'agentsville_labels_stored_total',
+    help: 'Labels from followed labelers that verified and were stored.',
+    registers,
+  }),
+  labelsRefused: new Counter({
+    name: 'agentsville_labels_refused_total',
+    help: 'Labels or frames from followed labelers refused, by reason (signature, shape, frame).',
+    labelNames: ['reason'] as const,
+    registers,
+  }),
   refusals: new Counter({
     name: 'agentsville_refusals_total',
     help: 'Requests refused by a rate limit or a spending limit (HTTP 429), by error code.',

@@ -2,6 +2,7 @@ import { type Request, type Response, Router } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
+import { spendingByPlayer } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, forbidden, isUuid, keyedRateLimit, notFound, parseBody } from '../http/index.ts';
 import {
@@ -82,6 +83,12 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
     const lifted = await liftBlock(sql, id(req, 'Block'), parseBody(req, LiftBody).reason, by);
     if (!lifted) throw notFound('Block');
     res.json({ block: lifted });
+  });
+
+  // What each Player spent today and this month, beside the blocks: who to look at, and whom a block stops.
+  router.get('/admin/spending', async (_req, res) => {
+    admin(res);
+    res.json({ players: await spendingByPlayer(sql) });
   });
 
   router.get('/admin/reports', async (_req, res) => {

@@ -68,6 +68,7 @@ export async function assembleContext(
         budget: settings.historyBudget,
         signal: args.signal,
         maxChunks: SUMMARY_CALLS_PER_TURN,
+        telemetry: deps.telemetry,
         // Each call is the Player's spending like the reply itself, and its summary is kept at once.
         mayCall: async () => (await args.budget.spent()) === undefined,
         onChunk: async (s, through, tokens) => {

@@ -48,6 +48,7 @@ import {
   stepCharged,
   stepTokens,
 } from './reply.ts';
+import { telemetryFor } from './telemetry.ts';
 import { thinkingOptions } from './thinking.ts';
 import { summariseTitle } from './title.ts';
 
@@ -67,6 +68,8 @@ export interface TurnDeps {
   log: (message: string, error?: unknown) => void;
   /** After a first exchange, ask its Model for a short title (title.ts); off: the first Message's words. */
   summariseTitles?: boolean;
+  /** The AI SDK's OpenTelemetry spans on every Provider call (telemetry.ts). */
+  telemetry?: boolean;
 }
 
 export interface Speaker {
@@ -192,6 +195,7 @@ async function titleFirstExchange(
       npcName: speaker.npc.name,
       replyText: reply?.text ?? '',
       signal,
+      telemetry: deps.telemetry,
     });
   } catch (e) {
     deps.log(
@@ -411,6 +415,7 @@ function callOptions(
     ),
     providerOptions: thinkingOptions(speaker.kind, think),
     timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
+    telemetry: telemetryFor(deps.telemetry, 'agentsville.turn'),
     // Errors arrive as stream parts and are reduced; the SDK's default would log them again.
     onError: () => {},
   };

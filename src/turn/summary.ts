@@ -1,5 +1,6 @@
 import { generateText, type LanguageModel } from 'ai';
 import { attachmentLine, type HistoryTurn, turnTokens } from './history.ts';
+import { telemetryFor } from './telemetry.ts';
 import { windowHistory } from './window.ts';
 
 const INSTRUCTIONS = `You keep the rolling summary of a conversation between a Player and one or more NPCs.
@@ -28,6 +29,8 @@ export async function foldIntoSummary<T extends HistoryTurn>(args: {
   onChunk?: (summary: string, through: T, tokens: number) => Promise<void>;
   /** Asked before each call: false (the day's budget is spent) stops folding, with what was folded so far. */
   mayCall?: () => Promise<boolean>;
+  /** The AI SDK's OpenTelemetry spans (telemetry.ts). */
+  telemetry?: boolean;
 }): Promise<string> {
   let summary = args.summary;
   let rest = args.dropped.slice();
@@ -51,6 +54,7 @@ export async function foldIntoSummary<T extends HistoryTurn>(args: {
       prompt,
       abortSignal: args.signal,
       maxRetries: 1,
+      telemetry: telemetryFor(args.telemetry, 'agentsville.summary'),
     });
     summary = text.trim();
     const reported = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);

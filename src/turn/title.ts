@@ -2,6 +2,7 @@ import { generateText, type LanguageModel } from 'ai';
 import { titleFrom } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { TurnBudget } from './budget.ts';
+import { telemetryFor } from './telemetry.ts';
 
 const INSTRUCTIONS = `You name conversations. Given the first exchange of a conversation, reply with a title for it:
 at most six words, in the language the Player wrote in, no quotation marks, no Markdown, no final full stop.
@@ -40,6 +41,7 @@ export async function summariseTitle(args: {
   npcName: string;
   replyText: string;
   signal: AbortSignal;
+  telemetry?: boolean;
 }): Promise<string | undefined> {
   const fallback = titleFrom(args.playerText);
   if (!fallback || !args.replyText.trim()) return undefined;
@@ -55,6 +57,7 @@ export async function summariseTitle(args: {
     maxOutputTokens: TITLE_TOKENS,
     abortSignal: AbortSignal.any([args.signal, AbortSignal.timeout(TITLE_TIMEOUT_MS)]),
     maxRetries: 0,
+    telemetry: telemetryFor(args.telemetry, 'agentsville.title'),
   });
   const reported = (usage?.inputTokens ?? 0) + (usage?.outputTokens ?? 0);
   await args.budget.charge(reported || Math.ceil((INSTRUCTIONS.length + prompt.length + text.length) / 4));

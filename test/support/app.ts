@@ -45,6 +45,8 @@ export async function startTestApp(
     serverDefaults?: boolean;
     /** The server's logger (silent unless given). */
     logger?: Logger;
+    /** The labelers' follower's timings (see StartOptions). */
+    labels?: { backoffFirstMs?: number; retryMs?: number };
   } = {},
 ): Promise<TestApp> {
   // db.ts reads vitest's provided context; benchmarks pass their own server instead.
@@ -84,6 +86,7 @@ export async function startTestApp(
     onQuery: options.onQuery,
     oauthFetch: options.oauthFetch,
     resolve: options.resolve,
+    labels: options.labels,
   });
   const app: TestApp = {
     url: running.url,

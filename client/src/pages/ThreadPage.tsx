@@ -3,6 +3,7 @@ import { useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { api } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
+import { LabelNotice } from '../components/LabelNotice.tsx';
 import { Markdown } from '../components/Markdown.tsx';
 import { ReaderHeader } from '../components/ReaderHeader.tsx';
 import { useDocumentTitle } from '../title.ts';
@@ -29,6 +30,8 @@ interface ThreadView {
     refs: { uri: string; state: 'same' | 'changed' | 'deleted' | 'unchecked'; text: string | null }[];
     mentions: { did: string; handle: string | null }[];
   }[];
+  /** Labels of followed moderation services that warn rather than hide: shown as a notice first. */
+  labels?: { src: string; val: string }[];
 }
 
 /** A published thread as a reader sees it, with only its link: no sign-in. */
@@ -46,6 +49,8 @@ export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
   // A long thread renders a page of turns at a time.
   const [visible, setVisible] = useState(100);
+  // The thread whose warning the reader clicked through (another thread asks again).
+  const [shownAnyway, setShownAnyway] = useState<string | null>(null);
   const thread = useQuery({
     queryKey: ['thread', actor, rkey],
     queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
@@ -83,58 +88,71 @@ export function ThreadPage() {
           characters.
         </p>
       ) : null}
-      <ol className="thread">
-        {shown.map((m) => (
-          <li
-            key={m.rkey}
-            className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`}
-            data-rkey={m.rkey}
-          >
-            <header>
-              <span className="speaker">{speakerOf(m.record.role, author, t.session.agents)}</span>
-              {m.record.model && <span className="model">{m.record.model}</span>}
-            </header>
-            {m.record.withheld ? (
-              <p className="hole">A turn happened here and was not published.</p>
-            ) : (
-              <>
-                {m.record.steps?.length ? (
-                  <ul className="steps" aria-label="Tools used">
-                    {m.record.steps.map((s, i) => (
-                      <li key={i} className={s.failed ? 'failed' : ''}>
-                        <code>{s.name}</code> {s.summary} {s.failed && <strong>(failed)</strong>}
-                      </li>
-                    ))}
-                  </ul>
-                ) : null}
-                {m.record.text && <Markdown text={m.record.text} />}
-                {m.refs.map((r) => (
-                  <blockquote key={r.uri} className={`ref ${r.state}`}>
-                    {r.state === 'deleted'
-                      ? 'This record has been deleted.'
-                      : r.state === 'unchecked'
-                        ? r.uri
-                        : r.text}
-                    {r.state === 'changed' && <span className="meta"> (changed since)</span>}
-                    <br />
-                    <small>{r.uri}</small>
-                  </blockquote>
-                ))}
-                {m.mentions.length > 0 && (
-                  <p className="meta">
-                    About {m.mentions.map((x) => (x.handle ? `@${x.handle}` : x.did)).join(', ')}
-                  </p>
-                )}
-              </>
-            )}
-          </li>
-        ))}
-      </ol>
-      {t.messages.length > visible && (
-        <button type="button" className="secondary" onClick={() => setVisible(visible + 100)}>
-          Show {Math.min(100, t.messages.length - visible)} more turns
-        </button>
+      {t.labels?.length && shownAnyway !== t.uri ? (
+        <LabelNotice labels={t.labels} onShow={() => setShownAnyway(t.uri)} />
+      ) : (
+        turns()
       )}
     </main>
   );
+
+  /** The turns, a page at a time (a plain function, not a component: nothing remounts). */
+  function turns() {
+    return (
+      <>
+        <ol className="thread">
+          {shown.map((m) => (
+            <li
+              key={m.rkey}
+              className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`}
+              data-rkey={m.rkey}
+            >
+              <header>
+                <span className="speaker">{speakerOf(m.record.role, author, t.session.agents)}</span>
+                {m.record.model && <span className="model">{m.record.model}</span>}
+              </header>
+              {m.record.withheld ? (
+                <p className="hole">A turn happened here and was not published.</p>
+              ) : (
+                <>
+                  {m.record.steps?.length ? (
+                    <ul className="steps" aria-label="Tools used">
+                      {m.record.steps.map((s, i) => (
+                        <li key={i} className={s.failed ? 'failed' : ''}>
+                          <code>{s.name}</code> {s.summary} {s.failed && <strong>(failed)</strong>}
+                        </li>
+                      ))}
+                    </ul>
+                  ) : null}
+                  {m.record.text && <Markdown text={m.record.text} />}
+                  {m.refs.map((r) => (
+                    <blockquote key={r.uri} className={`ref ${r.state}`}>
+                      {r.state === 'deleted'
+                        ? 'This record has been deleted.'
+                        : r.state === 'unchecked'
+                          ? r.uri
+                          : r.text}
+                      {r.state === 'changed' && <span className="meta"> (changed since)</span>}
+                      <br />
+                      <small>{r.uri}</small>
+                    </blockquote>
+                  ))}
+                  {m.mentions.length > 0 && (
+                    <p className="meta">
+                      About {m.mentions.map((x) => (x.handle ? `@${x.handle}` : x.did)).join(', ')}
+                    </p>
+                  )}
+                </>
+              )}
+            </li>
+          ))}
+        </ol>
+        {t.messages.length > visible && (
+          <button type="button" className="secondary" onClick={() => setVisible(visible + 100)}>
+            Show {Math.min(100, t.messages.length - visible)} more turns
+          </button>
+        )}
+      </>
+    );
+  }
 }

@@ -4,6 +4,7 @@ import { VillageView } from '../../../src/wire/index.ts';
 import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { ModerationPanel } from '../components/ModerationPanel.tsx';
+import { PlayersPanel } from '../components/PlayersPanel.tsx';
 import { ProviderKeys } from '../components/ProviderKeys.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -130,6 +131,7 @@ export function VillagePage() {
         {save.isSuccess && <p role="status">Saved.</p>}
       </form>
       {admin && <ModerationPanel />}
+      {admin && <PlayersPanel />}
     </div>
   );
 }

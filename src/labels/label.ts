@@ -1,0 +1,86 @@
+import { cborEncode } from '@atproto/lex-cbor';
+import { ErrorFrame, Frame } from '@atproto/xrpc-server';
+import { z } from 'zod';
+
+/**
+ * The pure half of following a labeler: a subscribeLabels frame's bytes to what it says, each label checked for
+ * shape, and the bytes a label's signature is over. No I/O here (keys are looked up by the caller).
+ */
+
+/** Most bytes one frame may hold (the socket refuses bigger ones) and most labels one frame may carry. */
+export const MAX_FRAME_BYTES = 1024 * 1024;
+export const MAX_LABELS_PER_FRAME = 1000;
+
+/** Hide a subject from this instance's reader and XRPC. Any other value is shown as a notice to click through. */
+export const HIDING = ['!takedown', '!hide'] as const;
+
+const DATE = z
+  .string()
+  .max(64)
+  .refine((s) => !Number.isNaN(Date.parse(s)), 'a datetime');
+/** com.atproto.label.defs#label, with the lengths the lexicon gives. */
+export const Label = z
+  .object({
+    ver: z.number().int().optional(),
+    src: z.string().regex(/^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2000}$/),
+    uri: z.string().min(1).max(8192),
+    cid: z.string().max(200).optional(),
+    val: z.string().min(1).max(128),
+    neg: z.boolean().optional(),
+    cts: DATE,
+    exp: DATE.optional(),
+    sig: z.instanceof(Uint8Array),
+    // Kept as they came: the signature is over every field the labeler wrote, known here or not.
+  })
+  .loose();
+export type Label = z.infer<typeof Label>;
+
+/** A label's subject is an account (a DID) or a record (an at:// URI); anything else names nothing we serve. */
+const SUBJECT =
+  /^(did:[a-z]+:[a-zA-Z0-9._:%-]+|at:\/\/did:[a-z]+:[a-zA-Z0-9._:%-]+\/[a-zA-Z0-9.-]+\/[^/\s]+)$/;
+
+export type Message =
+  | { kind: 'labels'; seq: number; labels: Label[]; malformed: number }
+  | { kind: 'info'; name: string; message?: string }
+  | { kind: 'error'; code: string; message?: string }
+  | { kind: 'refused'; reason: string; seq?: number };
+
+/**
+ * One frame: `#labels` (seq and labels, each checked for shape; those that fail are counted, not kept), `#info`
+ * (e.g. OutdatedCursor), an error frame, or refused with why (bytes that are not a frame, too many labels).
+ */
+export function decodeFrame(bytes: Uint8Array): Message {
+  if (bytes.byteLength > MAX_FRAME_BYTES) return { kind: 'refused', reason: 'frame too large' };
+  let frame: Frame;
+  try {
+    frame = Frame.fromBytes(bytes);
+  } catch {
+    return { kind: 'refused', reason: 'not a frame' };
+  }
+  if (frame instanceof ErrorFrame) return { kind: 'error', code: frame.code, message: frame.message };
+  const body = frame.body as Record<string, unknown> | null;
+  const type = frame.isMessage() ? frame.type : undefined;
+  if (type === '#info') {
+    const name = typeof body?.name === 'string' ? body.name.slice(0, 100) : 'unknown';
+    return { kind: 'info', name, message: typeof body?.message === 'string' ? body.message : undefined };
+  }
+  if (type !== '#labels') return { kind: 'refused', reason: `unknown message type ${String(type)}` };
+  const seq = body?.seq;
+  if (typeof seq !== 'number' || !Number.isSafeInteger(seq) || seq < 0)
+    return { kind: 'refused', reason: 'no seq' };
+  const raw = body?.labels;
+  if (!Array.isArray(raw)) return { kind: 'refused', reason: 'no labels', seq };
+  if (raw.length > MAX_LABELS_PER_FRAME) return { kind: 'refused', reason: 'too many labels', seq };
+  const labels: Label[] = [];
+  for (const item of raw) {
+    const parsed = Label.safeParse(item);
+    if (parsed.success && SUBJECT.test(parsed.data.uri)) labels.push(parsed.data);
+  }
+  return { kind: 'labels', seq, labels, malformed: raw.length - labels.length };
+}
+
+/** What a label's signature is over: the DAG-CBOR of the label as it came, without `sig`. */
+export function signedBytes(label: Label): Uint8Array {
+  const { sig: _sig, ...unsigned } = label;
+  return cborEncode(unsigned as never);
+}

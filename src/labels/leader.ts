@@ -1,0 +1,75 @@
+import type { Sql } from '../db/index.ts';
+import { LOCKS } from '../db/index.ts';
+import { LabelerFollower } from './follower.ts';
+import { LabelerKeys } from './keys.ts';
+import { forgetOtherLabelers } from './store.ts';
+
+export interface FollowLabelsOptions {
+  sql: Sql;
+  /** The labelers to follow: a DID, and the service URL when it is not read from the DID document. */
+  labelers: { did: string; url?: string }[];
+  plcUrl: string;
+  /** Offline mode: labelers on loopback, over plain http. */
+  local: boolean;
+  /** The outbound fetch DID documents are read with (see outbound/). */
+  fetch: typeof globalThis.fetch;
+  log: (message: string, error?: unknown) => void;
+  retryMs?: number;
+  backoffFirstMs?: number;
+}
+
+/**
+ * Follows every configured labeler from one server process at a time (the leader holds an advisory lock, like
+ * the indexer's). Labels of labelers no longer configured are let go first, so they stop counting at once.
+ */
+export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>; stop(): Promise<void> } {
+  let stopped = false;
+  let followers: LabelerFollower[] = [];
+  let release: (() => Promise<void>) | undefined;
+  let lead!: () => void;
+  const leading = new Promise<void>((resolve) => {
+    lead = resolve;
+  });
+  const run = async () => {
+    await forgetOtherLabelers(
+      o.sql,
+      o.labelers.map((l) => l.did),
+    );
+    if (!o.labelers.length) return;
+    const conn = await o.sql.reserve();
+    while (!stopped) {
+      const [row] = await conn<{ ok: boolean }[]>`select pg_try_advisory_lock(${LOCKS.labelsLeader}) as ok`;
+      if (row?.ok) break;
+      await new Promise((r) => setTimeout(r, o.retryMs ?? 5000));
+    }
+    release = async () => {
+      await conn`select pg_advisory_unlock(${LOCKS.labelsLeader})`.catch(() => {});
+      conn.release();
+    };
+    if (stopped) return;
+    const keys = new LabelerKeys({ plcUrl: o.plcUrl, fetch: o.fetch, local: o.local });
+    followers = o.labelers.map(
+      (l) =>
+        new LabelerFollower({
+          sql: o.sql,
+          did: l.did,
+          url: l.url,
+          keys,
+          log: o.log,
+          backoffFirstMs: o.backoffFirstMs,
+        }),
+    );
+    for (const f of followers) f.start();
+    lead();
+  };
+  const running = run().catch((e) => o.log('labels: following labelers failed to start', e));
+  return {
+    leading,
+    async stop() {
+      stopped = true;
+      await running;
+      await Promise.all(followers.map((f) => f.stop()));
+      await release?.();
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import { Secp256k1Keypair } from '@atproto/crypto';
+import { cborEncode } from '@atproto/lex-cbor';
+import { ErrorFrame, MessageFrame } from '@atproto/xrpc-server';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../../src/config.ts';
+import { decodeFrame, type Label, MAX_LABELS_PER_FRAME, signedBytes } from '../../src/labels/label.ts';
+import { storeLabels } from '../../src/labels/store.ts';
+import type { TestDatabase } from '../support/database.ts';
+import { createTestDatabase } from '../support/db.ts';
+
+const SRC = 'did:web:labeler.example';
+const URI = 'at://did:plc:author0000000000000000/click.aligned.chat.session/3kabcdefghijk';
+const label = (over: Partial<Label> = {}) => ({
+  ver: 1,
+  src: SRC,
+  uri: URI,
+  val: '!hide',
+  cts: '2026-12-01T00:00:00.000Z',
+  sig: new Uint8Array(64),
+  ...over,
+});
+const frame = (body: unknown) => new MessageFrame(body as never, { type: '#labels' }).toBytes();
+
+describe('a subscribeLabels frame, decoded and bounded', () => {
+  it('keeps well-formed labels and counts the rest', () => {
+    const m = decodeFrame(
+      frame({ seq: 7, labels: [label(), label({ uri: 'https://example.com' }), { val: 1 }] }),
+    );
+    expect(m).toMatchObject({ kind: 'labels', seq: 7, malformed: 2 });
+    expect(m.kind === 'labels' && m.labels.map((l) => l.uri)).toEqual([URI]);
+  });
+
+  it('refuses a frame of more labels than the bound whole, and says its seq so the cursor passes it', () => {
+    const many = Array.from({ length: MAX_LABELS_PER_FRAME + 1 }, () => label());
+    expect(decodeFrame(frame({ seq: 9, labels: many }))).toEqual({
+      kind: 'refused',
+      reason: 'too many labels',
+      seq: 9,
+    });
+  });
+
+  it('refuses bytes that are not a frame, and reads #info and error frames', () => {
+    expect(decodeFrame(new Uint8Array([1, 2, 3]))).toMatchObject({ kind: 'refused' });
+    const info = new MessageFrame({ name: 'OutdatedCursor' } as never, { type: '#info' }).toBytes();
+    expect(decodeFrame(info)).toMatchObject({ kind: 'info', name: 'OutdatedCursor' });
+    expect(decodeFrame(new ErrorFrame({ error: 'FutureCursor' }).toBytes())).toMatchObject({
+      kind: 'error',
+      code: 'FutureCursor',
+    });
+  });
+
+  it('signs over every field the labeler wrote, unknown ones too, and never over sig', async () => {
+    const key = await Secp256k1Keypair.create();
+    const { sig: _sig, ...unsigned } = { ...label(), extra: 'kept' };
+    const sig = await key.sign(cborEncode(unsigned));
+    const m = decodeFrame(frame({ seq: 1, labels: [{ ...unsigned, sig }] }));
+    if (m.kind !== 'labels') throw new Error('not decoded');
+    expect(Buffer.from(signedBytes(m.labels[0]!))).toEqual(Buffer.from(cborEncode(unsigned)));
+  });
+});
+
+describe('stored labels: the newest per labeler, subject and value', () => {
+  let db: TestDatabase;
+  beforeAll(async () => {
+    db = await createTestDatabase();
+  });
+  afterAll(() => db?.drop());
+
+  it('a negation is not undone by the older label it negates arriving again (a replay)', async () => {
+    const older = label({ cts: '2026-12-01T00:00:00.000Z' });
+    const negation = label({ cts: '2026-12-01T00:05:00.000Z', neg: true });
+    await storeLabels(db.sql, SRC, 1, [older as Label]);
+    await storeLabels(db.sql, SRC, 2, [negation as Label]);
+    await storeLabels(db.sql, SRC, 1, [older as Label]);
+    const rows = await db.sql<{ neg: boolean }[]>`select neg from labels where src = ${SRC} and uri = ${URI}`;
+    expect(rows).toEqual([{ neg: true }]);
+  });
+});
+
+it('LABELERS names labelers by DID, with their service when it is not read from the DID document', () => {
+  expect(loadConfig({}).labelers).toEqual([]);
+  expect(
+    loadConfig({ LABELERS: 'did:web:a.example, did:plc:abc234|https://labels.example' }).labelers,
+  ).toEqual([{ did: 'did:web:a.example' }, { did: 'did:plc:abc234', url: 'https://labels.example' }]);
+  expect(() => loadConfig({ LABELERS: 'labels.example' })).toThrow(ConfigError);
+});

@@ -1,0 +1,144 @@
+import { mkdtemp } from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+import { TID } from '@atproto/common-web';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indexRecords } from '../../src/appview/index.ts';
+import { metrics } from '../../src/metrics/index.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { startLabeler } from '../support/labeler.ts';
+import { freePort } from '../support/ports.ts';
+import { until } from '../support/until.ts';
+
+const AUTHOR = 'did:plc:labelsauthor000000000000';
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+let app: TestApp;
+let labeler: Awaited<ReturnType<typeof startLabeler>>;
+let uri: string;
+let rkey: string;
+
+beforeAll(async () => {
+  labeler = await startLabeler();
+  // Offline mode: the labeler's did:web is on loopback, which only the offline network may reach.
+  app = await startTestApp(
+    {},
+    {
+      ATPROTO_NETWORK: 'local',
+      DATA_DIR: await mkdtemp(path.join(os.tmpdir(), 'av-labels-')),
+      LOCALNET_PDS_PORT: String(await freePort()),
+      LOCALNET_PLC_PORT: String(await freePort()),
+      LABELERS: labeler.did,
+    },
+    { labels: { backoffFirstMs: 50, retryMs: 100 } },
+  );
+  await app.running.labels.leading;
+  rkey = TID.nextStr();
+  uri = `at://${AUTHOR}/click.aligned.chat.session/${rkey}`;
+  await indexRecords(app.db.sql, AUTHOR, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: { $type: 'click.aligned.chat.session', title: 'Maps', createdAt: '2026-11-01T00:00:00.000Z' },
+    },
+  ]);
+  await app.db
+    .sql`insert into index_actors (did, handle, verified_at) values (${AUTHOR}, 'author.test', now())
+    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+}, 120_000);
+afterAll(async () => {
+  await app?.close();
+  await labeler?.close();
+});
+
+/** What a reader sees of the thread: XRPC getThread, the reader's API, and everyone's list. */
+async function visible() {
+  const xrpc = await app.api(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`);
+  const reader = await app.api(`/api/reader/threads/${AUTHOR}/${rkey}`);
+  const list = (await (await app.api('/xrpc/click.aligned.chat.listSessions?limit=100')).json()) as {
+    sessions: { uri: string }[];
+  };
+  return {
+    xrpc: xrpc.status === 200,
+    reader: reader.status === 200,
+    listed: list.sessions.some((s) => s.uri === uri),
+  };
+}
+const shown = { xrpc: true, reader: true, listed: true };
+const gone = { xrpc: false, reader: false, listed: false };
+const SECONDS = { timeout: 5000, interval: 100 };
+
+const cursor = async () => {
+  const [row] = await app.db.sql<{ cursor: string }[]>`select cursor::text from labeler_cursors
+    where did = ${labeler.did}`;
+  return row ? Number(row.cursor) : undefined;
+};
+const refused = async (reason: string) =>
+  (await metrics.labelsRefused.get()).values.find((v) => v.labels.reason === reason)?.value ?? 0;
+
+describe("a followed labeler's labels hide what they label, at read time", () => {
+  it('`!hide` on a thread hides it within seconds; its negation shows it again', async () => {
+    expect(await visible()).toEqual(shown);
+    await labeler.label({ uri, val: '!hide' });
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    const seq = await labeler.label({ uri, val: '!hide', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+    expect(await cursor()).toBe(seq);
+  });
+
+  it('`!takedown` on the author hides their threads; its negation shows them again', async () => {
+    await labeler.label({ uri: AUTHOR, val: '!takedown' });
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    await labeler.label({ uri: AUTHOR, val: '!takedown', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+  });
+
+  it('a label signed with another key is seen, refused and not kept; the stream goes on past it', async () => {
+    const before = await refused('signature');
+    const seq = await labeler.forged({ uri, val: '!hide' });
+    // The forged frame was read (the cursor moved past it) and refused (counted), and changed nothing.
+    await expect.poll(cursor, SECONDS).toBe(seq);
+    expect(await refused('signature')).toBe(before + 1);
+    const kept = await app.db.sql`select 1 from labels where uri = ${uri} and not neg`;
+    expect(kept.length).toBe(0);
+    expect(await visible()).toEqual(shown);
+  });
+
+  it('`!warn` does not hide: the reader is told of it', async () => {
+    await labeler.label({ uri, val: '!warn' });
+    const labelsOf = async () => {
+      const res = await app.api(`/api/reader/threads/${AUTHOR}/${rkey}`);
+      return ((await res.json()) as { thread: { labels: { val: string }[] } }).thread.labels.map(
+        (l) => l.val,
+      );
+    };
+    await expect.poll(labelsOf, SECONDS).toEqual(['!warn']);
+    expect(await visible()).toEqual(shown);
+    await labeler.label({ uri, val: '!warn', neg: true });
+    await expect.poll(labelsOf, SECONDS).toEqual([]);
+  });
+
+  it('after the connection drops, the follower resumes from its stored cursor', async () => {
+    const last = await cursor();
+    const asked = labeler.cursors.length;
+    labeler.drop();
+    await until('a new subscription', async () => labeler.cursors.length > asked);
+    expect(labeler.cursors.at(-1)).toBe(String(last));
+    await labeler.label({ uri, val: '!hide' });
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    await labeler.label({ uri, val: '!hide', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+  });
+
+  it('a frame that could not be stored is read again from the stored cursor, never skipped', async () => {
+    // The database refuses the frame (its table is away): the follower must not move past it.
+    await app.db.sql`alter table labels rename to labels_away`;
+    const asked = labeler.cursors.length;
+    await labeler.label({ uri, val: '!hide' });
+    await until('the follower to reconnect', async () => labeler.cursors.length > asked);
+    await app.db.sql`alter table labels_away rename to labels`;
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    await labeler.label({ uri, val: '!hide', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+  });
+});
