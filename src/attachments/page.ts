@@ -84,46 +84,111 @@ export async function fetchPage(
  * nesting, huge tables) costs that thread, which is ended after `timeoutMs`, never the server's event loop. At
  * most the first MB of the page is read.
  */
-export function readable(
+export async function readable(
   html: string,
   timeoutMs = READ_MS,
   signal?: AbortSignal,
 ): Promise<{ title?: string; text: string }> {
+  const tooLong = () => new Error('the page took too long to read');
+  if (signal?.aborted) throw tooLong();
+  const worker = idle.pop() ?? (await startReader(signal));
+  clearTimeout(worker.idleTimer);
+  worker.thread.ref();
   return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(new Error('the page took too long to read'));
-    const worker = new Worker(WORKER, {
-      workerData: html.slice(0, 1_048_576),
+    const end = (e: Error) => {
+      worker.failed = undefined;
+      worker.thread.off('message', done);
+      signal?.removeEventListener('abort', stop);
+      clearTimeout(timer);
+      // A thread that was stopped or failed mid-page is never given another.
+      void worker.thread.terminate();
+      reject(e);
+    };
+    const stop = () => end(tooLong());
+    const timer = setTimeout(stop, timeoutMs);
+    signal?.addEventListener('abort', stop, { once: true });
+    worker.failed = (e) => end(e);
+    const done = (page: { title?: string; text: string }) => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+      worker.failed = undefined;
+      release(worker);
+      resolve(page);
+    };
+    worker.thread.once('message', done);
+    worker.thread.postMessage(html.slice(0, 1_048_576));
+  });
+}
+
+/** A conversion thread, started once and given one page after another. */
+interface Reader {
+  thread: Worker;
+  pages: number;
+  /** Set while it converts a page: how a crash (out of memory) reaches that page's caller. */
+  failed?: (e: Error) => void;
+  idleTimer?: NodeJS.Timeout;
+}
+
+/**
+ * Threads kept between conversions: starting one loads the converter (seconds of CPU on a busy machine, which every
+ * page paid before). At most one per conversion slot, each retired after a while idle or many pages.
+ */
+const idle: Reader[] = [];
+const IDLE_MS = 5 * 60_000;
+const PAGES_PER_THREAD = 200;
+let started = 0;
+/** How many conversion threads were started (for tests: a second page reuses the first's). */
+export const readersStarted = () => started;
+
+function startReader(signal?: AbortSignal): Promise<Reader> {
+  return new Promise((resolve, reject) => {
+    started++;
+    const thread = new Worker(WORKER, {
       // The server may run without tsx's hooks in this thread's parent (tests): the worker loads them itself.
       execArgv: ['--import', 'tsx'],
       resourceLimits: { maxOldGenerationSizeMb: 128, stackSizeMb: 4 },
     });
-    const stop = () => {
-      void worker.terminate();
-      reject(new Error('the page took too long to read'));
-    };
-    // The thread's start is bounded on its own: the conversion's limit counts the conversion only.
-    let timer = setTimeout(stop, START_MS);
-    signal?.addEventListener('abort', stop, { once: true });
-    worker.once('exit', () => signal?.removeEventListener('abort', stop));
-    worker.on('message', (page: 'ready' | { title?: string; text: string }) => {
+    const reader: Reader = { thread, pages: 0 };
+    const fail = (e: Error) => {
       clearTimeout(timer);
-      if (page === 'ready') {
-        timer = setTimeout(stop, timeoutMs);
-        worker.postMessage('go');
-        return;
-      }
-      void worker.terminate();
-      resolve(page);
-    });
-    worker.once('error', (e) => {
-      clearTimeout(timer);
+      signal?.removeEventListener('abort', stop);
+      void thread.terminate();
       reject(e);
-    });
-    worker.once('exit', () => {
+    };
+    const stop = () => fail(new Error('the page took too long to read'));
+    // The thread's start is bounded on its own: the conversion's limit counts the conversion only.
+    const timer = setTimeout(stop, START_MS);
+    signal?.addEventListener('abort', stop, { once: true });
+    thread.once('message', () => {
       clearTimeout(timer);
-      reject(new Error('the page could not be read'));
+      signal?.removeEventListener('abort', stop);
+      thread.off('error', fail);
+      resolve(reader);
+    });
+    thread.once('error', fail);
+    thread.on('error', (e) => reader.failed?.(e));
+    thread.once('exit', () => {
+      retire(reader);
+      reader.failed?.(new Error('the page could not be read'));
     });
   });
+}
+
+function release(reader: Reader): void {
+  reader.pages++;
+  if (reader.pages >= PAGES_PER_THREAD || idle.length >= MAX_READING) {
+    void reader.thread.terminate();
+    return;
+  }
+  reader.thread.unref();
+  reader.idleTimer = setTimeout(() => void reader.thread.terminate(), IDLE_MS).unref();
+  idle.push(reader);
+}
+
+function retire(reader: Reader): void {
+  clearTimeout(reader.idleTimer);
+  const at = idle.indexOf(reader);
+  if (at !== -1) idle.splice(at, 1);
 }
 
 const WORKER = new URL('./readable.ts', import.meta.url);

@@ -1,11 +1,12 @@
 // Runs in a worker thread (page.ts): turning a hostile page into text can take seconds of CPU, and must not
 // take them from the server's event loop.
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { convert } from 'html-to-text';
 
-// Ready once loaded (a busy machine takes a while to start a thread): the page's time limit starts now.
+// Ready once loaded (a busy machine takes a while to start a thread); then one page per message, for as long as
+// the pool keeps this thread (page.ts): a thread ended for being slow is never given another page.
 parentPort!.postMessage('ready');
-parentPort!.once('message', () => parentPort!.postMessage(readableNow(workerData as string)));
+parentPort!.on('message', (page: string) => parentPort!.postMessage(readableNow(page)));
 
 /** HTML as readable text and its title: the article or main content, no scripts, navigation, images or forms. */
 function readableNow(page: string): { title?: string; text: string } {

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { PdfPageCounter } from '../../src/attachments/estimate.ts';
 import { sniffMediaType } from '../../src/attachments/index.ts';
-import { readable } from '../../src/attachments/page.ts';
+import { readable, readersStarted } from '../../src/attachments/page.ts';
 import { foldParts } from '../../src/parts/index.ts';
 import { toModelMessages, turnTokens, windowHistory } from '../../src/turn/index.ts';
 import { elf, pdf, png } from '../support/files.ts';
@@ -103,6 +103,19 @@ describe('readable pages', () => {
     await expect(readable(deep)).resolves.toMatchObject({ text: expect.any(String) });
     const wide = `<body><table>${'<tr><td>cell</td><td>cell</td></tr>'.repeat(30_000)}</table></body>`;
     await expect(readable(wide, 50)).rejects.toThrow('took too long');
+  });
+
+  it('a page is read by a thread kept from the last one; a thread stopped for being slow is not kept', async () => {
+    await readable('<p>warm</p>');
+    const before = readersStarted();
+    expect((await readable('<p>one</p>')).text).toBe('one');
+    expect((await readable('<p>two</p>')).text).toBe('two');
+    expect(readersStarted()).toBe(before);
+    const wide = `<body><table>${'<tr><td>cell</td><td>cell</td></tr>'.repeat(30_000)}</table></body>`;
+    await expect(readable(wide, 50)).rejects.toThrow('took too long');
+    // The next page gets a fresh thread (the slow one was ended), and its own words, not the slow page's.
+    expect((await readable('<p>three</p>')).text).toBe('three');
+    expect(readersStarted()).toBe(before + 1);
   });
 });
 
