@@ -8,6 +8,7 @@ import { App } from './App.tsx';
 import { BrowsePage } from './pages/BrowsePage.tsx';
 import { ConversationPage } from './pages/ConversationPage.tsx';
 import { ConversationsPage } from './pages/ConversationsPage.tsx';
+import { NotFoundPage } from './pages/NotFoundPage.tsx';
 import { NpcsPage } from './pages/NpcsPage.tsx';
 import { PublishPage } from './pages/PublishPage.tsx';
 import { ThreadPage } from './pages/ThreadPage.tsx';
@@ -48,6 +49,7 @@ const router = createBrowserRouter([
       { path: 'village', element: <VillagePage /> },
     ],
   },
+  { path: '*', element: <NotFoundPage /> },
 ]);
 
 createRoot(document.getElementById('root')!).render(

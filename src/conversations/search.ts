@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { stripMarkdown } from './messages.ts';
 
 /** One hit: where it is, and its text around the matched words, marked. */
 export interface SearchHit {
@@ -78,6 +79,12 @@ export function snippetOf(text: string, words: string[]): { text: string; hit: b
   return runs;
 }
 
+/**
+ * A result's snippet as a person reads it: the Message's words without their Markdown marks (the transcript
+ * draws **three** as bold; a snippet showing the asterisks reads like source), then marked around the match.
+ */
+export const snippetFor = (text: string, words: string[]) => snippetOf(stripMarkdown(text), words);
+
 /** Matches ranked at most: a search matching more ranks this many of them (ranking reads each one's words). */
 const CANDIDATES = 1000;
 /** A Player with fewer Messages than this is searched through their own Messages, not the whole index. */
@@ -145,7 +152,7 @@ export async function searchMessages(
         );
       throw e;
     });
-  return rows.map(({ text, ...hit }) => ({ ...hit, snippet: snippetOf(text, words) }));
+  return rows.map(({ text, ...hit }) => ({ ...hit, snippet: snippetFor(text, words) }));
 }
 
 /** The plan PostgreSQL would run for a search (for tests: which index it reads). */

@@ -1,4 +1,5 @@
 import { isValidDid, isValidHandle } from '@atproto/syntax';
+import { stripMarkdown } from '../conversations/messages.ts';
 import {
   type AgentRecord,
   MESSAGE,
@@ -138,12 +139,13 @@ export function publishedTimes(turns: readonly PublishTurn[], choices: Choices):
 const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 
 /**
- * The title when the Player has not written one: the first published words, cut at a word boundary. Made from
+ * The title when the Player has not written one: the first published words without their Markdown marks (a
+ * title is plain text: readers saw `*map*` and `**old library**` literally), cut at a word boundary. Made from
  * published text only, so a withheld turn's words and covered words cannot reach it.
  */
 export function defaultTitle(turns: readonly PublishTurn[], published: Published): string {
   for (const t of turns) {
-    const text = oneLine(published.texts.get(t.messageId) ?? '');
+    const text = oneLine(stripMarkdown(published.texts.get(t.messageId) ?? ''));
     if (!text) continue;
     if (text.length <= TITLE_CHARS) return text;
     const cut = text.slice(0, TITLE_CHARS + 1);

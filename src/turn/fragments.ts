@@ -43,7 +43,7 @@ export function toFragment(
         id: chunk.toolCallId,
         name: chunk.toolName,
         state: 'failed',
-        error: errorMessage(chunk.error),
+        error: toolErrorMessage(chunk.error),
       };
     case 'tool-output-denied':
       return {
@@ -56,6 +56,23 @@ export function toFragment(
     default:
       return null;
   }
+}
+
+/**
+ * A failed tool call in words for the Player. The SDK hands a call it refused before running as a string with
+ * its class name in front ("AI_NoSuchToolError: Model tried to call unavailable tool 'x'. Available tools: …"):
+ * the name goes, and the commonest cases — a tool the NPC does not have, arguments the tool does not take — say
+ * what happened and that nothing ran. Pure.
+ */
+export function toolErrorMessage(error: unknown): string {
+  const text = errorMessage(error).replace(/^AI_\w+Error: /, '');
+  const unknown = /^Model tried to call unavailable tool '([^']*)'/.exec(text);
+  if (unknown)
+    return `The Model asked for a tool named “${unknown[1]}”, which this NPC does not have, so nothing ran. An NPC’s Tools are chosen on the NPCs page.`;
+  const invalid = /^Invalid input for tool ([^:]+): /.exec(text);
+  if (invalid)
+    return `The Model called ${invalid[1]} with arguments it does not take, so nothing ran (${text.slice(invalid[0].length)}).`;
+  return text;
 }
 
 export function toUsage(u: LanguageModelUsage | undefined): Usage | null {

@@ -89,7 +89,7 @@ function script(options: LanguageModelV4CallOptions): LanguageModelV4StreamPart[
     toolResult !== undefined
       ? `Done — the tool answered: “${clip(toolResult.replace(/\s+/g, ' '), 100)}”. ${line(name, question, 1)}`
       : firstTurn
-        ? `Greetings! I am ${name}${job ? `, ${job}` : ''}. ${line(name, question, 0)} (I am the demo Model: no AI Provider key is configured on this instance, so my lines are scripted from yours. Add a key — see the README — and I will answer for real.)`
+        ? `Greetings! I am ${name}${job ? `, ${job}` : ''}. ${line(name, question, 0)} (I am the demo Model: no AI Provider key is configured on this instance, so my lines are scripted from yours. A Village admin can paste a key on the Village page, and I will answer for real.)`
         : line(name, question, hash(question));
   out.push({ type: 'text-start', id: 't0' });
   for (const w of words(reply)) out.push({ type: 'text-delta', id: 't0', delta: w });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { snippetOf, toTsquery } from '../../src/conversations/search.ts';
+import { snippetFor, snippetOf, toTsquery } from '../../src/conversations/search.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { collectFrames } from '../support/sse.ts';
 import { setupConversation } from '../support/turns.ts';
@@ -108,4 +108,10 @@ it('a snippet is the text around the first match, whole words, every match marke
       },
     ),
   );
+  // A result reads as the transcript does: Markdown marks are not shown.
+  expect(
+    snippetFor('Found **three** maps: the *old* one and `the copy`.', ['maps'])
+      .map((r) => r.text)
+      .join(''),
+  ).toBe('Found three maps: the old one and the copy.');
 });

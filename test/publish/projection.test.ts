@@ -435,6 +435,13 @@ describe('a covered word is covered everywhere', () => {
     const title = defaultTitle(long, publishedTexts(long, {}));
     expect(title).toBe(`${'word '.repeat(16).trim()}…`);
     expect(defaultTitle(long, publishedTexts(long, { x: { withheld: true } }))).toBe('Untitled conversation');
+    // A title is plain text: the first Message's Markdown marks do not reach it.
+    const marked = convo([
+      ['m', [{ type: 'text', text: 'Draw me a *map* of the **old library**, please.' }]],
+    ]);
+    expect(defaultTitle(marked, publishedTexts(marked, {}))).toBe(
+      'Draw me a map of the old library, please.',
+    );
   });
 
   it('default step summaries never carry arguments or output', () => {
