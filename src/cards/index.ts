@@ -2,7 +2,14 @@
 // or World Info files) attached to NPCs and triggered by their keys.
 export { CardError, readCard, toCardV2, toCardV3 } from './card.ts';
 export { keyProblem, REGEX_LIMITS } from './keys.ts';
-export { type Lorebook, type LoreEntry, type Triggered, triggerEntries } from './lorebook.ts';
+export {
+  type Lorebook,
+  LorebookError,
+  type LoreEntry,
+  readBook,
+  type Triggered,
+  triggerEntries,
+} from './lorebook.ts';
 export { isPng, pngTextChunks, pngWithText } from './png.ts';
 export { cardRoutes } from './routes.ts';
-export { booksOf } from './store.ts';
+export { booksOf, embeddedBook, setEmbeddedBook } from './store.ts';
