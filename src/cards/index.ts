@@ -10,6 +10,7 @@ export {
   type Triggered,
   triggerEntries,
 } from './lorebook.ts';
+export { lorebookRoutes } from './lorebookRoutes.ts';
 export { isPng, pngTextChunks, pngWithText } from './png.ts';
 export { cardRoutes } from './routes.ts';
 export { booksOf, embeddedBook, setEmbeddedBook } from './store.ts';
