@@ -114,7 +114,8 @@ const LOGIC = ['AND_ANY', 'NOT_ALL', 'NOT_ANY', 'AND_ALL'] as const;
 /**
  * A World Info file as a V2 lorebook, the way SillyTavern converts one for a card (its `convertWorldInfoToCharacterBook`):
  * `key`→`keys`, `keysecondary`→`secondary_keys`, `order`→`insertion_order`, `disable`→`!enabled`, `position`
- * 0/1→before/after_char; the rest (`selectiveLogic`, `depth`, `probability`, …) goes under the entry's extensions.
+ * 0/1→before/after_char, `matchWholeWords`/`excludeRecursion`/`preventRecursion`/`delayUntilRecursion` → their
+ * snake_case names; the rest (`selectiveLogic`, `depth`, `probability`, …) goes under the entry's extensions.
  */
 export function worldInfoToBook(wi: unknown, name: string): Lorebook {
   const entries = Object.values(obj(obj(wi).entries)).map((e, i) => {
@@ -131,8 +132,23 @@ export function worldInfoToBook(wi: unknown, name: string): Lorebook {
       position,
       disable,
       caseSensitive,
+      matchWholeWords,
+      excludeRecursion,
+      preventRecursion,
+      delayUntilRecursion,
       ...rest
     } = o;
+    // SillyTavern's own names for these under a card's entry extensions (only those the file sets).
+    const named = Object.fromEntries(
+      (
+        [
+          ['match_whole_words', matchWholeWords],
+          ['exclude_recursion', excludeRecursion],
+          ['prevent_recursion', preventRecursion],
+          ['delay_until_recursion', delayUntilRecursion],
+        ] as const
+      ).filter(([, v]) => typeof v === 'boolean'),
+    );
     return {
       id: num(uid) ?? i,
       keys: strings(key),
@@ -145,7 +161,7 @@ export function worldInfoToBook(wi: unknown, name: string): Lorebook {
       enabled: disable !== true,
       position: position === 1 ? 'after_char' : 'before_char',
       case_sensitive: caseSensitive === true ? true : undefined,
-      extensions: { ...rest, position: num(position) ?? 0 },
+      extensions: { ...rest, ...named, position: num(position) ?? 0 },
     };
   });
   return readBook({ name, entries, extensions: {} })!;

@@ -1,7 +1,13 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { isRegexKey, keyMatches, keyProblem, REGEX_LIMITS } from '../../src/cards/keys.ts';
-import { entryTriggered, type Lorebook, type LoreEntry, triggerEntries } from '../../src/cards/lorebook.ts';
+import {
+  entryTriggered,
+  type Lorebook,
+  type LoreEntry,
+  triggerEntries,
+  worldInfoToBook,
+} from '../../src/cards/lorebook.ts';
 
 // Lorebook keys as SillyTavern defines them: `/regex/flags` keys (run with RE2, bounded), case and whole words per
 // entry, and recursive scanning (bounded, with prevent/exclude/delay recursion). Pure.
@@ -142,4 +148,27 @@ it('a chain of entries is followed exactly as deep as the bound allows, and recu
       },
     ),
   );
+});
+
+it('a World Info file’s own names for these options (matchWholeWords, preventRecursion…) are honoured', () => {
+  const b = worldInfoToBook(
+    {
+      entries: {
+        '0': { uid: 0, key: ['dragon'], content: 'The crown.', preventRecursion: true },
+        '1': { uid: 1, key: ['crown'], content: 'C', excludeRecursion: false },
+        '2': { uid: 2, key: ['wood'], content: 'W', matchWholeWords: false, caseSensitive: true },
+      },
+    },
+    'W',
+  );
+  expect(b.entries.map((e) => e.extensions)).toEqual([
+    { prevent_recursion: true, position: 0 },
+    { exclude_recursion: false, position: 0 },
+    { match_whole_words: false, position: 0 },
+  ]);
+  const recursive = { ...b, recursive_scanning: true };
+  expect(contents(triggerEntries([recursive], ['a dragon']))).toEqual(['The crown.']);
+  // Not whole words: inside "woodland"; case-sensitive: not in "Woodland".
+  expect(contents(triggerEntries([recursive], ['woodland']))).toEqual(['W']);
+  expect(contents(triggerEntries([recursive], ['Woodland']))).toEqual([]);
 });

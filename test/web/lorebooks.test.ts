@@ -87,7 +87,7 @@ it('an NPC’s lorebook is seen and edited on its page; an entry reaches the pro
   });
   await panel
     .getByRole('status')
-    .filter({ hasText: 'Imported Abbey (1 entries), attached to Maren.' })
+    .filter({ hasText: 'Imported Abbey (1 entry), attached to Maren.' })
     .waitFor();
   await page.getByRole('region', { name: 'Lorebook Abbey' }).waitFor();
   expect(await panel.getByRole('checkbox', { name: /Abbey/ }).isChecked()).toBe(true);

@@ -103,7 +103,7 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
             <label>
               Keys <span className="meta">(one a line; /pattern/flags for a regex)</span>
               <textarea
-                rows={2}
+                rows={Math.min(8, Math.max(2, e.keys.split('\n').length))}
                 value={e.keys}
                 aria-label={`Entry ${i + 1} keys`}
                 onChange={(ev) => change(e.key, { keys: ev.target.value })}

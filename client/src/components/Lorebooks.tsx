@@ -9,8 +9,9 @@ import { ErrorNote } from './ErrorNote.tsx';
 import { ImportBox } from './ImportBox.tsx';
 import { LorebookEditor } from './LorebookEditor.tsx';
 
-/** A card's own book cannot be attached to another NPC (it is exported with its card). */
+/** Besides its own book, the World Info an NPC may have attached (store.ts MAX_BOOKS_PER_NPC, less one). */
 const MAX_ATTACHED = 7;
+const entriesText = (n: number) => `${n} ${n === 1 ? 'entry' : 'entries'}`;
 
 /**
  * An NPC's lorebooks on its page: each one's entries, editable; the Player's World Info lorebooks, attached to
@@ -79,7 +80,7 @@ export function Lorebooks({ npcId, npcName }: { npcId: string; npcName: string }
                   attach.mutate(e.target.checked ? [...attached, b.id] : attached.filter((id) => id !== b.id))
                 }
               />
-              {b.name || 'Lorebook'} <span className="meta">({b.entries} entries)</span>
+              {b.name || 'Lorebook'} <span className="meta">({entriesText(b.entries)})</span>
             </label>
           ))}
         </fieldset>
@@ -96,7 +97,7 @@ export function Lorebooks({ npcId, npcName }: { npcId: string; npcName: string }
       >
         {upload.data && (
           <p role="status">
-            Imported {upload.data.name} ({upload.data.entries} entries), attached to {npcName}.
+            Imported {upload.data.name} ({entriesText(upload.data.entries)}), attached to {npcName}.
           </p>
         )}
       </ImportBox>
