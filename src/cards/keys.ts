@@ -9,7 +9,8 @@ import { RE2JS } from 're2js';
  * backtracking can take exponential time on `(a+)+$`): it is compiled with RE2 (re2js), which matches in time
  * linear in the text and refuses what cannot be matched so (backreferences, lookaround). Patterns are at most
  * REGEX_LIMITS.pattern characters and the text a regex sees is its last REGEX_LIMITS.text characters, so one key
- * costs a bounded amount of work; a pattern refused or over the limit never matches, and `keyProblem` says why.
+ * costs a bounded amount of work, and one scan's regex keys together read at most REGEX_LIMITS.perScan characters;
+ * a pattern refused or over the limit never matches, and `keyProblem` says why.
  */
 
 export const REGEX_LIMITS = {
@@ -17,7 +18,19 @@ export const REGEX_LIMITS = {
   pattern: 200,
   /** The window a regex key is run over: its newest characters. */
   text: 20_000,
+  /**
+   * Characters all regex keys together may read in one turn's scan. RE2 is linear but not free (tens of ms per
+   * 20,000 characters on a busy core), and the scan runs on the event loop: 500 entries of regex keys must not
+   * stall the server. Past it, further regex keys do not match this turn.
+   */
+  perScan: 400_000,
 };
+
+/** What is left of a scan's regex work (REGEX_LIMITS.perScan), shared by every key of one `triggerEntries`. */
+export interface RegexBudget {
+  chars: number;
+}
+export const regexBudget = (): RegexBudget => ({ chars: REGEX_LIMITS.perScan });
 
 /** SillyTavern's reading of a key as a regex (`parseRegexFromString`): `/…/` with JavaScript's flags after. */
 const REGEX_KEY = /^\/([\s\S]+?)\/([gimsuy]*)$/;
@@ -77,10 +90,18 @@ export interface MatchOptions {
 }
 
 /** Whether `key` appears in `text` (see the module's comment). */
-export function keyMatches(text: string, key: string, o: MatchOptions): boolean {
+export function keyMatches(
+  text: string,
+  key: string,
+  o: MatchOptions,
+  budget: RegexBudget = regexBudget(),
+): boolean {
   if (isRegexKey(key)) {
     const c = compile(key);
-    return c.ok && c.re.matcher(text.slice(-REGEX_LIMITS.text)).find();
+    const window = text.slice(-REGEX_LIMITS.text);
+    if (!c.ok || budget.chars < window.length) return false;
+    budget.chars -= window.length;
+    return c.re.matcher(window).find();
   }
   const k = o.caseSensitive ? key.trim() : key.trim().toLowerCase();
   if (!k) return false;

@@ -1,4 +1,4 @@
-import { keyMatches } from './keys.ts';
+import { keyMatches, type RegexBudget, regexBudget } from './keys.ts';
 
 /**
  * Lorebooks (a card's `character_book`, or a SillyTavern World Info file) kept as the Character Card V2 spec
@@ -178,7 +178,7 @@ export interface Triggered {
 /** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). Case and
  *  whole words are the entry's (`case_sensitive`, else `extensions.case_sensitive`; `extensions.match_whole_words`,
  *  on unless false); a `/regex/flags` key follows its own flags (src/cards/keys.ts). */
-export function entryTriggered(e: LoreEntry, text: string): boolean {
+export function entryTriggered(e: LoreEntry, text: string, budget: RegexBudget = regexBudget()): boolean {
   if (e.enabled === false) return false;
   if (e.constant === true) return true;
   const ext = e.extensions ?? {};
@@ -186,10 +186,10 @@ export function entryTriggered(e: LoreEntry, text: string): boolean {
     caseSensitive: (e.case_sensitive ?? ext.case_sensitive) === true,
     wholeWords: ext.match_whole_words !== false,
   };
-  if (!e.keys.some((k) => keyMatches(text, k, o))) return false;
+  if (!e.keys.some((k) => keyMatches(text, k, o, budget))) return false;
   const secondary = (e.secondary_keys ?? []).filter((k) => k.trim());
   if (e.selective !== true || secondary.length === 0) return true;
-  const hits = secondary.map((k) => keyMatches(text, k, o));
+  const hits = secondary.map((k) => keyMatches(text, k, o, budget));
   const logic = LOGIC[num(ext.selectiveLogic) ?? 0] ?? 'AND_ANY';
   if (logic === 'AND_ANY') return hits.some(Boolean);
   if (logic === 'AND_ALL') return hits.every(Boolean);
@@ -215,6 +215,7 @@ type Candidate = { e: LoreEntry; book: number; order: number; chat: string; recu
  */
 function activeEntries(all: Candidate[], maxRecursion: number, maxChars: number): Candidate[] {
   const active = new Set<Candidate>();
+  const budget = regexBudget();
   let buffer = '';
   for (let pass = 0; pass <= maxRecursion; pass++) {
     const fresh = all.filter((x) => {
@@ -223,7 +224,7 @@ function activeEntries(all: Candidate[], maxRecursion: number, maxChars: number)
       if (pass === 0 && ext.delay_until_recursion === true && x.e.constant !== true) return false;
       // Excluded from recursion: the chat alone decides, and pass 0 already read it.
       if (pass > 0 && ext.exclude_recursion === true) return false;
-      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`);
+      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`, budget);
     });
     for (const x of fresh) active.add(x);
     const more = fresh

@@ -172,3 +172,19 @@ it('a World Info file’s own names for these options (matchWholeWords, preventR
   expect(contents(triggerEntries([recursive], ['woodland']))).toEqual(['W']);
   expect(contents(triggerEntries([recursive], ['Woodland']))).toEqual([]);
 });
+
+it('one scan’s regex keys together read a bounded amount of text; past it they do not match', () => {
+  const window = `${'x'.repeat(REGEX_LIMITS.text - 6)} heron`;
+  const keys = REGEX_LIMITS.perScan / REGEX_LIMITS.text;
+  // As many regex-keyed entries as the scan may read, and one more: the last is not read.
+  const entries = Array.from({ length: keys + 1 }, (_, i) =>
+    entry({ keys: ['/heron/'], content: `E${i}`, insertion_order: i }),
+  );
+  const started = performance.now();
+  const out = triggerEntries([book(entries)], [window], 1_000_000);
+  expect(out.map((t) => t.content)).toEqual(entries.slice(0, keys).map((e) => e.content));
+  expect(performance.now() - started).toBeLessThan(10_000);
+  // Text keys are not counted: they cost a search of the window, not a regex run.
+  const plainEntries = entries.map((e) => ({ ...e, keys: ['heron'] }));
+  expect(triggerEntries([book(plainEntries)], [window], 1_000_000)).toHaveLength(keys + 1);
+});
