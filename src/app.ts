@@ -3,7 +3,7 @@ import express, { type Express } from 'express';
 import { type Network, readerRoutes, threadPreview } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
-import { cardRoutes } from './cards/index.ts';
+import { cardRoutes, lorebookRoutes } from './cards/index.ts';
 import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
 import type { Leases, Sql } from './db/index.ts';
 import {
@@ -148,6 +148,7 @@ export function createApp(deps: AppDeps): Express {
   api.use(requireIntent);
   api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   api.use(cardRoutes(deps));
+  api.use(lorebookRoutes(deps));
   api.use(villageRoutes(deps));
   api.use(providerKeyRoutes(deps));
   api.use(exchangeRoutes(deps));

@@ -1,3 +1,5 @@
+import { keyMatches, type RegexBudget, regexBudget } from './keys.ts';
+
 /**
  * Lorebooks (a card's `character_book`, or a SillyTavern World Info file) kept as the Character Card V2 spec
  * shapes them, so an export gives back what came in. Pure: reading a book from JSON (bounded), and which entries
@@ -112,7 +114,8 @@ const LOGIC = ['AND_ANY', 'NOT_ALL', 'NOT_ANY', 'AND_ALL'] as const;
 /**
  * A World Info file as a V2 lorebook, the way SillyTavern converts one for a card (its `convertWorldInfoToCharacterBook`):
  * `key`→`keys`, `keysecondary`→`secondary_keys`, `order`→`insertion_order`, `disable`→`!enabled`, `position`
- * 0/1→before/after_char; the rest (`selectiveLogic`, `depth`, `probability`, …) goes under the entry's extensions.
+ * 0/1→before/after_char, `matchWholeWords`/`excludeRecursion`/`preventRecursion`/`delayUntilRecursion` → their
+ * snake_case names; the rest (`selectiveLogic`, `depth`, `probability`, …) goes under the entry's extensions.
  */
 export function worldInfoToBook(wi: unknown, name: string): Lorebook {
   const entries = Object.values(obj(obj(wi).entries)).map((e, i) => {
@@ -129,8 +132,23 @@ export function worldInfoToBook(wi: unknown, name: string): Lorebook {
       position,
       disable,
       caseSensitive,
+      matchWholeWords,
+      excludeRecursion,
+      preventRecursion,
+      delayUntilRecursion,
       ...rest
     } = o;
+    // SillyTavern's own names for these under a card's entry extensions (only those the file sets).
+    const named = Object.fromEntries(
+      (
+        [
+          ['match_whole_words', matchWholeWords],
+          ['exclude_recursion', excludeRecursion],
+          ['prevent_recursion', preventRecursion],
+          ['delay_until_recursion', delayUntilRecursion],
+        ] as const
+      ).filter(([, v]) => typeof v === 'boolean'),
+    );
     return {
       id: num(uid) ?? i,
       keys: strings(key),
@@ -143,7 +161,7 @@ export function worldInfoToBook(wi: unknown, name: string): Lorebook {
       enabled: disable !== true,
       position: position === 1 ? 'after_char' : 'before_char',
       case_sensitive: caseSensitive === true ? true : undefined,
-      extensions: { ...rest, position: num(position) ?? 0 },
+      extensions: { ...rest, ...named, position: num(position) ?? 0 },
     };
   });
   return readBook({ name, entries, extensions: {} })!;
@@ -157,29 +175,21 @@ export interface Triggered {
   position: 'before_char' | 'after_char';
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
-/** Whether `key` appears in `text`: as a whole word when it starts and ends with a word character (SillyTavern's
- *  "match whole words", on unless the entry's extensions turn it off), else anywhere. */
-function matches(text: string, key: string, caseSensitive: boolean, wholeWords: boolean): boolean {
-  const k = caseSensitive ? key.trim() : key.trim().toLowerCase();
-  if (!k) return false;
-  const t = caseSensitive ? text : text.toLowerCase();
-  if (!wholeWords || !/^\w/u.test(k) || !/\w$/u.test(k)) return t.includes(k);
-  return new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(k)}(?![\\p{L}\\p{N}_])`, 'u').test(t);
-}
-
-/** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). */
-export function entryTriggered(e: LoreEntry, text: string): boolean {
+/** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). Case and
+ *  whole words are the entry's (`case_sensitive`, else `extensions.case_sensitive`; `extensions.match_whole_words`,
+ *  on unless false); a `/regex/flags` key follows its own flags (src/cards/keys.ts). */
+export function entryTriggered(e: LoreEntry, text: string, budget: RegexBudget = regexBudget()): boolean {
   if (e.enabled === false) return false;
   if (e.constant === true) return true;
-  const cs = e.case_sensitive === true;
   const ext = e.extensions ?? {};
-  const whole = ext.match_whole_words !== false;
-  if (!e.keys.some((k) => matches(text, k, cs, whole))) return false;
+  const o = {
+    caseSensitive: (e.case_sensitive ?? ext.case_sensitive) === true,
+    wholeWords: ext.match_whole_words !== false,
+  };
+  if (!e.keys.some((k) => keyMatches(text, k, o, budget))) return false;
   const secondary = (e.secondary_keys ?? []).filter((k) => k.trim());
   if (e.selective !== true || secondary.length === 0) return true;
-  const hits = secondary.map((k) => matches(text, k, cs, whole));
+  const hits = secondary.map((k) => keyMatches(text, k, o, budget));
   const logic = LOGIC[num(ext.selectiveLogic) ?? 0] ?? 'AND_ANY';
   if (logic === 'AND_ANY') return hits.some(Boolean);
   if (logic === 'AND_ALL') return hits.every(Boolean);
@@ -191,33 +201,69 @@ export function entryTriggered(e: LoreEntry, text: string): boolean {
 export const DEFAULT_SCAN_DEPTH = 2;
 /** Lore a turn may carry when a book names no budget of its own. */
 export const DEFAULT_LORE_BUDGET = 2_000;
+/** Passes of recursive scanning after the first (SillyTavern's is unbounded but for the budget; ours is not). */
+export const MAX_RECURSION = 3;
+
+type Candidate = { e: LoreEntry; book: number; order: number; chat: string; recursive: boolean };
+
+/**
+ * Which entries are active: pass 0 scans each book's window of the chat; then, for books with
+ * `recursive_scanning`, the content of what was triggered is scanned too, pass after pass (at most `maxRecursion`
+ * more, and never more text than the budget could hold), as SillyTavern's recursive scan does. An entry's
+ * `extensions.prevent_recursion` keeps its content from triggering others, `exclude_recursion` lets only the chat
+ * trigger it, `delay_until_recursion` only a recursive pass.
+ */
+function activeEntries(all: Candidate[], maxRecursion: number, maxChars: number): Candidate[] {
+  const active = new Set<Candidate>();
+  const budget = regexBudget();
+  let buffer = '';
+  for (let pass = 0; pass <= maxRecursion; pass++) {
+    const fresh = all.filter((x) => {
+      if (active.has(x)) return false;
+      const ext = x.e.extensions ?? {};
+      if (pass === 0 && ext.delay_until_recursion === true && x.e.constant !== true) return false;
+      // Excluded from recursion: the chat alone decides, and pass 0 already read it.
+      if (pass > 0 && ext.exclude_recursion === true) return false;
+      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`, budget);
+    });
+    for (const x of fresh) active.add(x);
+    const more = fresh
+      .filter((x) => x.recursive && x.e.extensions?.prevent_recursion !== true)
+      .map((x) => x.e.content);
+    if (more.length === 0) break;
+    buffer = `${buffer}\n${more.join('\n')}`.slice(0, maxChars);
+  }
+  return [...active];
+}
 
 /**
  * The entries of `books` that `recent` (the turn's messages, oldest first) triggers, within a token budget. Each
- * book scans its own depth of messages (`scan_depth`, else the last two). Constant entries go in first, then the
- * triggered ones by priority (else insertion order), highest first, until the budget (`token_budget` of the first
- * book that sets one, else DEFAULT_LORE_BUDGET, never over `maxBudget`) is spent; what fits is then put in
- * insertion order, lowest first, `before_char` entries before `after_char` ones. Pure.
+ * book scans its own depth of messages (`scan_depth`, else the last two); recursive books' triggered content
+ * scans again (see `activeEntries`). Constant entries go in first, then the triggered ones by priority (else
+ * insertion order), highest first, until the budget (`token_budget` of the first book that sets one, else
+ * DEFAULT_LORE_BUDGET, never over `maxBudget`) is spent; what fits is then put in insertion order, lowest first,
+ * `before_char` entries before `after_char` ones. Pure.
  */
 export function triggerEntries(
   books: readonly Lorebook[],
   recent: readonly string[],
   maxBudget = 8_000,
+  maxRecursion = MAX_RECURSION,
 ): Triggered[] {
-  const candidates: { e: LoreEntry; book: number; order: number }[] = [];
-  books.forEach((b, book) => {
+  const all: Candidate[] = books.flatMap((b, book) => {
     const depth = Math.max(0, Math.min(1000, num(b.scan_depth) ?? DEFAULT_SCAN_DEPTH));
-    const text = depth === 0 ? '' : recent.slice(-depth).join('\n');
-    b.entries.forEach((e, i) => {
-      if (e.content.trim() && entryTriggered(e, text))
-        candidates.push({ e, book, order: num(e.insertion_order) ?? i });
-    });
+    const chat = depth === 0 ? '' : recent.slice(-depth).join('\n');
+    const recursive = b.recursive_scanning === true;
+    return b.entries
+      .map((e, i) => ({ e, book, order: num(e.insertion_order) ?? i, chat, recursive }))
+      .filter((x) => x.e.content.trim());
   });
   const budget = Math.min(
     maxBudget,
     books.map((b) => num(b.token_budget)).find((n) => n !== undefined && n > 0) ?? DEFAULT_LORE_BUDGET,
   );
-  const rank = (x: (typeof candidates)[number]) => num(x.e.priority) ?? x.order;
+  const candidates = activeEntries(all, maxRecursion, budget * 4);
+  const rank = (x: Candidate) => num(x.e.priority) ?? x.order;
   const byPriority = [...candidates].sort(
     (a, b) => Number(b.e.constant === true) - Number(a.e.constant === true) || rank(b) - rank(a),
   );

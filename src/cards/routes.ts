@@ -324,7 +324,15 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     respond(
       res,
       ImportedLorebookResponse,
-      { lorebook: { id, name: String(named.name), entries: named.entries.length, npcIds: [] } },
+      {
+        lorebook: {
+          id,
+          name: String(named.name),
+          entries: named.entries.length,
+          npcIds: [],
+          embedded: false,
+        },
+      },
       201,
     );
   });

@@ -47,9 +47,10 @@ export async function booksOf(sql: Sql, npcId: string): Promise<Lorebook[]> {
 }
 
 export async function listLorebooks(sql: Sql, playerId: string) {
-  return sql<{ id: string; name: string; entries: number; npcIds: string[] }[]>`
+  return sql<{ id: string; name: string; entries: number; npcIds: string[]; embedded: boolean }[]>`
     select l.id, l.name, jsonb_array_length(l.book->'entries') as entries,
-      coalesce((select array_agg(n.npc_id) from npc_lorebooks n where n.lorebook_id = l.id), '{}') as "npcIds"
+      coalesce((select array_agg(n.npc_id) from npc_lorebooks n where n.lorebook_id = l.id), '{}') as "npcIds",
+      exists (select 1 from npc_lorebooks n where n.lorebook_id = l.id and n.embedded) as embedded
     from lorebooks l where l.player_id = ${playerId} order by l.created_at, l.id`;
 }
 
@@ -68,4 +69,31 @@ export async function attachBooks(
   for (const { id } of owned)
     await tx`insert into npc_lorebooks (npc_id, lorebook_id) values (${npcId}, ${id})`;
   return true;
+}
+
+/** An NPC's lorebooks, whole, for its editor: its own first, then those attached (the prompt's order). */
+export async function npcLorebooks(sql: Sql, npcId: string) {
+  return sql<{ id: string; name: string; embedded: boolean; book: Lorebook }[]>`
+    select l.id, l.name, n.embedded, l.book from npc_lorebooks n join lorebooks l on l.id = n.lorebook_id
+    where n.npc_id = ${npcId} order by n.embedded desc, l.created_at, l.id limit ${MAX_BOOKS_PER_NPC}`;
+}
+
+/** Replaces a Player's lorebook with `book` (an edit of its entries); false when it is not theirs. */
+export async function replaceLorebook(
+  sql: Queryable,
+  playerId: string,
+  id: string,
+  book: Lorebook,
+): Promise<boolean> {
+  const rows = await sql`update lorebooks
+    set book = ${sql.json(book as unknown as JsonValue)},
+      name = ${typeof book.name === 'string' ? book.name.slice(0, 200) : ''}
+    where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length === 1;
+}
+
+/** Deletes a Player's lorebook (from every NPC it is attached to); false when it is not theirs. */
+export async function deleteLorebook(sql: Queryable, playerId: string, id: string): Promise<boolean> {
+  const rows = await sql`delete from lorebooks where id = ${id} and player_id = ${playerId} returning id`;
+  return rows.length === 1;
 }

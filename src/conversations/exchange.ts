@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { flattenText, Part, plainName } from '../parts/index.ts';
+import { NpcInput } from '../village/index.ts';
 import type { Message } from './messages.ts';
 
 /**
@@ -16,17 +17,23 @@ const ImportedUsage = z.object({
 });
 
 export const EXPORT_FORMAT = 'agentsville.conversation';
-/** 2: Messages carry `parentId` and `onPath` (the Conversation tree, ADR 0042). 1 was one path. */
-export const EXPORT_VERSION = 2;
+/**
+ * 3: NPCs carry their card fields and lorebook (issue 29). 2: Messages carry `parentId` and `onPath` (the
+ * Conversation tree, ADR 0042). 1 was one path.
+ */
+export const EXPORT_VERSION = 3;
 
+/**
+ * An NPC as the file carries it: every field of the NPC (a character card's too, since version 3: greeting,
+ * alternate greetings, personality…, as NpcInput bounds them), V3's extra card fields, and its own lorebook as the
+ * card had it, so a Conversation imports back with its NPC whole. Not its grants (they name the Player's servers)
+ * nor its avatar (a picture, not text: export the card for it).
+ */
 export const ExportedNpc = z.object({
-  name: z.string().max(400).transform(plainName).pipe(z.string().min(1).max(100)),
-  jobTitle: z.string().trim().max(100).default(''),
-  description: z.string().max(2000).default(''),
-  prompt: z.string().max(20_000).default(''),
-  provider: z.string().trim().min(1).max(64).nullable().default(null),
-  model: z.string().trim().min(1).max(200).nullable().default(null),
-  thinking: z.boolean().default(false),
+  ...NpcInput.omit({ grants: true }).shape,
+  cardExtra: z.record(z.string(), z.unknown()).default({}),
+  /** The NPC's own lorebook (a card's `character_book`), read and bounded by the import (cards/lorebook.ts). */
+  lorebook: z.unknown().nullable().default(null),
 });
 /**
  * Text an imported Message may hold: a Player's as much as the composer takes (turn/routes.ts), a reply as much as

@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer, playerKey } from '../auth/index.ts';
-import { type Sql, transaction } from '../db/index.ts';
+import { embeddedBook, type Lorebook, LorebookError, readBook, setEmbeddedBook } from '../cards/index.ts';
+import { type Queryable, type Sql, transaction } from '../db/index.ts';
 import {
   AppError,
   type BodyReader,
@@ -55,15 +56,59 @@ const EXPORT_DEADLINE_MS = 10 * 60_000;
 const IMPORT_DEADLINE_MS = 2 * 60_000;
 const ExportQuery = z.object({ format: z.enum(['json', 'md']).default('json') });
 
-const npcOf = (n: Npc): ExportedNpc => ({
-  name: n.name,
-  jobTitle: n.jobTitle,
-  description: n.description,
-  prompt: n.prompt,
-  provider: n.provider,
-  model: n.model,
-  thinking: n.thinking,
-});
+/** An NPC as the file carries it: its fields, card fields and own lorebook (not its grants, id or avatar). */
+async function npcOf(sql: Sql, n: Npc): Promise<ExportedNpc> {
+  const { id: _id, playerId: _p, avatarUrl: _a, createdAt: _c, updatedAt: _u, ...fields } = n;
+  return { ...fields, lorebook: await embeddedBook(sql, n.id) };
+}
+
+/** The card fields a file compares from version 3 on (earlier files have none, so an NPC is matched without). */
+const CARD_KEYS = [
+  'personality',
+  'scenario',
+  'greeting',
+  'alternateGreetings',
+  'exampleMessages',
+  'postHistoryInstructions',
+  'creator',
+  'creatorNotes',
+  'characterVersion',
+  'tags',
+] as const;
+
+/** Whether the Player's NPC is the file's character: same name, Job Title, description, prompt (and card). */
+const sameCharacter = (m: Npc, n: ExportedNpc, version: number) =>
+  m.name === n.name &&
+  m.jobTitle === n.jobTitle &&
+  m.description === n.description &&
+  m.prompt === n.prompt &&
+  (version < 3 || CARD_KEYS.every((k) => JSON.stringify(m[k]) === JSON.stringify(n[k])));
+
+/** The file's NPC made for the Player, with its own lorebook, in the import's transaction. */
+async function makeNpc(
+  tx: Queryable,
+  playerId: string,
+  n: ExportedNpc,
+  usable: boolean,
+  max: number,
+): Promise<Npc> {
+  const { lorebook, ...fields } = n;
+  let book: Lorebook | null;
+  try {
+    book = readBook(lorebook);
+  } catch (e) {
+    if (e instanceof LorebookError) throw new AppError(413, 'LOREBOOK_TOO_LARGE', e.message);
+    throw e;
+  }
+  const npc = await insertNpc(
+    tx,
+    playerId,
+    { ...fields, provider: usable ? n.provider : null, model: usable ? n.model : null },
+    max,
+  );
+  if (book) await setEmbeddedBook(tx, playerId, npc.id, book);
+  return npc;
+}
 
 /**
  * Writes and waits while the client is behind: a slow reader holds back the export, not the server's memory. A
@@ -142,7 +187,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
         : undefined;
       if (!conversation) throw notFound('Conversation');
       const participants = await getParticipants(sql, conversation.id);
-      const npcs = participants.map(npcOf);
+      const npcs = await Promise.all(participants.map((n) => npcOf(sql, n)));
       const npcIndex = new Map(participants.map((n, i) => [n.id, i]));
       const name =
         (conversation.title ?? 'conversation').replace(/[\\/:*?"<>|\p{Cc}]+/gu, ' ').trim() || 'conversation';
@@ -220,24 +265,13 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       const { conversation, count } = await transaction(sql, async (tx) => {
         const npcIds: string[] = [];
         for (const n of file.npcs) {
-          const same = mine.find(
-            (m) =>
-              m.name === n.name &&
-              m.jobTitle === n.jobTitle &&
-              m.description === n.description &&
-              m.prompt === n.prompt,
-          );
+          const same = mine.find((m) => sameCharacter(m, n, file.version));
           if (same) {
             npcIds.push(same.id);
             continue;
           }
           const usable = n.provider !== null && providers.has(n.provider);
-          const npc = await insertNpc(
-            tx,
-            player.id,
-            { ...n, provider: usable ? n.provider : null, model: usable ? n.model : null },
-            settings.maxNpcs,
-          );
+          const npc = await makeNpc(tx, player.id, n, usable, settings.maxNpcs);
           mine.push(npc);
           npcIds.push(npc.id);
           created.push(npc.name);

@@ -21,7 +21,7 @@ export {
   listNpcs,
   NPC_LIMITS,
   type Npc,
-  type NpcInput,
+  NpcInput,
   type NpcWrite,
   npcColumns,
   updateNpc,

@@ -60,9 +60,22 @@ export const LorebookView = z.object({
   name: z.string(),
   entries: z.number().int(),
   npcIds: z.array(z.uuid()),
+  /** A card's own book (it goes with its card: not attached to other NPCs). */
+  embedded: z.boolean().default(false),
 });
 export const LorebookListResponse = z.object({ lorebooks: z.array(LorebookView) });
 export const ImportedLorebookResponse = z.object({ lorebook: LorebookView });
+/** One of an NPC's lorebooks, whole, for its editor: the book as the card had it (entries kept opaque past the
+ *  fields the editor shows) and, in words, the keys that never match (a regex refused, or too long). */
+export const NpcLorebook = z.object({
+  id: z.uuid(),
+  name: z.string(),
+  /** The card's own book (exported with it); else World Info attached to this NPC. */
+  embedded: z.boolean(),
+  book: z.record(z.string(), z.unknown()),
+  problems: z.array(z.string()),
+});
+export const NpcLorebooksResponse = z.object({ lorebooks: z.array(NpcLorebook) });
 
 export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishing', 'failed']);
 

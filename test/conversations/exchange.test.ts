@@ -99,7 +99,7 @@ it('JSON export → import → export gives the same file; the NPCs are the Play
   const original = await exportOf(id);
   expect(original).toMatchObject({
     format: 'agentsville.conversation',
-    version: 2,
+    version: 3,
     conversation: { title: 'Shelves' },
   });
   expect(original.messages).toHaveLength(3);
@@ -179,7 +179,7 @@ it('a file that is not an export, or a broken one, is refused in words and store
     JSON.stringify({ ...good, format: 'something.else' }),
     /not an AgentsVille conversation export/,
   );
-  await refused(JSON.stringify({ ...good, version: 3 }), /newer AgentsVille/);
+  await refused(JSON.stringify({ ...good, version: 4 }), /newer AgentsVille/);
   await refused(
     JSON.stringify({
       ...good,

@@ -8,6 +8,7 @@ import { CharacterFields, characterOf, emptyCharacter } from '../components/Char
 import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { type Grant, GrantsEditor, grantKey, grantOf } from '../components/GrantsEditor.tsx';
+import { Lorebooks } from '../components/Lorebooks.tsx';
 import { useToast } from '../components/Toast.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -196,100 +197,110 @@ export function NpcsPage() {
           </ul>
           <CardImport />
         </section>
-        <form
-          className="card npc-form"
-          ref={formRef}
-          onSubmit={submit}
-          aria-label={editing ? 'Edit NPC' : 'New NPC'}
-        >
-          <h2>{editing ? `Edit ${draft.name}` : 'New NPC'}</h2>
-          <label>
-            Name
-            <input
-              ref={nameRef}
-              value={draft.name}
-              onChange={(e) => set('name', e.target.value)}
-              required
-              maxLength={100}
-            />
-          </label>
-          <label>
-            Job Title
-            <input value={draft.jobTitle} onChange={(e) => set('jobTitle', e.target.value)} maxLength={100} />
-          </label>
-          <label>
-            Description
-            <textarea
-              value={draft.description}
-              onChange={(e) => set('description', e.target.value)}
-              rows={2}
-            />
-          </label>
-          <label>
-            Prompt
-            <textarea value={draft.prompt} onChange={(e) => set('prompt', e.target.value)} rows={4} />
-          </label>
-          <CharacterFields
-            value={draft}
-            prompt={draft.prompt}
-            onChange={(c) => setDraft({ ...draft, ...c })}
-          />
-          <div className="row">
+        <div className="npc-side">
+          <form
+            className="card npc-form"
+            ref={formRef}
+            onSubmit={submit}
+            aria-label={editing ? 'Edit NPC' : 'New NPC'}
+          >
+            <h2>{editing ? `Edit ${draft.name}` : 'New NPC'}</h2>
             <label>
-              Provider
-              <select value={draft.provider ?? ''} onChange={(e) => set('provider', e.target.value || null)}>
-                <option value="">Village default ({settings?.defaultProvider ?? 'none'})</option>
-                {village.data?.providers.map((p) => (
-                  <option key={p.id} value={p.id}>
-                    {p.id}
-                  </option>
-                ))}
-              </select>
-            </label>
-            <label>
-              Model
+              Name
               <input
-                value={draft.model ?? ''}
-                placeholder={`Village default (${settings?.defaultModel ?? 'none'})`}
-                onChange={(e) => set('model', e.target.value || null)}
+                ref={nameRef}
+                value={draft.name}
+                onChange={(e) => set('name', e.target.value)}
+                required
+                maxLength={100}
               />
             </label>
-          </div>
-          <label className="check">
-            <input
-              type="checkbox"
-              checked={draft.thinking}
-              onChange={(e) => set('thinking', e.target.checked)}
+            <label>
+              Job Title
+              <input
+                value={draft.jobTitle}
+                onChange={(e) => set('jobTitle', e.target.value)}
+                maxLength={100}
+              />
+            </label>
+            <label>
+              Description
+              <textarea
+                value={draft.description}
+                onChange={(e) => set('description', e.target.value)}
+                rows={2}
+              />
+            </label>
+            <label>
+              Prompt
+              <textarea value={draft.prompt} onChange={(e) => set('prompt', e.target.value)} rows={4} />
+            </label>
+            <CharacterFields
+              value={draft}
+              prompt={draft.prompt}
+              onChange={(c) => setDraft({ ...draft, ...c })}
             />
-            Thinking (show reasoning)
-          </label>
-          {model && thinking && thinking !== 'supported' && (
-            <p className="meta thinking-note" role="note">
-              {thinking === 'unsupported'
-                ? `${model} cannot think: with it, this NPC answers without reasoning, whatever this setting says.`
-                : `Whether ${model} can think is not known here; if it cannot, this setting has no effect.`}
-            </p>
-          )}
-          {grants ? (
-            <GrantsEditor value={grants} onChange={setGrants} />
-          ) : (
-            <p className="meta" aria-live="polite">
-              Loading this NPC’s Tools…
-            </p>
-          )}
-          <ErrorNote error={loadError} />
-          <div className="row">
-            <button type="submit" disabled={save.isPending}>
-              {editing ? 'Save' : 'Create NPC'}
-            </button>
-            {editing && (
-              <button type="button" className="secondary" onClick={reset}>
-                Cancel
-              </button>
+            <div className="row">
+              <label>
+                Provider
+                <select
+                  value={draft.provider ?? ''}
+                  onChange={(e) => set('provider', e.target.value || null)}
+                >
+                  <option value="">Village default ({settings?.defaultProvider ?? 'none'})</option>
+                  {village.data?.providers.map((p) => (
+                    <option key={p.id} value={p.id}>
+                      {p.id}
+                    </option>
+                  ))}
+                </select>
+              </label>
+              <label>
+                Model
+                <input
+                  value={draft.model ?? ''}
+                  placeholder={`Village default (${settings?.defaultModel ?? 'none'})`}
+                  onChange={(e) => set('model', e.target.value || null)}
+                />
+              </label>
+            </div>
+            <label className="check">
+              <input
+                type="checkbox"
+                checked={draft.thinking}
+                onChange={(e) => set('thinking', e.target.checked)}
+              />
+              Thinking (show reasoning)
+            </label>
+            {model && thinking && thinking !== 'supported' && (
+              <p className="meta thinking-note" role="note">
+                {thinking === 'unsupported'
+                  ? `${model} cannot think: with it, this NPC answers without reasoning, whatever this setting says.`
+                  : `Whether ${model} can think is not known here; if it cannot, this setting has no effect.`}
+              </p>
             )}
-          </div>
-          <ErrorNote error={save.error} />
-        </form>
+            {grants ? (
+              <GrantsEditor value={grants} onChange={setGrants} />
+            ) : (
+              <p className="meta" aria-live="polite">
+                Loading this NPC’s Tools…
+              </p>
+            )}
+            <ErrorNote error={loadError} />
+            <div className="row">
+              <button type="submit" disabled={save.isPending}>
+                {editing ? 'Save' : 'Create NPC'}
+              </button>
+              {editing && (
+                <button type="button" className="secondary" onClick={reset}>
+                  Cancel
+                </button>
+              )}
+            </div>
+            <ErrorNote error={save.error} />
+          </form>
+          {editing && <Lorebooks npcId={editing} npcName={draft.name || 'This NPC'} />}
+        </div>
       </div>
       {toastElement}
       {dialog}
