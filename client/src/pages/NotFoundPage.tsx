@@ -14,10 +14,12 @@ export function NotFoundPage() {
       <ReaderHeader />
       <h1>Page not found</h1>
       <p>
-        There is no page at <code>{pathname}</code>. The link may be mistyped, or what it pointed to has moved.
+        There is no page at <code>{pathname}</code>. The link may be mistyped, or what it pointed to has
+        moved.
       </p>
       <p>
-        <Link to="/">Go to your Conversations</Link> or <Link to="/threads">read published conversations</Link>.
+        <Link to="/">Go to your Conversations</Link> or{' '}
+        <Link to="/threads">read published conversations</Link>.
       </p>
     </main>
   );
