@@ -56,13 +56,6 @@ class Processes {
       stdio: ['ignore', 'ignore', 'pipe', 'ipc'],
       serialization: 'advanced',
     });
-    if (child.pid) {
-      try {
-        setPriority(child.pid, NICENESS);
-      } catch {
-        // Not permitted here: the process still runs, at the server's priority.
-      }
-    }
     // The last words of a process that dies (an out-of-memory abort says so on stderr).
     let said = '';
     child.stderr?.on('data', (d: Buffer) => {
@@ -85,6 +78,7 @@ class Processes {
     const child = this.idle.pop() ?? this.spawn();
     this.warm();
     idleRef(child, true);
+    yieldCpu(child);
     return child;
   }
 
@@ -96,6 +90,19 @@ class Processes {
     idleRef(child, false);
     if (this.idle.length < IDLE_MAX && child.connected) this.idle.push(child);
     else child.kill('SIGKILL');
+  }
+}
+
+/**
+ * A process yields the CPU once it is given a command (what a Player runs is what may spin), not while it loads:
+ * a niced start took tens of seconds behind busy processes, and the next Player's `echo` waited on it.
+ */
+function yieldCpu(child: ChildProcess) {
+  if (!child.pid) return;
+  try {
+    setPriority(child.pid, NICENESS);
+  } catch {
+    // Not permitted here: the process still runs, at the server's priority.
   }
 }
 
