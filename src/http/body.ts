@@ -24,15 +24,11 @@ export const readJsonBody: RequestHandler = (req, res, next) => {
 export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
   const bodyError = req.res?.locals.bodyError as { type?: string } | undefined;
   if (bodyError?.type === 'entity.too.large') {
-    throw new AppError(413, 'BODY_TOO_LARGE', `The request body is larger than ${BODY_LIMIT}.`);
+    throw new AppError('BODY_TOO_LARGE', `The request body is larger than ${BODY_LIMIT}.`);
   }
-  if (bodyError) throw new AppError(400, 'INVALID_BODY', 'The request body is not valid JSON.');
+  if (bodyError) throw new AppError('INVALID_BODY', 'The request body is not valid JSON.');
   if (!req.is('application/json')) {
-    throw new AppError(
-      400,
-      'INVALID_BODY',
-      'The request body must be JSON (Content-Type: application/json).',
-    );
+    throw new AppError('INVALID_BODY', 'The request body must be JSON (Content-Type: application/json).');
   }
   const parsed = schema.safeParse(req.body);
   if (!parsed.success) throw invalidBody(parsed.error);
@@ -43,7 +39,7 @@ export function parseQuery<S extends z.ZodType>(req: Request, schema: S): z.infe
   const parsed = schema.safeParse(req.query);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw new AppError(400, 'INVALID_QUERY', `The query is not valid: ${first?.message ?? 'unreadable'}.`);
+    throw new AppError('INVALID_QUERY', `The query is not valid: ${first?.message ?? 'unreadable'}.`);
   }
   return parsed.data;
 }
@@ -61,20 +57,19 @@ export function readBytes(max: number): RequestHandler {
     if ((res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large')
       return next(
         new AppError(
-          413,
           'BODY_TOO_LARGE',
           `A JSON body is limited to ${BODY_LIMIT}: send the file as application/octet-stream (up to ${max / 1024 / 1024} MB).`,
         ),
       );
     if (Number(req.get('content-length') ?? 0) > max)
-      return next(new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
+      return next(new AppError('BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`));
     raw(req, res, (err?: unknown) => {
       if (!err) return next();
       const large = (err as { type?: string }).type === 'entity.too.large';
       next(
         large
-          ? new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`)
-          : new AppError(400, 'INVALID_BODY', 'The file could not be read.'),
+          ? new AppError('BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`)
+          : new AppError('INVALID_BODY', 'The file could not be read.'),
       );
     });
   };
