@@ -1,9 +1,15 @@
 import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { indexRecords, removeRecord } from '../appview/index.ts';
+import { indexedUris, indexRecords, removeRecord } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
-import { allMessages, getConversation, getParticipants, markInterrupted } from '../conversations/index.ts';
+import {
+  allMessages,
+  everyMessageId,
+  getConversation,
+  getParticipants,
+  markInterrupted,
+} from '../conversations/index.ts';
 import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
@@ -134,7 +140,7 @@ async function plan(
     getPublication(deps.sql, conversationId),
     getDraft(deps.sql, conversationId),
     skillNames(deps.sql, playerId),
-    deps.sql<{ id: string }[]>`select id from messages where conversation_id = ${conversationId}`,
+    everyMessageId(deps.sql, conversationId),
   ]);
   if (turns.length === 0) throw new AppError('NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
   if (
@@ -296,12 +302,8 @@ async function plan(
 
 /** The covered words the draft keeps for turns the Conversation no longer has. */
 /** The draft's choices for turns that exist on another branch of the Conversation. */
-function elsewhere(
-  draft: Draft | undefined,
-  onPath: ReadonlySet<string>,
-  all: readonly { id: string }[],
-): Choices {
-  const exists = new Set(all.map((r) => r.id));
+function elsewhere(draft: Draft | undefined, onPath: ReadonlySet<string>, all: readonly string[]): Choices {
+  const exists = new Set(all);
   return Object.fromEntries(
     Object.entries(draft?.choices ?? {}).filter(([id]) => !onPath.has(id) && exists.has(id)),
   );
@@ -481,9 +483,7 @@ async function verifyGone(repo: Repo, sessionUri: string) {
 async function syncIndex(sql: Sql, did: string, sessionUri: string, records: PublishedRecord[]) {
   const live = records.filter((r) => r.cid && r.pending === null);
   const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
-  const indexed = await sql<{ uri: string }[]>`
-    select uri from index_messages where session_uri = ${sessionUri} union select uri from index_sessions where uri = ${sessionUri}`;
-  for (const { uri } of indexed) if (!keep.has(uri)) await removeRecord(sql, uri);
+  for (const uri of await indexedUris(sql, sessionUri)) if (!keep.has(uri)) await removeRecord(sql, uri);
   await indexRecords(
     sql,
     did,
