@@ -97,7 +97,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
   },
   'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
   'src/tools/store.ts': { tables: ['grants'], why: 'the tool set is built from an NPC’s grants' },
-  'src/turn/attachments.ts': { tables: ['attachments'], why: 'a turn sends the Player’s unsent attachments' },
   'src/village/grants.ts': { tables: ['mcp_servers', 'skills'], why: 'a grant names a Skill or MCP Server' },
 };
 
