@@ -1,21 +1,29 @@
 import { z } from 'zod';
 import type { UsageSchema } from '../../src/parts/index.ts';
-import type {
-  ConversationListItem,
-  ConversationView,
-  MeResponse,
-  MessageView,
-  NpcView,
-  SignInOptions,
-  VillageView,
+import {
+  type ConversationListItem,
+  type ConversationView,
+  type HttpErrorCode,
+  isHttpErrorCode,
+  type MeResponse,
+  type MessageView,
+  type NpcView,
+  type SignInOptions,
+  type VillageView,
 } from '../../src/wire/index.ts';
 import { sessionEnded } from './session.ts';
+
+/**
+ * An error's code: one of the server's catalog (src/wire/errors.ts), or one of the browser's own — the server
+ * could not be reached, answered without a code of ours (a proxy's page), or answered outside the contract.
+ */
+export type ApiErrorCode = HttpErrorCode | 'UNREACHABLE' | 'HTTP_ERROR' | 'UNEXPECTED_RESPONSE';
 
 /** The one place the browser talks JSON to the server. Errors carry the server's code and message. */
 export class ApiError extends Error {
   constructor(
     readonly status: number,
-    readonly code: string,
+    readonly code: ApiErrorCode,
     message: string,
     /** What the server attached (e.g. PUBLISH_PROBLEMS' list of problems). */
     readonly details?: unknown,
@@ -54,11 +62,12 @@ export async function reach(path: string, init: RequestInit): Promise<Response> 
  */
 export function refusal(
   status: number,
-  body: { error?: { code: string; message: string; details?: unknown } } | null,
+  body: { error?: { code?: unknown; message: string; details?: unknown } } | null,
 ): ApiError {
+  const code = body?.error?.code;
   const error = new ApiError(
     status,
-    body?.error?.code ?? 'HTTP_ERROR',
+    isHttpErrorCode(code) ? code : 'HTTP_ERROR',
     body?.error?.message ?? unexplained(status),
     body?.error?.details,
   );

@@ -7,5 +7,5 @@ export { setLookupTtl } from './lookups.ts';
 export { Network, type NetworkOptions } from './network.ts';
 export { getThread, listSessions, threadPreview } from './read.ts';
 export { readerRoutes } from './routes.ts';
-export { indexRecords, removeRecord } from './store.ts';
+export { indexedUris, indexRecords, removeRecord } from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

@@ -209,11 +209,9 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
 /** The author's repo is still being read (a backfill outlasted the request): what is indexed, and when to ask. */
 const indexing = () =>
   new AppError(
-    404,
     'INDEXING',
     "This thread is not in the index yet: the author's records are being read. Try again in a few seconds.",
-    undefined,
-    5,
+    { retryAfter: 5 },
   );
 
 /**
@@ -240,7 +238,7 @@ function readCursor(cursor: string): [string, string] {
     !Number.isNaN(Date.parse(at)) &&
     uri !== undefined &&
     /^at:\/\/[^/\s]+\/click\.aligned\.chat\.session\/[a-z2-7]{13}$/.test(uri);
-  if (!valid) throw new AppError(400, 'InvalidRequest', 'The cursor is not one this server gave out.');
+  if (!valid) throw new AppError('InvalidRequest', 'The cursor is not one this server gave out.');
   return [at, uri];
 }
 

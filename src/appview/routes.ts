@@ -1,6 +1,6 @@
 import { type ErrorRequestHandler, Router } from 'express';
 import type { Sql } from '../db/index.ts';
-import { AppError, notFound } from '../http/index.ts';
+import { AppError, notFound, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/generated/lexicons.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
@@ -28,7 +28,7 @@ function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string
   try {
     return lexicons.assertValidXrpcParams(nsid, typed) ?? {};
   } catch (e) {
-    throw new AppError(400, 'InvalidRequest', (e as Error).message);
+    throw new AppError('InvalidRequest', (e as Error).message);
   }
 }
 
@@ -77,10 +77,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
     const params = xrpcParams(GET_THREAD, req.query as Record<string, unknown>);
     // Every record in the index passed the lexicon when it was indexed; the answer is assembled as text.
     const thread = await getThreadJson(sql, reader, params.uri as string);
-    if (!thread) {
-      res.status(400).json({ error: 'NotFound', message: 'No such session.' });
-      return;
-    }
+    if (!thread) throw new AppError('NotFound', 'No such session.');
     res.type('json').send(thread);
   });
 
@@ -102,11 +99,8 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
   // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
   router.use('/xrpc', ((err, _req, res, next) => {
     if (res.headersSent) return next(err);
-    if (err instanceof AppError) {
-      res.status(err.status).json({ error: err.code, message: err.message });
-      return;
-    }
-    res.status(500).json({ error: 'InternalServerError', message: 'Something went wrong on our side.' });
+    if (err instanceof AppError) return sendError(res, err, 'xrpc');
+    sendError(res, new AppError('InternalServerError', 'Something went wrong on our side.'), 'xrpc');
     next(err);
   }) as ErrorRequestHandler);
 

@@ -204,6 +204,14 @@ async function afterTombstones<T extends { uri: string; rev?: string }>(
  * stale copy — a backfill's, or an older event replayed — cannot bring it back. Run under the author's lock
  * (see `underAuthorLock`) where a backfill could be writing beside it.
  */
+/** The URIs the index holds of one session: its session record and its turns. */
+export async function indexedUris(sql: Queryable, sessionUri: string): Promise<string[]> {
+  const rows = await sql<{ uri: string }[]>`
+    select uri from index_messages where session_uri = ${sessionUri}
+    union select uri from index_sessions where uri = ${sessionUri}`;
+  return rows.map((r) => r.uri);
+}
+
 export async function removeRecord(sql: Queryable, uri: string, rev?: string) {
   await sql`insert into index_tombstones (uri, rev) values (${uri}, ${rev ?? null})
     on conflict (uri) do update set deleted_at = now(),

@@ -15,7 +15,6 @@ export interface WrittenBlob {
 
 export const tooLarge = (maxBytes: number) =>
   new AppError(
-    413,
     'ATTACHMENT_TOO_LARGE',
     `A file may be at most ${formatBytes(maxBytes)}; this one is larger. Nothing was stored.`,
   );

@@ -17,6 +17,7 @@ export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts'
 export { isTextType, sniffMediaType } from './sniff.ts';
 export {
   type AttachmentRow,
+  blobsOf,
   insertAttachment,
   pendingAttachments,
   QuotaFullError,

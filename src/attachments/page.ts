@@ -46,7 +46,6 @@ export async function fetchPage(
   if (!HTML.test(type) && !TEXT.test(type)) {
     await res.body?.cancel();
     throw new AppError(
-      415,
       'PAGE_NOT_TEXT',
       `${url.host} sent ${type.split(';')[0] || 'something'} rather than a page. Download it and attach it as a file.`,
     );
@@ -67,13 +66,12 @@ export async function fetchPage(
   } catch (e) {
     if (e instanceof AppError) throw e;
     throw new AppError(
-      422,
       'PAGE_UNREADABLE',
       `The page at ${url.host} could not be turned into text: ${(e as Error).message}.`,
     );
   }
   const text = clip(page.text.trim(), limits.maxChars);
-  if (!text) throw new AppError(422, 'PAGE_EMPTY', `The page at ${url.host} has no readable text.`);
+  if (!text) throw new AppError('PAGE_EMPTY', `The page at ${url.host} has no readable text.`);
   // Stored and shown: made storable, one line, no control or bidi characters.
   const title = page.title ? plainName(wellFormed(page.title)) : '';
   return { url: res.url || url.href, ...(title ? { title } : {}), text: wellFormed(text) };
@@ -240,4 +238,4 @@ function describe(e: unknown): string {
 }
 
 const unreachable = (url: URL, why: string) =>
-  new AppError(502, 'PAGE_UNREACHABLE', `The page at ${url.host} could not be attached: ${why}.`);
+  new AppError('PAGE_UNREACHABLE', `The page at ${url.host} could not be attached: ${why}.`);

@@ -77,32 +77,26 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     res.set('Connection', 'close');
     const { name } = parseQuery(req, UploadQuery);
     if (req.is('application/json'))
-      throw new AppError(400, 'INVALID_BODY', "Send the file's bytes as the body, with its name in ?name=.");
+      throw new AppError('INVALID_BODY', "Send the file's bytes as the body, with its name in ?name=.");
     const { settings, conversationId, room } = await admit(deps, req, player.id);
     const maxBytes = Math.min(settings.maxAttachmentMb * MB, room);
     const declared = Number(req.get('content-length') ?? Number.NaN);
     if (declared > maxBytes) throw refusal(settings, room);
     if ((uploading.get(player.id) ?? 0) >= UPLOADS_AT_ONCE)
-      throw new AppError(
-        429,
-        'TOO_MANY_UPLOADS',
-        `At most ${UPLOADS_AT_ONCE} files can upload at once.`,
-        undefined,
-        5,
-      );
+      throw new AppError('TOO_MANY_UPLOADS', `At most ${UPLOADS_AT_ONCE} files can upload at once.`, {
+        retryAfter: 5,
+      });
     uploading.set(player.id, (uploading.get(player.id) ?? 0) + 1);
     try {
       const source = await headFirst(req, AbortSignal.timeout(deps.uploadTimeoutMs));
       const mediaType = await sniffMediaType(source.head, name);
       if (source.head.length === 0)
         throw new AppError(
-          400,
           'ATTACHMENT_EMPTY',
           `${name} is empty (0 bytes), so there is nothing to attach. Choose the file again once it has its contents.`,
         );
       if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
         throw new AppError(
-          415,
           'UNSUPPORTED_ATTACHMENT_TYPE',
           `${name} ${mediaType ? `holds ${mediaType}` : 'is not a kind of file this server recognises'} (judged by its contents, not its name). This Village accepts: ${settings.attachmentTypes.join(', ')}.`,
         );
@@ -147,7 +141,7 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     try {
       url = await deps.pageOutbound.check(body.url);
     } catch (e) {
-      if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
+      if (e instanceof BlockedUrlError) throw new AppError('URL_NOT_ALLOWED', e.message);
       throw e;
     }
     const cached = await recentPage(sql, player.id, url.href);
@@ -185,7 +179,6 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     }
     if (await getAttachment(sql, player.id, req.params.id))
       throw new AppError(
-        409,
         'ATTACHMENT_SENT',
         'This attachment was sent with a Message; delete the Conversation to remove it.',
       );
@@ -214,7 +207,6 @@ async function admit(deps: AttachmentDeps, req: Request, playerId: string) {
   if (!owned) throw notFound('Conversation');
   if (pending >= MAX_PENDING)
     throw new AppError(
-      409,
       'TOO_MANY_PENDING',
       `This Conversation has ${MAX_PENDING} attachments waiting to be sent. Send or remove some first.`,
     );
@@ -227,7 +219,6 @@ function refusal(settings: VillageSettings, room: number): AppError {
   const max = settings.maxAttachmentMb * MB;
   if (room >= max) return tooLarge(max);
   return new AppError(
-    413,
     'ATTACHMENT_QUOTA',
     `Your attachments may take ${formatBytes(settings.playerAttachmentMb * MB)} in all; ${formatBytes(Math.max(0, room))} is left. Delete a Conversation to make room. Nothing was stored.`,
   );
@@ -304,9 +295,7 @@ async function headFirst(req: Request, deadline: AbortSignal) {
   const it = req[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
   const expired = new Promise<never>((_, reject) => {
     const fail = () =>
-      reject(
-        new AppError(408, 'UPLOAD_TIMEOUT', 'The upload took too long and was stopped. Nothing was stored.'),
-      );
+      reject(new AppError('UPLOAD_TIMEOUT', 'The upload took too long and was stopped. Nothing was stored.'));
     if (deadline.aborted) fail();
     else deadline.addEventListener('abort', fail, { once: true });
   });

@@ -77,6 +77,14 @@ export async function getAttachment(
   return row;
 }
 
+/** Which blob holds each of `ids` still stored in this Conversation (a turn reads what its history names). */
+export async function blobsOf(sql: Sql, conversationId: string, ids: string[]): Promise<Map<string, string>> {
+  const rows = await sql<{ id: string; blobId: string }[]>`
+    select id, blob_id as "blobId" from attachments
+    where id = any(${ids}::uuid[]) and conversation_id = ${conversationId}`;
+  return new Map(rows.map((r) => [r.id, r.blobId]));
+}
+
 /** The Player's uploads to this Conversation not yet sent, among `ids` (a Message names them to send them). */
 export async function pendingAttachments(
   sql: Sql,

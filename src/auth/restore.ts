@@ -25,34 +25,26 @@ export async function restoreSession(
     return { did, fetchHandler: (url, init) => asPlayer(did, () => session.fetchHandler(url, init)) };
   } catch (e) {
     if (e instanceof SignInBusyError) {
-      throw withCause(
-        new AppError(
-          503,
-          'SIGN_IN_BUSY',
-          `Your sign-in is being renewed with your PDS and that is taking long. Try again in a minute to ${action}.`,
-          undefined,
-          30,
-        ),
-        e,
+      throw new AppError(
+        'SIGN_IN_BUSY',
+        `Your sign-in is being renewed with your PDS and that is taking long. Try again in a minute to ${action}.`,
+        { retryAfter: 30, cause: e },
       );
     }
     if (isSessionEnded(e)) {
-      throw withCause(
-        new AppError(
-          401,
-          'SESSION_ENDED',
-          `Your sign-in with your PDS has ended. Sign in again to ${action}.`,
-        ),
-        e,
+      throw new AppError(
+        'SESSION_ENDED',
+        `Your sign-in with your PDS has ended. Sign in again to ${action}.`,
+        {
+          cause: e,
+        },
       );
     }
-    throw withCause(
-      new AppError(
-        502,
-        'PDS_UNREACHABLE',
-        `We could not reach your PDS to ${action}. Your sign-in is kept; try again in a moment.`,
-      ),
-      e,
+    // The cause is for the log only: the client sees the message, never the cause.
+    throw new AppError(
+      'PDS_UNREACHABLE',
+      `We could not reach your PDS to ${action}. Your sign-in is kept; try again in a moment.`,
+      { cause: e },
     );
   }
 }
@@ -62,6 +54,3 @@ export function isSessionEnded(e: unknown): boolean {
   // refusal from the authorization server (a 4xx); a 5xx, a timeout or no answer at all is not an ending.
   return isExpectedSessionError(e) || (e instanceof OAuthResponseError && e.status >= 400 && e.status < 500);
 }
-
-/** Kept for the log only: the client sees the message, never the cause. */
-const withCause = (error: AppError, cause: unknown) => Object.assign(error, { cause });

@@ -163,7 +163,6 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
           await endSessions(deps.sql, player.id);
           res.clearCookie(SESSION_COOKIE, { path: '/' });
           throw new AppError(
-            401,
             'SESSION_ENDED',
             'Your sign-in with your PDS has ended (it was revoked or expired). Sign in again to continue.',
           );
@@ -224,7 +223,6 @@ async function handleOf(did: string, fetchHandler: (url: string) => Promise<glob
 function offlineLoginError(identifier: string, accounts: { handle: string }[]): AppError {
   const names = accounts.map((a) => a.handle).join(', ');
   return new AppError(
-    400,
     'ACCOUNT_NOT_FOUND',
     `“${identifier}” is not an account on this machine. AgentsVille is running in offline mode, where only ` +
       `its local demo accounts exist${names ? ` (${names})` : ''}: sign in with one of them. To sign in with ` +
@@ -237,27 +235,24 @@ function loginError(identifier: string, e: unknown, offline?: { handle: string }
   if (e instanceof OAuthResolverError) {
     if (e.message.startsWith('Failed to resolve OAuth server metadata')) {
       return new AppError(
-        502,
         'PDS_UNREACHABLE',
         `We could not reach the server for “${identifier}”. Try again later.`,
       );
     }
     if (networkFailure(e.cause)) {
       return new AppError(
-        502,
         'PDS_UNREACHABLE',
         `We could not look up “${identifier}” right now. Try again later.`,
       );
     }
     if (offline) return offlineLoginError(identifier, offline);
     return new AppError(
-      400,
       'ACCOUNT_NOT_FOUND',
       `We could not find an account for “${identifier}”. Check the handle (for example alice.bsky.social, ` +
         'without the @), or enter your PDS address (https://…).',
     );
   }
-  return new AppError(502, 'PDS_UNREACHABLE', `We could not start signing in with ${identifier}'s server.`);
+  return new AppError('PDS_UNREACHABLE', `We could not start signing in with ${identifier}'s server.`);
 }
 
 /** A fetch that never got an answer (refused, unreachable, timed out) somewhere down the cause chain. */

@@ -44,10 +44,10 @@ export function lorebookRoutes({ sql }: { sql: Sql }): Router {
     try {
       book = readBook(wellFormed(raw));
     } catch (e) {
-      if (e instanceof LorebookError) throw new AppError(413, 'LOREBOOK_TOO_LARGE', e.message);
+      if (e instanceof LorebookError) throw new AppError('LOREBOOK_TOO_LARGE', e.message);
       throw e;
     }
-    if (!book) throw new AppError(400, 'INVALID_BODY', 'A lorebook is an object with its entries.');
+    if (!book) throw new AppError('INVALID_BODY', 'A lorebook is an object with its entries.');
     if (!isUuid(req.params.id) || !(await replaceLorebook(sql, player.id, req.params.id, book)))
       throw notFound('Lorebook');
     res.json({ problems: problemsOf(book) });

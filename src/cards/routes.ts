@@ -59,14 +59,6 @@ const ImportQuery = z.object({
 });
 const AttachBody = z.object({ lorebookIds: z.array(z.uuid()).max(8) }).strict();
 
-const STATUS = {
-  CARD_TOO_LONG: 422,
-  CARD_TOO_LARGE: 413,
-  CARD_UNREADABLE: 400,
-  NOT_A_CARD: 400,
-  WORLD_INFO: 422,
-} as const;
-
 /**
  * A PNG card's picture as the NPC's avatar: the PNG without its text chunks, stored as a blob (once per content)
  * and the one it replaces let go. A picture that cannot be read is no reason to refuse the card: it says so.
@@ -101,7 +93,7 @@ const avatarOf = async (sql: Sql, npcId: string) =>
   null;
 
 const asAppError = (e: unknown) =>
-  e instanceof CardError ? new AppError(STATUS[e.code], e.code, e.message) : e;
+  e instanceof CardError ? new AppError(e.code, e.message, { cause: e }) : e;
 
 /** A JSON card is parsed as it arrives (refused at its first value past the limits); a PNG is read whole. */
 const watchCard = (first: Uint8Array): BodyReader | undefined => {
@@ -128,12 +120,10 @@ async function jsonOf(req: Request): Promise<unknown> {
   if (req.is('application/json') && body !== undefined) return body;
   if (Buffer.isBuffer(body) && body.length === 0)
     throw new AppError(
-      400,
       'CARD_EMPTY',
       'That file is empty (0 bytes), so there is no character in it. Save or download the card again, then import the new file.',
     );
   throw new AppError(
-    400,
     'INVALID_BODY',
     'No card file arrived. Choose a character card (a .png or .json file, as SillyTavern exports them) and import it again.',
   );
@@ -183,7 +173,6 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
   const tooSlow = (res: Parameters<typeof slotOf>[0]) => {
     if (slotOf(res).signal.aborted)
       throw new AppError(
-        503,
         'IMPORT_TOO_SLOW',
         `The file took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
       );
@@ -231,13 +220,14 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     );
     if (same && q.duplicate !== 'true')
       throw new AppError(
-        409,
         'CARD_ALREADY_IMPORTED',
         `You already have ${same.name} from this card. Update that NPC with it, or import it as a second NPC.`,
         {
-          npcId: same.id,
-          update: `/api/npcs/import?update=${same.id}`,
-          duplicate: '/api/npcs/import?duplicate=true',
+          details: {
+            npcId: same.id,
+            update: `/api/npcs/import?update=${same.id}`,
+            duplicate: '/api/npcs/import?duplicate=true',
+          },
         },
       );
     const { maxNpcs } = await getVillageSettings(sql);
@@ -302,23 +292,18 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     try {
       book = isWorldInfo(raw) ? worldInfoToBook(raw, name) : readBook(raw);
     } catch (e) {
-      if (e instanceof LorebookError) throw new AppError(413, 'LOREBOOK_TOO_LARGE', e.message);
+      if (e instanceof LorebookError) throw new AppError('LOREBOOK_TOO_LARGE', e.message);
       throw e;
     }
     if (!book || book.entries.length === 0)
       throw new AppError(
-        400,
         'NOT_A_LOREBOOK',
         'This is not a lorebook: expected a World Info file or a character_book with entries.',
       );
     const named = typeof book.name === 'string' && book.name ? book : { ...book, name };
     const id = await transaction(sql, (tx) => insertLorebook(tx, player.id, named)).catch((e) => {
       if ((e as Error).message === 'TOO_MANY_LOREBOOKS')
-        throw new AppError(
-          429,
-          'TOO_MANY_LOREBOOKS',
-          'You have 500 lorebooks. Delete one to import another.',
-        );
+        throw new AppError('TOO_MANY_LOREBOOKS', 'You have 500 lorebooks. Delete one to import another.');
       throw e;
     });
     respond(
@@ -348,7 +333,7 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     if (!npc) throw notFound('NPC');
     const ok = await transaction(sql, (tx) => attachBooks(tx, player.id, npc.id, body.lorebookIds));
     if (!ok)
-      throw new AppError(400, 'UNKNOWN_LOREBOOK', 'That lorebook is not one of yours (or is a card’s own).');
+      throw new AppError('UNKNOWN_LOREBOOK', 'That lorebook is not one of yours (or is a card’s own).');
     respond(res, LorebookListResponse, { lorebooks: await listLorebooks(sql, player.id) });
   });
 

@@ -97,7 +97,7 @@ async function makeNpc(
   try {
     book = readBook(lorebook);
   } catch (e) {
-    if (e instanceof LorebookError) throw new AppError(413, 'LOREBOOK_TOO_LARGE', e.message);
+    if (e instanceof LorebookError) throw new AppError('LOREBOOK_TOO_LARGE', e.message);
     throw e;
   }
   const npc = await insertNpc(
@@ -245,7 +245,6 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       const inTime = () => {
         if (signal.aborted)
           throw new AppError(
-            503,
             'IMPORT_TOO_SLOW',
             `The import took longer than ${IMPORT_DEADLINE_MS / 60_000} minutes and was stopped. Nothing was stored.`,
           );
@@ -254,7 +253,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
       inTime();
       const tree = importedTree(file.messages);
       if (typeof tree === 'string')
-        throw new AppError(400, 'INVALID_BODY', `The request body is not valid: ${tree}.`);
+        throw new AppError('INVALID_BODY', `The request body is not valid: ${tree}.`);
       const settings = await getVillageSettings(sql);
       // Each NPC of the file is one of the Player's that is the same character (name, Job Title, description,
       // prompt), or is made from the file's definition: a namesake with another prompt is not silently swapped in.
@@ -344,11 +343,11 @@ function importError(e: unknown): unknown {
   // Not JSON, or nested too deep, is a malformed body (as it always was); too much of it has its own code.
   if (e.status === 400)
     return new AppError(
-      400,
       'INVALID_BODY',
       e.code === 'INVALID_JSON' ? `${e.message} Import takes the JSON export, not the Markdown.` : e.message,
     );
-  return new AppError(e.status, e.code, e.message);
+  // Too much of it (what is left once malformed is answered above) has its own code.
+  return new AppError(e.code === 'JSON_TEXT_TOO_LONG' ? e.code : 'JSON_TOO_MANY_VALUES', e.message);
 }
 
 async function parseExport(req: Request): Promise<ConversationExport> {
@@ -358,7 +357,6 @@ async function parseExport(req: Request): Promise<ConversationExport> {
     if (!read && Buffer.isBuffer(req.body)) {
       if (req.body.length === 0)
         throw new AppError(
-          400,
           'EXPORT_EMPTY',
           'That file is empty (0 bytes), so there is no Conversation in it. Export the Conversation again ("Export JSON" on its page), then import the new file.',
         );

@@ -2,6 +2,7 @@
 
 export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
+export { everyMessageId, messageText, retitle, titleOf } from './queries.ts';
 export { conversationRoutes } from './routes.ts';
 export {
   budgetSpent,

@@ -80,7 +80,7 @@ function decodeCursor(raw: string): { updatedAt: Date; id: string } {
   const [iso, id] = Buffer.from(raw, 'base64url').toString().split('|');
   const updatedAt = new Date(iso ?? '');
   if (!id || !isUuid(id) || Number.isNaN(updatedAt.getTime())) {
-    throw new AppError(400, 'INVALID_QUERY', 'The cursor is not one this server gave out.');
+    throw new AppError('INVALID_QUERY', 'The cursor is not one this server gave out.');
   }
   return { updatedAt, id };
 }
@@ -173,7 +173,7 @@ export function conversationRoutes({
     const player = currentPlayer(res);
     const body = parseBody(req, RenameBody);
     if (body.title === undefined && body.replyMode === undefined)
-      throw new AppError(400, 'INVALID_BODY', 'Send a title, a replyMode, or both.');
+      throw new AppError('INVALID_BODY', 'Send a title, a replyMode, or both.');
     const id = req.params.id;
     if (
       !isUuid(id) ||

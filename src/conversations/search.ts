@@ -145,11 +145,7 @@ export async function searchMessages(
     })
     .catch((e: { code?: string }) => {
       if (e.code === '57014')
-        throw new AppError(
-          503,
-          'SEARCH_TOO_BROAD',
-          'That search matched too much to rank in time: add a word.',
-        );
+        throw new AppError('SEARCH_TOO_BROAD', 'That search matched too much to rank in time: add a word.');
       throw e;
     });
   return rows.map(({ text, ...hit }) => ({ ...hit, snippet: snippetFor(text, words) }));

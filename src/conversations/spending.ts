@@ -76,38 +76,30 @@ export const spendingCtes = (
 export function judgeSpending(u: Spent, limits: SpendingLimits): void {
   if (u.streams >= limits.concurrentStreams) {
     throw new AppError(
-      429,
       'TOO_MANY_STREAMS',
       `You already have ${u.streams} replies on the way, the most at once. Wait for one to finish.`,
-      undefined,
-      5,
+      { retryAfter: 5 },
     );
   }
   if (u.recent >= limits.turnsPerMinute) {
     throw new AppError(
-      429,
       'RATE_LIMITED',
       `You sent ${limits.turnsPerMinute} Messages in the last minute, the most this Village allows. Try again shortly.`,
-      undefined,
-      u.wait,
+      { retryAfter: u.wait },
     );
   }
   if (u.mine >= limits.playerDailyTokens) {
     throw new AppError(
-      429,
       'TOKEN_BUDGET',
       `You have used today's ${limits.playerDailyTokens.toLocaleString('en')} tokens. The budget renews at midnight UTC.`,
-      undefined,
-      u.untilMidnight,
+      { retryAfter: u.untilMidnight },
     );
   }
   if (u.village >= limits.villageDailyTokens) {
     throw new AppError(
-      429,
       'VILLAGE_TOKEN_BUDGET',
       "The Village has used today's tokens. The budget renews at midnight UTC.",
-      undefined,
-      u.untilMidnight,
+      { retryAfter: u.untilMidnight },
     );
   }
   // A reply in progress always completes (its Provider output is never lost); a new turn needs room left.

@@ -53,7 +53,7 @@ export async function createConversation(
 ): Promise<Conversation> {
   const own = new Map((await listNpcs(sql, playerId)).map((n) => [n.id, n]));
   const unknown = npcIds.find((id) => !own.has(id));
-  if (unknown) throw new AppError(400, 'UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
+  if (unknown) throw new AppError('UNKNOWN_NPC', `There is no NPC of yours with id ${unknown}.`);
   return transaction(sql, async (tx) => {
     const c = await insertConversation(tx, playerId, npcIds, title, max);
     const first = own.get(npcIds[0]!);
@@ -103,7 +103,6 @@ export async function insertConversation(
     returning ${conversationColumns(tx)}`;
   if (!c) {
     throw new AppError(
-      429,
       'TOO_MANY_CONVERSATIONS',
       `You have ${max.toLocaleString('en')} Conversations, the most this Village allows. Delete one to start another.`,
     );
@@ -203,11 +202,7 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
     // A published Conversation is referenced by its publication: deleting it here would orphan the records
     // on the PDS with no way left to unpublish them from the app.
     if ((e as { code?: string }).code === '23503') {
-      throw new AppError(
-        409,
-        'PUBLISHED',
-        'This Conversation is published. Unpublish it first, then delete it.',
-      );
+      throw new AppError('PUBLISHED', 'This Conversation is published. Unpublish it first, then delete it.');
     }
     throw e;
   }
@@ -275,7 +270,6 @@ export async function listMessages(
 
 const turnInProgress = () =>
   new AppError(
-    409,
     'TURN_IN_PROGRESS',
     'An NPC is still answering in this Conversation. Wait for it or stop it first.',
   );
@@ -403,7 +397,7 @@ async function branchAt(tx: Queryable, conversationId: string, playerId: string,
   if (parentId !== null) {
     const [found] = await tx`select 1 from messages m join conversations c on c.id = m.conversation_id
       where m.id = ${parentId} and c.id = ${conversationId} and c.player_id = ${playerId}`;
-    if (!found) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
+    if (!found) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
   }
   await setPath(tx, conversationId, parentId);
 }
@@ -420,10 +414,10 @@ export async function switchBranch(sql: Sql, playerId: string, conversationId: s
     const [c] = await tx<{ busy: boolean }[]>`
       select turn_owner is not null and turn_owner in (${tx.unsafe(LIVE_INSTANCES)}) as busy from conversations
       where id = ${conversationId} and player_id = ${playerId} for update`;
-    if (!c) throw new AppError(404, 'NOT_FOUND', 'There is no such Conversation.');
+    if (!c) throw new AppError('NOT_FOUND', 'There is no such Conversation.');
     if (c.busy) throw turnInProgress();
     const head = await branchHead(tx, conversationId, messageId);
-    if (!head) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
+    if (!head) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
     await setPath(tx, conversationId, head);
   });
 }
@@ -463,8 +457,7 @@ export async function beginRegenerate(
     ]);
     await locked;
     judgeSpending(spent!, args.limits);
-    if (!last)
-      throw new AppError(400, 'NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
+    if (!last) throw new AppError('NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
     // The replies answered again leave the path but stay in the tree: the new one is their sibling, and the
     // Player can switch back (ADR 0042). A summary that covered them is rebuilt from the path.
     const [row] = await tx<{ reply_id: string | null; summary: string; summary_through: string }[]>`

@@ -24,15 +24,11 @@ export const readJsonBody: RequestHandler = (req, res, next) => {
 export function parseBody<S extends z.ZodType>(req: Request, schema: S): z.infer<S> {
   const bodyError = req.res?.locals.bodyError as { type?: string } | undefined;
   if (bodyError?.type === 'entity.too.large') {
-    throw new AppError(413, 'BODY_TOO_LARGE', `The request body is larger than ${BODY_LIMIT}.`);
+    throw new AppError('BODY_TOO_LARGE', `The request body is larger than ${BODY_LIMIT}.`);
   }
-  if (bodyError) throw new AppError(400, 'INVALID_BODY', 'The request body is not valid JSON.');
+  if (bodyError) throw new AppError('INVALID_BODY', 'The request body is not valid JSON.');
   if (!req.is('application/json')) {
-    throw new AppError(
-      400,
-      'INVALID_BODY',
-      'The request body must be JSON (Content-Type: application/json).',
-    );
+    throw new AppError('INVALID_BODY', 'The request body must be JSON (Content-Type: application/json).');
   }
   const parsed = schema.safeParse(req.body);
   if (!parsed.success) throw invalidBody(parsed.error);
@@ -43,7 +39,7 @@ export function parseQuery<S extends z.ZodType>(req: Request, schema: S): z.infe
   const parsed = schema.safeParse(req.query);
   if (!parsed.success) {
     const first = parsed.error.issues[0];
-    throw new AppError(400, 'INVALID_QUERY', `The query is not valid: ${first?.message ?? 'unreadable'}.`);
+    throw new AppError('INVALID_QUERY', `The query is not valid: ${first?.message ?? 'unreadable'}.`);
   }
   return parsed.data;
 }
@@ -78,13 +74,11 @@ export function readBytes(
   watch?: (first: Uint8Array) => BodyReader | undefined,
 ): RequestHandler {
   const raw = express.raw({ type: () => true, limit: max });
-  const tooLarge = () =>
-    new AppError(413, 'BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`);
+  const tooLarge = () => new AppError('BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`);
   return (req, res, next) => {
     if ((res.locals.bodyError as { type?: string } | undefined)?.type === 'entity.too.large')
       return next(
         new AppError(
-          413,
           'BODY_TOO_LARGE',
           `A JSON body is limited to ${BODY_LIMIT}: send the file as application/octet-stream (up to ${max / 1024 / 1024} MB).`,
         ),
@@ -96,7 +90,7 @@ export function readBytes(
       return raw(req, res, (err?: unknown) => {
         if (!err) return next();
         const large = (err as { type?: string }).type === 'entity.too.large';
-        next(large ? tooLarge() : new AppError(400, 'INVALID_BODY', 'The file could not be read.'));
+        next(large ? tooLarge() : new AppError('INVALID_BODY', 'The file could not be read.'));
       });
     readWatched(req, max, watch, tooLarge).then((body) => {
       if ('value' in body) res.locals.bodyValue = body;
@@ -151,7 +145,7 @@ function readWatched(
         stop(e);
       }
     };
-    const onError = () => stop(new AppError(400, 'INVALID_BODY', 'The file could not be read.'));
+    const onError = () => stop(new AppError('INVALID_BODY', 'The file could not be read.'));
     req.on('data', onData).on('end', onEnd).on('error', onError).on('aborted', onError);
   });
 }

@@ -1,36 +1,66 @@
-import type { ErrorRequestHandler } from 'express';
+import type { ErrorRequestHandler, Response } from 'express';
 import type { z } from 'zod';
+import { type HttpErrorCode, type StatusChoice, statusOf } from '../wire/index.ts';
 
-/** A failure the client can act on: an HTTP status, a stable code, and a sentence a person understands. */
-export class AppError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-    readonly details?: unknown,
-    /** Seconds until trying again can succeed (a 429 sends it as Retry-After). */
-    readonly retryAfter?: number,
-  ) {
-    super(message);
+export interface AppErrorOptions<C extends HttpErrorCode> {
+  /** What the client may act on besides the message (e.g. `{used, quota}`), sent as `details`. */
+  details?: unknown;
+  /** What went wrong underneath (kept for logs, never sent). */
+  cause?: unknown;
+  /** Seconds until trying again can succeed (sent as Retry-After). */
+  retryAfter?: number;
+  /** Only for a code the catalog gives two statuses (`BUSY`, …): which of them. */
+  status?: StatusChoice<C>;
+}
+
+/**
+ * A failure the client can act on: a stable code from the catalog (wire/errors.ts, which gives its HTTP status)
+ * and a sentence a person understands.
+ */
+export class AppError<C extends HttpErrorCode = HttpErrorCode> extends Error {
+  readonly code: HttpErrorCode;
+  readonly status: number;
+  readonly details: unknown;
+  readonly retryAfter: number | undefined;
+
+  constructor(code: C, message: string, options: AppErrorOptions<C> = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.code = code;
+    this.status = statusOf(code, options.status);
+    this.details = options.details;
+    this.retryAfter = options.retryAfter;
   }
 }
 
-export const unauthenticated = () => new AppError(401, 'UNAUTHENTICATED', 'Sign in to continue.');
-export const forbidden = (message = 'You are not allowed to do that.') =>
-  new AppError(403, 'FORBIDDEN', message);
-export const notFound = (what: string) => new AppError(404, 'NOT_FOUND', `${what} not found.`);
+export const unauthenticated = () => new AppError('UNAUTHENTICATED', 'Sign in to continue.');
+export const forbidden = (message = 'You are not allowed to do that.') => new AppError('FORBIDDEN', message);
+export const notFound = (what: string) => new AppError('NOT_FOUND', `${what} not found.`);
 
 export function invalidBody(error: z.ZodError): AppError {
   const first = error.issues[0];
   const where = first?.path.length ? ` (${first.path.join('.')})` : '';
   return new AppError(
-    400,
     'INVALID_BODY',
     `The request body is not valid: ${first?.message ?? 'unreadable'}${where}.`,
     {
-      issues: error.issues.map((i) => ({ path: i.path, message: i.message })),
+      details: { issues: error.issues.map((i) => ({ path: i.path, message: i.message })) },
     },
   );
+}
+
+/**
+ * The one writer of an error body: `{error: {code, message, details}}`, or for XRPC the spec's `{error, message}`.
+ * Retry-After is set when the error names it (a limiter that set its own is left alone).
+ */
+export function sendError(res: Response, err: AppError, shape: 'api' | 'xrpc' = 'api'): void {
+  if (err.retryAfter !== undefined) res.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
+  res
+    .status(err.status)
+    .json(
+      shape === 'xrpc'
+        ? { error: err.code, message: err.message }
+        : { error: { code: err.code, message: err.message, details: err.details } },
+    );
 }
 
 /** The one place errors become HTTP answers. Unknown errors are logged and answered without internals. */
@@ -40,15 +70,8 @@ export function errorHandler(log: (message: string, error: unknown) => void): Er
       res.end();
       return;
     }
-    if (err instanceof AppError) {
-      if (err.retryAfter !== undefined)
-        res.set('Retry-After', String(Math.max(1, Math.ceil(err.retryAfter))));
-      res.status(err.status).json({ error: { code: err.code, message: err.message, details: err.details } });
-      return;
-    }
+    if (err instanceof AppError) return sendError(res, err);
     log('unhandled error', err);
-    res
-      .status(500)
-      .json({ error: { code: 'INTERNAL', message: 'Something went wrong on our side. Nothing was lost.' } });
+    sendError(res, new AppError('INTERNAL', 'Something went wrong on our side. Nothing was lost.'));
   };
 }

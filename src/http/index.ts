@@ -10,7 +10,16 @@ export {
   readJsonBody,
 } from './body.ts';
 export { trustOnly } from './clientAddress.ts';
-export { AppError, errorHandler, forbidden, invalidBody, notFound, unauthenticated } from './errors.ts';
+export {
+  AppError,
+  type AppErrorOptions,
+  errorHandler,
+  forbidden,
+  invalidBody,
+  notFound,
+  sendError,
+  unauthenticated,
+} from './errors.ts';
 export { escapeHtml } from './html.ts';
 export { inFlightLimit, keyedRateLimit, publicRateLimit, type SharedCount } from './rateLimit.ts';
 export { respond } from './respond.ts';

@@ -1,6 +1,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { rateLimit } from 'express-rate-limit';
 import type { Sql } from '../db/index.ts';
+import { AppError, sendError } from './errors.ts';
 import { PgRateStore } from './rateStore.ts';
 
 /**
@@ -26,15 +27,12 @@ export function publicRateLimit(perMinute: number, shared?: SharedCount): Reques
     limit: perMinute,
     standardHeaders: 'draft-8',
     legacyHeaders: false,
-    handler: (req, res, _next, options) => {
+    handler: (req, res) => {
       const message = `Too many requests from your address: at most ${perMinute} a minute. Try again shortly.`;
-      res
-        .status(options.statusCode)
-        .json(
-          req.originalUrl.startsWith('/xrpc/')
-            ? { error: 'RateLimitExceeded', message }
-            : { error: { code: 'RATE_LIMITED', message } },
-        );
+      // The limiter has set Retry-After itself.
+      if (req.originalUrl.startsWith('/xrpc/'))
+        sendError(res, new AppError('RateLimitExceeded', message), 'xrpc');
+      else sendError(res, new AppError('RATE_LIMITED', message));
     },
   });
 }
@@ -57,7 +55,7 @@ export function keyedRateLimit(
     standardHeaders: 'draft-8',
     legacyHeaders: false,
     handler: (_req, res) => {
-      res.status(429).json({ error: { code: 'RATE_LIMITED', message } });
+      sendError(res, new AppError('RATE_LIMITED', message));
     },
   });
 }
@@ -78,7 +76,7 @@ export function inFlightLimit(
     const k = key(req, res);
     const mine = running.get(k) ?? 0;
     if (mine >= perKey || all >= total) {
-      res.status(429).json({ error: { code: 'BUSY', message } });
+      sendError(res, new AppError('BUSY', message));
       return;
     }
     running.set(k, mine + 1);

@@ -45,7 +45,6 @@ export const requireIntent: RequestHandler = (req, _res, next) => {
   if (req.is('application/json') || req.get(INTENT_HEADER) === '1') return next();
   // The same answer as any body that is not JSON, so the refusal order stays 401, then 400 (seed 003).
   throw new AppError(
-    400,
     'INVALID_BODY',
     `The request body is not valid: send JSON (a request with no body sends the ${INTENT_HEADER} header).`,
   );

@@ -55,7 +55,7 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
     const by = admin(res);
     const body = parseBody(req, TakedownBody);
     const takedown = await takeDown(sql, body.subject, body.reason, by);
-    if (!takedown) throw new AppError(409, 'ALREADY_TAKEN_DOWN', 'That is already hidden on this instance.');
+    if (!takedown) throw new AppError('ALREADY_TAKEN_DOWN', 'That is already hidden on this instance.');
     res.status(201).json({ takedown });
   });
   router.post('/admin/takedowns/:id/lift', async (req, res) => {
@@ -75,7 +75,7 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
     const [player] = await sql`select 1 from players where did = ${body.did}`;
     if (!player) throw notFound('Player');
     const blocked = await block(sql, body.did, body.reason, by);
-    if (!blocked) throw new AppError(409, 'ALREADY_BLOCKED', 'That Player is already blocked.');
+    if (!blocked) throw new AppError('ALREADY_BLOCKED', 'That Player is already blocked.');
     res.status(201).json({ block: blocked });
   });
   router.post('/admin/blocks/:id/lift', async (req, res) => {

@@ -22,10 +22,36 @@ export const StartFrame = z.object({
   model: z.string(),
 });
 export const PartFrame = z.object({ type: z.literal('part'), messageId: z.string(), part: z.unknown() });
+
+/**
+ * The codes an error frame carries: the part of the error catalog (`wire/errors.ts`, which re-exports these)
+ * that the stream speaks. Declared here, beside the frame, because `wire/` imports `parts/` and not the other
+ * way round; every one is in docs/http-api.md's SSE table (test/wire/errors.test.ts).
+ */
+export const FRAME_ERROR_CODES = [
+  'PROVIDER_RATE_LIMITED',
+  'PROVIDER_OVERLOADED',
+  'PROVIDER_AUTH',
+  'CONTEXT_TOO_LONG',
+  'MODEL_NOT_FOUND',
+  'PROVIDER_BLOCKED',
+  'PROVIDER_UNFINISHED',
+  'PROVIDER_TIMEOUT',
+  'REPLY_TOO_LONG',
+  'REPLY_TIME_LIMIT',
+  'PROVIDER_ERROR',
+  'INTERNAL',
+  'HOP_LIMIT',
+  'HANDOFF_FAILED',
+  'BUDGET_SPENT',
+  'REPLY_ENDED',
+] as const;
+export type FrameErrorCode = (typeof FRAME_ERROR_CODES)[number];
+
 export const ErrorFrame = z.object({
   type: z.literal('error'),
   messageId: z.string().nullable(),
-  code: z.string(),
+  code: z.enum(FRAME_ERROR_CODES),
   message: z.string(),
 });
 export const FinishFrame = z.object({

@@ -2,7 +2,17 @@
 // imported by the server and the browser.
 export { attachmentsOf, flattenText } from './flatten.ts';
 export { foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
-export { ErrorFrame, FinishFrame, Frame, mergeFrames, PartFrame, StartFrame, UsageSchema } from './frames.ts';
+export {
+  ErrorFrame,
+  FinishFrame,
+  FRAME_ERROR_CODES,
+  Frame,
+  type FrameErrorCode,
+  mergeFrames,
+  PartFrame,
+  StartFrame,
+  UsageSchema,
+} from './frames.ts';
 export { applyFrame, type LiveReply, type LiveTurn } from './live.ts';
 export { plainName } from './plainName.ts';
 export { readFrameStream } from './sse.ts';

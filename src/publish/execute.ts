@@ -1,3 +1,4 @@
+import { XRPCError } from '@atproto/api';
 import type { Sql } from '../db/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { batches } from './batches.ts';
@@ -50,8 +51,8 @@ export async function executePending(
         break;
       } catch (e) {
         metrics.applyWrites.inc({ outcome: 'error' });
-        const status = (e as { status?: number }).status;
-        if (status === 429) {
+        const failure = writeFailure(e);
+        if (failure === 'rate-limited') {
           const resetAt = rateLimitReset(e);
           const ms = resetAt ? resetAt.getTime() - Date.now() : 1000;
           if (ms > (o.maxWaitMs ?? 30_000)) {
@@ -63,8 +64,7 @@ export async function executePending(
           await wait(Math.max(ms, 0));
           continue;
         }
-        const unknownOutcome = status === undefined || status >= 500;
-        if (!unknownOutcome || attempt >= attempts) throw e;
+        if (failure === 'refused' || attempt >= attempts) throw e;
         if (await landed(repo, batch)) {
           await markWritten(sql, conversationId, batch, await currentCids(repo, batch));
           break;
@@ -93,8 +93,20 @@ async function currentCids(repo: Repo, batch: RepoWrite[]): Promise<(string | nu
   );
 }
 
+/**
+ * What a failed write says. Every failure of an Agent call is an XRPCError: the PDS refused it (4xx: it did not
+ * land), asked us to slow down (429), or its outcome is unknown — a 5xx, or no readable answer (a dropped
+ * socket is status 1, `Unknown`; an answer that fails the lexicon, 2, came after the write). Anything else
+ * never reached the PDS's answer either, so it is unknown too.
+ */
+export function writeFailure(e: unknown): 'rate-limited' | 'refused' | 'unknown' {
+  if (!(e instanceof XRPCError)) return 'unknown';
+  if (e.status === 429) return 'rate-limited';
+  return e.status >= 400 && e.status < 500 ? 'refused' : 'unknown';
+}
+
 function rateLimitReset(e: unknown): Date | null {
-  const headers = (e as { headers?: Record<string, string> }).headers ?? {};
+  const headers = (e instanceof XRPCError ? e.headers : undefined) ?? {};
   const reset = Number(headers['ratelimit-reset'] ?? headers['RateLimit-Reset']);
   return Number.isFinite(reset) && reset > 0 ? new Date(reset * 1000) : null;
 }

@@ -36,10 +36,9 @@ export async function holdBack(sql: Sql, playerId: string, conversationId: strin
         and message_id = ${messageId}) as published,
       exists (select 1 from messages m join conversations c on c.id = m.conversation_id
         where m.id = ${messageId} and c.id = ${conversationId} and c.player_id = ${playerId}) as known`;
-  if (!row?.known) throw new AppError(404, 'NOT_FOUND', 'There is no such Message in this Conversation.');
+  if (!row?.known) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
   if (row.published)
     throw new AppError(
-      409,
       'ALREADY_PUBLISHED',
       'That turn has gone out already: withhold it from the publish page.',
     );
@@ -47,7 +46,7 @@ export async function holdBack(sql: Sql, playerId: string, conversationId: strin
     set choices = jsonb_set(choices, array[${messageId}::text],
       coalesce(choices -> ${messageId}::text, '{}'::jsonb) || '{"withheld": true}'::jsonb)
     where conversation_id = ${conversationId}`;
-  if (updated.count === 0) throw new AppError(409, 'NOT_PUBLISHED', 'This Conversation is not published.');
+  if (updated.count === 0) throw new AppError('NOT_PUBLISHED', 'This Conversation is not published.');
   await holdReplies(sql, conversationId);
 }
 

@@ -30,7 +30,6 @@ export async function setLive(sql: Sql, playerId: string, conversationId: string
     returning conversation_id`;
   if (!row)
     throw new AppError(
-      409,
       'NOT_PUBLISHED',
       'Publish the Conversation first; then its new turns can follow live.',
     );

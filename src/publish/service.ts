@@ -1,9 +1,15 @@
 import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { indexRecords, removeRecord } from '../appview/index.ts';
+import { indexedUris, indexRecords, removeRecord } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
-import { allMessages, getConversation, getParticipants, markInterrupted } from '../conversations/index.ts';
+import {
+  allMessages,
+  everyMessageId,
+  getConversation,
+  getParticipants,
+  markInterrupted,
+} from '../conversations/index.ts';
 import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
@@ -98,11 +104,7 @@ async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[
     if (ended.length) messages = await allMessages(sql, conversationId);
   }
   if (messages.some((m) => m.status === 'streaming')) {
-    throw new AppError(
-      409,
-      'TURN_IN_PROGRESS',
-      'An NPC is still answering. Publish once the reply has finished.',
-    );
+    throw new AppError('TURN_IN_PROGRESS', 'An NPC is still answering. Publish once the reply has finished.');
   }
   return messages.map((m) => ({
     messageId: m.id,
@@ -130,7 +132,7 @@ async function plan(
   lookups: 'all' | ReadonlySet<string>,
 ): Promise<Planned> {
   const conversation = await getConversation(deps.sql, playerId, conversationId);
-  if (!conversation) throw new AppError(404, 'NOT_FOUND', 'Conversation not found.');
+  if (!conversation) throw new AppError('NOT_FOUND', 'Conversation not found.');
   const [turns, participants, existing, current, draft, skills, everyId] = await Promise.all([
     loadTurns(deps.sql, conversationId),
     getParticipants(deps.sql, conversationId),
@@ -138,22 +140,20 @@ async function plan(
     getPublication(deps.sql, conversationId),
     getDraft(deps.sql, conversationId),
     skillNames(deps.sql, playerId),
-    deps.sql<{ id: string }[]>`select id from messages where conversation_id = ${conversationId}`,
+    everyMessageId(deps.sql, conversationId),
   ]);
-  if (turns.length === 0)
-    throw new AppError(400, 'NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
+  if (turns.length === 0) throw new AppError('NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
   if (
     input.path &&
     (input.path.length !== turns.length || turns.some((t, i) => t.messageId !== input.path![i]))
   )
     throw new AppError(
-      409,
       'CONVERSATION_CHANGED',
       'The Conversation changed since this page was opened (a new turn, or another branch shown). Look over its turns again, then publish.',
     );
   const known = new Set(turns.map((t) => t.messageId));
   const stray = Object.keys(input.choices).find((id) => !known.has(id));
-  if (stray) throw new AppError(400, 'INVALID_BODY', `There is no turn ${stray} in this Conversation.`);
+  if (stray) throw new AppError('INVALID_BODY', `There is no turn ${stray} in this Conversation.`);
 
   // The draft's choices (kept across unpublishing) for the turns the request does not name.
   const choices: Choices = {};
@@ -302,12 +302,8 @@ async function plan(
 
 /** The covered words the draft keeps for turns the Conversation no longer has. */
 /** The draft's choices for turns that exist on another branch of the Conversation. */
-function elsewhere(
-  draft: Draft | undefined,
-  onPath: ReadonlySet<string>,
-  all: readonly { id: string }[],
-): Choices {
-  const exists = new Set(all.map((r) => r.id));
+function elsewhere(draft: Draft | undefined, onPath: ReadonlySet<string>, all: readonly string[]): Choices {
+  const exists = new Set(all);
   return Object.fromEntries(
     Object.entries(draft?.choices ?? {}).filter(([id]) => !onPath.has(id) && exists.has(id)),
   );
@@ -386,15 +382,13 @@ export async function publish(
   if (planned.unchecked.length) throw new Error('publish left links unchecked');
   if (planned.problems.length) {
     throw new AppError(
-      400,
       'PUBLISH_PROBLEMS',
       `${planned.problems.length === 1 ? 'One thing must' : `${planned.problems.length} things must`} be fixed before publishing: they are listed below, each with its turn.`,
-      { problems: planned.problems },
+      { details: { problems: planned.problems } },
     );
   }
   if (preview.points > POINTS_PER_HOUR) {
     throw new AppError(
-      400,
       'RATE_LIMIT_BUDGET',
       `Publishing this needs about ${preview.points} of your PDS's ${POINTS_PER_HOUR} write points per hour. Withhold or publish part of it now and the rest later.`,
     );
@@ -453,7 +447,10 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       publication?.status === 'unpublishing' ? 'unpublishing' : 'failed',
       message,
     );
-    throw new AppError(e instanceof PublishPausedError ? 429 : 502, 'PUBLISH_INCOMPLETE', message);
+    throw new AppError('PUBLISH_INCOMPLETE', message, {
+      status: e instanceof PublishPausedError ? 429 : 502,
+      cause: e,
+    });
   }
 }
 
@@ -464,7 +461,8 @@ export async function unpublish(
   conversationId: string,
 ) {
   const publication = await getPublication(deps.sql, conversationId);
-  if (!publication) throw new AppError(404, 'NOT_PUBLISHED', 'This Conversation is not published.');
+  if (!publication)
+    throw new AppError('NOT_PUBLISHED', 'This Conversation is not published.', { status: 404 });
   const { repo } = await repoFor(deps, player.did);
   await markAllForDeletion(deps.sql, conversationId);
   await run(deps, repo, conversationId);
@@ -485,9 +483,7 @@ async function verifyGone(repo: Repo, sessionUri: string) {
 async function syncIndex(sql: Sql, did: string, sessionUri: string, records: PublishedRecord[]) {
   const live = records.filter((r) => r.cid && r.pending === null);
   const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
-  const indexed = await sql<{ uri: string }[]>`
-    select uri from index_messages where session_uri = ${sessionUri} union select uri from index_sessions where uri = ${sessionUri}`;
-  for (const { uri } of indexed) if (!keep.has(uri)) await removeRecord(sql, uri);
+  for (const uri of await indexedUris(sql, sessionUri)) if (!keep.has(uri)) await removeRecord(sql, uri);
   await indexRecords(
     sql,
     did,

@@ -226,11 +226,9 @@ export async function withPublicationLock<T>(
   return leases.hold(publicationLease(conversationId), PUBLICATION_LEASE, fn).catch((e: unknown) => {
     throw e instanceof LeaseBusyError
       ? new AppError(
-          503,
           'PUBLICATION_BUSY',
           'Another change to this publication is still going out. Try again in a minute.',
-          undefined,
-          30,
+          { retryAfter: 30 },
         )
       : e;
   });

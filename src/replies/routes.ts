@@ -44,11 +44,9 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
     const mine = following.get(player.id) ?? 0;
     if (mine >= FOLLOWERS_PER_PLAYER)
       throw new AppError(
-        429,
         'TOO_MANY_FOLLOWERS',
         `At most ${FOLLOWERS_PER_PLAYER} replies can be followed at once from one account.`,
-        undefined,
-        5,
+        { retryAfter: 5 },
       );
     if (closed.signal.aborted) return;
     following.set(player.id, mine + 1);

@@ -12,7 +12,7 @@ export function takeSlot(slots: FairSlots, key: (req: Request, res: Response) =>
     const gone = new AbortController();
     // Nobody is left to answer: said as a client error, so it is not logged as the server's.
     const onClose = () =>
-      gone.abort(new AppError(499, 'CLIENT_CLOSED', 'The request was closed before a slot came free.'));
+      gone.abort(new AppError('CLIENT_CLOSED', 'The request was closed before a slot came free.'));
     res.once('close', onClose);
     slots.acquire(key(req, res), { signal: gone.signal }).then(
       (slot) => {

@@ -72,9 +72,9 @@ export class FairSlots {
       const asked = this.#core.ask(player, ticket);
       if (asked === 'granted') return ticket.grant();
       if (asked === 'full')
-        return reject(new AppError(429, 'BUSY', this.options.messages.queueFull, undefined, 5));
+        return reject(new AppError('BUSY', this.options.messages.queueFull, { retryAfter: 5 }));
       waitTimer = setTimeout(
-        () => giveUp(new AppError(503, 'BUSY', this.options.messages.busy, undefined, 5)),
+        () => giveUp(new AppError('BUSY', this.options.messages.busy, { retryAfter: 5, status: 503 })),
         this.options.waitMs,
       );
       signal?.addEventListener('abort', onAbort, { once: true });

@@ -45,10 +45,9 @@ export function formatStorage(n: number): string {
 /** The refusal: 507 STORAGE_FULL, with what is used and what to delete. */
 export function storageFull(u: Pick<StorageUse, 'used' | 'quota'>): AppError {
   return new AppError(
-    507,
     'STORAGE_FULL',
     `Your storage is full: you store ${formatStorage(u.used)} of the ${formatStorage(u.quota)} this Village allows each Player. Delete Conversations, attachments, sandbox files or Memory you no longer need (the Usage page shows what takes the space), then try again. Nothing was stored.`,
-    { used: u.used, quota: u.quota },
+    { details: { used: u.used, quota: u.quota } },
   );
 }
 

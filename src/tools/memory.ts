@@ -24,7 +24,6 @@ export async function addMemories(
   ];
   if (n + texts.length > MAX_MEMORIES)
     throw new AppError(
-      429,
       'TOO_MANY_MEMORIES',
       `Your Memory holds ${n.toLocaleString('en')} entries; it may hold ${MAX_MEMORIES.toLocaleString('en')}. Delete some first.`,
     );

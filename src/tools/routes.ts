@@ -55,7 +55,6 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
       // Every Skill granted to an NPC is listed in its prompt at each turn: a Player has a bounded number.
       if (n >= MAX_SKILLS)
         throw new AppError(
-          429,
           'TOO_MANY_SKILLS',
           `You have ${MAX_SKILLS} Skills, the most one Player can have. Delete one first.`,
         );
@@ -64,7 +63,7 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
         on conflict (player_id, name) do nothing returning id, name, description, instructions`;
       return row;
     });
-    if (!skill) throw new AppError(409, 'DUPLICATE', `You already have a Skill named ${s.name}.`);
+    if (!skill) throw new AppError('DUPLICATE', `You already have a Skill named ${s.name}.`);
     respond(res, SkillResponse, { skill }, 201);
   });
   router.delete('/skills/:id', async (req, res) => {
@@ -128,7 +127,7 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
     try {
       await deps.toolOutbound.check(body.url);
     } catch (e) {
-      if (e instanceof BlockedUrlError) throw new AppError(400, 'URL_NOT_ALLOWED', e.message);
+      if (e instanceof BlockedUrlError) throw new AppError('URL_NOT_ALLOWED', e.message);
       throw e;
     }
     const server = await transaction(sql, async (tx) => {
@@ -141,7 +140,6 @@ export function toolRoutes(deps: { sql: Sql; toolOutbound: Outbound }): Router {
       // Every one is asked for its tools at each turn of an NPC granted it: a Player has a bounded number.
       if (count >= MAX_MCP_SERVERS) {
         throw new AppError(
-          400,
           'TOO_MANY_MCP_SERVERS',
           `You have ${MAX_MCP_SERVERS} MCP Servers, the most one Player can add. Remove one first.`,
         );

@@ -1,4 +1,4 @@
-import { isTextType, readBlobBytes } from '../attachments/index.ts';
+import { blobsOf, isTextType, readBlobBytes } from '../attachments/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { AttachmentPart } from '../parts/index.ts';
 import type { InputSupport } from '../village/index.ts';
@@ -41,10 +41,11 @@ export async function loadAttachments(
     held = 0;
   };
   if (wanted.length === 0) return { contents, release };
-  const rows = await sql<{ id: string; blobId: string }[]>`
-    select id, blob_id as "blobId" from attachments
-    where id = any(${wanted.map((a) => a.id)}::uuid[]) and conversation_id = ${conversationId}`;
-  const blobOf = new Map(rows.map((r) => [r.id, r.blobId]));
+  const blobOf = await blobsOf(
+    sql,
+    conversationId,
+    wanted.map((a) => a.id),
+  );
   let budget = ATTACHMENT_BYTES_PER_REQUEST;
   const reads: Promise<void>[] = [];
   for (const a of wanted) {

@@ -91,7 +91,6 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     ]);
     if (attachments.length > prepared.settings.maxAttachmentsPerMessage)
       throw new AppError(
-        400,
         'TOO_MANY_ATTACHMENTS',
         `A Message may carry at most ${prepared.settings.maxAttachmentsPerMessage} attachments; this one has ${attachments.length}.`,
       );
@@ -147,10 +146,9 @@ async function attachmentsFor(
   const missing = unique.filter((id) => !byId.has(id));
   if (missing.length)
     throw new AppError(
-      400,
       'ATTACHMENT_NOT_FOUND',
       `${missing.length === 1 ? 'An attachment' : `${missing.length} attachments`} of this Message no longer exist or were already sent. Attach again.`,
-      { missing },
+      { details: { missing } },
     );
   return unique.map((id) => toPart(byId.get(id)!));
 }
@@ -169,13 +167,9 @@ async function prepare(
 ) {
   const id = req.params.id;
   if (deps.draining?.())
-    throw new AppError(
-      503,
-      'SHUTTING_DOWN',
-      'This server is restarting. Send your Message again in a moment.',
-      undefined,
-      2,
-    );
+    throw new AppError('SHUTTING_DOWN', 'This server is restarting. Send your Message again in a moment.', {
+      retryAfter: 2,
+    });
   if (!isUuid(id)) throw notFound('Conversation');
   // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
   // Pipelined on one connection: one round trip, and one pool slot instead of three (at load, slots are
@@ -188,23 +182,21 @@ async function prepare(
   ]);
   if (blocked)
     throw new AppError(
-      403,
       'PLAYER_BLOCKED',
       "This instance's admins have stopped this account from starting replies.",
     );
   if (!conversation) throw notFound('Conversation');
   if (fresh && text.length > settings.maxMessageChars) {
     throw new AppError(
-      400,
       'MESSAGE_TOO_LONG',
       `A Message may be at most ${settings.maxMessageChars.toLocaleString('en')} characters; this one has ${text.length.toLocaleString('en')}.`,
     );
   }
   if (participants.length === 0) {
-    throw new AppError(400, 'NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
+    throw new AppError('NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
   }
   const npc = chooseSpeaker(participants, text, npcId);
-  if (!npc) throw new AppError(400, 'NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
+  if (!npc) throw new AppError('NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
   // Step 5 of the refusal order: the first speaker's Model must resolve (throws the 400 otherwise).
   const speakerFor = (n: Npc): Speaker => {
     const resolved = resolveModel(n, settings);

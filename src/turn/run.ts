@@ -14,6 +14,7 @@ import {
   insertNpcMessage,
   linkShared,
   type Message,
+  messageText,
   readHistoryTail,
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
@@ -183,9 +184,7 @@ async function titleFirstExchange(
   const { speaker, playerMessage } = plan;
   if (!deps.summariseTitles || speaker.kind === 'demo' || playerMessage.parentId !== null) return;
   try {
-    const [reply] = await deps.sql<
-      { text: string | null }[]
-    >`select text from messages where id = ${end.messageId}`;
+    const replyText = await messageText(deps.sql, end.messageId);
     await summariseTitle({
       sql: deps.sql,
       model: speaker.model,
@@ -193,7 +192,7 @@ async function titleFirstExchange(
       conversationId: plan.conversation.id,
       playerText: playerMessage.text,
       npcName: speaker.npc.name,
-      replyText: reply?.text ?? '',
+      replyText: replyText ?? '',
       signal,
       telemetry: deps.telemetry,
     });

@@ -1,5 +1,5 @@
 import { generateText, type LanguageModel } from 'ai';
-import { titleFrom } from '../conversations/index.ts';
+import { retitle, titleFrom, titleOf } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { TurnBudget } from './budget.ts';
 import { telemetryFor } from './telemetry.ts';
@@ -46,9 +46,8 @@ export async function summariseTitle(args: {
   const fallback = titleFrom(args.playerText);
   if (!fallback || !args.replyText.trim()) return undefined;
   // A title the Player gave (at creation, or renamed since) is not asked about at all.
-  const [current] = await args.sql<{ title: string | null }[]>`select title from conversations
-    where id = ${args.conversationId}`;
-  if (current?.title !== fallback || (await args.budget.spent())) return undefined;
+  if ((await titleOf(args.sql, args.conversationId)) !== fallback || (await args.budget.spent()))
+    return undefined;
   const prompt = titlePrompt(args.playerText, args.npcName, args.replyText);
   const { text, usage } = await generateText({
     model: args.model,
@@ -63,7 +62,5 @@ export async function summariseTitle(args: {
   await args.budget.charge(reported || Math.ceil((INSTRUCTIONS.length + prompt.length + text.length) / 4));
   const title = cleanTitle(text);
   if (!title) return undefined;
-  const [row] = await args.sql`update conversations set title = ${title}
-    where id = ${args.conversationId} and title = ${fallback} returning id`;
-  return row ? title : undefined;
+  return (await retitle(args.sql, args.conversationId, fallback, title)) ? title : undefined;
 }

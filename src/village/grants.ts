@@ -52,7 +52,7 @@ export async function writeGrants(
         and (${g.mcpServerId}::uuid is null or exists (select 1 from mcp_servers where id = ${g.mcpServerId} and player_id = ${playerId}))
       on conflict do nothing returning id`;
     if (rows.length === 0 && (g.skillId || g.mcpServerId)) {
-      throw new AppError(400, 'UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');
+      throw new AppError('UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');
     }
   }
 }

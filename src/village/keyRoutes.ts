@@ -37,7 +37,7 @@ export function providerKeyRoutes({ sql, providers, adminDids, secrets }: KeyDep
   const provider = (value: string | undefined) => {
     const parsed = StorableProvider.safeParse(value);
     if (!parsed.success)
-      throw new AppError(404, 'NOT_FOUND', 'Keys can be added for openai, anthropic and google.');
+      throw new AppError('NOT_FOUND', 'Keys can be added for openai, anthropic and google.');
     return parsed.data;
   };
   const answer = async (res: Parameters<typeof respond>[0]) =>
@@ -53,7 +53,6 @@ export function providerKeyRoutes({ sql, providers, adminDids, secrets }: KeyDep
     const id = provider(req.params.provider);
     if (!secrets)
       throw new AppError(
-        503,
         'SECRETS_KEY_MISSING',
         'This server has no SECRETS_KEY to encrypt keys with, so it cannot store one. Set SECRETS_KEY (see the README) and restart, or set the Provider’s key in the environment.',
       );

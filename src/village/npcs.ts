@@ -213,7 +213,6 @@ export async function insertNpc(tx: Queryable, playerId: string, write: NpcWrite
     returning ${columns(tx)}`;
   if (!created) {
     throw new AppError(
-      429,
       'TOO_MANY_NPCS',
       `You have ${max.toLocaleString('en')} NPCs, the most this Village allows. Delete one to make another.`,
     );

@@ -104,7 +104,6 @@ export class ProviderRegistry {
   languageModel(resolved: ResolvedModel | undefined): LanguageModel {
     if (!resolved) {
       throw new AppError(
-        400,
         'MODEL_UNRESOLVED',
         'This NPC has no Model, and the Village has no default Model to inherit. Choose a Provider and Model for the NPC.',
       );
@@ -112,7 +111,6 @@ export class ProviderRegistry {
     const factory = this.factory(resolved.provider);
     if (!factory) {
       throw new AppError(
-        400,
         'PROVIDER_NOT_CONFIGURED',
         `The Provider "${resolved.provider}" has no API key on this instance, so the NPC cannot answer. Choose another Provider.`,
       );

@@ -36,7 +36,6 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
   const checkProvider = (provider: string | null | undefined) => {
     if (provider && !providers.has(provider)) {
       throw new AppError(
-        400,
         'PROVIDER_NOT_CONFIGURED',
         `The Provider "${provider}" is not configured on this instance. Available: ${
           providers

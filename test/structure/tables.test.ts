@@ -1,0 +1,165 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { expect, it } from 'vitest';
+
+/**
+ * Each room (a folder of src/) owns its tables: only its SQL names them, and other rooms call its queries
+ * (DESIGN.md: "No feature room reaches into another's tables"; issue 26). The SQL is read from the template
+ * literals of each file (`sql\`…\``), the table names from after `from`, `join`, `into`, `update`.
+ */
+
+const ROOT = path.join(import.meta.dirname, '../..');
+
+/** Who owns each table the migrations create. A new table needs a line here (the test says so). */
+const OWNER: Record<string, string> = {
+  players: 'auth',
+  sessions: 'auth',
+  oauth_sessions: 'auth',
+  oauth_states: 'auth',
+  village_settings: 'village',
+  npcs: 'village',
+  provider_keys: 'village',
+  grants: 'village',
+  conversations: 'conversations',
+  conversation_participants: 'conversations',
+  messages: 'conversations',
+  daily_spend: 'conversations',
+  discarded_usage: 'conversations',
+  turn_log: 'conversations',
+  attachments: 'attachments',
+  blobs: 'attachments',
+  blob_chunks: 'attachments',
+  mcp_servers: 'tools',
+  skills: 'tools',
+  memories: 'tools',
+  sandbox_files: 'tools',
+  sandbox_versions: 'tools',
+  lorebooks: 'cards',
+  npc_lorebooks: 'cards',
+  publications: 'publish',
+  publication_drafts: 'publish',
+  publication_records: 'publish',
+  reply_frames: 'replies',
+  index_actors: 'appview',
+  index_messages: 'appview',
+  index_sessions: 'appview',
+  index_state: 'appview',
+  index_thread_totals: 'appview',
+  index_tombstones: 'appview',
+  player_blocks: 'moderation',
+  takedowns: 'moderation',
+  thread_reports: 'moderation',
+  player_storage: 'storage',
+  leases: 'db',
+  rate_limits: 'http',
+  labels: 'labels',
+  labeler_cursors: 'labels',
+};
+
+/**
+ * Today's crossings, each with its reason, to be moved into the owner's store (issue 26) and taken off this
+ * list. A crossing listed here that is gone fails the test too, so the list only shrinks.
+ */
+const ALLOWED: Record<string, { tables: string[]; why: string }> = {
+  'src/appview/read.ts': {
+    tables: ['takedowns', 'labels'],
+    why: 'a thread taken down or labelled hidden is read as absent, in the same query',
+  },
+  'src/attachments/blobs.ts': {
+    tables: ['npcs', 'sandbox_files'],
+    why: 'a blob is collected once nothing refers to it: avatars and sandbox files refer to blobs',
+  },
+  'src/attachments/routes.ts': {
+    tables: ['conversations'],
+    why: 'an upload checks the Conversation is the Player’s',
+  },
+  'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
+  'src/conversations/store.ts': {
+    tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
+    why: 'deleting a Conversation or a reply takes its files along and refuses a published one',
+  },
+  'src/conversations/spending.ts': {
+    tables: ['players'],
+    why: 'the admin’s per-Player spending names each Player by handle',
+  },
+  'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
+  'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
+  'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
+  'src/publish/hold.ts': {
+    tables: ['conversations', 'messages'],
+    why: 'holding a turn checks it is this Player’s',
+  },
+  'src/publish/live.ts': {
+    tables: ['conversations', 'messages'],
+    why: 'live publishing reads the path shown',
+  },
+  'src/replies/mirror.ts': {
+    tables: ['messages'],
+    why: 'a followed reply’s status, and frames of ended ones',
+  },
+  'src/storage/quota.ts': {
+    tables: ['conversations', 'messages', 'village_settings'],
+    why: 'the storage quota counts what every room stores',
+  },
+  'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
+  'src/tools/store.ts': { tables: ['grants'], why: 'the tool set is built from an NPC’s grants' },
+  'src/village/grants.ts': { tables: ['mcp_servers', 'skills'], why: 'a grant names a Skill or MCP Server' },
+};
+
+const tablesOfMigrations = () =>
+  new Set(
+    readdirSync(path.join(ROOT, 'migrations')).flatMap((f) =>
+      [
+        ...readFileSync(path.join(ROOT, 'migrations', f), 'utf8').matchAll(
+          /create\s+(?:unlogged\s+)?table\s+(?:if\s+not\s+exists\s+)?([a-z_][a-z0-9_]*)/gi,
+        ),
+      ].map((m) => m[1]!.toLowerCase()),
+    ),
+  );
+
+const sourceFiles = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = path.join(dir, e.name);
+    if (e.isDirectory()) return e.name === 'generated' ? [] : sourceFiles(p);
+    return e.name.endsWith('.ts') ? [p] : [];
+  });
+
+/** The tables a file's SQL names: inside template literals, after a keyword that is followed by a table. */
+export function tablesNamed(source: string, known: Set<string>): Set<string> {
+  const named = new Set<string>();
+  for (const literal of source.match(/`[^`]*`/g) ?? []) {
+    for (const m of literal.matchAll(/\b(?:from|join|into|update)\s+([a-z_][a-z0-9_]*)/gi)) {
+      const table = m[1]!.toLowerCase();
+      if (known.has(table)) named.add(table);
+    }
+  }
+  return named;
+}
+
+it('finds a table named in a query, and not one named in prose', () => {
+  const known = new Set(['messages', 'npcs']);
+  expect(tablesNamed('sql`select id from messages m join npcs n on true`', known)).toEqual(known);
+  expect(tablesNamed("// read from messages\nimport { x } from 'messages';", known)).toEqual(new Set());
+});
+
+it('every table has an owner, and a room’s SQL names only its own tables (or a listed crossing)', () => {
+  const tables = tablesOfMigrations();
+  expect([...tables].filter((t) => !OWNER[t])).toEqual([]);
+  const crossings: string[] = [];
+  const used = new Set<string>();
+  for (const file of sourceFiles(path.join(ROOT, 'src'))) {
+    const rel = path.relative(ROOT, file).split(path.sep).join('/');
+    const room = rel.split('/')[1]!.replace(/\.ts$/, '');
+    for (const table of tablesNamed(readFileSync(file, 'utf8'), tables)) {
+      if (OWNER[table] === room) continue;
+      if (ALLOWED[rel]?.tables.includes(table)) used.add(`${rel} ${table}`);
+      else
+        crossings.push(`${rel} names ${table} (${OWNER[table]}'s): call a query of ${OWNER[table]}/ instead`);
+    }
+  }
+  expect(crossings).toEqual([]);
+  const stale = Object.entries(ALLOWED).flatMap(([f, a]) =>
+    a.tables.filter((t) => !used.has(`${f} ${t}`)).map((t) => `${f} ${t}`),
+  );
+  expect(stale, 'crossings no longer made: take them off ALLOWED').toEqual([]);
+});
