@@ -5,6 +5,7 @@ export { backfillActor } from './backfill.ts';
 export { type Indexer, startIndexer } from './indexer.ts';
 export { setLookupTtl } from './lookups.ts';
 export { Network, type NetworkOptions } from './network.ts';
+export { readerSource } from './pages.ts';
 export { getThread, listSessions, threadPreview } from './read.ts';
 export { readerRoutes } from './routes.ts';
 export { indexRecords, removeRecord } from './store.ts';
