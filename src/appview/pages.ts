@@ -23,6 +23,24 @@ export function firstWords(thread: ThreadView, max = 160): string | null {
   return null;
 }
 
+/**
+ * What a thread's link card shows: its title, its author and its first published texts — the records as the
+ * reader gets them (withheld turns carry no text; covered words are already bars).
+ */
+export function cardOf(thread: ThreadView): { title: string; author: string; lines: string[] } {
+  const lines: string[] = [];
+  for (const m of thread.messages) {
+    const r = m.record as { text?: string; withheld?: boolean };
+    if (!r.withheld && r.text?.trim()) lines.push(r.text.slice(0, 400));
+    if (lines.length === 3) break;
+  }
+  return {
+    title: (thread.session as { title?: string }).title ?? 'A conversation',
+    author: thread.author.handle ? `@${thread.author.handle}` : thread.author.did,
+    lines,
+  };
+}
+
 /** The head of a thread's page: the one address (by DID), the record, the author's feed and the card's picture. */
 export function threadMeta(base: string, thread: ThreadView, rkey: string): PageMeta {
   const did = thread.author.did;
@@ -55,7 +73,7 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: () => s
         await sql`select 1 from index_tombstones where uri = ${`at://${did}/${SESSION}/${rkey}`}`;
       if (stone) return 'gone' as const;
       const thread = await readThread(sql, reader, did, rkey);
-      return thread && { meta: threadMeta(deps.baseUrl(), thread, rkey), thread };
+      return thread && { meta: threadMeta(deps.baseUrl(), thread, rkey), thread, card: cardOf(thread) };
     },
     async list(actor: string | null) {
       const base = deps.baseUrl();

@@ -3,12 +3,15 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Response, Router } from 'express';
 import { AppError } from '../http/index.ts';
+import { type CardInput, LinkCards } from './linkCard.ts';
 import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
 
 /** A thread as the reader API answers it (src/appview/thread.ts's ThreadView): passed through as it is. */
 export interface ReaderThread {
   meta: PageMeta;
   thread: unknown;
+  /** What its link card shows, from the published records. */
+  card: CardInput;
 }
 
 /** Where the reading pages' data comes from (the AppView, wired in app.ts). */
@@ -86,9 +89,40 @@ function missingPage(res: Response, status: 404 | 410 | 503, base: string, asset
 }
 
 /** The reading pages, rendered on the server and hydrated by the reader bundle: a thread, an author, everyone. */
-export function readerPages(deps: { source: ReaderSource; baseUrl: () => string; dir: string }): Router {
+export function readerPages(deps: {
+  source: ReaderSource;
+  baseUrl: () => string;
+  dir: string;
+  cards?: LinkCards;
+}): Router {
   const router = Router();
   const assets = assetsOf(deps.dir);
+  const cards = deps.cards ?? new LinkCards();
+
+  // The thread's link card: drawn from what it publishes, kept by what it shows, revalidated like the page.
+  router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
+    const { actor, rkey } = req.params;
+    const found = ACTOR.test(actor) && RKEY.test(rkey) ? await deps.source.thread(actor, rkey) : null;
+    if (!found || found === 'gone') {
+      res
+        .status(found ? 410 : 404)
+        .type('text')
+        .send('No such conversation.');
+      return;
+    }
+    const { key, png } = cards.get(found.card);
+    res.set({ 'Cache-Control': PAGE_CACHE, ETag: `"${key}"` });
+    if (req.fresh) {
+      res.status(304).end();
+      return;
+    }
+    const image = await png.catch(() => null);
+    if (!image) {
+      res.status(503).set('Retry-After', '10').type('text').send('The picture could not be drawn just now.');
+      return;
+    }
+    res.type('png').send(image);
+  });
 
   router.get('/profile/:actor/thread/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;

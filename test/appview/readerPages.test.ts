@@ -111,6 +111,21 @@ it('a thread page holds the whole thread as HTML, with its addresses, card and c
   expect(await again.text()).toBe('');
 });
 
+it("a thread's link card is a PNG, revalidated by what it shows; none for a thread that is not there", async () => {
+  const t = await published('Card thread', [{ role: 'user', text: 'The code is ████████.' }]);
+  const res = await fetch(`${app.url}/profile/${t.did}/thread/${t.rkey}/card.png`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toBe('image/png');
+  const png = Buffer.from(await res.arrayBuffer());
+  expect(png.subarray(1, 4).toString()).toBe('PNG');
+  const again = await fetch(`${app.url}/profile/${t.did}/thread/${t.rkey}/card.png`, {
+    headers: { 'if-none-match': res.headers.get('etag')!, 'cache-control': 'max-age=0' },
+  });
+  expect(again.status).toBe(304);
+  await removeRecord(app.db.sql, t.uri);
+  expect((await fetch(`${app.url}/profile/${t.did}/thread/${t.rkey}/card.png`)).status).toBe(410);
+}, 60_000);
+
 it('a thread that never was is 404, one deleted is 410; both readable pages that run no script', async () => {
   const t = await published('Soon gone', [{ role: 'user', text: 'Hello' }]);
   await removeRecord(app.db.sql, t.uri);
