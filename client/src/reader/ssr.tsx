@@ -1,3 +1,6 @@
+// Rendered on the server too, where tsx compiles it by the root tsconfig (which covers only src/, test/ and
+// scripts/): this pragma gives it the automatic JSX runtime there (test/web/ssrRuntime.test.ts checks).
+/** @jsxRuntime automatic @jsxImportSource react */
 import { renderToString } from 'react-dom/server';
 import { ReaderRoot } from './Root.tsx';
 import type { ReaderData } from './types.ts';
