@@ -59,8 +59,41 @@ const RKEY = /^[a-z2-7]{13}$/;
  */
 const PAGE_CACHE = 'public, max-age=30, must-revalidate';
 
+const hashOf = (s: string) => createHash('sha256').update(s).digest('base64url').slice(0, 27);
+
+/**
+ * Rendered pages by what they show (the data and the head): rendering a thread's Markdown costs several times
+ * serving its bytes, and most reads of a thread are of a version already rendered. A live thread's new turn
+ * is new data, so a new entry; the least recently used go past a bound in entries and in bytes.
+ */
+class RenderedPages {
+  private readonly pages = new Map<string, string>();
+  private bytes = 0;
+  constructor(
+    private readonly maxPages = 200,
+    private readonly maxBytes = 32 * 2 ** 20,
+  ) {}
+  get(key: string, render: () => string): string {
+    const hit = this.pages.get(key);
+    if (hit !== undefined) {
+      this.pages.delete(key);
+      this.pages.set(key, hit);
+      return hit;
+    }
+    const html = render();
+    this.pages.set(key, html);
+    this.bytes += html.length;
+    for (const [k, v] of this.pages) {
+      if (this.pages.size <= this.maxPages && this.bytes <= this.maxBytes) break;
+      this.pages.delete(k);
+      this.bytes -= v.length;
+    }
+    return html;
+  }
+}
+
 function send(res: Response, status: number, html: string): void {
-  const etag = `"${createHash('sha256').update(html).digest('base64url').slice(0, 27)}"`;
+  const etag = `"${hashOf(html)}"`;
   // Express answers 304 itself when the request's If-None-Match holds this ETag.
   res.status(status).set({ 'Cache-Control': PAGE_CACHE, ETag: etag }).type('html').send(html);
 }
@@ -98,6 +131,9 @@ export function readerPages(deps: {
   const router = Router();
   const assets = assetsOf(deps.dir);
   const cards = deps.cards ?? new LinkCards();
+  const rendered = new RenderedPages();
+  // Loaded now rather than by the first reader after a start (the components and Markdown take a second or so).
+  loadRenderer().catch(() => {});
 
   // The thread's link card: drawn from what it publishes, kept by what it shows, revalidated like the page.
   router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
@@ -139,8 +175,10 @@ export function readerPages(deps: {
     }
     if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
     const data = { page: 'thread', actor, rkey, thread: found.thread };
-    const body = (await loadRenderer())(data);
-    send(res, 200, readerPage({ meta: found.meta, body, data, assets }));
+    const render = await loadRenderer();
+    const key = hashOf(JSON.stringify([data, found.meta]));
+    const html = rendered.get(key, () => readerPage({ meta: found.meta, body: render(data), data, assets }));
+    send(res, 200, html);
   });
 
   const list = async (actor: string | null, res: Response) => {

@@ -109,6 +109,22 @@ it('a thread page holds the whole thread as HTML, with its addresses, card and c
   });
   expect(again.status).toBe(304);
   expect(await again.text()).toBe('');
+
+  // A turn published since (a live thread): the page shows it at once, under a new ETag — never a stale render.
+  await indexRecords(app.db.sql, t.did, [
+    {
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: { $type: 'click.aligned.chat.message', session: t.uri, createdAt, role: 'user', text: 'A new turn' },
+    },
+  ]);
+  const grown = await fetch(`${app.url}${t.path}`, {
+    headers: { 'if-none-match': etag, 'cache-control': 'max-age=0' },
+  });
+  expect(grown.status).toBe(200);
+  expect(grown.headers.get('etag')).not.toBe(etag);
+  expect(parse(await grown.text()).querySelectorAll('#root ol.thread > li')).toHaveLength(4);
 });
 
 it("a thread's link card is a PNG, revalidated by what it shows; none for a thread that is not there", async () => {

@@ -25,7 +25,8 @@ const thread = (messages: Record<string, unknown>[]): ThreadView => ({
 it('the card shows the title, the author and the first published texts; a withheld turn adds nothing', () => {
   const card = cardOf(
     thread([
-      { role: 'user', withheld: true },
+      // (A withheld record carries no text; one that did would still not be shown.)
+      { role: 'user', withheld: true, text: 'never shown' },
       { role: 'user', text: 'Is the old map right?' },
       { role: 'assistant', text: 'The code is ████████.' },
       { role: 'user', text: '   ' },
