@@ -6,7 +6,7 @@ export { type Indexer, startIndexer } from './indexer.ts';
 export { setLookupTtl } from './lookups.ts';
 export { Network, type NetworkOptions } from './network.ts';
 export { readerSource } from './pages.ts';
-export { getThread, listSessions, threadPreview } from './read.ts';
+export { getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
 export { indexRecords, removeRecord } from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

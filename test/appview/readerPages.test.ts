@@ -116,7 +116,13 @@ it('a thread page holds the whole thread as HTML, with its addresses, card and c
       collection: 'click.aligned.chat.message',
       rkey: TID.nextStr(),
       cid: CID,
-      record: { $type: 'click.aligned.chat.message', session: t.uri, createdAt, role: 'user', text: 'A new turn' },
+      record: {
+        $type: 'click.aligned.chat.message',
+        session: t.uri,
+        createdAt,
+        role: 'user',
+        text: 'A new turn',
+      },
     },
   ]);
   const grown = await fetch(`${app.url}${t.path}`, {
