@@ -27,7 +27,7 @@ let renderer: Promise<Render> | undefined;
 /**
  * The client's own components, rendered here: imported at run time by path, so the server's type check does not
  * take in the client's (DOM) sources — they are checked by client/tsconfig.json. tsx (dev, tests and `npm
- * start`) and Vitest both compile the TSX on import (the root tsconfig sets `jsx`).
+ * start`) and Vitest both compile the TSX on import (tsx by the pragma each rendered component carries).
  */
 export function loadRenderer(): Promise<Render> {
   const file = path.resolve(import.meta.dirname, '../../client/src/reader/ssr.tsx');
