@@ -11,6 +11,7 @@ import { ingestFigures } from './bench/ingest.ts';
 import { instanceFigures } from './bench/instances.ts';
 import { latencyFigures } from './bench/latency.ts';
 import { publishFigures } from './bench/publish.ts';
+import { readerFigures } from './bench/reader.ts';
 import { replyFigures } from './bench/replies.ts';
 import { sandboxFigures } from './bench/sandbox.ts';
 import { round } from './bench/stats.ts';
@@ -47,6 +48,7 @@ const sections: [string, () => AsyncGenerator<Figure>][] = [
   ['turn', () => turnFigures(adminUrl)],
   ['latency', () => latencyFigures(adminUrl)],
   ['web', () => webFigures(adminUrl)],
+  ['reader', () => readerFigures(adminUrl)],
   ['publish', () => publishFigures(adminUrl)],
   ['appview', () => appviewFigures(adminUrl)],
   ['ingest', () => ingestFigures(adminUrl)],

@@ -1,6 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { type Network, readerRoutes, threadPreview } from './appview/index.ts';
+import { type Network, readerRoutes, readerSource } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
@@ -115,23 +115,7 @@ export function createApp(deps: AppDeps): Express {
   app.use(
     webRoutes({
       ...deps,
-      threadMeta: async (actor, rkey) => {
-        if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) return null;
-        // The index (no backfill, no ref lookups), one small statement: a title, an author and a line.
-        const thread = await threadPreview(deps.sql, deps.reader, actor, rkey);
-        if (!thread) return null;
-        const first = thread.first ?? undefined;
-        const who = thread.handle ? `@${thread.handle}` : thread.did;
-        return {
-          title: thread.title ?? 'A conversation',
-          description: `${who} published a conversation with AI characters${first ? `: “${first.slice(0, 160)}”` : '.'}`,
-          url: `${deps.baseUrl()}/profile/${actor}/thread/${rkey}`,
-          // The canonical page names the author by DID (a handle can move), and the record by its at:// URI.
-          canonical: `${deps.baseUrl()}/profile/${thread.did}/thread/${rkey}`,
-          atUri: `at://${thread.did}/click.aligned.chat.session/${rkey}`,
-          feed: `${deps.baseUrl()}/profile/${thread.did}/feed.atom`,
-        };
-      },
+      reader: readerSource(deps),
     }),
   );
   app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));

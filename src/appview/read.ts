@@ -1,7 +1,6 @@
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { SESSION } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -56,31 +55,6 @@ export async function resolveActor(sql: Sql, network: Network, actor: string): P
     await sql`insert into index_actors (did, handle, verified_at) values (${did}, ${actor.toLowerCase()}, now())
     on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
   return did;
-}
-
-/**
- * What a link preview shows of a thread: its title, its author and its first words — from the index, in one
- * small statement, after naming the author (the index first, then one cached lookup). An unfurler is anonymous
- * and many: it starts no backfill and reads no more than that.
- */
-export async function threadPreview(
-  sql: Sql,
-  network: Network,
-  actor: string,
-  rkey: string,
-): Promise<{ title: string | null; did: string; handle: string | null; first: string | null } | null> {
-  const did = await resolveActor(sql, network, actor);
-  if (!did) return null;
-  const [row] = await sql<
-    { title: string | null; did: string; handle: string | null; first: string | null }[]
-  >`
-    select s.record->>'title' as title, s.did,
-      case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end as handle,
-      (select left(m.record->>'text', 200) from index_messages m
-        where m.session_uri = s.uri and m.did = s.did and m.record ? 'text' order by m.rkey limit 1) as first
-    from index_sessions s left join index_actors a on a.did = s.did
-    where s.uri = ${`at://${did}/${SESSION}/${rkey}`} and not ${hidden(sql)}`;
-  return row ?? null;
 }
 
 /**

@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import express, { type Request, type Response, Router } from 'express';
-import { escapeHtml, respond } from '../http/index.ts';
+import { respond } from '../http/index.ts';
 import { SignInOptions } from '../wire/index.ts';
+import { type ReaderSource, readerPages } from './readerPages.ts';
 
 export const CLIENT_DIR = path.resolve(import.meta.dirname, '../../dist/client');
 
@@ -18,39 +18,8 @@ export interface WebDeps {
   /** The URL browsers reach the server at (known once it listens). */
   baseUrl: () => string;
   clientDir?: string;
-  /** Title and description of a published thread, for link previews (null when there is none). */
-  threadMeta?: (actor: string, rkey: string) => Promise<ThreadMeta | null>;
-}
-
-export interface ThreadMeta {
-  title: string;
-  description: string;
-  url: string;
-  /** The page's one address (by DID), its record's at:// URI, and its author's Atom feed. */
-  canonical: string;
-  atUri: string;
-  feed: string;
-}
-
-/** OpenGraph and Twitter card tags, so a shared thread link previews with its title and first words. */
-function withMeta(html: string, meta: ThreadMeta): string {
-  const tags = [
-    `<title>${escapeHtml(meta.title)} · AgentsVille</title>`,
-    `<meta property="og:type" content="article">`,
-    `<meta property="og:title" content="${escapeHtml(meta.title)}">`,
-    `<meta property="og:description" content="${escapeHtml(meta.description)}">`,
-    `<meta property="og:url" content="${escapeHtml(meta.url)}">`,
-    `<meta property="og:site_name" content="AgentsVille">`,
-    `<meta name="twitter:card" content="summary">`,
-    `<meta name="twitter:title" content="${escapeHtml(meta.title)}">`,
-    `<meta name="twitter:description" content="${escapeHtml(meta.description)}">`,
-    `<meta name="description" content="${escapeHtml(meta.description)}">`,
-    `<link rel="canonical" href="${escapeHtml(meta.canonical)}">`,
-    `<link rel="alternate" href="${escapeHtml(meta.atUri)}">`,
-    `<link rel="alternate" type="application/atom+xml" title="The author's conversations" href="${escapeHtml(meta.feed)}">`,
-  ].join('\n    ');
-  // A function, not a replacement string: `$'` or `$&` in a title must stay text, not splice the document.
-  return html.replace(/<title>[^<]*<\/title>/, () => tags);
+  /** The reading pages' data (thread, author, everyone's list), rendered here on the server. */
+  reader?: ReaderSource;
 }
 
 /**
@@ -79,17 +48,8 @@ export function webRoutes(deps: WebDeps): Router {
   });
 
   router.use(express.static(dir, { index: false, maxAge: '1h' }));
-  router.get('/profile/:actor/thread/:rkey', async (req, res, next) => {
-    const index = path.join(dir, 'index.html');
-    const meta = deps.threadMeta
-      ? await deps.threadMeta(req.params.actor, req.params.rkey).catch(() => null)
-      : null;
-    if (!meta || !existsSync(index)) return next();
-    res
-      .set('Cache-Control', 'no-cache')
-      .type('html')
-      .send(withMeta(await readFile(index, 'utf8'), meta));
-  });
+  // Reading pages are rendered here (readable with no script, then hydrated by the reader bundle).
+  if (deps.reader) router.use(readerPages({ source: deps.reader, baseUrl: deps.baseUrl, dir }));
   // Any page a browser navigates to is the app (a handle such as alice.test has a dot, so the path's shape
   // cannot tell); a missing asset fetched by a script asks for something other than HTML and gets a 404.
   // The root is always the app, whatever the client accepts (`curl http://127.0.0.1:3000/` shows it too).

@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ContinueContext, MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
 import { speakerOf } from '../../client/src/pages/ThreadPage.tsx';
@@ -154,7 +154,7 @@ describe('MessageView', () => {
 });
 
 describe('code in a reply', () => {
-  it('is highlighted when its block names the language, with a button that copies exactly the code', () => {
+  it('is highlighted when its block names the language, with a button that copies exactly the code', async () => {
     const { container } = render(
       <MessageView
         message={reply([
@@ -165,8 +165,14 @@ describe('code in a reply', () => {
         ])}
       />,
     );
+    // The highlighter is loaded on demand (the reader's bundle leaves it out): the block is coloured once it is.
+    await waitFor(
+      () => expect(container.querySelector('pre code .hljs-keyword')?.textContent).toBe('const'),
+      {
+        timeout: 10_000,
+      },
+    );
     const [typed, plain] = [...container.querySelectorAll('pre code')];
-    expect(typed?.querySelector('.hljs-keyword')?.textContent).toBe('const');
     expect(typed?.querySelector('.hljs-number')?.textContent).toBe('42');
     expect(typed?.textContent).toBe('const x: number = 42; // answer\n');
     // No language named: shown as it is, not guessed at.

@@ -51,12 +51,13 @@ export interface Browser {
 }
 
 /** A headless Chromium in a fresh profile (PLATFORM.md lists the flags these machines need). */
-export async function openBrowser(): Promise<Browser> {
+export async function openBrowser(options: { javaScriptEnabled?: boolean } = {}): Promise<Browser> {
   const browser = await findBrowser();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'av-chromium-'));
   const context = await chromium.launchPersistentContext(dir, {
     executablePath: browser.path,
     headless: true,
+    javaScriptEnabled: options.javaScriptEnabled ?? true,
     args: [
       ...browser.args,
       '--headless',
@@ -87,11 +88,15 @@ export async function shoot(page: Page, name: string): Promise<void> {
   // The page scrolls inside the app's frame: let it grow so the whole page is in the picture. The chat is one
   // screen with its own scroller (ChatLayout): it is taken as the screen shows it, at a phone's height on a phone.
   const chat = (await page.locator('.chat-layout').count()) > 0;
-  const style = chat
-    ? undefined
-    : await page.addStyleTag({
-        content: '.shell { height: auto !important } .page { overflow: visible !important }',
-      });
+  // (A page outside the app's frame, such as a server-rendered reading page, needs no help: with JavaScript off
+  // a style tag could not even be added.)
+  const framed = (await page.locator('.shell').count()) > 0;
+  const style =
+    chat || !framed
+      ? undefined
+      : await page.addStyleTag({
+          content: '.shell { height: auto !important } .page { overflow: visible !important }',
+        });
   for (const width of [1280, 390]) {
     await page.setViewportSize({ width, height: chat && width === 390 ? 844 : 900 });
     await page.screenshot({ path: path.join(OUTPUT_DIR, `${name}-${width}.png`), fullPage: !chat });

@@ -54,9 +54,14 @@ describe('what every answer tells the browser', () => {
 
 describe('the app for every page a browser opens', () => {
   it('serves the app for a path with a dot (a handle), and a 404 for a missing asset', async () => {
-    const page = await raw('/profile/alice.test', { headers: { accept: 'text/html,*/*' } });
+    const page = await raw('/c/some.thing', { headers: { accept: 'text/html,*/*' } });
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<div id="root">');
+    // An author's page is rendered on the server (#30): one this server cannot find is a readable 404 page.
+    const author = await raw('/profile/nobody.test', { headers: { accept: 'text/html,*/*' } });
+    expect(author.status).toBe(404);
+    expect(author.headers.get('content-type')).toContain('text/html');
+    expect(await author.text()).toContain('<div id="root">');
     const asset = await raw('/assets/missing.js', { headers: { accept: '*/*' } });
     expect(asset.status).toBe(404);
   });

@@ -1,3 +1,5 @@
+// Rendered on the server too (reader/ThreadBody.tsx): the pragma gives it the automatic JSX runtime there.
+/** @jsxRuntime automatic @jsxImportSource react */
 /** What a moderation service's label is called to a reader; a value we do not know is shown as it is. */
 const NAMES: Record<string, string> = {
   '!warn': 'a warning',

@@ -1,7 +1,37 @@
-import { type ReactNode, useRef, useState } from 'react';
-import ReactMarkdown from 'react-markdown';
-import rehypeHighlight from 'rehype-highlight';
+// Rendered on the server too, where tsx compiles it by the root tsconfig (which covers only src/, test/ and
+// scripts/): this pragma gives it the automatic JSX runtime there (test/web/ssrRuntime.test.ts checks).
+/** @jsxRuntime automatic @jsxImportSource react */
+import { type ReactNode, useEffect, useRef, useState } from 'react';
+import ReactMarkdown, { type Options } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
+
+/** A fenced block that names its language: the only text the highlighter has anything to do for. */
+const NAMED_FENCE = /(^|\n) {0,3}(```|~~~)[ \t]*[^\s`~]/;
+type PluggableList = NonNullable<Options['rehypePlugins']>;
+let highlighter: PluggableList | undefined;
+
+/**
+ * The highlighter (highlight.js and its languages, the largest part of reading) is loaded on demand, the first
+ * time a text with a named code block is shown. The first render is always without it — the same as the
+ * server's HTML, so hydration matches — and the blocks are coloured once it has arrived.
+ */
+function useHighlighter(text: string): PluggableList | undefined {
+  const wanted = NAMED_FENCE.test(text);
+  const [plugins, setPlugins] = useState(() => highlighter);
+  useEffect(() => {
+    if (!wanted || plugins) return;
+    let live = true;
+    import('rehype-highlight').then((m) => {
+      // Blocks that name their language are highlighted; no guessing (slow, and often wrong).
+      highlighter = [[m.default, { detect: false }]];
+      if (live) setPlugins(highlighter);
+    });
+    return () => {
+      live = false;
+    };
+  }, [wanted, plugins]);
+  return wanted ? plugins : undefined;
+}
 
 /** A code block with a button that copies exactly its text. */
 function CodeBlock({ children }: { children?: ReactNode }) {
@@ -31,12 +61,12 @@ function CodeBlock({ children }: { children?: ReactNode }) {
  * javascript: and other unsafe link targets: nothing in the text can execute.
  */
 export function Markdown({ text }: { text: string }) {
+  const rehypePlugins = useHighlighter(text);
   return (
     <div className="markdown">
       <ReactMarkdown
         remarkPlugins={[remarkGfm]}
-        // Blocks that name their language are highlighted; no guessing (slow, and often wrong).
-        rehypePlugins={[[rehypeHighlight, { detect: false }]]}
+        rehypePlugins={rehypePlugins}
         components={{
           pre: ({ children }) => <CodeBlock>{children}</CodeBlock>,
           a: ({ href, children }) => (

@@ -1,0 +1,115 @@
+// Rendered on the server too, where tsx compiles it by the root tsconfig (which covers only src/, test/ and
+// scripts/): this pragma gives it the automatic JSX runtime there (test/web/ssrRuntime.test.ts checks).
+/** @jsxRuntime automatic @jsxImportSource react */
+import { useState } from 'react';
+import { LabelNotice } from '../components/LabelNotice.tsx';
+import { Markdown } from '../components/Markdown.tsx';
+import type { ThreadData } from './types.ts';
+
+/**
+ * Who a turn is from: the author for `user`; for `assistant`, the agent's name when the session names exactly
+ * one (else "AI character"); any other role, from a third-party client, is shown as it is, marked unknown.
+ */
+export function speakerOf(role: string, author: string, agents: { name: string }[] | undefined): string {
+  if (role === 'user') return author;
+  if (role === 'assistant') return agents?.length === 1 ? agents[0]!.name : 'AI character';
+  return `${role} (unknown role)`;
+}
+
+/**
+ * A date the same on the server and in any browser (hydration compares text: a local time would differ by the
+ * reader's time zone), in UTC.
+ */
+export function utcDate(iso: string): string {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : `${d.toISOString().slice(0, 16).replace('T', ' ')} UTC`;
+}
+
+/** One turn: who and which model, then its steps, text, refs and mentions — or the hole it left. */
+function Turn({ m, author, t }: { m: ThreadData['messages'][number]; author: string; t: ThreadData }) {
+  return (
+    <li className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`} data-rkey={m.rkey}>
+      <header>
+        <span className="speaker">{speakerOf(m.record.role, author, t.session.agents)}</span>
+        {m.record.model && <span className="model">{m.record.model}</span>}
+      </header>
+      {m.record.withheld ? (
+        <p className="hole">A turn happened here and was not published.</p>
+      ) : (
+        <>
+          {m.record.steps?.length ? (
+            <ul className="steps" aria-label="Tools used">
+              {m.record.steps.map((s, i) => (
+                <li key={i} className={s.failed ? 'failed' : ''}>
+                  <code>{s.name}</code> {s.summary} {s.failed && <strong>(failed)</strong>}
+                </li>
+              ))}
+            </ul>
+          ) : null}
+          {m.record.text && <Markdown text={m.record.text} />}
+          {m.refs.map((r) => (
+            <blockquote key={r.uri} className={`ref ${r.state}`}>
+              {r.state === 'deleted'
+                ? 'This record has been deleted.'
+                : r.state === 'unchecked'
+                  ? r.uri
+                  : r.text}
+              {r.state === 'changed' && <span className="meta"> (changed since)</span>}
+              <br />
+              <small>{r.uri}</small>
+            </blockquote>
+          ))}
+          {m.mentions.length > 0 && (
+            <p className="meta">
+              About {m.mentions.map((x) => (x.handle ? `@${x.handle}` : x.did)).join(', ')}
+            </p>
+          )}
+        </>
+      )}
+    </li>
+  );
+}
+
+/**
+ * A published thread as a reader sees it, the same on the server (rendered to HTML, readable with no script) and
+ * in the browser (hydrated over that HTML): no router, no query cache, plain links.
+ */
+export function ThreadBody({ t, pageSize = 100 }: { t: ThreadData; pageSize?: number }) {
+  // In the app a long thread renders a page of turns at a time; the server's page holds them all (no script
+  // needed to read to the end), and its hydration must render the same.
+  const [visible, setVisible] = useState(pageSize);
+  // The thread whose warning the reader clicked through (another thread asks again).
+  const [shownAnyway, setShownAnyway] = useState<string | null>(null);
+  const shown = t.messages.slice(0, visible);
+  const warned = Boolean(t.labels?.length) && shownAnyway !== t.uri;
+  const author = t.author.handle ? `@${t.author.handle}` : t.author.did;
+  return (
+    <>
+      <h1>{t.session.title}</h1>
+      <p className="meta">
+        A conversation <a href={`/profile/${t.author.handle ?? t.author.did}`}>{author}</a> published · began{' '}
+        <time dateTime={t.session.createdAt}>{utcDate(t.session.createdAt)}</time>
+      </p>
+      {t.session.agents?.length ? (
+        <p className="meta">
+          With {t.session.agents.map((a) => `${a.name}${a.role ? ` (${a.role})` : ''}`).join(', ')} — AI
+          characters.
+        </p>
+      ) : null}
+      {warned ? (
+        <LabelNotice labels={t.labels!} onShow={() => setShownAnyway(t.uri)} />
+      ) : (
+        <ol className="thread">
+          {shown.map((m) => (
+            <Turn key={m.rkey} m={m} author={author} t={t} />
+          ))}
+        </ol>
+      )}
+      {!warned && t.messages.length > visible && (
+        <button type="button" className="secondary" onClick={() => setVisible(visible + pageSize)}>
+          Show {Math.min(pageSize, t.messages.length - visible)} more turns
+        </button>
+      )}
+    </>
+  );
+}

@@ -1,0 +1,95 @@
+import type { Sql } from '../db/index.ts';
+import { SESSION } from '../lexicon/index.ts';
+import type { Network } from './network.ts';
+import { listSessions, resolveActor } from './read.ts';
+import { readThread, type ThreadView } from './thread.ts';
+
+/** How a reading page describes itself (src/web/readerPage.ts's PageMeta, by shape). */
+interface PageMeta {
+  title: string;
+  description: string;
+  canonical: string;
+  atUri?: string;
+  feed: string;
+  image?: string;
+}
+
+/** The first words a thread's published text shows (a withheld turn has none), for a link card. */
+export function firstWords(thread: ThreadView, max = 160): string | null {
+  for (const m of thread.messages) {
+    const r = m.record as { text?: string; withheld?: boolean };
+    if (!r.withheld && r.text?.trim()) return r.text.trim().replace(/\s+/g, ' ').slice(0, max);
+  }
+  return null;
+}
+
+/**
+ * What a thread's link card shows: its title, its author and its first published texts — the records as the
+ * reader gets them (withheld turns carry no text; covered words are already bars).
+ */
+export function cardOf(thread: ThreadView): { title: string; author: string; lines: string[] } {
+  const lines: string[] = [];
+  for (const m of thread.messages) {
+    const r = m.record as { text?: string; withheld?: boolean };
+    if (!r.withheld && r.text?.trim()) lines.push(r.text.slice(0, 400));
+    if (lines.length === 3) break;
+  }
+  return {
+    title: (thread.session as { title?: string }).title ?? 'A conversation',
+    author: thread.author.handle ? `@${thread.author.handle}` : thread.author.did,
+    lines,
+  };
+}
+
+/** The head of a thread's page: the one address (by DID), the record, the author's feed and the card's picture. */
+export function threadMeta(base: string, thread: ThreadView, rkey: string): PageMeta {
+  const did = thread.author.did;
+  const title = (thread.session as { title?: string }).title ?? 'A conversation';
+  const who = thread.author.handle ? `@${thread.author.handle}` : did;
+  const first = firstWords(thread);
+  return {
+    title,
+    description: `${who} published a conversation with AI characters${first ? `: “${first}”` : '.'}`,
+    canonical: `${base}/profile/${did}/thread/${rkey}`,
+    atUri: `at://${did}/${SESSION}/${rkey}`,
+    feed: `${base}/profile/${did}/feed.atom`,
+    image: `${base}/profile/${did}/thread/${rkey}/card.png`,
+  };
+}
+
+/**
+ * What the server-rendered reading pages read (src/web/readerPages.ts's ReaderSource): a thread as the reader's
+ * API answers it — or "gone" when the index holds its delete — and the published lists.
+ */
+export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: () => string }) {
+  const { sql, reader } = deps;
+  return {
+    async thread(actor: string, rkey: string) {
+      // A delete the index holds first: publishing again clears it (store.ts), and a deleted thread is not
+      // looked for in its author's repo.
+      const did = await resolveActor(sql, reader, actor);
+      if (!did) return null;
+      const [stone] =
+        await sql`select 1 from index_tombstones where uri = ${`at://${did}/${SESSION}/${rkey}`}`;
+      if (stone) return 'gone' as const;
+      const thread = await readThread(sql, reader, did, rkey);
+      return thread && { meta: threadMeta(deps.baseUrl(), thread, rkey), thread, card: cardOf(thread) };
+    },
+    async list(actor: string | null) {
+      const base = deps.baseUrl();
+      const did = actor ? await resolveActor(sql, reader, actor) : null;
+      if (actor && !did) return null;
+      const { sessions } = await listSessions(sql, reader, { did: did ?? undefined, limit: 50 });
+      const title = actor ? `Conversations published by ${actor}` : 'Recently published conversations';
+      return {
+        sessions,
+        meta: {
+          title,
+          description: `${title} on AgentsVille: people's conversations with AI characters.`,
+          canonical: actor ? `${base}/profile/${did}` : `${base}/threads`,
+          feed: actor ? `${base}/profile/${did}/feed.atom` : `${base}/feeds/recent.atom`,
+        },
+      };
+    },
+  };
+}

@@ -1,0 +1,198 @@
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { type Response, Router } from 'express';
+import { AppError } from '../http/index.ts';
+import { type CardInput, LinkCards } from './linkCard.ts';
+import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
+
+/** A thread as the reader API answers it (src/appview/thread.ts's ThreadView): passed through as it is. */
+export interface ReaderThread {
+  meta: PageMeta;
+  thread: unknown;
+  /** What its link card shows, from the published records. */
+  card: CardInput;
+}
+
+/** Where the reading pages' data comes from (the AppView, wired in app.ts). */
+export interface ReaderSource {
+  /** A published thread, `gone` once deleted, null when there is none (or it is not served). */
+  thread(actor: string, rkey: string): Promise<ReaderThread | 'gone' | null>;
+  /** Published threads, everyone's (actor null) or one author's; null when the author is unknown. */
+  list(actor: string | null): Promise<{ meta: PageMeta; sessions: unknown[] } | null>;
+}
+
+type Render = (data: unknown) => string;
+let renderer: Promise<Render> | undefined;
+/**
+ * The client's own components, rendered here: imported at run time by path, so the server's type check does not
+ * take in the client's (DOM) sources — they are checked by client/tsconfig.json. tsx (dev, tests and `npm
+ * start`) and Vitest both compile the TSX on import (tsx by the pragma each rendered component carries).
+ */
+export function loadRenderer(): Promise<Render> {
+  const file = path.resolve(import.meta.dirname, '../../client/src/reader/ssr.tsx');
+  renderer ??= import(file).then((m: { renderReader: Render }) => m.renderReader);
+  return renderer;
+}
+
+/** The reader entry's files from Vite's manifest (read once per start: a build replaces the server too). */
+function assetsOf(dir: string): ReaderAssets {
+  const file = path.join(dir, '.vite', 'manifest.json');
+  if (!existsSync(file)) return { styles: [], preload: [] };
+  type Chunk = { file: string; css?: string[]; imports?: string[] };
+  const manifest = JSON.parse(readFileSync(file, 'utf8')) as Record<string, Chunk>;
+  const entry = manifest['src/reader.tsx'];
+  if (!entry) return { styles: [], preload: [] };
+  const imports = (entry.imports ?? []).map((k) => manifest[k]).filter((c): c is Chunk => !!c);
+  return {
+    script: `/${entry.file}`,
+    styles: [entry, ...imports].flatMap((c) => c.css ?? []).map((f) => `/${f}`),
+    preload: imports.map((c) => `/${c.file}`),
+  };
+}
+
+const ACTOR = /^[a-zA-Z0-9._:%~-]{1,300}$/;
+const RKEY = /^[a-z2-7]{13}$/;
+/**
+ * A published page may be kept a little while by a browser or a CDN, then asked again with its ETag (a 304 when
+ * nothing changed): unpublishing or deleting shows within the minute.
+ */
+const PAGE_CACHE = 'public, max-age=30, must-revalidate';
+
+const hashOf = (s: string) => createHash('sha256').update(s).digest('base64url').slice(0, 27);
+
+/**
+ * Rendered pages by what they show (the data and the head): rendering a thread's Markdown costs several times
+ * serving its bytes, and most reads of a thread are of a version already rendered. A live thread's new turn
+ * is new data, so a new entry; the least recently used go past a bound in entries and in bytes.
+ */
+class RenderedPages {
+  private readonly pages = new Map<string, string>();
+  private bytes = 0;
+  constructor(
+    private readonly maxPages = 200,
+    private readonly maxBytes = 32 * 2 ** 20,
+  ) {}
+  get(key: string, render: () => string): string {
+    const hit = this.pages.get(key);
+    if (hit !== undefined) {
+      this.pages.delete(key);
+      this.pages.set(key, hit);
+      return hit;
+    }
+    const html = render();
+    this.pages.set(key, html);
+    this.bytes += html.length;
+    for (const [k, v] of this.pages) {
+      if (this.pages.size <= this.maxPages && this.bytes <= this.maxBytes) break;
+      this.pages.delete(k);
+      this.bytes -= v.length;
+    }
+    return html;
+  }
+}
+
+function send(res: Response, status: number, html: string): void {
+  const etag = `"${hashOf(html)}"`;
+  // Express answers 304 itself when the request's If-None-Match holds this ETag.
+  res.status(status).set({ 'Cache-Control': PAGE_CACHE, ETag: etag }).type('html').send(html);
+}
+
+/** A page for a thread that is not there: readable, no script, with the status that says which. */
+const MISSING = {
+  404: [
+    'No such conversation',
+    'Nothing is published at this address. The link may be mistyped, or the author may have unpublished it.',
+  ],
+  410: [
+    'This conversation was deleted',
+    'Its author deleted it from their repository; it is no longer published.',
+  ],
+  503: [
+    'This conversation is being read',
+    "This server had not seen it yet and is reading its author's repository. Reload in a few seconds.",
+  ],
+} as const;
+
+function missingPage(res: Response, status: 404 | 410 | 503, base: string, assets: ReaderAssets): void {
+  const [title, text] = MISSING[status];
+  const body = `<h1>${title}</h1><p>${text}</p><p><a href="/threads">All published conversations</a></p>`;
+  const meta = { title, description: title, canonical: base, feed: `${base}/feeds/recent.atom` };
+  send(res, status, readerPage({ meta, body, assets }));
+}
+
+/** The reading pages, rendered on the server and hydrated by the reader bundle: a thread, an author, everyone. */
+export function readerPages(deps: {
+  source: ReaderSource;
+  baseUrl: () => string;
+  dir: string;
+  cards?: LinkCards;
+}): Router {
+  const router = Router();
+  const assets = assetsOf(deps.dir);
+  const cards = deps.cards ?? new LinkCards();
+  const rendered = new RenderedPages();
+  // Loaded now rather than by the first reader after a start (the components and Markdown take a second or so).
+  loadRenderer().catch(() => {});
+
+  // The thread's link card: drawn from what it publishes, kept by what it shows, revalidated like the page.
+  router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
+    const { actor, rkey } = req.params;
+    const found = ACTOR.test(actor) && RKEY.test(rkey) ? await deps.source.thread(actor, rkey) : null;
+    if (!found || found === 'gone') {
+      res
+        .status(found ? 410 : 404)
+        .type('text')
+        .send('No such conversation.');
+      return;
+    }
+    const { key, png } = cards.get(found.card);
+    res.set({ 'Cache-Control': PAGE_CACHE, ETag: `"${key}"` });
+    if (req.fresh) {
+      res.status(304).end();
+      return;
+    }
+    const image = await png.catch(() => null);
+    if (!image) {
+      res.status(503).set('Retry-After', '10').type('text').send('The picture could not be drawn just now.');
+      return;
+    }
+    res.type('png').send(image);
+  });
+
+  router.get('/profile/:actor/thread/:rkey', async (req, res) => {
+    const { actor, rkey } = req.params;
+    const base = deps.baseUrl();
+    if (!ACTOR.test(actor) || !RKEY.test(rkey)) return missingPage(res, 404, base, assets);
+    const found = await deps.source.thread(actor, rkey).catch((e: unknown) => {
+      // The author's repo is still being read (a thread this server had not seen): a page that says so.
+      if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
+      throw e;
+    });
+    if (found === 'indexing') {
+      res.set('Retry-After', '5');
+      return missingPage(res, 503, base, assets);
+    }
+    if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
+    const data = { page: 'thread', actor, rkey, thread: found.thread };
+    const render = await loadRenderer();
+    const key = hashOf(JSON.stringify([data, found.meta]));
+    const html = rendered.get(key, () => readerPage({ meta: found.meta, body: render(data), data, assets }));
+    send(res, 200, html);
+  });
+
+  const list = async (actor: string | null, res: Response) => {
+    const found = await deps.source.list(actor);
+    if (!found) return missingPage(res, 404, deps.baseUrl(), assets);
+    const data = { page: 'list', actor, sessions: found.sessions };
+    const body = (await loadRenderer())(data);
+    send(res, 200, readerPage({ meta: found.meta, body, data, assets }));
+  };
+  router.get('/threads', (_req, res) => list(null, res));
+  router.get('/profile/:actor', (req, res) =>
+    ACTOR.test(req.params.actor)
+      ? list(req.params.actor, res)
+      : missingPage(res, 404, deps.baseUrl(), assets),
+  );
+  return router;
+}

@@ -1,0 +1,176 @@
+import { readFile } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { TID } from '@atproto/common-web';
+import type { Page } from 'playwright-core';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { indexRecords } from '../../src/appview/store.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { type Browser, OUTPUT_DIR, openBrowser, shoot } from '../support/browser.ts';
+
+// #30: a thread reads in full with JavaScript off (a crawler, a careful reader), then the same HTML is hydrated by
+// the reader's own bundle — no mismatch, no policy violation, none of the Player's app — and axe-core finds
+// nothing serious on either.
+
+let app: TestApp;
+let noScript: Browser;
+let withScript: Browser;
+beforeAll(async () => {
+  app = await startTestApp();
+  noScript = await openBrowser({ javaScriptEnabled: false });
+  withScript = await openBrowser();
+}, 120_000);
+afterAll(async () => {
+  await noScript?.close();
+  await withScript?.close();
+  await app?.close();
+});
+
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+const createdAt = '2026-11-01T09:30:00.000Z';
+const did = 'did:plc:noscript00000000000000001';
+
+/** A thread with every kind of turn the reader shows, published by an author the index knows. */
+async function publish(): Promise<string> {
+  await app.db.sql`insert into index_actors (did, handle, verified_at) values (${did}, 'carol.test', now())
+    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+  const rkey = TID.nextStr();
+  const session = `at://${did}/click.aligned.chat.session/${rkey}`;
+  const turns: Record<string, unknown>[] = [
+    { role: 'user', text: 'Ada, is the **old map** of the harbour right? <script>window.pwned=1</script>' },
+    {
+      role: 'assistant',
+      model: 'anthropic/claude-sonnet',
+      steps: [
+        { name: 'search', summary: 'looked for harbour maps, 1890–1910' },
+        { name: 'fetch', failed: true },
+      ],
+      text: 'It is wrong; the vault code is ████████.\n\n- the pier moved\n- the lighthouse is ████████\n\n```ts\nconst pier = { moved: true };\n```',
+    },
+    { role: 'user', withheld: true },
+    {
+      role: 'user',
+      text: 'And what did the post say?',
+      refs: [{ uri: `at://${did}/app.bsky.feed.post/3kabcdefghijk`, cid: CID }],
+      mentions: ['did:plc:mentioned000000000000001'],
+    },
+    ...Array.from({ length: 8 }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      ...(i % 2 ? { model: 'openai/gpt-4o' } : {}),
+      text: `Turn ${i + 5}: ${'The harbour master kept a second ledger. '.repeat(3)}`,
+    })),
+  ];
+  await indexRecords(app.db.sql, did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.session',
+        title: 'The harbour map',
+        createdAt,
+        agents: [{ name: 'Ada' }],
+      },
+    },
+    ...turns.map((t) => ({
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: { $type: 'click.aligned.chat.message', session, createdAt, ...t },
+    })),
+  ]);
+  return `${app.url}/profile/carol.test/thread/${rkey}`;
+}
+
+/** axe-core on the page as it is; its serious and critical findings. */
+async function axeSerious(page: Page): Promise<string[]> {
+  const source = await readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+  // Evaluated by the browser's debugging protocol, so the page's policy (which allows no such script) still holds.
+  await page.evaluate(source);
+  const result = (await page.evaluate('axe.run(document)')) as {
+    violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+  };
+  return result.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical')
+    .map((v) => `${v.id}: ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+}
+
+async function readsInFull(page: Page) {
+  const turns = page.locator('ol.thread > li');
+  expect(await turns.count()).toBe(12);
+  expect(await page.locator('h1').textContent()).toBe('The harbour map');
+  expect(await turns.nth(0).locator('.speaker').textContent()).toBe('@carol.test');
+  expect(await turns.nth(0).locator('strong').textContent()).toBe('old map');
+  expect(await turns.nth(0).textContent()).toContain('<script>window.pwned=1</script>');
+  expect(await turns.nth(1).locator('.speaker').textContent()).toBe('Ada');
+  expect(await turns.nth(1).locator('.model').textContent()).toBe('anthropic/claude-sonnet');
+  expect(await turns.nth(1).textContent()).toContain('the vault code is ████████.');
+  expect(await turns.nth(1).locator('.steps li').first().textContent()).toContain('looked for harbour maps');
+  expect(await turns.nth(1).locator('.steps li.failed').textContent()).toContain('(failed)');
+  expect(await turns.nth(1).locator('pre code').textContent()).toContain('const pier');
+  expect(await turns.nth(2).textContent()).toContain('A turn happened here and was not published.');
+  expect(await turns.nth(3).locator('.ref small').textContent()).toContain('app.bsky.feed.post');
+  expect(await turns.nth(3).textContent()).toContain('About did:plc:mentioned000000000000001');
+  await expect.poll(() => turns.nth(11).textContent()).toContain('Turn 12:');
+  expect(await turns.nth(11).isVisible()).toBe(true);
+}
+
+it('with JavaScript off the thread reads in full, at a desktop and a phone width', async () => {
+  const url = await publish();
+  const { page } = noScript;
+  const res = await page.goto(url);
+  expect(res?.status()).toBe(200);
+  await readsInFull(page);
+  await shoot(page, 'reader-noscript');
+  // On a phone nothing (a long at:// URI, a code line's block) widens the page past the screen.
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  // Nothing ran: the page is exactly the server's (hydration would have loaded the highlighter by now).
+  expect(await page.locator('.code-block pre code span').count()).toBe(0);
+  expect(await page.evaluate('window.pwned')).toBeUndefined();
+}, 60_000);
+
+it("with JavaScript the reader's bundle hydrates the same HTML: no mismatch, no violation, not the app", async () => {
+  const url = await publish();
+  const { page } = withScript;
+  const problems: string[] = [];
+  const scripts: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+  });
+  page.on('pageerror', (e) => problems.push(e.message));
+  page.on('request', (r) => {
+    if (r.resourceType() === 'script') scripts.push(path.basename(new URL(r.url()).pathname));
+  });
+  await page.addInitScript(
+    "document.addEventListener('securitypolicyviolation', (e) => console.error('CSP: ' + e.violatedDirective + ' ' + e.blockedURI))",
+  );
+  await page.goto(url);
+  await readsInFull(page);
+  // The highlighter arrives on demand (the thread has a named code block) and colours it after hydration.
+  await page.locator('.code-block pre code span').first().waitFor();
+  expect(await page.evaluate('window.pwned')).toBeUndefined();
+  expect(problems).toEqual([]);
+  expect(scripts.some((s) => s.startsWith('reader-'))).toBe(true);
+  expect(scripts.some((s) => s.startsWith('rehype-highlight'))).toBe(true);
+  expect(scripts.filter((s) => /^(app|UsagePage)-/.test(s))).toEqual([]);
+  // Hydrated: the copy button is live.
+  await page.getByRole('button', { name: 'Copy code' }).waitFor();
+  expect(await axeSerious(page)).toEqual([]);
+  await page.screenshot({ path: path.join(OUTPUT_DIR, 'reader-hydrated-1280.png'), fullPage: true });
+}, 60_000);
+
+it('axe-core finds nothing serious on the server-rendered page before any script', async () => {
+  const url = await publish();
+  const { page } = withScript;
+  // The page as it comes (the reader's bundle not loaded), then axe-core alone.
+  await page.route('**/assets/*.js', (route) => route.abort());
+  try {
+    await page.goto(url);
+    await readsInFull(page);
+    expect(await axeSerious(page)).toEqual([]);
+  } finally {
+    await page.unroute('**/assets/*.js');
+  }
+}, 60_000);
