@@ -95,11 +95,20 @@ class ChunkFrame {
     b.writeInt32BE(this.#idx++, HEAD - 8);
     b.writeInt32BE(this.#length, HEAD - 4);
     b.writeInt16BE(-1, HEAD + this.#length); // the trailer
-    const copy = await sql`copy blob_chunks (blob_id, idx, data) from stdin with (format binary)`.writable();
-    // postgres.js copies what is written into its message at once: the frame can be refilled after this.
-    copy.end(b.subarray(0, HEAD + this.#length + 2));
-    this.#length = 0;
-    await finished(copy);
+    // A COPY owns its connection until it ends: on a pool connection shared with other queries, postgres.js may
+    // pipeline the next query behind it, and PostgreSQL, in copy-in mode, drops the connection ("unexpected message
+    // type 0x42 during COPY", and a 500 for whoever was on it). A reserved connection has no other query.
+    const reserved = 'reserve' in sql && typeof sql.reserve === 'function' ? await sql.reserve() : null;
+    try {
+      const q = reserved ?? sql;
+      const copy = await q`copy blob_chunks (blob_id, idx, data) from stdin with (format binary)`.writable();
+      // postgres.js copies what is written into its message at once: the frame can be refilled after this.
+      copy.end(b.subarray(0, HEAD + this.#length + 2));
+      this.#length = 0;
+      await finished(copy);
+    } finally {
+      reserved?.release();
+    }
   }
 }
 
