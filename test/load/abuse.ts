@@ -25,6 +25,8 @@ export interface AbuseResult {
   server: { cpuPerSecond: number; loopDelayP99Ms: number; loopDelayMaxMs: number };
   /** What the server logged at level error (an unexpected failure: a 500), one line each. */
   serverErrors: string[];
+  /** The victim's requests that failed (each also counted at the deadline in its samples). */
+  failures: string[];
 }
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
@@ -148,12 +150,17 @@ export async function runAbuse(o: {
     const samples = Object.fromEntries(
       METRICS.map((m) => [m, { unloaded: [] as number[], loaded: [] as number[] }]),
     ) as AbuseResult['samples'];
+    const failures: string[] = [];
     const round = async (side: 'unloaded' | 'loaded') => {
       for (let i = 0; i < o.samples; i++)
         for (const m of METRICS) {
-          // A sample that never ends counts as the deadline (and the round goes on): a hang is a result too.
+          // A sample that never ends counts as the deadline (and the round goes on): a hang is a result too. So is
+          // a refusal or a failure: counted at the deadline, and named.
           const ms = await Promise.race([
-            measure[m](),
+            measure[m]().catch((e: unknown) => {
+              failures.push(`${side} ${m}: ${(e as Error).message.slice(0, 300)}`);
+              return SAMPLE_DEADLINE_MS;
+            }),
             new Promise<number>((r) => setTimeout(() => r(SAMPLE_DEADLINE_MS), SAMPLE_DEADLINE_MS).unref()),
           ]);
           samples[m][side].push(ms);
@@ -210,7 +217,7 @@ export async function runAbuse(o: {
     const attackerCommands = app.fake.requests.filter((r) =>
       JSON.stringify(r.body.messages.at(-1)?.content ?? '').includes('RUN sleep 28'),
     ).length;
-    return { samples, attackers, attackerCommands, server, serverErrors };
+    return { samples, attackers, attackerCommands, server, serverErrors, failures };
   } finally {
     for (const c of children) c.kill('SIGKILL');
     await tinyPages.close();
