@@ -29,6 +29,10 @@ interface ThreadView {
     };
     refs: { uri: string; state: 'same' | 'changed' | 'deleted' | 'unchecked'; text: string | null }[];
     mentions: { did: string; handle: string | null }[];
+    /** Labels of followed moderation services on this turn that warn: a notice in the turn's place. */
+    labels?: { src: string; val: string }[];
+    /** A followed moderation service hid this turn: it is a hole (`record.withheld`). */
+    hidden?: boolean;
   }[];
   /** Labels of followed moderation services that warn rather than hide: shown as a notice first. */
   labels?: { src: string; val: string }[];
@@ -51,6 +55,8 @@ export function ThreadPage() {
   const [visible, setVisible] = useState(100);
   // The thread whose warning the reader clicked through (another thread asks again).
   const [shownAnyway, setShownAnyway] = useState<string | null>(null);
+  // The labelled turns the reader clicked through, by URI (kept while the thread is polled again).
+  const [turnsShown, setTurnsShown] = useState<ReadonlySet<string>>(new Set());
   const thread = useQuery({
     queryKey: ['thread', actor, rkey],
     queryFn: () => api<{ thread: ThreadView }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
@@ -112,7 +118,17 @@ export function ThreadPage() {
                 {m.record.model && <span className="model">{m.record.model}</span>}
               </header>
               {m.record.withheld ? (
-                <p className="hole">A turn happened here and was not published.</p>
+                <p className="hole">
+                  {m.hidden
+                    ? 'A turn happened here; a moderation service this instance follows hid it.'
+                    : 'A turn happened here and was not published.'}
+                </p>
+              ) : m.labels?.length && !turnsShown.has(m.uri) ? (
+                <LabelNotice
+                  labels={m.labels}
+                  subject="turn"
+                  onShow={() => setTurnsShown((s) => new Set(s).add(m.uri))}
+                />
               ) : (
                 <>
                   {m.record.steps?.length ? (
