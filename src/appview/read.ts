@@ -1,6 +1,7 @@
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { MESSAGE } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -67,6 +68,32 @@ const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from 
   where l.uri in (s.did, s.uri) and l.val in ('!takedown', '!hide') and not l.neg
     and (l.exp is null or l.exp > now())))`;
 
+/**
+ * A turn (`m`, index_messages) a followed labeler labelled `!takedown` or `!hide`: served as a hole, the shape a
+ * withheld turn has (holeView), while the rest of its thread is served. A negated or expired label no longer counts.
+ */
+const turnHidden = (sql: Sql) => sql`exists (select 1 from labels l where l.uri = m.uri
+  and l.val in ('!takedown', '!hide') and not l.neg and (l.exp is null or l.exp > now()))`;
+
+/** A turn served as a hole: only what a withheld turn's record says (who spoke, and when), none of its content. */
+const holeView = (sql: Sql) => sql`json_build_object('uri', m.uri, 'cid', m.cid, 'record', json_strip_nulls(
+  json_build_object('$type', m.record->'$type', 'session', m.record->'session', 'role', m.record->'role',
+    'createdAt', m.record->'createdAt', 'withheld', true)))::text`;
+
+/**
+ * The hiding labels on the thread's turns (`s`: index_sessions), as a stamp and a count in effect. The stamp joins
+ * the thread's cache version: a label, its negation (a newer row: received_at moves) and its expiry (the count
+ * drops) each change it. Found as the range of the author's turn URIs (labels_by_uri), usually empty; a label on
+ * a turn not indexed yet needs no stamp: indexing the turn moves the thread's version.
+ */
+const turnLabels = (sql: Sql) => sql`lateral (
+  select max(l.received_at)::text || '/' || count(*) filter (where not l.neg and (l.exp is null or l.exp > now()))
+      as stamp,
+    count(*) filter (where not l.neg and (l.exp is null or l.exp > now())) as held
+  from labels l join index_messages m on m.uri = l.uri and m.session_uri = s.uri and m.did = s.did
+  where l.uri ~>=~ ('at://' || s.did || ${`/${MESSAGE}/`}) and l.uri ~<~ ('at://' || s.did || ${`/${MESSAGE}0`})
+    and l.val in ('!takedown', '!hide'))`;
+
 /** How long a verified handle is shown before it is verified again. */
 const REVERIFY_MS = 24 * 60 * 60 * 1000;
 
@@ -114,22 +141,29 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
   // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
   // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
   // and are read whole, without the running sum the bounded read needs.
-  const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean }[]>`
-    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0) as version,
+  const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean; holes: boolean }[]>`
+    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
+        || '|' || coalesce(tl.stamp, '') as version,
       coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
-      ${hidden(sql)} as hidden
+      ${hidden(sql)} as hidden, tl.held > 0 as holes
     from index_sessions s left join index_actors a on a.did = s.did
       left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
+      cross join ${turnLabels(sql)} tl
     where s.uri = ${uri}`;
   if (v?.hidden) return null;
   const cached = v && threadCache.get(uri);
   if (cached && cached.version === v.version) return cached.json;
+  // Each turn's view as indexed, but a hidden turn's as a hole (asked per turn only when the thread has one, or
+  // when the thread is not indexed yet: then it is read once more after its backfill).
+  const view =
+    !v || v.holes ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end` : sql`m.view`;
   const turns = v?.bounded
     ? sql`(select string_agg(t.view, ',' order by t.rkey) from (
-        select m.view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto from index_messages m
+        select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
+        from index_messages m
         where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
       where t.upto <= ${MAX_THREAD_BYTES})`
-    : sql`(select string_agg(m.view, ',' order by m.rkey) from index_messages m
+    : sql`(select string_agg(${view}, ',' order by m.rkey) from index_messages m
         where m.session_uri = s.uri and m.did = s.did)`;
   const read = async () => {
     // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.

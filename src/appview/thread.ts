@@ -1,5 +1,5 @@
 import type { Sql } from '../db/index.ts';
-import { noticeLabels } from '../labels/index.ts';
+import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -21,6 +21,10 @@ export interface ThreadView {
       text: string | null;
     }[];
     mentions: { did: string; handle: string | null }[];
+    /** Followed labelers' labels on this turn that do not hide it: a notice the reader clicks through. */
+    labels: { src: string; val: string }[];
+    /** A followed labeler hid this turn (`!hide`, `!takedown`): it is served as a hole (`record.withheld`). */
+    hidden?: true;
   }[];
   /** Followed labelers' labels on the thread or its author that do not hide it (`!warn`, content labels). */
   labels: { src: string; val: string }[];
@@ -56,6 +60,17 @@ export async function readThread(
     (d) => handleNow(network, d),
     null,
   );
+  // Each turn's labels, by its URI: notices to click through, and which holes a labeler made.
+  const onTurn = new Map<string, { notices: { src: string; val: string }[]; hides: boolean }>();
+  for (const l of await turnLabels(
+    sql,
+    thread.messages.map((m) => m.uri),
+  )) {
+    const turn = onTurn.get(l.uri) ?? { notices: [], hides: false };
+    if ((HIDING as readonly string[]).includes(l.val)) turn.hides = true;
+    else turn.notices.push({ src: l.src, val: l.val });
+    onTurn.set(l.uri, turn);
+  }
   const messages = thread.messages.map((m, i) => ({
     uri: m.uri,
     rkey: m.uri.split('/').pop()!,
@@ -72,6 +87,9 @@ export async function readThread(
       };
     }),
     mentions: (records[i]!.mentions ?? []).map((d) => ({ did: d, handle: handlesNow.get(d) ?? null })),
+    labels: onTurn.get(m.uri)?.notices ?? [],
+    // Said only of a hole (a label that arrived after the thread was read hides the turn at the next read).
+    ...(m.record.withheld === true && onTurn.get(m.uri)?.hides ? { hidden: true as const } : {}),
   }));
   const labels = await noticeLabels(sql, [did, thread.session.uri]);
   return {

@@ -3,4 +3,4 @@
 
 export { HIDING } from './label.ts';
 export { type FollowLabelsOptions, followLabelers } from './leader.ts';
-export { noticeLabels } from './store.ts';
+export { noticeLabels, turnLabels } from './store.ts';

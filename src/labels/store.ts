@@ -46,3 +46,17 @@ export async function noticeLabels(
       and not (val = any(${[...HIDING]})) and val <> '!no-unauthenticated'
     order by val, src limit 50`;
 }
+
+/**
+ * The labels in effect on these turns (at:// URIs of one thread's messages), hiding ones included: the reader
+ * says which holes a labeler made and puts a notice in front of a labelled turn. Bounded like a thread's turns.
+ */
+export async function turnLabels(
+  sql: Queryable,
+  uris: string[],
+): Promise<{ src: string; uri: string; val: string }[]> {
+  if (!uris.length) return [];
+  return sql<{ src: string; uri: string; val: string }[]>`select src, uri, val from labels
+    where uri = any(${uris}) and not neg and (exp is null or exp > now()) and val <> '!no-unauthenticated'
+    order by uri, val, src limit 10000`;
+}

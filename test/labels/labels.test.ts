@@ -2,7 +2,7 @@ import { mkdtemp } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { TID } from '@atproto/common-web';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { indexRecords } from '../../src/appview/index.ts';
 import { metrics } from '../../src/metrics/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
@@ -16,6 +16,8 @@ let app: TestApp;
 let labeler: Awaited<ReturnType<typeof startLabeler>>;
 let uri: string;
 let rkey: string;
+const TURNS = ['Where is the old mill?', 'Past the bridge, where the river bends.', 'And the ferry?'];
+const turnUris: string[] = [];
 
 beforeAll(async () => {
   labeler = await startLabeler();
@@ -42,6 +44,25 @@ beforeAll(async () => {
       record: { $type: 'click.aligned.chat.session', title: 'Maps', createdAt: '2026-11-01T00:00:00.000Z' },
     },
   ]);
+  for (const [i, text] of TURNS.entries()) {
+    const turnKey = TID.nextStr();
+    turnUris.push(`at://${AUTHOR}/click.aligned.chat.message/${turnKey}`);
+    await indexRecords(app.db.sql, AUTHOR, [
+      {
+        collection: 'click.aligned.chat.message',
+        rkey: turnKey,
+        cid: CID,
+        record: {
+          $type: 'click.aligned.chat.message',
+          session: uri,
+          role: i % 2 ? 'assistant' : 'user',
+          text,
+          model: i % 2 ? 'openai/gpt-test' : undefined,
+          createdAt: '2026-11-01T00:00:00.000Z',
+        },
+      },
+    ]);
+  }
   await app.db
     .sql`insert into index_actors (did, handle, verified_at) values (${AUTHOR}, 'author.test', now())
     on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
@@ -140,5 +161,94 @@ describe("a followed labeler's labels hide what they label, at read time", () =>
     await expect.poll(visible, SECONDS).toEqual(gone);
     await labeler.label({ uri, val: '!hide', neg: true });
     await expect.poll(visible, SECONDS).toEqual(shown);
+  });
+});
+
+describe("a followed labeler's labels on one turn", () => {
+  interface Turn {
+    uri: string;
+    record: { text?: string; withheld?: boolean; model?: string; role: string };
+  }
+  /** The thread over XRPC (its turns and ETag) and the reader's API (its turns, notices and holes). */
+  async function read() {
+    const res = await app.api(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`);
+    const xrpc = (await res.json()) as { messages: Turn[] };
+    const reader = (await (await app.api(`/api/reader/threads/${AUTHOR}/${rkey}`)).json()) as {
+      thread: { messages: (Turn & { hidden?: true; labels: { src: string; val: string }[] })[] };
+    };
+    return { etag: res.headers.get('etag'), xrpc: xrpc.messages, reader: reader.thread.messages };
+  }
+  const texts = (turns: Turn[]) => turns.map((m) => (m.record.withheld ? 'hole' : m.record.text));
+  // One failing test leaves no label in effect behind it for the next.
+  afterEach(async () => {
+    await app.db.sql`delete from labels where uri = any(${turnUris})`;
+  });
+
+  it('`!hide` on a turn serves that turn as a hole within seconds, the rest stays; negation brings it back', async () => {
+    const before = await read();
+    expect(texts(before.xrpc)).toEqual(TURNS);
+    expect(before.etag).toBeTruthy();
+    const middle = turnUris[1]!;
+
+    await labeler.label({ uri: middle, val: '!hide' });
+    const holed = [TURNS[0], 'hole', TURNS[2]];
+    await expect.poll(async () => texts((await read()).xrpc), SECONDS).toEqual(holed);
+    const hidden = await read();
+    // The same hole a withheld turn is: who spoke and when, nothing of what was said (nor the model).
+    expect(hidden.xrpc[1]).toEqual({
+      uri: middle,
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.message',
+        session: uri,
+        role: 'assistant',
+        createdAt: '2026-11-01T00:00:00.000Z',
+        withheld: true,
+      },
+    });
+    expect(texts(hidden.reader)).toEqual(holed);
+    expect(hidden.reader.map((m) => m.hidden ?? false)).toEqual([false, true, false]);
+    // The thread's validator moved: a CDN or browser revalidating is told the thread changed.
+    expect(hidden.etag).not.toBe(before.etag);
+    const revalidated = await app.api(`/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`, {
+      headers: { 'if-none-match': before.etag! },
+    });
+    expect(revalidated.status).toBe(200);
+    // The link preview's first words are not the hidden turn's either.
+    await labeler.label({ uri: turnUris[0]!, val: '!takedown' });
+    await expect.poll(async () => texts((await read()).xrpc), SECONDS).toEqual(['hole', 'hole', TURNS[2]]);
+    // The page's link preview (its description) starts at the first turn still shown.
+    const page = await (await app.api(`/profile/${AUTHOR}/thread/${rkey}`)).text();
+    const description = /<meta property="og:description" content="([^"]*)"/.exec(page)?.[1] ?? '';
+    expect(description).toContain(TURNS[2]!.slice(0, 20));
+    expect(description).not.toContain(TURNS[0]!.slice(0, 20));
+    await labeler.label({ uri: turnUris[0]!, val: '!takedown', neg: true });
+
+    await labeler.label({ uri: middle, val: '!hide', neg: true });
+    await expect.poll(async () => texts((await read()).xrpc), SECONDS).toEqual(TURNS);
+    const shownAgain = await read();
+    expect(texts(shownAgain.reader)).toEqual(TURNS);
+    expect(shownAgain.reader.every((m) => !m.hidden)).toBe(true);
+    expect(shownAgain.etag).not.toBe(hidden.etag);
+  });
+
+  it("a turn's `!hide` that expires stops counting, and the cached thread follows", async () => {
+    // Stored as the follower keeps a verified label with an `exp`: nothing writes the row again when it passes.
+    await app.db.sql`insert into labels (src, uri, val, cts, exp)
+      values (${labeler.did}, ${turnUris[2]!}, '!hide', now(), now() + interval '2 seconds')`;
+    await expect.poll(async () => texts((await read()).xrpc), SECONDS).toEqual([TURNS[0], TURNS[1], 'hole']);
+    await expect.poll(async () => texts((await read()).xrpc), SECONDS).toEqual(TURNS);
+  });
+
+  it('a content label on a turn is told with that turn only, and hides nothing', async () => {
+    const last = turnUris[2]!;
+    await labeler.label({ uri: last, val: 'graphic-media' });
+    const notices = async () => (await read()).reader.map((m) => m.labels.map((l) => l.val));
+    await expect.poll(notices, SECONDS).toEqual([[], [], ['graphic-media']]);
+    const now = await read();
+    expect(now.reader[2]!.labels[0]!.src).toBe(labeler.did);
+    expect(texts(now.xrpc)).toEqual(TURNS);
+    await labeler.label({ uri: last, val: 'graphic-media', neg: true });
+    await expect.poll(notices, SECONDS).toEqual([[], [], []]);
   });
 });

@@ -69,3 +69,54 @@ it("a `!warn` label stands in front of a thread's turns until the reader chooses
   expect(await page.getByRole('alert', { name: 'Content warning' }).count()).toBe(0);
   await shoot(page, 'label-warning-shown');
 });
+
+it("a content label on one turn stands in that turn's place; a turn a labeler hid is a hole that says so", async () => {
+  const thread = TID.nextStr();
+  const session = `at://${AUTHOR}/click.aligned.chat.session/${thread}`;
+  const [calm, graphic, hidden] = [TID.nextStr(), TID.nextStr(), TID.nextStr()];
+  const turn = (rkey: string, role: string, text: string) => ({
+    collection: 'click.aligned.chat.message',
+    rkey,
+    cid: CID,
+    record: {
+      $type: 'click.aligned.chat.message',
+      session,
+      role,
+      text,
+      createdAt: '2026-11-01T00:00:00.000Z',
+    },
+  });
+  await indexRecords(app.db.sql, AUTHOR, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey: thread,
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.session',
+        title: 'The wreck',
+        createdAt: '2026-11-01T00:00:00.000Z',
+      },
+    },
+    turn(calm, 'user', 'What was found at the wreck?'),
+    turn(graphic, 'assistant', 'The divers described the bodies in detail.'),
+    turn(hidden, 'user', 'Something a labeler hid.'),
+  ]);
+  const messageUri = (rkey: string) => `at://${AUTHOR}/click.aligned.chat.message/${rkey}`;
+  await app.db.sql`insert into labels (src, uri, val, cts) values
+    (${LABELER}, ${messageUri(graphic)}, 'graphic-media', now()), (${LABELER}, ${messageUri(hidden)}, '!hide', now())`;
+
+  const { page } = browser;
+  await page.goto(`${app.url}/profile/${AUTHOR}/thread/${thread}`);
+  await page.getByText('What was found at the wreck?').waitFor();
+  // No notice in front of the thread: only the labelled turn has one, in its place.
+  expect(await page.getByRole('alert', { name: 'Content warning' }).count()).toBe(0);
+  const notice = page.locator(`[data-rkey="${graphic}"]`).getByRole('note', { name: 'Content warning' });
+  expect(await notice.textContent()).toContain('labelled this turn: graphic media');
+  expect(await page.getByText('The divers described the bodies in detail.').count()).toBe(0);
+  await page.getByText('a moderation service this instance follows hid it').waitFor();
+  expect(await page.getByText('Something a labeler hid.').count()).toBe(0);
+  await shoot(page, 'label-turn');
+  await notice.getByRole('button', { name: 'Show this turn' }).click();
+  await page.getByText('The divers described the bodies in detail.').waitFor();
+  await shoot(page, 'label-turn-shown');
+});

@@ -19,7 +19,14 @@ const thread = (messages: Record<string, unknown>[]): ThreadView => ({
   uri: 'at://did:plc:x/click.aligned.chat.session/3kabcdefghijk',
   author: { did: 'did:plc:x', handle: 'alice.test' },
   session: { title: 'The map question' },
-  messages: messages.map((record, i) => ({ uri: `u${i}`, rkey: `r${i}`, record, refs: [], mentions: [] })),
+  messages: messages.map((record, i) => ({
+    uri: `u${i}`,
+    rkey: `r${i}`,
+    record,
+    refs: [],
+    mentions: [],
+    labels: [],
+  })),
   labels: [],
 });
 

@@ -27,6 +27,8 @@ export function utcDate(iso: string): string {
 
 /** One turn: who and which model, then its steps, text, refs and mentions — or the hole it left. */
 function Turn({ m, author, t }: { m: ThreadData['messages'][number]; author: string; t: ThreadData }) {
+  // A labelled turn the reader clicked through (kept while the thread is polled again: same component).
+  const [shownAnyway, setShownAnyway] = useState(false);
   return (
     <li className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`} data-rkey={m.rkey}>
       <header>
@@ -34,7 +36,13 @@ function Turn({ m, author, t }: { m: ThreadData['messages'][number]; author: str
         {m.record.model && <span className="model">{m.record.model}</span>}
       </header>
       {m.record.withheld ? (
-        <p className="hole">A turn happened here and was not published.</p>
+        <p className="hole">
+          {m.hidden
+            ? 'A turn happened here; a moderation service this instance follows hid it.'
+            : 'A turn happened here and was not published.'}
+        </p>
+      ) : m.labels?.length && !shownAnyway ? (
+        <LabelNotice labels={m.labels} subject="turn" onShow={() => setShownAnyway(true)} />
       ) : (
         <>
           {m.record.steps?.length ? (

@@ -20,6 +20,10 @@ export interface ThreadData {
     };
     refs: { uri: string; state: 'same' | 'changed' | 'deleted' | 'unchecked'; text: string | null }[];
     mentions: { did: string; handle: string | null }[];
+    /** Labels of followed moderation services on this turn that warn: a notice in the turn's place. */
+    labels?: { src: string; val: string }[];
+    /** A followed moderation service hid this turn: it is a hole (`record.withheld`). */
+    hidden?: boolean;
   }[];
   /** Labels of followed moderation services that warn rather than hide: shown as a notice first. */
   labels?: { src: string; val: string }[];
