@@ -1,5 +1,5 @@
 // @vitest-environment happy-dom
-import { cleanup, render, screen } from '@testing-library/react';
+import { cleanup, render, screen, waitFor } from '@testing-library/react';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ContinueContext, MessageView, type ViewMessage } from '../../client/src/components/MessageView.tsx';
 import { speakerOf } from '../../client/src/pages/ThreadPage.tsx';
@@ -154,7 +154,7 @@ describe('MessageView', () => {
 });
 
 describe('code in a reply', () => {
-  it('is highlighted when its block names the language, with a button that copies exactly the code', () => {
+  it('is highlighted when its block names the language (the highlighter loaded then), with a button that copies exactly the code', async () => {
     const { container } = render(
       <MessageView
         message={reply([
@@ -165,6 +165,8 @@ describe('code in a reply', () => {
         ])}
       />,
     );
+    // The highlighter is loaded on demand: the block is plain code until it arrives.
+    await waitFor(() => expect(container.querySelector('pre code .hljs-keyword')).toBeTruthy());
     const [typed, plain] = [...container.querySelectorAll('pre code')];
     expect(typed?.querySelector('.hljs-keyword')?.textContent).toBe('const');
     expect(typed?.querySelector('.hljs-number')?.textContent).toBe('42');
