@@ -12,6 +12,9 @@ import { MIN_PAIRS, median, paired, round, spreadOf } from './stats.ts';
 import { startBarePipe } from './turn.ts';
 
 const REPS = MIN_PAIRS;
+/** BENCH_LATENCY=idle,start,concurrent,stop runs some of this section's parts (all by default): for profiling one. */
+const want = (part: 'idle' | 'start' | 'concurrent' | 'stop') =>
+  process.env.BENCH_LATENCY?.split(',').includes(part) ?? true;
 const CHECKPOINT_MS = 250;
 
 function percentile(xs: number[], p: number): number {
@@ -100,6 +103,9 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
       const server: number[] = [];
       const bare: number[] = [];
       const cpu = { server: [] as number[], pipe: [] as number[] };
+      // CPU time of this process per delta streamed, µs: the per-delta work itself, which the machine's load
+      // beside the bench does not inflate the way it does wall time.
+      const perDelta = { server: [] as number[], pipe: [] as number[] };
       let lost = 0;
       for (let rep = 0; rep < reps; rep++) {
         for (const target of rep % 2 ? (['pipe', 'server'] as const) : (['server', 'pipe'] as const)) {
@@ -109,6 +115,7 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
           const r = await driver.run(phase(target, n, deltas));
           const used = process.cpuUsage(cpu0);
           cpu[target].push((used.user + used.system) / 10 / (performance.now() - t0));
+          perDelta[target].push((used.user + used.system) / (n * deltas));
           await stop?.();
           (target === 'server' ? server : bare).push(pick(r));
           if (target === 'server') lost += r.lost;
@@ -123,6 +130,8 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
         lost,
         serverCpu: round(median(cpu.server), 0),
         pipeCpu: round(median(cpu.pipe), 0),
+        serverPerDelta: round(median(perDelta.server), 1),
+        pipePerDelta: round(median(perDelta.pipe), 1),
       };
     };
 
@@ -130,98 +139,108 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     await driver.run(phase('server', 200, 20));
     await driver.run(phase('pipe', 200, 20));
 
-    const idle = await sideBySide(1, 100, (r) => percentile(r.delays, 50));
-    yield {
-      figure: 'idle_added_delay_ratio',
-      value: round(idle.ratio),
-      unit: 'ratio',
-      target: '<= 2',
-      spread: idle.spread,
-      pairs: idle.pairs,
-      server_p50_ms: round(idle.server, 2),
-      pipe_p50_ms: round(idle.bare, 2),
-    };
-
-    const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50));
-    yield {
-      figure: 'start_frame_ratio',
-      value: round(start.ratio),
-      unit: 'ratio',
-      target: '<= 2',
-      spread: start.spread,
-      pairs: start.pairs,
-      server_start_p50_ms: round(start.server, 2),
-      pipe_first_byte_p50_ms: round(start.bare, 2),
-    };
-
-    // At 200 at once: added delay p99, and how old a streaming row gets between checkpoints.
-    const ages: number[] = [];
-    const sampleAges = () => {
-      let on = true;
-      const loop = (async () => {
-        while (on) {
-          const rows = await app.db.sql<{ age: number }[]>`
-            select extract(epoch from clock_timestamp() - updated_at)::float8 * 1000 as age
-            from messages where status = 'streaming'`;
-          for (const r of rows) ages.push(r.age);
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      })();
-      return async () => {
-        on = false;
-        await loop;
+    if (want('idle')) {
+      const idle = await sideBySide(1, 100, (r) => percentile(r.delays, 50));
+      yield {
+        figure: 'idle_added_delay_ratio',
+        value: round(idle.ratio),
+        unit: 'ratio',
+        target: '<= 2',
+        spread: idle.spread,
+        pairs: idle.pairs,
+        server_p50_ms: round(idle.server, 2),
+        pipe_p50_ms: round(idle.bare, 2),
       };
-    };
-    // Five repetitions: at this load a side can be CPU-bound on two cores, and its p99 then swings widely.
-    const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges, 5);
-    yield {
-      figure: 'concurrent_200_p99_ratio',
-      value: round(load.ratio),
-      unit: 'ratio',
-      target: '<= 1.5',
-      spread: load.spread,
-      pairs: load.pairs,
-      server_p99_ms: round(load.server, 1),
-      pipe_p99_ms: round(load.bare, 1),
-      server_cpu_pct: load.serverCpu,
-      pipe_cpu_pct: load.pipeCpu,
-    };
-    yield { figure: 'concurrent_200_frames_lost', value: load.lost, unit: 'deltas', target: '0' };
-    yield {
-      figure: 'checkpoint_lag_200_ms_ratio',
-      value: round(percentile(ages, 50) / CHECKPOINT_MS),
-      unit: 'ratio',
-      target: '<= 1.5',
-      age_p50_ms: round(percentile(ages, 50), 1),
-      age_p99_ms: round(percentile(ages, 99), 1),
-      checkpoint_ms: CHECKPOINT_MS,
-    };
+    }
 
-    // Half of 100 streams stopped mid-reply: each stopped row must hold every delta its client saw.
-    const stopped = await driver.run(phase('server', 100, 100, { stopAfter: 30 }));
-    const ids = stopped.stopped.map((s) => s.messageId);
-    for (let i = 0; i < 100; i++) {
-      const [busy] = await app.db
-        .sql`select 1 from messages where id = any(${ids}::uuid[]) and status = 'streaming'`;
-      if (!busy) break;
-      await new Promise((r) => setTimeout(r, 100));
+    if (want('start')) {
+      const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50));
+      yield {
+        figure: 'start_frame_ratio',
+        value: round(start.ratio),
+        unit: 'ratio',
+        target: '<= 2',
+        spread: start.spread,
+        pairs: start.pairs,
+        server_start_p50_ms: round(start.server, 2),
+        pipe_first_byte_p50_ms: round(start.bare, 2),
+      };
     }
-    const rows = await app.db.sql<{ id: string; text: string; status: string }[]>`
-      select id, text, status from messages where id = any(${ids}::uuid[])`;
-    const textOf = new Map(rows.map((r) => [r.id, r]));
-    let lost = stopped.lost;
-    for (const s of stopped.stopped) {
-      const row = textOf.get(s.messageId);
-      lost += s.seen.filter((i) => !row?.text.includes(`[${i}:`)).length;
+
+    if (want('concurrent')) {
+      // At 200 at once: added delay p99, and how old a streaming row gets between checkpoints.
+      const ages: number[] = [];
+      const sampleAges = () => {
+        let on = true;
+        const loop = (async () => {
+          while (on) {
+            const rows = await app.db.sql<{ age: number }[]>`
+              select extract(epoch from clock_timestamp() - updated_at)::float8 * 1000 as age
+              from messages where status = 'streaming'`;
+            for (const r of rows) ages.push(r.age);
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })();
+        return async () => {
+          on = false;
+          await loop;
+        };
+      };
+      // Five repetitions: at this load a side can be CPU-bound on two cores, and its p99 then swings widely.
+      const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges, 5);
+      yield {
+        figure: 'concurrent_200_p99_ratio',
+        value: round(load.ratio),
+        unit: 'ratio',
+        target: '<= 1.5',
+        spread: load.spread,
+        pairs: load.pairs,
+        server_p99_ms: round(load.server, 1),
+        pipe_p99_ms: round(load.bare, 1),
+        server_cpu_pct: load.serverCpu,
+        pipe_cpu_pct: load.pipeCpu,
+        cpu_per_delta_us: load.serverPerDelta,
+        pipe_cpu_per_delta_us: load.pipePerDelta,
+      };
+      yield { figure: 'concurrent_200_frames_lost', value: load.lost, unit: 'deltas', target: '0' };
+      yield {
+        figure: 'checkpoint_lag_200_ms_ratio',
+        value: round(percentile(ages, 50) / CHECKPOINT_MS),
+        unit: 'ratio',
+        target: '<= 1.5',
+        age_p50_ms: round(percentile(ages, 50), 1),
+        age_p99_ms: round(percentile(ages, 99), 1),
+        checkpoint_ms: CHECKPOINT_MS,
+      };
     }
-    yield {
-      figure: 'stop_under_load_lost',
-      value: lost,
-      unit: 'deltas',
-      target: '0',
-      stopped: stopped.stopped.length,
-      statuses: [...new Set(rows.map((r) => r.status))].join(','),
-    };
+
+    if (want('stop')) {
+      // Half of 100 streams stopped mid-reply: each stopped row must hold every delta its client saw.
+      const stopped = await driver.run(phase('server', 100, 100, { stopAfter: 30 }));
+      const ids = stopped.stopped.map((s) => s.messageId);
+      for (let i = 0; i < 100; i++) {
+        const [busy] = await app.db
+          .sql`select 1 from messages where id = any(${ids}::uuid[]) and status = 'streaming'`;
+        if (!busy) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const rows = await app.db.sql<{ id: string; text: string; status: string }[]>`
+        select id, text, status from messages where id = any(${ids}::uuid[])`;
+      const textOf = new Map(rows.map((r) => [r.id, r]));
+      let lost = stopped.lost;
+      for (const s of stopped.stopped) {
+        const row = textOf.get(s.messageId);
+        lost += s.seen.filter((i) => !row?.text.includes(`[${i}:`)).length;
+      }
+      yield {
+        figure: 'stop_under_load_lost',
+        value: lost,
+        unit: 'deltas',
+        target: '0',
+        stopped: stopped.stopped.length,
+        statuses: [...new Set(rows.map((r) => r.status))].join(','),
+      };
+    }
   } finally {
     await pipe.close();
     await app.close();

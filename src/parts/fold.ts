@@ -14,15 +14,7 @@ import { Part, type ToolPart } from './types.ts';
 export function foldPart(parts: readonly Part[], fragment: unknown): Part[] {
   const part = asPart(fragment);
   if (!part) return parts as Part[];
-  const last = parts.at(-1);
-  if (part.type === 'text' || part.type === 'reasoning') {
-    if (part.text === '') return parts as Part[];
-    const next = parts.slice();
-    if (last && last.type === part.type)
-      next[next.length - 1] = { type: part.type, text: last.text + part.text };
-    else next.push(part);
-    return next;
-  }
+  if (part.type === 'text' || part.type === 'reasoning') return appendRun(parts, part.type, part.text);
   if (part.type === 'file' || part.type === 'url') {
     const at = parts.findIndex((p) => p.type === part.type && p.id === part.id);
     if (at === -1) return [...parts, part];
@@ -35,6 +27,21 @@ export function foldPart(parts: readonly Part[], fragment: unknown): Part[] {
   const merged = mergeTool(parts[index] as ToolPart, part);
   const next = parts.slice();
   next[index] = merged;
+  return next;
+}
+
+/**
+ * A text or reasoning delta, already storable (the server's hot path: a reply is thousands of these). The fold's
+ * rule for them, without re-reading the fragment: the last Part grows when it is of the same kind, else a new
+ * Part starts; empty text changes nothing. Copy on write, as foldPart: a snapshot handed out earlier (a viewer
+ * attaching mid-reply, a checkpoint queued) keeps what it held.
+ */
+export function appendRun(parts: readonly Part[], type: 'text' | 'reasoning', text: string): Part[] {
+  if (text === '') return parts as Part[];
+  const next = parts.slice();
+  const last = parts.at(-1);
+  if (last && last.type === type) next[next.length - 1] = { type, text: last.text + text };
+  else next.push({ type, text });
   return next;
 }
 

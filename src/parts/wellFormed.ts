@@ -4,7 +4,7 @@
  * fail every reply's checkpoint. Applied to every fragment as it arrives, deep (tool inputs and outputs). Pure.
  */
 export function wellFormed<T>(value: T): T {
-  if (typeof value === 'string') return clean(value) as T;
+  if (typeof value === 'string') return wellFormedText(value) as T;
   // Text and reasoning deltas are most of a stream: their two keys are known, only the text needs looking at.
   const delta = value as { type?: unknown; text?: unknown };
   if (
@@ -13,7 +13,7 @@ export function wellFormed<T>(value: T): T {
     typeof delta.text === 'string' &&
     Object.keys(delta).length === 2
   ) {
-    const text = clean(delta.text);
+    const text = wellFormedText(delta.text);
     return (text === delta.text ? value : { type: delta.type, text }) as T;
   }
   if (Array.isArray(value)) {
@@ -29,7 +29,7 @@ export function wellFormed<T>(value: T): T {
     let changed = false;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(value)) {
-      const key = clean(k);
+      const key = wellFormedText(k);
       const w = wellFormed(v);
       if (w !== v || key !== k) changed = true;
       out[key] = w;
@@ -39,8 +39,11 @@ export function wellFormed<T>(value: T): T {
   return value;
 }
 
-// toWellFormed replaces each lone surrogate with U+FFFD; the checks first keep the common case free of copies.
-const clean = (s: string) => {
+/**
+ * One string made storable (see wellFormed): the same string when it already is, which is nearly always.
+ * toWellFormed replaces each lone surrogate with U+FFFD; the checks first keep the common case free of copies.
+ */
+export const wellFormedText = (s: string): string => {
   const nul = s.includes('\u0000');
   if (!nul && s.isWellFormed()) return s;
   return (nul ? s.replaceAll('\u0000', '\uFFFD') : s).toWellFormed();

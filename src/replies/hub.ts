@@ -47,7 +47,10 @@ export class ReplyHub {
     if (frame.type === 'start') return;
     const live = frame.messageId ? this.#live.get(frame.messageId) : undefined;
     if (!live) return;
-    const n = { seq: ++live.seq, frame };
+    const seq = ++live.seq;
+    // Numbered for followers only: with none (nearly always), a delta costs no object here.
+    if (!live.viewers.size && !live.mirror) return;
+    const n = { seq, frame };
     for (const viewer of live.viewers) viewer(n);
     live.mirror?.(n);
   }

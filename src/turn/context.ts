@@ -1,5 +1,5 @@
 import type { ModelMessage } from 'ai';
-import { booksOf, triggerEntries } from '../cards/index.ts';
+import { type Lorebook, triggerEntries } from '../cards/index.ts';
 import { type Conversation, chargeTokens, type HistoryRow, saveSummary } from '../conversations/index.ts';
 import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
@@ -35,6 +35,8 @@ export async function assembleContext(
     speaker: Speaker;
     settings: VillageSettings;
     tail: HistoryRow[];
+    /** The speaker's lorebooks (read with the history: see run.ts's prepare). */
+    books: Lorebook[];
     tools: TurnTools;
     handoff?: Handoff;
     signal: AbortSignal;
@@ -48,6 +50,8 @@ export async function assembleContext(
   messages: ModelMessage[];
   /** Lets go of the attachment bytes the messages hold (when the reply ends). */
   release: () => void;
+  /** Summary calls were made (and charged): the budgets must be asked again after them. */
+  summarised: boolean;
 }> {
   const { conversation, participants, speaker, settings, tail, tools } = args;
   const party = participants.length > 1;
@@ -87,11 +91,7 @@ export async function assembleContext(
   // The NPC's lorebooks, scanned over the turns it is shown (the newest last, the hand-over's message with them).
   const recent = kept.map((t) => t.text);
   if (args.handoff) recent.push(args.handoff.message);
-  const lore = triggerEntries(
-    await booksOf(deps.sql, speaker.npc.id),
-    recent,
-    Math.floor(settings.historyBudget * LORE_SHARE),
-  );
+  const lore = triggerEntries(args.books, recent, Math.floor(settings.historyBudget * LORE_SHARE));
   const system = systemPromptParts({
     identity: speaker.npc,
     user: args.user,
@@ -115,5 +115,5 @@ export async function assembleContext(
   // A card's post-history instructions come after the history, as its author meant (SillyTavern's order).
   const after = postHistoryText({ identity: speaker.npc, user: args.user });
   if (after) messages.push(postHistoryMessage(speaker.kind, after));
-  return { system, messages, release };
+  return { system, messages, release, summarised: dropped.length > 0 };
 }

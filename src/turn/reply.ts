@@ -1,6 +1,6 @@
 import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '../conversations/index.ts';
-import { type Frame, foldPart, type Part, wellFormed } from '../parts/index.ts';
+import { appendRun, type Frame, foldPart, type Part, wellFormed, wellFormedText } from '../parts/index.ts';
 import { sharedFile, TOOL_NAMES } from '../tools/index.ts';
 import { charsOf, type LimitReached } from './bounds.ts';
 import type { BudgetSpent } from './budget.ts';
@@ -137,6 +137,10 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
     halted(state, chunk.halt);
     return;
   }
+  if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta') {
+    addDelta(state, chunk.type === 'text-delta' ? 'text' : 'reasoning', chunk.text, emit);
+    return;
+  }
   // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
   const raw =
     chunk.type === 'reasoning-start' ? sectionBreak(state.parts) : toFragment(chunk, state.descriptions);
@@ -152,6 +156,23 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
     }
   } else if (chunk.type === 'finish') finish(state, chunk);
   else if (chunk.type === 'error') fail(state, describeFailure(chunk.error, state.provider, state.model));
+}
+
+/**
+ * A text or reasoning delta, most of a stream: the same as addFragment would do with its fragment, without the
+ * generic paths (no fragment built only to be read again, no deep well-formedness walk, no share_file check).
+ */
+function addDelta(
+  state: ReplyState,
+  type: 'text' | 'reasoning',
+  raw: string,
+  emit: (frame: Frame) => void,
+): void {
+  const text = wellFormedText(raw);
+  state.chars += text.length;
+  state.sinceStep += text.length;
+  state.parts = appendRun(state.parts, type, text);
+  emit({ type: 'part', messageId: state.messageId, part: { type, text } });
 }
 
 function addFragment(state: ReplyState, fragment: Part, emit: (frame: Frame) => void): void {

@@ -6,6 +6,7 @@ import {
   streamText,
   type ToolSet,
 } from 'ai';
+import { booksOf } from '../cards/index.ts';
 import type { ProviderKind } from '../config.ts';
 import {
   type Conversation,
@@ -221,7 +222,7 @@ async function runReply(
   signal: AbortSignal,
   emit: (frame: Frame) => void,
 ): Promise<ReplyEnd> {
-  const { tail, toolsReady } = prepare(deps, plan, handoff);
+  const { tail, books, toolsReady } = prepare(deps, plan, handoff);
   const message = replyId ? { id: replyId } : await insertReply(deps, plan);
   const state = newReply(message.id, plan.speaker.resolved, deps.chunkTimeoutMs);
   const start = startFrame(plan, message.id);
@@ -245,7 +246,7 @@ async function runReply(
   };
   let cause: Cause;
   try {
-    cause = await streamReply(deps, plan, { state, call, budget, handoff, tail, toolsReady });
+    cause = await streamReply(deps, plan, { state, call, budget, handoff, tail, books, toolsReady });
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     cause = { type: 'thrown', error: e, halt: call.halt() };
@@ -273,14 +274,16 @@ interface ProviderCall {
 }
 
 /**
- * History is read and the Tool set built while the reply's row is inserted: history excludes rows still
- * streaming, so the two never race. Both are awaited later; the catches only keep an early failure from going
- * unhandled.
+ * History and the speaker's lorebooks are read and the Tool set built while the reply's row is inserted:
+ * history excludes rows still streaming, so the two never race. All are awaited later (together, one round
+ * trip instead of one after another); the catches only keep an early failure from going unhandled.
  */
 function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
   const { conversation, speaker, settings } = plan;
   const tail = readHistoryTail(deps.sql, conversation.id, conversation.summaryThrough);
   tail.catch(() => {});
+  const books = booksOf(deps.sql, speaker.npc.id);
+  books.catch(() => {});
   const toolsReady = buildTurnTools({
     sql: deps.sql,
     dataDir: deps.dataDir,
@@ -299,7 +302,7 @@ function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
     },
   });
   toolsReady.catch(() => {});
-  return { tail, toolsReady };
+  return { tail, books, toolsReady };
 }
 
 /** A hand-over's reply row (the first reply's was written with the claim). */
@@ -336,10 +339,16 @@ async function streamReply(
     budget: TurnBudget;
     handoff: Handoff | undefined;
     tail: ReturnType<typeof readHistoryTail>;
+    books: ReturnType<typeof booksOf>;
     toolsReady: Promise<TurnTools>;
   },
 ): Promise<Cause> {
   const { state, call, budget } = r;
+  // The budgets are asked before the call (ADR 0050). Asked now, while the context is assembled, rather than
+  // after it (a round trip less before the Provider is called); asked again after it only if summary calls
+  // were made (and charged) meanwhile.
+  const asked = budget.spent();
+  asked.catch(() => {});
   const tools = await r.toolsReady;
   call.closeTools = tools.close;
   const context = await assembleContext(deps, {
@@ -349,6 +358,7 @@ async function streamReply(
     speaker: plan.speaker,
     settings: plan.settings,
     tail: await r.tail,
+    books: await r.books,
     tools,
     handoff: r.handoff,
     signal: call.signal,
@@ -358,7 +368,7 @@ async function streamReply(
   call.releaseAttachments = context.release;
   // Asked again here, not only when the turn began: a hand-over, or the summary calls just made, may have
   // spent the rest.
-  const spent = await budget.spent();
+  const spent = context.summarised ? await budget.spent() : await asked;
   if (spent) return { type: 'budget', spent };
   const { system, messages } = context;
   called(
