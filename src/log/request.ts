@@ -37,8 +37,11 @@ export function requestLogging(logger: Logger): RequestHandler {
       }),
       res: (res: ServerResponse) => ({ statusCode: res.statusCode }),
     },
+    // Error is for what went wrong here (a 500, a thrown error). A 502 or 503 is an answer in words about someone
+    // else's server or a full slot (a Player's page that never answers, an export past its deadline): a warning,
+    // so an attacker's slow servers cannot fill the error log an operator watches.
     customLogLevel: (_req, res, err) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
+      err || res.statusCode === 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
     // The line is written when the response ends, outside the request's context: it names the request itself.
     customSuccessObject: (req, _res, value) => ({ ...value, reqId: req.id }),
     customErrorObject: (req, _res, _err, value) => ({ ...value, reqId: req.id }),
