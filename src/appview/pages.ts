@@ -69,9 +69,13 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: () => s
       // looked for in its author's repo.
       const did = await resolveActor(sql, reader, actor);
       if (!did) return null;
-      const [stone] =
-        await sql`select 1 from index_tombstones where uri = ${`at://${did}/${SESSION}/${rkey}`}`;
-      if (stone) return 'gone' as const;
+      // A thread the index holds now is served whatever delete came before it (published again under the same
+      // key, the earlier delete may reach the index after the new record's write-through).
+      const uri = `at://${did}/${SESSION}/${rkey}`;
+      const [state] = await sql<{ live: boolean; stone: boolean }[]>`
+        select exists (select 1 from index_sessions where uri = ${uri}) as live,
+          exists (select 1 from index_tombstones where uri = ${uri}) as stone`;
+      if (state && !state.live && state.stone) return 'gone' as const;
       const thread = await readThread(sql, reader, did, rkey);
       return thread && { meta: threadMeta(deps.baseUrl(), thread, rkey), thread, card: cardOf(thread) };
     },

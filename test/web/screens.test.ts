@@ -41,7 +41,7 @@ it('every page fits a 390 px phone: no sideways scrolling, its heading and prima
     ['/village', 'village', /./, /^Village · /],
     [`/c/${conversationId}`, 'conversation', /Send/, /^Tell me where the maps are/],
     [`/c/${conversationId}/publish`, 'publish-page', /Publish/, /^Publish · /],
-    ['/threads', 'threads', /./, /^Published conversations · /],
+    ['/threads', 'threads', /./, /^Recently published conversations · /],
   ];
   await page.setViewportSize({ width: 390, height: 800 });
   for (const [path, name, action, title] of pages) {

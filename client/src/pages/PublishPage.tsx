@@ -218,7 +218,10 @@ export function PublishPage() {
       )}
       {current ? (
         <p className="notice" role="status">
-          {PUBLICATION_STATE[current.status]}{' '}
+          {/* Just published: the outcome above already says so, this line only leads to the thread. */}
+          {publish.data && !publish.isPending && current.status === 'published'
+            ? ''
+            : `${PUBLICATION_STATE[current.status]} `}
           <Link to={readerPath(current.uri)}>Read it as readers will</Link>
           {current.error ? ` — ${current.error}` : ''}{' '}
           <small>
