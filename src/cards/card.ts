@@ -81,7 +81,7 @@ const V3_ONLY = [
  */
 export const CARD_LIMITS: JsonLimits = { nodes: 500_000, depth: 64, items: 10_000, chars: 1_000_000 };
 
-function cardError(e: unknown): unknown {
+export function cardError(e: unknown): unknown {
   if (!(e instanceof JsonLimitError)) return e;
   return e.status === 413
     ? new CardError('CARD_TOO_LARGE', e.message)
@@ -95,23 +95,10 @@ function cardError(e: unknown): unknown {
 
 /**
  * A card sent as JSON, parsed as it arrives and refused at the first value past CARD_LIMITS (a PNG card is read
- * whole: its JSON is base64 inside a text chunk). Errors are CardErrors, as readCardJson's.
+ * whole: its JSON is base64 inside a text chunk). Its refusals map to CardErrors with `cardError`.
  */
-export function cardJsonReader(
-  first: Uint8Array,
-): { write(c: Uint8Array): Promise<void>; end(): unknown } | undefined {
-  if (isPng(first) || first[0] === 0x89) return undefined;
-  const reader = new BoundedJsonReader(CARD_LIMITS, 'The card');
-  return {
-    write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(cardError(e))),
-    end: () => {
-      try {
-        return reader.end();
-      } catch (e) {
-        throw cardError(e);
-      }
-    },
-  };
+export function cardJsonReader(first: Uint8Array): BoundedJsonReader | undefined {
+  return isPng(first) || first[0] === 0x89 ? undefined : new BoundedJsonReader(CARD_LIMITS, 'The card');
 }
 
 /** A card already parsed (a JSON body), held to the same limits as one read from a file. */

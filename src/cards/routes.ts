@@ -6,7 +6,6 @@ import type { Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
 import {
   AppError,
-  type BodyReader,
   bodyValue,
   inFlightLimit,
   isUuid,
@@ -30,6 +29,7 @@ import {
 import { ImportedLorebookResponse, ImportedNpcResponse, LorebookListResponse } from '../wire/index.ts';
 import {
   CardError,
+  cardError,
   cardJsonReader,
   fromJson,
   type ImportedCard,
@@ -94,23 +94,6 @@ const avatarOf = async (sql: Sql, npcId: string) =>
 
 const asAppError = (e: unknown) =>
   e instanceof CardError ? new AppError(e.code, e.message, { cause: e }) : e;
-
-/** A JSON card is parsed as it arrives (refused at its first value past the limits); a PNG is read whole. */
-const watchCard = (first: Uint8Array): BodyReader | undefined => {
-  const reader = cardJsonReader(first);
-  return (
-    reader && {
-      write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(asAppError(e))),
-      end: () => {
-        try {
-          return reader.end();
-        } catch (e) {
-          throw asAppError(e);
-        }
-      },
-    }
-  );
-};
 
 async function jsonOf(req: Request): Promise<unknown> {
   const read = bodyValue(req);
@@ -185,7 +168,7 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
   const importing = [
     rationed,
     sendingCards,
-    readBytes(MAX_CARD_BYTES, watchCard),
+    readBytes(MAX_CARD_BYTES, cardJsonReader, (e) => asAppError(cardError(e))),
     takeSlot(cardSlots, playerKey),
   ];
   router.post('/npcs/import', ...importing, async (req, res) => {

@@ -6,7 +6,6 @@ import { embeddedBook, type Lorebook, LorebookError, readBook, setEmbeddedBook }
 import { type Queryable, type Sql, transaction } from '../db/index.ts';
 import {
   AppError,
-  type BodyReader,
   bodyValue,
   inFlightLimit,
   invalidBody,
@@ -236,7 +235,7 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
     '/conversations/import',
     rationed('imports'),
     sendingImports,
-    readBytes(MAX_IMPORT_BYTES, watchImport),
+    readBytes(MAX_IMPORT_BYTES, () => new BoundedJsonReader(IMPORT_LIMITS, 'The file'), importError),
     takeSlot(importSlots, playerKey),
     async (req, res) => {
       const player = currentPlayer(res);
@@ -322,21 +321,6 @@ export function exchangeRoutes({ sql, providers }: { sql: Sql; providers: Provid
  * Messages with their Parts need and about 100 MB of heap at most.
  */
 const IMPORT_LIMITS: JsonLimits = { nodes: 2_000_000, depth: 256, items: 50_000, chars: 1_000_000 };
-
-/** An import is JSON: parsed as it arrives, and refused at the first value past IMPORT_LIMITS. */
-const watchImport = (): BodyReader => {
-  const reader = new BoundedJsonReader(IMPORT_LIMITS, 'The file');
-  return {
-    write: (chunk) => reader.write(chunk).catch((e: unknown) => Promise.reject(importError(e))),
-    end: () => {
-      try {
-        return reader.end();
-      } catch (e) {
-        throw importError(e);
-      }
-    },
-  };
-};
 
 function importError(e: unknown): unknown {
   if (!(e instanceof JsonLimitError)) return e;

@@ -72,6 +72,8 @@ export function bodyValue(req: Request): { value: unknown } | undefined {
 export function readBytes(
   max: number,
   watch?: (first: Uint8Array) => BodyReader | undefined,
+  /** What a reader's refusal is answered as (its own error otherwise). */
+  refused: (e: unknown) => unknown = (e) => e,
 ): RequestHandler {
   const raw = express.raw({ type: () => true, limit: max });
   const tooLarge = () => new AppError('BODY_TOO_LARGE', `The file is larger than ${max / 1024 / 1024} MB.`);
@@ -92,11 +94,14 @@ export function readBytes(
         const large = (err as { type?: string }).type === 'entity.too.large';
         next(large ? tooLarge() : new AppError('INVALID_BODY', 'The file could not be read.'));
       });
-    readWatched(req, max, watch, tooLarge).then((body) => {
-      if ('value' in body) res.locals.bodyValue = body;
-      else req.body = body.bytes;
-      next();
-    }, next);
+    readWatched(req, max, watch, tooLarge).then(
+      (body) => {
+        if ('value' in body) res.locals.bodyValue = body;
+        else req.body = body.bytes;
+        next();
+      },
+      (e: unknown) => next(e instanceof AppError ? e : refused(e)),
+    );
   };
 }
 
