@@ -1,8 +1,8 @@
-import { mkdtemp, readdir, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sandboxTools } from '../../src/tools/sandbox/host.ts';
+import { DEFAULT_SANDBOX_LIMITS, sandboxTools } from '../../src/tools/sandbox/host.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -89,6 +89,37 @@ describe('the sandbox cannot hold up the server', () => {
     expect(Math.max(...latencies)).toBeLessThan(Math.max(250, took / 3));
     expect(['done', 'failed']).toContain(result.state);
   }, 60_000);
+
+  it('a process yields the CPU once it is given a command, not while it loads or waits ahead of need', async () => {
+    // Its own pool (one per heap size) with a generous limit: a cold start on a loaded machine is slow.
+    const dir = await mkdtemp(path.join(os.tmpdir(), 'av-nice-'));
+    try {
+      const tools = await sandboxTools(dir, 'c', {
+        ...DEFAULT_SANDBOX_LIMITS,
+        memoryMb: 97,
+        timeoutMs: 60_000,
+      });
+      const execute = tools.bash!.execute! as (
+        input: unknown,
+        options: unknown,
+      ) => Promise<{ stdout: string }>;
+      expect((await execute({ command: 'echo hi' }, { toolCallId: 'x', messages: [] })).stdout).toBe('hi\n');
+      // This pool's processes: the test process's children running the worker with this heap (Linux /proc).
+      const priorities: number[] = [];
+      for (const pid of (await readdir('/proc')).filter((d) => /^\d+$/.test(d))) {
+        const status = await readFile(`/proc/${pid}/status`, 'utf8').catch(() => '');
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '');
+        if (/\nPPid:\s+(\d+)/.exec(status)?.[1] !== String(process.pid)) continue;
+        if (cmdline.includes('sandbox/worker.ts') && cmdline.includes('--max-old-space-size=97'))
+          priorities.push(os.getPriority(Number(pid)));
+      }
+      // The one that ran the command is kept for the next and stays niced; the one started ahead of need is
+      // not (a niced start waits behind busy processes, and the next Player's command with it).
+      expect(priorities.sort()).toEqual([os.getPriority(process.pid), 10].sort());
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('a command past its time limit is killed: its file stops growing', async () => {
     const conversationId = await sandboxed();
