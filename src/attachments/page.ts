@@ -137,6 +137,8 @@ const PAGES_PER_THREAD = 200;
 let started = 0;
 /** How many conversion threads were started (for tests: a second page reuses the first's). */
 export const readersStarted = () => started;
+/** How many are kept, waiting for a page (for tests: one idle too long is ended). */
+export const readersKept = () => idle.length;
 
 function startReader(signal?: AbortSignal): Promise<Reader> {
   return new Promise((resolve, reject) => {

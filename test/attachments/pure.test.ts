@@ -1,11 +1,12 @@
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { PdfPageCounter } from '../../src/attachments/estimate.ts';
 import { sniffMediaType } from '../../src/attachments/index.ts';
-import { readable, readersStarted } from '../../src/attachments/page.ts';
+import { readable, readersKept, readersStarted } from '../../src/attachments/page.ts';
 import { foldParts } from '../../src/parts/index.ts';
 import { toModelMessages, turnTokens, windowHistory } from '../../src/turn/index.ts';
 import { elf, pdf, png } from '../support/files.ts';
+import { until } from '../support/until.ts';
 
 const isControl = (code: number) => (code < 0x20 && ![9, 10, 12, 13, 27].includes(code)) || code === 0x7f;
 
@@ -115,6 +116,42 @@ describe('readable pages', () => {
     await expect(readable(wide, 50)).rejects.toThrow('took too long');
     // The next page gets a fresh thread (the slow one was ended), and its own words, not the slow page's.
     expect((await readable('<p>three</p>')).text).toBe('three');
+    expect(readersStarted()).toBe(before + 1);
+  });
+});
+
+describe('conversion threads kept between pages are retired', () => {
+  it('after 200 pages: the 201st page in a row is read by a new thread, once', async () => {
+    await readable('<p>warm</p>');
+    const before = readersStarted();
+    for (let i = 0; i < 201; i++) expect((await readable(`<p>page ${i}</p>`)).text).toBe(`page ${i}`);
+    expect(readersStarted()).toBe(before + 1);
+  });
+
+  it('after five minutes idle: the thread is ended and the next page starts another', async () => {
+    await readable('<p>warm</p>');
+    expect(readersKept()).toBeGreaterThan(0);
+    // Faked from here only: the page above set its thread's idle timer with the real clock.
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      expect((await readable('<p>kept</p>')).text).toBe('kept');
+      vi.advanceTimersByTime(5 * 60_000 - 1000);
+    } finally {
+      vi.useRealTimers();
+    }
+    // Not yet: four minutes 59 seconds.
+    expect(readersKept()).toBeGreaterThan(0);
+    const before = readersStarted();
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+    try {
+      expect((await readable('<p>again</p>')).text).toBe('again');
+      expect(readersStarted()).toBe(before);
+      vi.advanceTimersByTime(5 * 60_000 + 1000);
+    } finally {
+      vi.useRealTimers();
+    }
+    await until('the idle thread ended', async () => readersKept() === 0);
+    expect((await readable('<p>fresh</p>')).text).toBe('fresh');
     expect(readersStarted()).toBe(before + 1);
   });
 });
