@@ -240,6 +240,7 @@ export async function start(
     plcUrl: localnet?.plcUrl ?? atproto.plcUrl,
     local: Boolean(localnet),
     fetch: networkFetch,
+    policy: networkOutbound.socket,
     log: subsystemLog(logger, 'labels'),
     ...options.labels,
   });

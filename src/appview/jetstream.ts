@@ -1,4 +1,4 @@
-import WebSocket from 'ws';
+import { FollowedSocket } from '../outbound/index.ts';
 import { cidMatches, parseJetstreamMessage } from './jetstreamEvent.ts';
 import type { Op } from './ops.ts';
 import type { JetstreamPosition } from './store.ts';
@@ -16,7 +16,6 @@ const REWIND_US = 2_000_000;
 const HIGH_WATER = 2000;
 const LOW_WATER = 200;
 const HIGH_WATER_BYTES = 64 * 1024 * 1024;
-const PING_MS = 30_000;
 
 export interface JetstreamOptions {
   /** The subscribe endpoint, e.g. wss://jetstream2.us-east.bsky.network/subscribe */
@@ -34,40 +33,40 @@ export interface JetstreamOptions {
  * the last event it took in (or the stored cursor), and pauses the socket while the index is behind.
  */
 export class JetstreamFollower {
-  private ws: WebSocket | undefined;
-  private stopped = false;
-  private queue: Promise<void> = Promise.resolve();
-  private pending = 0;
-  private pendingBytes = 0;
-  private attempt = 0;
+  private readonly socket: FollowedSocket;
   private lastAt: number | undefined;
   /** The last v2 event number taken in from this instance. */
   private lastSeq: number | undefined;
-  private retry: NodeJS.Timeout | undefined;
 
-  constructor(private readonly o: JetstreamOptions) {}
+  constructor(private readonly o: JetstreamOptions) {
+    this.socket = new FollowedSocket({
+      address: () => this.address(),
+      take: (data, isBinary) =>
+        isBinary
+          ? Promise.resolve(this.o.onError('jetstream: a binary message (compression was not asked for)'))
+          : this.take(data.toString()),
+      maxPayload: MAX_MESSAGE_BYTES,
+      highWater: HIGH_WATER,
+      lowWater: LOW_WATER,
+      highWaterBytes: HIGH_WATER_BYTES,
+      backoff: { firstMs: 500, maxMs: 30_000 },
+      onTakeError: 'continue',
+      log: (message, e) => this.o.onError(`jetstream: ${message}`, e),
+    });
+  }
 
   start() {
-    void this.connect();
+    this.socket.start();
   }
 
-  async stop() {
-    this.stopped = true;
-    clearTimeout(this.retry);
-    this.ws?.terminate();
-    await this.queue;
+  stop() {
+    return this.socket.stop();
   }
 
-  private async connect() {
-    if (this.stopped) return;
+  private async address(): Promise<URL> {
     const url = new URL(this.o.url);
-    let at: JetstreamPosition;
-    try {
-      at = this.lastAt !== undefined ? { timeUs: this.lastAt } : await this.o.getCursor();
-    } catch (e) {
-      this.o.onError('jetstream: the cursor could not be read', e);
-      return this.reconnectLater();
-    }
+    const at: JetstreamPosition =
+      this.lastAt !== undefined ? { timeUs: this.lastAt } : await this.o.getCursor();
     const seq = this.lastSeq ?? (at.host === url.host ? at.seq : undefined);
     url.searchParams.set('wantedCollections', WANTED_COLLECTIONS);
     url.searchParams.set('maxMessageSizeBytes', String(MAX_MESSAGE_BYTES));
@@ -76,54 +75,7 @@ export class JetstreamFollower {
     if (seq !== undefined) url.searchParams.set('cursor', String(seq));
     else if (at.timeUs !== undefined)
       url.searchParams.set('cursor', String(Math.max(0, at.timeUs - REWIND_US)));
-    const ws = new WebSocket(url, { maxPayload: MAX_MESSAGE_BYTES, handshakeTimeout: 10_000 });
-    this.ws = ws;
-    let alive = true;
-    const ping = setInterval(() => {
-      // A connection that stopped answering is ended; a quiet one (few events of ours) is not.
-      if (!alive) return ws.terminate();
-      alive = false;
-      ws.ping();
-    }, PING_MS);
-    ws.on('pong', () => {
-      alive = true;
-    });
-    ws.on('open', () => {
-      this.attempt = 0;
-    });
-    ws.on('message', (data, isBinary) => {
-      const size = (data as Buffer).length ?? 0;
-      this.pending++;
-      this.pendingBytes += size;
-      if (this.pending > HIGH_WATER || this.pendingBytes > HIGH_WATER_BYTES) ws.pause();
-      const text = isBinary ? null : data.toString();
-      this.queue = this.queue
-        .then(() =>
-          text === null
-            ? this.o.onError('jetstream: a binary message (compression was not asked for)')
-            : this.take(text),
-        )
-        .catch((e) => this.o.onError('jetstream: an event could not be processed', e))
-        .finally(() => {
-          this.pending--;
-          this.pendingBytes -= size;
-          if (this.pending < LOW_WATER && this.pendingBytes < HIGH_WATER_BYTES / 4 && ws.isPaused)
-            ws.resume();
-        });
-    });
-    ws.on('error', (e) => this.o.onError('jetstream: connection error', e));
-    ws.on('close', () => {
-      clearInterval(ping);
-      if (this.ws === ws) this.ws = undefined;
-      // Reconnect once what arrived is handed to the index, from the last event taken in.
-      void this.queue.then(() => this.reconnectLater());
-    });
-  }
-
-  private reconnectLater() {
-    if (this.stopped) return;
-    const delay = Math.min(500 * 2 ** this.attempt++, 30_000);
-    this.retry = setTimeout(() => void this.connect(), delay);
+    return url;
   }
 
   private async take(text: string) {

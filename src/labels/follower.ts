@@ -1,6 +1,6 @@
-import WebSocket from 'ws';
 import type { Sql } from '../db/index.ts';
 import { metrics } from '../metrics/index.ts';
+import { FollowedSocket, type SocketPolicy } from '../outbound/index.ts';
 import type { LabelerKeys } from './keys.ts';
 import { decodeFrame, type Label, MAX_FRAME_BYTES } from './label.ts';
 import { readLabelerCursor, storeLabels } from './store.ts';
@@ -9,7 +9,6 @@ const NSID = 'com.atproto.label.subscribeLabels';
 /** Frames taken in ahead of the database: past this the socket is paused, so memory stays bounded. */
 const HIGH_WATER = 100;
 const LOW_WATER = 10;
-const PING_MS = 30_000;
 /** Back-off between reconnects: doubling from the first to the last, with jitter; reset after a minute up. */
 const BACKOFF_FIRST_MS = 1000;
 const BACKOFF_MAX_MS = 5 * 60_000;
@@ -24,6 +23,8 @@ export interface FollowerOptions {
   log: (message: string, error?: unknown) => void;
   /** Tests shorten the back-off. */
   backoffFirstMs?: number;
+  /** The network's address policy: a DID document may name any host. */
+  policy?: SocketPolicy;
 }
 
 /** subscribeLabels' address under a labeler's service, resuming after `cursor`. */
@@ -41,83 +42,42 @@ export function subscribeUrl(service: string, cursor: number | undefined): URL {
  * moves past it (a labeler's bad frame must not stop its good ones).
  */
 export class LabelerFollower {
-  private ws: WebSocket | undefined;
-  private stopped = false;
-  private queue: Promise<void> = Promise.resolve();
-  private pending = 0;
-  private attempt = 0;
-  private retry: NodeJS.Timeout | undefined;
+  private readonly socket: FollowedSocket;
 
-  constructor(private readonly o: FollowerOptions) {}
+  constructor(private readonly o: FollowerOptions) {
+    this.socket = new FollowedSocket({
+      address: () => this.address(),
+      take: (data) => this.take(new Uint8Array(data)),
+      maxPayload: MAX_FRAME_BYTES,
+      highWater: HIGH_WATER,
+      lowWater: LOW_WATER,
+      backoff: {
+        firstMs: o.backoffFirstMs ?? BACKOFF_FIRST_MS,
+        maxMs: BACKOFF_MAX_MS,
+        jitter: true,
+        stableMs: STABLE_MS,
+      },
+      // A frame that could not be stored ends the connection: the next starts again from the last frame stored
+      // (never past one whose labels were lost).
+      onTakeError: 'reconnect',
+      log: (message, e) => this.o.log(`labels: ${this.o.did}: ${message}`, e),
+      // The operator's own `did|url` is taken as configured; an address from a DID document meets the policy.
+      policy: o.url ? undefined : o.policy,
+    });
+  }
 
   start() {
-    void this.connect();
+    this.socket.start();
   }
 
-  async stop() {
-    this.stopped = true;
-    clearTimeout(this.retry);
-    this.ws?.terminate();
-    await this.queue;
+  stop() {
+    return this.socket.stop();
   }
 
-  private async connect() {
-    if (this.stopped) return;
-    let url: URL;
-    try {
-      const service = await this.o.keys.endpoint(this.o.did, this.o.url);
-      if (!service) throw new Error('its DID document names no #atproto_labeler https service');
-      url = subscribeUrl(service, await readLabelerCursor(this.o.sql, this.o.did));
-    } catch (e) {
-      this.o.log(`labels: ${this.o.did} could not be reached`, e);
-      return this.reconnectLater();
-    }
-    const ws = new WebSocket(url, { maxPayload: MAX_FRAME_BYTES, handshakeTimeout: 10_000 });
-    this.ws = ws;
-    let alive = true;
-    let openedAt = 0;
-    // A frame that could not be stored ends this connection: the frames queued behind it are dropped, and the
-    // next connection starts again from the last frame stored (never past one whose labels were lost).
-    let failed = false;
-    const ping = setInterval(() => {
-      if (!alive) return ws.terminate();
-      alive = false;
-      ws.ping();
-    }, PING_MS);
-    ws.on('pong', () => {
-      alive = true;
-    });
-    ws.on('open', () => {
-      openedAt = Date.now();
-    });
-    ws.on('message', (data: Buffer) => {
-      if (++this.pending > HIGH_WATER) ws.pause();
-      this.queue = this.queue
-        .then(() => (failed ? undefined : this.take(new Uint8Array(data))))
-        .catch((e) => {
-          failed = true;
-          ws.terminate();
-          this.o.log(`labels: a frame from ${this.o.did} could not be stored; reconnecting`, e);
-        })
-        .finally(() => {
-          if (--this.pending < LOW_WATER && ws.isPaused) ws.resume();
-        });
-    });
-    ws.on('error', (e) => this.o.log(`labels: connection to ${this.o.did}`, e));
-    ws.on('close', () => {
-      clearInterval(ping);
-      if (this.ws === ws) this.ws = undefined;
-      // A connection that stayed up a while starts the back-off again; one that drops at once keeps doubling it.
-      if (openedAt && Date.now() - openedAt > STABLE_MS) this.attempt = 0;
-      void this.queue.then(() => this.reconnectLater());
-    });
-  }
-
-  private reconnectLater() {
-    if (this.stopped) return;
-    const first = this.o.backoffFirstMs ?? BACKOFF_FIRST_MS;
-    const ceiling = Math.min(first * 2 ** this.attempt++, BACKOFF_MAX_MS);
-    this.retry = setTimeout(() => void this.connect(), ceiling / 2 + Math.random() * (ceiling / 2));
+  private async address(): Promise<URL> {
+    const service = await this.o.keys.endpoint(this.o.did, this.o.url);
+    if (!service) throw new Error('its DID document names no #atproto_labeler https service');
+    return subscribeUrl(service, await readLabelerCursor(this.o.sql, this.o.did));
   }
 
   private async take(bytes: Uint8Array) {

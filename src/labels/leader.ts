@@ -1,5 +1,6 @@
 import type { Sql } from '../db/index.ts';
 import { LOCKS } from '../db/index.ts';
+import type { SocketPolicy } from '../outbound/index.ts';
 import { LabelerFollower } from './follower.ts';
 import { LabelerKeys } from './keys.ts';
 import { forgetOtherLabelers } from './store.ts';
@@ -16,6 +17,8 @@ export interface FollowLabelsOptions {
   log: (message: string, error?: unknown) => void;
   retryMs?: number;
   backoffFirstMs?: number;
+  /** The network's address policy for the sockets DID documents name (see outbound/). */
+  policy?: SocketPolicy;
 }
 
 /**
@@ -57,6 +60,7 @@ export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>
           keys,
           log: o.log,
           backoffFirstMs: o.backoffFirstMs,
+          policy: o.policy,
         }),
     );
     for (const f of followers) f.start();

@@ -9,6 +9,7 @@ import {
 import { safeDispatchFetchWrap } from '@atproto-labs/fetch-node';
 import { pipe } from '@atproto-labs/pipe';
 import { ipLiteral, isPublicAddress, publicLookup, type Resolve, systemResolve } from './policy.ts';
+import type { SocketPolicy } from './socket.ts';
 
 export interface OutboundOptions {
   /** For the whole exchange, redirects and body included. */
@@ -20,9 +21,9 @@ export interface OutboundOptions {
 const PROTOCOLS = { 'http:': { allowCustomPort: true }, 'https:': { allowCustomPort: true } } as const;
 
 /** Why a URL is refused before any connection, or undefined when it may be fetched. */
-function refusal(url: URL, isPublic: ((a: string) => boolean) | null): string | undefined {
-  const protocol = checkProtocolPolicy(url, PROTOCOLS);
-  if (protocol) return 'only http and https URLs can be fetched';
+function refusal(url: URL, isPublic: ((a: string) => boolean) | null, socket = false): string | undefined {
+  if (socket ? url.protocol !== 'ws:' && url.protocol !== 'wss:' : checkProtocolPolicy(url, PROTOCOLS))
+    return socket ? 'only ws and wss URLs can be followed' : 'only http and https URLs can be fetched';
   const literal = ipLiteral(url);
   if (isPublic && literal && !isPublic(literal)) return `${literal} is not a public address`;
   return undefined;
@@ -43,6 +44,8 @@ export interface Outbound {
    * connect-time check in `fetch` is what holds.
    */
   check(raw: string): Promise<URL>;
+  /** The same policy for a WebSocket followed from the network (ws/wss): checked before, looked up at connect. */
+  socket: SocketPolicy;
 }
 
 export class BlockedUrlError extends Error {}
@@ -65,6 +68,13 @@ export function createOutbound(o: {
     lookup: policy ? publicLookup(resolve, policy) : undefined,
   });
   return {
+    socket: {
+      check(url) {
+        const reason = refusal(url, policy, true);
+        if (reason) throw new BlockedUrlError(`${url.host}: ${reason}`);
+      },
+      lookup: policy ? publicLookup(resolve, policy) : undefined,
+    },
     fetch(limits = {}) {
       const guarded = pipe(
         protocolCheckRequestTransform(PROTOCOLS),
