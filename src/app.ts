@@ -4,6 +4,7 @@ import { type Network, readerRoutes, readerSource } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
+import type { AppContext } from './context.ts';
 import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
 import type { Leases, Sql } from './db/index.ts';
 import {
@@ -81,8 +82,52 @@ export interface AppDeps {
   metricsToken?: string;
 }
 
-/** Assembles the Express app from every room's routes; nothing else. */
-export function createApp(deps: AppDeps): Express {
+/**
+ * What the rooms are given: the context's values, some in the getters the rooms' deps still ask for (their values
+ * are known once the context is built, so each getter returns a constant; `draining` reads the context's state).
+ */
+export function appDeps(ctx: AppContext): AppDeps {
+  const { config, network, localnet, oauth, baseUrl, state } = ctx;
+  return {
+    sql: ctx.sql,
+    leases: ctx.leases,
+    providers: ctx.providers,
+    instanceId: ctx.instanceId,
+    adminDids: ctx.adminDids,
+    secrets: ctx.secrets,
+    checkpointMs: config.checkpointMs,
+    summariseTitles: config.summariseTitles,
+    chunkTimeoutMs: config.providerChunkTimeoutMs,
+    telemetry: config.telemetry,
+    replyLimits: config.replyLimits,
+    uploadTimeoutMs: config.uploadTimeoutMs,
+    hub: ctx.hub,
+    mirror: ctx.mirror,
+    draining: () => state.draining,
+    oauth: () => oauth,
+    secureCookies: Boolean(config.atproto.publicUrl),
+    demoAccounts: () => localnet?.accounts ?? [],
+    baseUrl: () => baseUrl,
+    network: network.kind,
+    plcUrl: () => network.plcUrl,
+    localNetwork: network.local,
+    dataDir: config.dataDir,
+    toolOutbound: ctx.outbound.tools,
+    pageOutbound: ctx.outbound.pages,
+    publicRequestsPerMinute: config.publicRequestsPerMinute,
+    trustedProxies: config.trustedProxies,
+    toolLimits: config.toolLimits,
+    reader: ctx.reader,
+    fetch: ctx.outbound.network,
+    log: subsystemLog(ctx.logger, 'http'),
+    logger: ctx.logger,
+    metricsToken: config.metricsToken,
+  };
+}
+
+/** Assembles the Express app from every room's routes, given the context; nothing else. */
+export function createApp(ctx: AppContext): Express {
+  const deps = appDeps(ctx);
   const app = express();
   app.disable('x-powered-by');
   // The client is the socket's address unless that is one of the configured proxies (then the address that proxy
