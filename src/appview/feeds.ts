@@ -38,8 +38,8 @@ const XML_HEAD = '<?xml version="1.0" encoding="utf-8"?>\n';
 
 /**
  * An Atom feed (RFC 4287) of published threads, newest first, for feed readers. `self` is the feed's own URL;
- * `base` this instance's public origin. Each entry's id is its page's canonical URL, and its record's at:// URI
- * is linked beside it.
+ * `base` this instance's public origin. Each entry's id is its page's canonical URL. Valid Atom: test/appview/feeds.test.ts
+ * checks every feed against RFC 4287's schema and rules.
  */
 export function atomFeed(o: { title: string; self: string; base: string; sessions: SessionView[] }): string {
   const updated = (o.sessions[0] ? new Date(o.sessions[0].indexedAt) : new Date(0)).toISOString();
@@ -49,10 +49,9 @@ export function atomFeed(o: { title: string; self: string; base: string; session
     return {
       id: page,
       title: { '@_type': 'text', '#text': title(s) },
-      link: [
-        { '@_rel': 'alternate', '@_type': 'text/html', '@_href': page },
-        { '@_rel': 'related', '@_href': s.uri },
-      ],
+      // Only the page: a record's at:// URI is no IRI (its authority, a DID, holds colons where RFC 3986 wants a
+      // port), so a feed validator refuses it as a link; the page links the record itself.
+      link: { '@_rel': 'alternate', '@_type': 'text/html', '@_href': page },
       updated: s.indexedAt,
       ...(Number.isNaN(createdAt) ? {} : { published: new Date(createdAt).toISOString() }),
       author: {

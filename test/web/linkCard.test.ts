@@ -1,7 +1,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import sharp from 'sharp';
-import { expect, it } from 'vitest';
+import { expect, it, vi } from 'vitest';
 import { cardOf } from '../../src/appview/pages.ts';
 import type { ThreadView } from '../../src/appview/thread.ts';
 import {
@@ -130,3 +130,38 @@ it('cards are kept by what they show, the least recent dropped; a failed drawing
   await cards.get(b).png;
   expect(drawn).toBe(before + 3);
 });
+
+it('Chinese, Japanese, Korean and emoji are drawn with their own glyphs, from fonts and pictures on disk, fetching nothing', async () => {
+  // The same text in other characters of the same kind: drawn as missing glyphs, both come out the same picture;
+  // drawn with their glyphs, they differ.
+  const card = (title: string, line: string) => renderCard({ title, author: '@alice.test', lines: [line] });
+  const realFetch = globalThis.fetch;
+  let fetched = 0;
+  globalThis.fetch = (async () => {
+    fetched++;
+    throw new Error('The card renderer fetched.');
+  }) as typeof fetch;
+  try {
+    // Fonts are read only for text that needs them: a fresh renderer drawing Latin reads none.
+    vi.resetModules();
+    const fresh = await import('../../src/web/linkCard.ts');
+    await fresh.renderCard({ title: 'Plain', author: '@alice.test', lines: ['Only Latin, café and naïve.'] });
+    expect(fresh.additionalFontReads()).toBe(0);
+    await fresh.renderCard({ title: '地图', author: '@alice.test', lines: [] });
+    expect(fresh.additionalFontReads()).toBeGreaterThan(0);
+    const [zh1, zh2] = await Promise.all([card('地图对吗', 'x'), card('港口变了', 'x')]);
+    expect(zh1.equals(zh2)).toBe(false);
+    const [ja1, ja2] = await Promise.all([card('x', 'ひらがなです'), card('x', 'カタカナです')]);
+    expect(ja1.equals(ja2)).toBe(false);
+    const [ko1, ko2] = await Promise.all([card('x', '한국어 제목'), card('x', '서울의 지도')]);
+    expect(ko1.equals(ko2)).toBe(false);
+    const [e1, e2] = await Promise.all([card('x', 'a 🗺️ b'), card('x', 'a 🍣 b')]);
+    expect(e1.equals(e2)).toBe(false);
+    // A sequence joined by ZWJ is one picture, not its parts side by side.
+    const [zwj, parts] = await Promise.all([card('x', '🧑‍🚀'), card('x', '🧑🚀')]);
+    expect(zwj.equals(parts)).toBe(false);
+    expect(fetched).toBe(0);
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+}, 60_000);
