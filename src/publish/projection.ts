@@ -18,6 +18,7 @@ import {
   type Problem,
   type TurnChoice,
 } from '../redaction/index.ts';
+import { avatarJson, type PublishedAvatar } from './avatar.ts';
 import {
   findMentions,
   findRecordPointers,
@@ -66,6 +67,8 @@ export interface PublishAgent {
   jobTitle: string;
   model: string | null;
   choice?: AgentChoice;
+  /** The NPC's picture as an uploaded blob, when the Player chose to publish it (ADR 0065). */
+  avatar?: PublishedAvatar;
 }
 
 /**
@@ -364,6 +367,12 @@ export function projectSession(args: {
     if (agent.role) agent.role = clip(agent.role, 100);
     if (agent.description) agent.description = clip(agent.description, 300);
   }
+  // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
+  args.agents.slice(0, 20).forEach((a, i) => {
+    const agent = session.agents?.[i];
+    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
+    if (a.avatar && agent) agent.avatar = avatarJson(a.avatar) as unknown as AgentRecord['avatar'];
+  });
   return session;
 }
 
