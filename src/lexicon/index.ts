@@ -2,6 +2,19 @@
 // and validation against them. Every record bound for a PDS is validated here first: PDSes do not
 // validate lexicons they do not know.
 import { jsonToLex } from '@atproto/lexicon';
+
+export {
+  AVATAR_MAX_BYTES,
+  AVATAR_MIMES,
+  type AvatarMime,
+  avatarBlob,
+  avatarJson,
+  isAvatarBytes,
+  type PublishedAvatar,
+  readAvatar,
+  sniffImage,
+} from './avatar.ts';
+
 import { lexicons } from './generated/lexicons.ts';
 import type * as Message from './generated/types/click/aligned/chat/message.ts';
 import type * as Session from './generated/types/click/aligned/chat/session.ts';

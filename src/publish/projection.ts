@@ -2,8 +2,10 @@ import { isValidDid, isValidHandle } from '@atproto/syntax';
 import { stripMarkdown } from '../conversations/messages.ts';
 import {
   type AgentRecord,
+  avatarJson,
   MESSAGE,
   type MessageRecord,
+  type PublishedAvatar,
   SESSION,
   type SessionRecord,
   type StepRecord,
@@ -18,7 +20,6 @@ import {
   type Problem,
   type TurnChoice,
 } from '../redaction/index.ts';
-import { avatarJson, type PublishedAvatar } from './avatar.ts';
 import {
   findMentions,
   findRecordPointers,

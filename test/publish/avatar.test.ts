@@ -1,13 +1,18 @@
 import { AtpAgent } from '@atproto/api';
+import { CID } from 'multiformats/cid';
+import { sha256 } from 'multiformats/hashes/sha2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { assertValidRecord, isValidRecord, SESSION } from '../../src/lexicon/index.ts';
+import { Network } from '../../src/appview/network.ts';
 import {
   AVATAR_MAX_BYTES,
+  assertValidRecord,
   avatarBlob,
   avatarJson,
+  isValidRecord,
   readAvatar,
+  SESSION,
   sniffImage,
-} from '../../src/publish/avatar.ts';
+} from '../../src/lexicon/index.ts';
 import { projectSession } from '../../src/publish/projection.ts';
 import { makeCover } from '../../src/redaction/index.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
@@ -118,5 +123,26 @@ describe('the avatar on the dev-env PDS', () => {
     const blob = await fetch(`${net.pdsUrl}/xrpc/com.atproto.sync.getBlob?did=${bob.did}&cid=${a.cid}`);
     expect(blob.status).toBe(200);
     expect(new Uint8Array(await blob.arrayBuffer())).toEqual(image);
+
+    // The reader's fetch: from the PDS bob's DID document names, checked against the reference.
+    const network = new Network({
+      handleResolver: () => net.pdsUrl,
+      plcUrl: () => net.plcUrl,
+      local: true,
+      fetch,
+    });
+    expect(await network.avatar(bob.did, a)).toEqual(image);
+    // A reference the bytes do not match (another type claimed, another size), or a DID that is not one: nothing.
+    expect(await network.avatar(bob.did, { ...a, mimeType: 'image/jpeg' })).toBeNull();
+    expect(await network.avatar(bob.did, { ...a, size: a.size + 1 })).toBeNull();
+    expect(await network.avatar('did:web:127.0.0.1%3A1', a)).toBeNull();
+    // A blob past the limit (the PDS takes it; a record may claim it is small) is not read past 1,000,000 bytes.
+    const huge = new Uint8Array(AVATAR_MAX_BYTES + 200_000);
+    huge.set(image);
+    await agent.com.atproto.repo.uploadBlob(huge, { encoding: 'image/png' });
+    const hugeCid = CID.createV1(0x55, await sha256.digest(huge)).toString();
+    expect(
+      await network.avatar(bob.did, { cid: hugeCid, mimeType: 'image/png', size: AVATAR_MAX_BYTES }),
+    ).toBeNull();
   });
 });

@@ -71,3 +71,9 @@ function parseCid(s: string): CID | undefined {
     return undefined;
   }
 }
+
+/** Whether bytes are the avatar a record references: its declared type by their signature, its size, its CID. */
+export async function isAvatarBytes(bytes: Uint8Array, a: PublishedAvatar): Promise<boolean> {
+  const actual = await avatarBlob(bytes);
+  return !!actual && actual.cid === a.cid && actual.mimeType === a.mimeType && actual.size === a.size;
+}
