@@ -94,15 +94,19 @@ export async function api<T>(
   return body as T;
 }
 
-/** POSTs a file's bytes as they are (an upload, an import), and decodes the answer like `fetchAs`. */
+/**
+ * POSTs a file's bytes as they are (an upload, an import), and decodes the answer like `fetchAs`. A PUT (a
+ * lorebook saved past the 1 MB JSON body) sends its JSON this way too.
+ */
 export async function sendFile<S extends z.ZodType>(
   schema: S,
   path: string,
   file: Blob,
   signal?: AbortSignal,
+  method: 'POST' | 'PUT' = 'POST',
 ): Promise<z.output<S>> {
   const res = await reach(path, {
-    method: 'POST',
+    method,
     // Bytes, not JSON (whatever the file is): the intent header stands in for the JSON content type.
     headers: { 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
     body: file,

@@ -2,6 +2,7 @@ import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
+import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
 
 export interface NetworkOptions {
   /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */
@@ -83,6 +84,27 @@ export class Network {
     }
   }
 
+  /**
+   * A published agent's avatar (ADR 0065) from its author's PDS: the one the author's DID document names, the URL
+   * built here (`getBlob` of that DID and the CID), never an address from a record. At most AVATAR_MAX_BYTES are
+   * read, and the bytes must be the declared image type, size and CID (a PDS could serve anything). Null else.
+   */
+  async avatar(did: string, a: PublishedAvatar, signal?: AbortSignal): Promise<Uint8Array | null> {
+    const id = isDid(did) ? await this.identity(did) : null;
+    if (!id) return null;
+    try {
+      const url = new URL('/xrpc/com.atproto.sync.getBlob', id.pds);
+      url.searchParams.set('did', did);
+      url.searchParams.set('cid', a.cid);
+      const res = await this.o.fetch(url, { signal });
+      if (!res.ok || !res.body) return null;
+      const bytes = await readAtMost(res.body, AVATAR_MAX_BYTES);
+      return bytes && (await isAvatarBytes(bytes, a)) ? bytes : null;
+    } catch {
+      return null;
+    }
+  }
+
   async record(uri: string): Promise<{ cid: string; value: unknown } | null> {
     const m = /^at:\/\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(uri);
     if (!m) return null;
@@ -104,4 +126,22 @@ export class Network {
       return null;
     }
   }
+}
+
+/** A body read to its end, or null (the rest let go) as soon as it is past `max` bytes. */
+async function readAtMost(body: ReadableStream<Uint8Array>, max: number): Promise<Uint8Array | null> {
+  const reader = body.getReader();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    total += value.length;
+    if (total > max) {
+      await reader.cancel().catch(() => undefined);
+      return null;
+    }
+    chunks.push(value);
+  }
+  return new Uint8Array(Buffer.concat(chunks));
 }

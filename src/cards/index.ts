@@ -6,6 +6,7 @@ export {
   type Lorebook,
   LorebookError,
   type LoreEntry,
+  type LoreRole,
   readBook,
   type Triggered,
   triggerEntries,

@@ -167,12 +167,54 @@ export function worldInfoToBook(wi: unknown, name: string): Lorebook {
   return readBook({ name, entries, extensions: {} })!;
 }
 
-/** Tokens as the History budget counts them (seed 003: four characters a token). */
-const tokens = (s: string) => Math.ceil(s.length / 4);
+/** Where a triggered entry goes: the system prompt (before or after the character), or into the history. */
+export type Triggered =
+  | { content: string; position: 'before_char' | 'after_char' }
+  | {
+      content: string;
+      position: 'at_depth';
+      /** Messages from the newest: 0 after it, 1 just before it, and so on. */
+      depth: number;
+      role: LoreRole;
+    };
+export type LoreRole = 'system' | 'user' | 'assistant';
 
-export interface Triggered {
-  content: string;
-  position: 'before_char' | 'after_char';
+/** SillyTavern's `world_info_position.atDepth`, as its cards carry it in `extensions.position`. */
+const AT_DEPTH = 4;
+/** SillyTavern's default depth for an @depth entry (`DEFAULT_DEPTH`). */
+const DEFAULT_DEPTH = 4;
+/** SillyTavern's `extension_prompt_roles`: 0 system, 1 user, 2 assistant. */
+const ROLES: readonly LoreRole[] = ['system', 'user', 'assistant'];
+
+/**
+ * Where an entry goes, as SillyTavern reads a card's entry: `extensions.position` (its World Info number) when it
+ * is 0 (before the character), 1 (after) or 4 (@depth: `extensions.depth` messages from the newest, default 4, as
+ * `extensions.role`'s message, default system); else the V2 `position`. SillyTavern's other places (around the
+ * Author's Note or the example messages) have no counterpart here and follow the V2 field. Pure.
+ */
+export function placement(e: LoreEntry): Triggered {
+  const ext = e.extensions ?? {};
+  const at = num(ext.position);
+  if (at === AT_DEPTH) {
+    const depth = Math.max(0, Math.min(1000, Math.floor(num(ext.depth) ?? DEFAULT_DEPTH)));
+    return { content: e.content, position: 'at_depth', depth, role: ROLES[num(ext.role) ?? 0] ?? 'system' };
+  }
+  if (at === 0 || at === 1) return { content: e.content, position: at === 1 ? 'after_char' : 'before_char' };
+  return { content: e.content, position: e.position === 'after_char' ? 'after_char' : 'before_char' };
+}
+
+/**
+ * Whether an activated entry passes its roll, as SillyTavern's `verifyProbability`: with `useProbability` (on
+ * unless false, SillyTavern's default when it reads a card) and a `probability` under 100 (percent, default 100),
+ * it goes in when `random() * 100 <= probability`. Read from the entry's extensions (where SillyTavern's cards
+ * and our World Info import put them), else the entry itself. `random` is injected so tests can decide it.
+ */
+export function passesRoll(e: LoreEntry, random: () => number): boolean {
+  const ext = e.extensions ?? {};
+  const use = ext.useProbability ?? e.useProbability;
+  const probability = num(ext.probability) ?? num(e.probability) ?? 100;
+  if (use === false || probability >= 100) return true;
+  return random() * 100 <= probability;
 }
 
 /** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). Case and
@@ -206,49 +248,80 @@ export const MAX_RECURSION = 3;
 
 type Candidate = { e: LoreEntry; book: number; order: number; chat: string; recursive: boolean };
 
+/** Tokens as the History budget counts them (seed 003: four characters a token). */
+const tokens = (s: string) => Math.ceil(s.length / 4);
+
 /**
- * Which entries are active: pass 0 scans each book's window of the chat; then, for books with
- * `recursive_scanning`, the content of what was triggered is scanned too, pass after pass (at most `maxRecursion`
- * more, and never more text than the budget could hold), as SillyTavern's recursive scan does. An entry's
+ * Which entries enter, as SillyTavern's `checkWorldInfo` decides: pass 0 scans each book's window of the chat;
+ * the entries it activates are taken constant first, then by priority (else insertion order), highest first; each
+ * rolls its probability (one that fails is out for the turn, recursion included) and goes in while the budget
+ * holds — the first that does not fit ends the scan, no recursion after it ("if the budget is exhausted, no more
+ * entries are activated"). Then, for books with `recursive_scanning`, the content of what went in (never of what
+ * the budget or the roll left out) is scanned too, pass after pass (at most `maxRecursion` more), its entries
+ * after all of the chat's. So the budget bounds recursion as well as the prompt. An entry's
  * `extensions.prevent_recursion` keeps its content from triggering others, `exclude_recursion` lets only the chat
  * trigger it, `delay_until_recursion` only a recursive pass.
  */
-function activeEntries(all: Candidate[], maxRecursion: number, maxChars: number): Candidate[] {
-  const active = new Set<Candidate>();
-  const budget = regexBudget();
+function enteredEntries(
+  all: Candidate[],
+  budget: number,
+  maxRecursion: number,
+  random: () => number,
+): Candidate[] {
+  const seen = new Set<Candidate>();
+  const entered: Candidate[] = [];
+  const regex = regexBudget();
+  const rank = (x: Candidate) => num(x.e.priority) ?? x.order;
   let buffer = '';
+  let used = 0;
   for (let pass = 0; pass <= maxRecursion; pass++) {
     const fresh = all.filter((x) => {
-      if (active.has(x)) return false;
+      if (seen.has(x)) return false;
       const ext = x.e.extensions ?? {};
       if (pass === 0 && ext.delay_until_recursion === true && x.e.constant !== true) return false;
       // Excluded from recursion: the chat alone decides, and pass 0 already read it.
       if (pass > 0 && ext.exclude_recursion === true) return false;
-      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`, budget);
+      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`, regex);
     });
-    for (const x of fresh) active.add(x);
-    const more = fresh
+    fresh.sort((a, b) => Number(b.e.constant === true) - Number(a.e.constant === true) || rank(b) - rank(a));
+    const now: Candidate[] = [];
+    let overflowed = false;
+    for (const x of fresh) {
+      seen.add(x);
+      if (!passesRoll(x.e, random)) continue;
+      const cost = tokens(x.e.content);
+      if (used + cost > budget) {
+        overflowed = true;
+        break;
+      }
+      used += cost;
+      now.push(x);
+    }
+    entered.push(...now);
+    if (overflowed) break;
+    const more = now
       .filter((x) => x.recursive && x.e.extensions?.prevent_recursion !== true)
       .map((x) => x.e.content);
     if (more.length === 0) break;
-    buffer = `${buffer}\n${more.join('\n')}`.slice(0, maxChars);
+    // Bounded by the budget: only what went in is here.
+    buffer = `${buffer}\n${more.join('\n')}`;
   }
-  return [...active];
+  return entered;
 }
 
 /**
- * The entries of `books` that `recent` (the turn's messages, oldest first) triggers, within a token budget. Each
- * book scans its own depth of messages (`scan_depth`, else the last two); recursive books' triggered content
- * scans again (see `activeEntries`). Constant entries go in first, then the triggered ones by priority (else
- * insertion order), highest first, until the budget (`token_budget` of the first book that sets one, else
- * DEFAULT_LORE_BUDGET, never over `maxBudget`) is spent; what fits is then put in insertion order, lowest first,
- * `before_char` entries before `after_char` ones. Pure.
+ * The entries of `books` that `recent` (the turn's messages, oldest first) triggers, within a token budget
+ * (`token_budget` of the first book that sets one, else DEFAULT_LORE_BUDGET, never over `maxBudget`), chosen as
+ * `enteredEntries` says. Each book scans its own depth of messages (`scan_depth`, else the last two). What went
+ * in is put in insertion order, lowest first, `before_char` entries before `after_char` ones and @depth entries
+ * (see `placement`); `random` rolls entries' probability. Pure but for `random`.
  */
 export function triggerEntries(
   books: readonly Lorebook[],
   recent: readonly string[],
   maxBudget = 8_000,
   maxRecursion = MAX_RECURSION,
+  random: () => number = Math.random,
 ): Triggered[] {
   const all: Candidate[] = books.flatMap((b, book) => {
     const depth = Math.max(0, Math.min(1000, num(b.scan_depth) ?? DEFAULT_SCAN_DEPTH));
@@ -262,23 +335,9 @@ export function triggerEntries(
     maxBudget,
     books.map((b) => num(b.token_budget)).find((n) => n !== undefined && n > 0) ?? DEFAULT_LORE_BUDGET,
   );
-  const candidates = activeEntries(all, maxRecursion, budget * 4);
-  const rank = (x: Candidate) => num(x.e.priority) ?? x.order;
-  const byPriority = [...candidates].sort(
-    (a, b) => Number(b.e.constant === true) - Number(a.e.constant === true) || rank(b) - rank(a),
-  );
-  let used = 0;
-  const kept = byPriority.filter(({ e }) => {
-    const cost = tokens(e.content);
-    if (used + cost > budget) return false;
-    used += cost;
-    return true;
-  });
-  const side = (e: LoreEntry) => (e.position === 'after_char' ? 1 : 0);
-  return kept
-    .sort((a, b) => side(a.e) - side(b.e) || a.order - b.order || a.book - b.book)
-    .map(({ e }) => ({
-      content: e.content,
-      position: e.position === 'after_char' ? 'after_char' : 'before_char',
-    }));
+  const side = (t: Triggered) => ({ before_char: 0, after_char: 1, at_depth: 2 })[t.position];
+  return enteredEntries(all, budget, maxRecursion, random)
+    .map((x) => ({ x, t: placement(x.e) }))
+    .sort((a, b) => side(a.t) - side(b.t) || a.x.order - b.x.order || a.x.book - b.x.book)
+    .map(({ t }) => t);
 }

@@ -1,17 +1,55 @@
-import { Router } from 'express';
+import { type Request, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, parseBody, respond } from '../http/index.ts';
+import {
+  AppError,
+  bodyValue,
+  invalidBody,
+  isUuid,
+  notFound,
+  parseBody,
+  readBytes,
+  respond,
+} from '../http/index.ts';
+import { BoundedJsonReader, JsonLimitError, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
 import { NpcLorebooksResponse } from '../wire/index.ts';
+import { CARD_LIMITS } from './card.ts';
 import { keyProblem } from './keys.ts';
-import { type Lorebook, LorebookError, readBook } from './lorebook.ts';
+import { LOREBOOK_LIMITS, type Lorebook, LorebookError, readBook } from './lorebook.ts';
 import { deleteLorebook, npcLorebooks, replaceLorebook } from './store.ts';
 
-/** A whole book, as the editor sends it back; bounded by readBook (LOREBOOK_LIMITS) and by the JSON body limit. */
+/** A whole book, as the editor sends it back; bounded while it is read, then by readBook (LOREBOOK_LIMITS). */
 const BookBody = z.object({ book: z.record(z.string(), z.unknown()) }).strict();
+
+/**
+ * A saved book may be as large as an imported one (readBook's 2,000,000 characters of JSON), past the API's 1 MB
+ * JSON body: sent as application/octet-stream it is parsed as it arrives, held to the import's JSON limits
+ * (CARD_LIMITS) and refused at the first value past them. Its bytes: at most 3 UTF-8 bytes a UTF-16 unit, and the
+ * `{"book":…}` around it.
+ */
+const MAX_BOOK_BYTES = 3 * LOREBOOK_LIMITS.bytes + 64 * 1024;
+const bookReader = () => new BoundedJsonReader(CARD_LIMITS, 'The lorebook');
+const bookRefused = (e: unknown) =>
+  e instanceof JsonLimitError
+    ? new AppError(e.status === 413 ? 'LOREBOOK_TOO_LARGE' : 'INVALID_BODY', e.message, { cause: e })
+    : e;
+
+/** The `{book}` a save sent: a JSON body (up to 1 MB, read by the app), or bytes read by `bookReader`. */
+async function bookBody(req: Request): Promise<z.infer<typeof BookBody>> {
+  if (req.is('application/json')) return parseBody(req, BookBody);
+  let value = bodyValue(req)?.value;
+  // A compressed or empty body was read whole (readBytes): parsed the same way.
+  if (value === undefined && Buffer.isBuffer(req.body))
+    value = await parseBoundedJson(req.body, CARD_LIMITS, 'The lorebook').catch((e: unknown) => {
+      throw bookRefused(e);
+    });
+  const parsed = BookBody.safeParse(value);
+  if (!parsed.success) throw invalidBody(parsed.error);
+  return parsed.data;
+}
 
 /** The keys of a book that never match, in words (a regex RE2 refuses, or too long a pattern). */
 const problemsOf = (book: Lorebook) =>
@@ -22,7 +60,7 @@ const problemsOf = (book: Lorebook) =>
 /**
  * An NPC's lorebooks for their editor: `GET /api/npcs/:id/lorebooks` (each whole, with the keys that never
  * match), `PUT /api/lorebooks/:id {book}` (the edited book replaces the stored one, entries added, changed or
- * left out) and `DELETE /api/lorebooks/:id`. Attaching World Info is `PUT /api/npcs/:id/lorebooks` (routes.ts).
+ * left out; JSON, or the same as application/octet-stream for a book past the 1 MB JSON body) and `DELETE /api/lorebooks/:id`. Attaching World Info is `PUT /api/npcs/:id/lorebooks` (routes.ts).
  * Mounted behind requireSession; every lorebook is its Player's only.
  */
 export function lorebookRoutes({ sql }: { sql: Sql }): Router {
@@ -37,9 +75,9 @@ export function lorebookRoutes({ sql }: { sql: Sql }): Router {
     respond(res, NpcLorebooksResponse, { lorebooks: await npcBooks(npc.id) });
   });
 
-  router.put('/lorebooks/:id', async (req, res) => {
+  router.put('/lorebooks/:id', readBytes(MAX_BOOK_BYTES, bookReader, bookRefused), async (req, res) => {
     const player = currentPlayer(res);
-    const { book: raw } = parseBody(req, BookBody);
+    const { book: raw } = await bookBody(req);
     let book: Lorebook | null;
     try {
       book = readBook(wellFormed(raw));

@@ -2,8 +2,10 @@ import { isValidDid, isValidHandle } from '@atproto/syntax';
 import { stripMarkdown } from '../conversations/messages.ts';
 import {
   type AgentRecord,
+  avatarJson,
   MESSAGE,
   type MessageRecord,
+  type PublishedAvatar,
   SESSION,
   type SessionRecord,
   type StepRecord,
@@ -66,6 +68,8 @@ export interface PublishAgent {
   jobTitle: string;
   model: string | null;
   choice?: AgentChoice;
+  /** The NPC's picture as an uploaded blob, when the Player chose to publish it (ADR 0065). */
+  avatar?: PublishedAvatar;
 }
 
 /**
@@ -364,6 +368,12 @@ export function projectSession(args: {
     if (agent.role) agent.role = clip(agent.role, 100);
     if (agent.description) agent.description = clip(agent.description, 300);
   }
+  // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
+  args.agents.slice(0, 20).forEach((a, i) => {
+    const agent = session.agents?.[i];
+    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
+    if (a.avatar && agent) agent.avatar = avatarJson(a.avatar) as unknown as AgentRecord['avatar'];
+  });
   return session;
 }
 

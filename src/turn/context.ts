@@ -6,7 +6,7 @@ import { inputSupport, type Npc, type VillageSettings } from '../village/index.t
 import { loadAttachments } from './attachments.ts';
 import type { TurnBudget } from './budget.ts';
 import { toModelMessages, turnTokens } from './history.ts';
-import { postHistoryMessage, postHistoryText, systemPromptParts } from './prompt.ts';
+import { postHistoryMessage, postHistoryText, systemPromptParts, withLoreAtDepth } from './prompt.ts';
 import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
@@ -109,9 +109,11 @@ export async function assembleContext(
     kept,
     inputSupport(speaker.kind, speaker.resolved.provider, speaker.resolved.model),
   );
-  const messages = toModelMessages(kept, party, contents);
+  const history = toModelMessages(kept, party, contents);
   if (args.handoff)
-    messages.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
+    history.push({ role: 'user', content: `[${args.handoff.from}, to you]: ${args.handoff.message}` });
+  // @depth lore goes into the history (SillyTavern's "at depth"), counted back from the newest message.
+  const messages = withLoreAtDepth(history, { identity: speaker.npc, user: args.user, lore }, speaker.kind);
   // A card's post-history instructions come after the history, as its author meant (SillyTavern's order).
   const after = postHistoryText({ identity: speaker.npc, user: args.user });
   if (after) messages.push(postHistoryMessage(speaker.kind, after));

@@ -17,6 +17,11 @@ export interface Character {
   postHistoryInstructions: string;
 }
 
+/** A triggered lorebook entry (src/cards' `Triggered`): in the system prompt, or at a depth in the history. */
+export type Lore =
+  | { content: string; position: 'before_char' | 'after_char' }
+  | { content: string; position: 'at_depth'; depth: number; role: 'system' | 'user' | 'assistant' };
+
 export interface PromptInput {
   identity: Identity & Partial<Character>;
   /** The NPC's prompt: a card's system prompt. */
@@ -24,7 +29,7 @@ export interface PromptInput {
   /** Who `{{user}}` is: the Player's display name or handle. */
   user?: string;
   /** Lorebook entries this turn triggered, in the order they go in. */
-  lore?: readonly { content: string; position: 'before_char' | 'after_char' }[];
+  lore?: readonly Lore[];
   skills: { name: string; description: string }[];
   unreachableServers: string[];
   memories: string[];
@@ -87,7 +92,10 @@ export function systemPromptParts(p: PromptInput): { head: string; tail: string 
       `# Tools unavailable this turn\nThese Tool servers could not be reached, so their tools are missing: ${p.unreachableServers.join(', ')}. Say so if they would have helped.`,
     );
   }
-  const lore = (p.lore ?? []).map((l) => x(l.content)).filter(Boolean);
+  const lore = (p.lore ?? [])
+    .filter((l) => l.position !== 'at_depth')
+    .map((l) => x(l.content))
+    .filter(Boolean);
   if (lore.length) sections.push(`# What you know of this world\n${lore.join('\n\n')}`);
   if (p.memories.length) sections.push(`# What you remember\n${p.memories.map((m) => `- ${m}`).join('\n')}`);
   if (p.roster.length) {
@@ -121,6 +129,51 @@ export function postHistoryText(p: Pick<PromptInput, 'identity' | 'user'>): stri
 export function postHistoryMessage(kind: string | undefined, text: string): ModelMessage {
   if (kind === 'openai' || kind === 'compatible') return { role: 'system', content: text };
   return { role: 'user', content: `[Instructions for your next reply]\n${text}` };
+}
+
+/**
+ * The history with a turn's @depth lore put in, as SillyTavern injects World Info "at depth": an entry of depth d
+ * goes before the newest d messages (0: after the newest), entries of one depth and role joined into one message
+ * (newline between, in the order given), deeper ones first, at one depth system then user then assistant. A depth
+ * past the history's length puts it first. A system entry is a system message where the Provider kind takes one
+ * mid-history, else a user message saying what it is (as `postHistoryMessage`). Macros are expanded as in the
+ * system prompt. Pure.
+ */
+export function withLoreAtDepth(
+  messages: readonly ModelMessage[],
+  p: Pick<PromptInput, 'identity' | 'user' | 'lore'>,
+  kind: string | undefined,
+): ModelMessage[] {
+  const roles = ['system', 'user', 'assistant'] as const;
+  const groups = new Map<string, { depth: number; role: (typeof roles)[number]; texts: string[] }>();
+  for (const l of p.lore ?? []) {
+    if (l.position !== 'at_depth') continue;
+    const text = expandMacros(l.content, { char: p.identity.name, user: p.user ?? 'the Player' }).text.trim();
+    if (!text) continue;
+    const key = `${l.depth}:${l.role}`;
+    const g = groups.get(key) ?? { depth: l.depth, role: l.role, texts: [] };
+    g.texts.push(text);
+    groups.set(key, g);
+  }
+  if (groups.size === 0) return [...messages];
+  const before = new Map<number, ModelMessage[]>();
+  const sorted = [...groups.values()].sort(
+    (a, b) => b.depth - a.depth || roles.indexOf(a.role) - roles.indexOf(b.role),
+  );
+  for (const g of sorted) {
+    const at = Math.max(0, messages.length - g.depth);
+    const text = g.texts.join('\n');
+    const m: ModelMessage =
+      g.role === 'assistant'
+        ? { role: 'assistant', content: text }
+        : g.role === 'user'
+          ? { role: 'user', content: text }
+          : kind === 'openai' || kind === 'compatible'
+            ? { role: 'system', content: text }
+            : { role: 'user', content: `[What you know of this world]\n${text}` };
+    before.set(at, [...(before.get(at) ?? []), m]);
+  }
+  return [...messages, null].flatMap((m, i) => [...(before.get(i) ?? []), ...(m ? [m] : [])]);
 }
 
 /**

@@ -72,6 +72,16 @@ const card = {
           enabled: true,
           extensions: { selectiveLogic: 0 },
         },
+        {
+          id: 2,
+          keys: ['ferry'],
+          content: 'LORE-FERRY: the ferry runs at dawn, {{user}}.',
+          insertion_order: 100,
+          enabled: true,
+          position: 'after_char',
+          // SillyTavern's @depth: into the history, one message up from the newest, as a system message.
+          extensions: { position: 4, depth: 1, role: 0 },
+        },
       ],
     },
   },
@@ -172,6 +182,12 @@ it('the prompt: macros expanded, unknown ones kept out, post-history instruction
   expect(sent[0]!.content).not.toContain('LORE-HERON');
   await say(conversation.id, 'It was a white heron.');
   expect(systemOf()[0]!.content).toContain('LORE-HERON');
+  // An @depth entry goes into the history at its depth, not into the system prompt.
+  await say(conversation.id, 'When does the ferry come?');
+  sent = systemOf();
+  expect(sent[0]!.content).not.toContain('LORE-FERRY');
+  expect(sent.at(-3)).toEqual({ role: 'system', content: `LORE-FERRY: the ferry runs at dawn, ${handle}.` });
+  expect(sent.at(-2)).toMatchObject({ role: 'user', content: 'When does the ferry come?' });
 });
 
 it("a lorebook is its NPC's only: another NPC asked the same gets none of it", async () => {

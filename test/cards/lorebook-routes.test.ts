@@ -75,3 +75,75 @@ it('a Player reads and replaces their NPC’s lorebook; another Player can neith
   expect((await app.api(`/api/lorebooks/${own!.id}`, { cookie, method: 'DELETE' })).status).toBe(204);
   expect((await books()).lorebooks).toEqual([]);
 });
+
+it('a book as large as an import accepts (1–2 MB) is saved from the editor as bytes, bounded while it is read', async () => {
+  const { cookie } = await app.signIn();
+  // 100 entries of 15,000 characters: 1.5 MB of JSON, past the 1 MB JSON body, within the 2 MB a book holds.
+  const big = {
+    name: 'Atlas',
+    entries: Array.from({ length: 100 }, (_, i) => ({
+      keys: [`place${i}`],
+      content: `${i} ${'the marsh road runs east. '.repeat(600)}`,
+      enabled: true,
+      extensions: { custom: i },
+    })),
+  };
+  const bytes = JSON.stringify(big);
+  expect(bytes.length).toBeGreaterThan(1_400_000);
+  const send = (path: string, body: string, method = 'POST', as = cookie) =>
+    fetch(`${app.url}${path}`, {
+      method,
+      headers: { cookie: as, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+      body,
+    });
+  const imported = await send('/api/lorebooks/import', bytes);
+  expect(imported.status).toBe(201);
+  const { lorebook } = (await imported.json()) as { lorebook: { id: string } };
+  const stored = async () =>
+    (await app.db.sql`select book from lorebooks where id = ${lorebook.id}`)[0]!.book as typeof big;
+
+  const edited = {
+    ...big,
+    entries: [...big.entries.slice(1), { keys: ['new'], content: 'N', enabled: true }],
+  };
+  // As a JSON body it is past the 1 MB limit, and the answer says how to send it.
+  const asJson = await app.api(`/api/lorebooks/${lorebook.id}`, {
+    cookie,
+    method: 'PUT',
+    body: { book: edited },
+  });
+  expect(asJson.status).toBe(413);
+  expect(await asJson.text()).toMatch(/application\/octet-stream/);
+  // As bytes it is saved whole.
+  const saved = await send(`/api/lorebooks/${lorebook.id}`, JSON.stringify({ book: edited }), 'PUT');
+  expect(saved.status).toBe(200);
+  expect(await saved.json()).toEqual({ problems: [] });
+  expect(await stored()).toEqual(edited);
+
+  // Bounded as an import is: past 2 MB of book, a string past the JSON limit, nesting too deep, not JSON, another
+  // Player's book — each refused, nothing changed.
+  const over = { ...big, entries: [...big.entries, ...big.entries.slice(0, 40)] };
+  const refusals: [string, number, string][] = [
+    [JSON.stringify({ book: over }), 413, 'LOREBOOK_TOO_LARGE'],
+    [
+      JSON.stringify({ book: { entries: [{ keys: ['k'], content: 'x'.repeat(1_000_001) }] } }),
+      413,
+      'LOREBOOK_TOO_LARGE',
+    ],
+    [`{"book":${'['.repeat(100)}${']'.repeat(100)}}`, 400, 'INVALID_BODY'],
+    ['{"book": {"entries": [', 400, 'INVALID_BODY'],
+    [JSON.stringify({ book: edited, more: 1 }), 400, 'INVALID_BODY'],
+  ];
+  for (const [body, status, code] of refusals) {
+    const res = await send(`/api/lorebooks/${lorebook.id}`, body, 'PUT');
+    expect([res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+      status,
+      code,
+    ]);
+  }
+  const { cookie: other } = await app.signIn();
+  expect(
+    (await send(`/api/lorebooks/${lorebook.id}`, JSON.stringify({ book: big }), 'PUT', other)).status,
+  ).toBe(404);
+  expect(await stored()).toEqual(edited);
+});

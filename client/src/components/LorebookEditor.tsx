@@ -1,11 +1,13 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { NpcLorebook } from '../../../src/wire/index.ts';
-import { api } from '../api.ts';
+import { sendFile } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
 type Book = z.output<typeof NpcLorebook>;
+/** What a save answers: the keys that never match, in words. */
+const Saved = z.object({ problems: z.array(z.string()) });
 /** An entry as the editor shows it; `rest` is everything else the card gave the entry, sent back untouched. */
 interface Draft {
   key: number;
@@ -78,11 +80,15 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
     ]);
   };
   const save = useMutation({
+    // As bytes, not a JSON body: a book may be as large as an import accepts (2 MB), past the API's 1 MB JSON.
     mutationFn: () =>
-      api<{ problems: string[] }>(`/api/lorebooks/${book.id}`, {
-        method: 'PUT',
-        body: { book: { ...book.book, entries: entries.map(toEntry) } },
-      }),
+      sendFile(
+        Saved,
+        `/api/lorebooks/${book.id}`,
+        new Blob([JSON.stringify({ book: { ...book.book, entries: entries.map(toEntry) } })]),
+        undefined,
+        'PUT',
+      ),
     onSuccess: async (r) => {
       setProblems(r.problems);
       setSaved(true);

@@ -371,6 +371,13 @@ export const schemaDict = {
             description:
               "The model the agent ran on when the session was published, e.g. 'anthropic/claude-sonnet'. Each turn records the model that actually produced it.",
           },
+          avatar: {
+            type: 'blob',
+            accept: ['image/png', 'image/jpeg', 'image/webp', 'image/gif'],
+            maxSize: 1000000,
+            description:
+              "The agent's picture, as its author chose to publish it: a blob in the author's repository. Optional; a reader without it shows the name alone.",
+          },
         },
       },
     },

@@ -52,6 +52,8 @@ export interface Agent {
   description?: string
   /** The model the agent ran on when the session was published, e.g. 'anthropic/claude-sonnet'. Each turn records the model that actually produced it. */
   model?: string
+  /** The agent's picture, as its author chose to publish it: a blob in the author's repository. Optional; a reader without it shows the name alone. */
+  avatar?: BlobRef
 }
 
 const hashAgent = 'agent'

@@ -1,0 +1,148 @@
+import { AtpAgent } from '@atproto/api';
+import { CID } from 'multiformats/cid';
+import { sha256 } from 'multiformats/hashes/sha2';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Network } from '../../src/appview/network.ts';
+import {
+  AVATAR_MAX_BYTES,
+  assertValidRecord,
+  avatarBlob,
+  avatarJson,
+  isValidRecord,
+  readAvatar,
+  SESSION,
+  sniffImage,
+} from '../../src/lexicon/index.ts';
+import { projectSession } from '../../src/publish/projection.ts';
+import { makeCover } from '../../src/redaction/index.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { picture } from '../support/picture.ts';
+
+// A published agent's avatar (ADR 0065): a blob referenced from the session record, only an accepted image within
+// the lexicon's size, its reference the one the PDS gives on upload, and validated in the JSON form records travel in.
+const bytes = (...b: number[]) => new Uint8Array([...b, ...new Array(16).fill(0)]);
+
+describe('the avatar, pure', () => {
+  it('only PNG, JPEG, WebP and GIF, by their bytes; at most the lexicon’s size', async () => {
+    expect(sniffImage(picture())).toBe('image/png');
+    expect(sniffImage(bytes(0xff, 0xd8, 0xff, 0xe0))).toBe('image/jpeg');
+    expect(sniffImage(bytes(0x47, 0x49, 0x46, 0x38, 0x39, 0x61))).toBe('image/gif');
+    expect(sniffImage(bytes(0x52, 0x49, 0x46, 0x46, 1, 2, 3, 4, 0x57, 0x45, 0x42, 0x50))).toBe('image/webp');
+    for (const text of ['<svg xmlns="http://www.w3.org/2000/svg"/>', '<html><script>x</script>', ''])
+      expect(await avatarBlob(new TextEncoder().encode(text))).toBeUndefined();
+    const big = new Uint8Array(AVATAR_MAX_BYTES + 1);
+    big.set(picture());
+    expect(await avatarBlob(big)).toBeUndefined();
+    expect(await avatarBlob(big.subarray(0, AVATAR_MAX_BYTES))).toMatchObject({ size: AVATAR_MAX_BYTES });
+  });
+
+  it('a reader takes a record’s avatar only when it is a raw blob of an accepted type and size', async () => {
+    const a = (await avatarBlob(picture()))!;
+    expect(readAvatar(avatarJson(a))).toEqual(a);
+    const bad = [
+      { ...avatarJson(a), mimeType: 'image/svg+xml' },
+      { ...avatarJson(a), mimeType: 'text/html' },
+      { ...avatarJson(a), size: AVATAR_MAX_BYTES + 1 },
+      { ...avatarJson(a), size: -1 },
+      { ...avatarJson(a), ref: { $link: 'https://example.com/x.png' } },
+      // A dag-cbor CID (a record's, not a blob's).
+      { ...avatarJson(a), ref: { $link: 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm' } },
+      { ...avatarJson(a), $type: 'link' },
+      'https://example.com/x.png',
+      null,
+    ];
+    for (const v of bad) expect(readAvatar(v)).toBeUndefined();
+  });
+
+  it('the session record carries the avatar only for an agent given one, never covered, and is valid', async () => {
+    const a = (await avatarBlob(picture()))!;
+    const record = projectSession({
+      title: 'Maps',
+      createdAt: new Date('2026-11-01T09:00:00Z'),
+      agents: [
+        { name: 'Ada', jobTitle: 'Librarian', model: null, avatar: a },
+        { name: 'Bo', jobTitle: '', model: null },
+      ],
+      // A covered word that is also the image type's: structure is not words.
+      cover: makeCover(['png']),
+    });
+    expect(record.agents).toEqual([
+      { name: 'Ada', role: 'Librarian', avatar: avatarJson(a) },
+      { name: 'Bo' },
+    ]);
+    assertValidRecord(SESSION, record);
+    expect(isValidRecord(SESSION, record)).toBe(true);
+    // A $link that is not a CID is an invalid record, not a thrown error.
+    const broken = {
+      ...record,
+      agents: [{ name: 'Ada', avatar: { ...avatarJson(a), ref: { $link: 'x' } } }],
+    };
+    expect(isValidRecord(SESSION, broken)).toBe(false);
+  });
+});
+
+describe('the avatar on the dev-env PDS', () => {
+  let local: LocalApp;
+  beforeAll(async () => {
+    local = await startLocalApp();
+  }, 120_000);
+  afterAll(() => local?.close());
+
+  it('the reference projected before the upload is the PDS’s own; the record is stored and the blob served', async () => {
+    const net = local.app.running.localnet!;
+    const bob = net.accounts.find((x) => x.handle === 'bob.test')!;
+    const agent = new AtpAgent({ service: net.pdsUrl });
+    await agent.login({ identifier: bob.handle, password: bob.password });
+    const image = picture();
+    const a = (await avatarBlob(image))!;
+    const uploaded = await agent.com.atproto.repo.uploadBlob(image, { encoding: a.mimeType });
+    expect({
+      cid: uploaded.data.blob.ref.toString(),
+      mimeType: uploaded.data.blob.mimeType,
+      size: uploaded.data.blob.size,
+    }).toEqual(a);
+    const record = projectSession({
+      title: 'Maps',
+      createdAt: new Date(),
+      agents: [{ name: 'Ada', jobTitle: '', model: null, avatar: a }],
+      cover: makeCover([]),
+    });
+    const put = await agent.com.atproto.repo.putRecord({
+      repo: bob.did,
+      collection: SESSION,
+      rkey: '3kaaaaaaaaaa2',
+      record: record as never,
+    });
+    expect(put.success).toBe(true);
+    const got = await fetch(
+      `${net.pdsUrl}/xrpc/com.atproto.repo.getRecord?repo=${bob.did}&collection=${SESSION}&rkey=3kaaaaaaaaaa2`,
+    );
+    const { value } = (await got.json()) as { value: { agents: unknown[] } };
+    expect(isValidRecord(SESSION, value)).toBe(true);
+    expect(readAvatar((value.agents[0] as { avatar: unknown }).avatar)).toEqual(a);
+    const blob = await fetch(`${net.pdsUrl}/xrpc/com.atproto.sync.getBlob?did=${bob.did}&cid=${a.cid}`);
+    expect(blob.status).toBe(200);
+    expect(new Uint8Array(await blob.arrayBuffer())).toEqual(image);
+
+    // The reader's fetch: from the PDS bob's DID document names, checked against the reference.
+    const network = new Network({
+      handleResolver: () => net.pdsUrl,
+      plcUrl: () => net.plcUrl,
+      local: true,
+      fetch,
+    });
+    expect(await network.avatar(bob.did, a)).toEqual(image);
+    // A reference the bytes do not match (another type claimed, another size), or a DID that is not one: nothing.
+    expect(await network.avatar(bob.did, { ...a, mimeType: 'image/jpeg' })).toBeNull();
+    expect(await network.avatar(bob.did, { ...a, size: a.size + 1 })).toBeNull();
+    expect(await network.avatar('did:web:127.0.0.1%3A1', a)).toBeNull();
+    // A blob past the limit (the PDS takes it; a record may claim it is small) is not read past 1,000,000 bytes.
+    const huge = new Uint8Array(AVATAR_MAX_BYTES + 200_000);
+    huge.set(image);
+    await agent.com.atproto.repo.uploadBlob(huge, { encoding: 'image/png' });
+    const hugeCid = CID.createV1(0x55, await sha256.digest(huge)).toString();
+    expect(
+      await network.avatar(bob.did, { cid: hugeCid, mimeType: 'image/png', size: AVATAR_MAX_BYTES }),
+    ).toBeNull();
+  });
+});
