@@ -66,6 +66,9 @@ export async function serve(ctx: AppContext): Promise<Running> {
   const close = async () => {
     // /readyz sends the load balancer elsewhere from now on.
     ctx.state.draining = true;
+    // Replies in flight end first, as interrupted with what arrived stored, as they did before the jobs' stops
+    // (which may wait on a batch) came first; the context's close ends any that started since.
+    await ctx.hub.stopAll();
     for (let stop = stops.pop(); stop; stop = stops.pop()) await stop();
     await ctx.close();
   };
