@@ -1,4 +1,6 @@
 import type { Sql } from '../db/index.ts';
+import { type AttachmentPart, attachmentsOf, readParts } from '../parts/index.ts';
+import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 
 // Reads and small writes of Conversations and Messages that other rooms make: they call these instead of
 // naming this room's tables (test/structure/tables.test.ts).
@@ -27,4 +29,86 @@ export async function retitle(sql: Sql, conversationId: string, from: string, to
   const [row] = await sql`update conversations set title = ${to}
     where id = ${conversationId} and title = ${from} returning id`;
   return row !== undefined;
+}
+
+export interface HistoryRow {
+  seq: string;
+  role: 'player' | 'npc';
+  npcId: string | null;
+  npcName: string | null;
+  text: string;
+  /** A Player Message's attachments (file and url Parts), in order; empty otherwise. */
+  attachments: AttachmentPart[];
+}
+
+/**
+ * The history a turn needs: every Message after the rolling summary, oldest first. Once the summary keeps
+ * up, that is the window plus what arrived since, so a long Conversation costs no more than a short one.
+ */
+export async function readHistoryTail(
+  sql: Sql,
+  conversationId: string,
+  after: string,
+): Promise<HistoryRow[]> {
+  const rows = await sql<(Omit<HistoryRow, 'attachments'> & { attachments: unknown })[]>`
+    select seq::text as seq, role, npc_id as "npcId", npc_name as "npcName", text,
+      -- Most Player Messages are one text Part: only longer ones are searched for attachments.
+      case when role = 'player' and jsonb_array_length(parts) > 1
+        then jsonb_path_query_array(parts, '$[*] ? (@.type == "file" || @.type == "url")')
+      end as attachments
+    from messages
+    where conversation_id = ${conversationId} and on_path and seq > ${after} and status <> 'streaming'
+    order by messages.seq`;
+  return rows.map((r) => ({
+    ...r,
+    attachments: r.attachments ? attachmentsOf(readParts(r.attachments)) : [],
+  }));
+}
+
+/** The text of the Player's last Message in a Conversation of theirs ('' when there is none). */
+export async function lastPlayerText(sql: Sql, playerId: string, conversationId: string): Promise<string> {
+  const [row] = await sql<{ text: string }[]>`
+    select m.text from messages m join conversations c on c.id = m.conversation_id
+    where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player' and m.on_path
+    order by m.seq desc limit 1`;
+  return row?.text ?? '';
+}
+
+/** The Messages on a Conversation's path, oldest first: what publishing reads (the current branch). */
+export async function allMessages(sql: Sql, conversationId: string): Promise<Message[]> {
+  const rows = await sql<MessageRow[]>`
+    select ${messageColumns(sql)} from messages where conversation_id = ${conversationId} and on_path
+    order by messages.seq`;
+  return rows.map(toMessage);
+}
+
+/** The ids of the Messages on a Conversation's path, in order. */
+export async function messageIds(sql: Sql, conversationId: string): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`
+    select id from messages where conversation_id = ${conversationId} and on_path order by seq`;
+  return rows.map((r) => r.id);
+}
+
+/**
+ * One of the Player's NPC Messages in one of their Conversations, with the Player Message it answers (the last
+ * one before it): what a viewer attaching to a reply needs. Another Player's is undefined.
+ */
+export async function getReply(
+  sql: Sql,
+  playerId: string,
+  conversationId: string,
+  messageId: string,
+): Promise<(Message & { playerMessageId: string | null }) | undefined> {
+  const [row] = await sql<(MessageRow & { player_message_id: string | null })[]>`
+    select ${messageColumns(sql)},
+      (with recursive up as (
+         select p.id, p.parent_id, p.role, 0 as depth from messages p where p.id = m.parent_id
+         union all
+         select p.id, p.parent_id, p.role, up.depth + 1 from messages p join up on p.id = up.parent_id
+         where up.role <> 'player' and up.depth < 50)
+       select id from up where role = 'player' limit 1) as player_message_id
+    from messages m
+    where m.id = ${messageId} and m.conversation_id = ${conversationId} and m.role = 'npc'
+      and exists (select 1 from conversations c where c.id = m.conversation_id and c.player_id = ${playerId})`;
+  return row ? { ...toMessage(row), playerMessageId: row.player_message_id } : undefined;
 }

@@ -76,7 +76,11 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
   'src/conversations/store.ts': {
     tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
-    why: 'deleting a Conversation or a reply takes its files along and refuses a published one',
+    why: 'deleting a Conversation takes its files along; the list shows each one’s publication, and its NPCs',
+  },
+  'src/conversations/turnStore.ts': {
+    tables: ['attachments'],
+    why: 'the statement that writes a Message hands it its uploads (or a reply the files its NPC shared)',
   },
   'src/conversations/spending.ts': {
     tables: ['players'],
