@@ -5,9 +5,9 @@ import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
 import { loadAttachments } from './attachments.ts';
 import type { TurnBudget } from './budget.ts';
+import type { Speaker, TurnDeps } from './deps.ts';
 import { toModelMessages, turnTokens } from './history.ts';
 import { postHistoryMessage, postHistoryText, systemPromptParts } from './prompt.ts';
-import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
 
