@@ -8,12 +8,17 @@ export {
   everyMessageId,
   getReply,
   type HistoryRow,
+  isMessageOf,
   lastPlayerText,
   messageIds,
   messageText,
+  pathRoles,
   readHistoryTail,
+  replyState,
   retitle,
+  streamingReplies,
   titleOf,
+  turnAndPath,
 } from './queries.ts';
 export { conversationRoutes } from './routes.ts';
 export {

@@ -1,4 +1,4 @@
-import type { Sql } from '../db/index.ts';
+import { LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
 import { type AttachmentPart, attachmentsOf, readParts } from '../parts/index.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 
@@ -111,4 +111,56 @@ export async function getReply(
     where m.id = ${messageId} and m.conversation_id = ${conversationId} and m.role = 'npc'
       and exists (select 1 from conversations c where c.id = m.conversation_id and c.player_id = ${playerId})`;
   return row ? { ...toMessage(row), playerMessageId: row.player_message_id } : undefined;
+}
+
+/** A reply's status, and whether the server writing it is alive (a follower elsewhere asks: replies/mirror.ts). */
+export async function replyState(
+  sql: Sql,
+  messageId: string,
+): Promise<{ status: string; alive: boolean } | undefined> {
+  const [row] = await sql<{ status: string; alive: boolean }[]>`
+    select status, instance_id in (${sql.unsafe(LIVE_INSTANCES)}) as alive from messages where id = ${messageId}`;
+  return row;
+}
+
+/** The ids of the replies being written now, on any server. */
+export async function streamingReplies(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`select id from messages where status = 'streaming'`;
+  return rows.map((r) => r.id);
+}
+
+/** Whether `messageId` is a Message of this Conversation of this Player's. */
+export async function isMessageOf(
+  sql: Sql,
+  playerId: string,
+  conversationId: string,
+  messageId: string,
+): Promise<boolean> {
+  const rows = await sql`select 1 from messages m join conversations c on c.id = m.conversation_id
+    where m.id = ${messageId} and c.id = ${conversationId} and c.player_id = ${playerId}`;
+  return rows.length > 0;
+}
+
+/** The Messages on a Conversation's path, in order, by id and role (what holding a question back reads). */
+export async function pathRoles(
+  q: Queryable,
+  conversationId: string,
+): Promise<{ id: string; role: 'player' | 'npc' }[]> {
+  return q<{ id: string; role: 'player' | 'npc' }[]>`select id, role from messages
+    where conversation_id = ${conversationId} and on_path order by seq`;
+}
+
+/**
+ * Whether a turn is running in the Conversation (its claim held by a live server), and its path's Message ids
+ * in order, read together (live publishing appends exactly this path, or nothing).
+ */
+export async function turnAndPath(
+  sql: Sql,
+  conversationId: string,
+): Promise<{ busy: boolean; path: string[] } | undefined> {
+  const [row] = await sql<{ busy: boolean; path: string[] }[]>`
+    select c.turn_owner is not null and c.turn_owner in (${sql.unsafe(LIVE_INSTANCES)}) as busy,
+      array(select m.id::text from messages m where m.conversation_id = c.id and m.on_path order by m.seq) as path
+    from conversations c where c.id = ${conversationId}`;
+  return row;
 }
