@@ -64,19 +64,7 @@ export function startIndexer(o: IndexerOptions): Indexer {
       conn.release();
     };
     if (stopped) return;
-    const source = o.source.kind;
-    const batcher = new Batcher(
-      o.sql,
-      source,
-      {
-        onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
-        onSkip: (uri, reason) => {
-          metrics.indexerSkipped.inc();
-          o.log(`indexer: skipped ${uri}: ${reason}`);
-        },
-      },
-      new URL(o.source.url).host,
-    );
+    const batcher = batcherFor(o);
     // Deletes are remembered for a while (store.ts: TOMBSTONE_DAYS), then let go, by the one leader.
     const pruning = setInterval(() => void pruneTombstones(o.sql).catch(() => {}), 60 * 60_000);
     pruning.unref();
@@ -84,34 +72,10 @@ export function startIndexer(o: IndexerOptions): Indexer {
       clearInterval(pruning);
       await batcher.close();
     };
-    if (o.source.kind === 'jetstream') {
-      const jetstream = new JetstreamFollower({
-        url: o.source.url,
-        getCursor: () => readJetstreamPosition(o.sql),
-        handle: (op) => batcher.add(op),
-        isKnownActor: async (did) => (await o.sql`select 1 from index_actors where did = ${did}`).length > 0,
-        onError: (message, e) => o.log(`indexer: ${message}`, e),
-      });
-      follower = jetstream;
-      lead();
-      jetstream.start();
-      return;
-    }
-    // The relay's commits are verified against their authors' keys (and handles both ways); a DID that fails
-    // to resolve is not retried on every commit it sends (didGuard.ts).
-    const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
-    guardKeyResolution(idResolver.did);
-    const firehose = new Firehose({
-      service: o.source.url,
-      idResolver,
-      getCursor: () => readCursor(o.sql, 'relay'),
-      filterCollections: [...COLLECTIONS],
-      handleEvent: (evt) => batcher.add(relayOp(evt)),
-      onError: (err) => o.log('indexer: an event could not be processed', err),
-    });
-    follower = { stop: () => firehose.destroy() };
+    const source = followerFor(o, batcher);
+    follower = source;
     lead();
-    firehose.start().catch((e) => o.log('indexer stopped', e));
+    source.start();
   };
   const running = run().catch((e) => o.log('indexer failed to start', e));
 
@@ -124,6 +88,51 @@ export function startIndexer(o: IndexerOptions): Indexer {
       await close();
       await release?.();
     },
+  };
+}
+
+/** The batcher the leader writes its ops through. */
+function batcherFor(o: IndexerOptions): Batcher {
+  return new Batcher(
+    o.sql,
+    o.source.kind,
+    {
+      onError: (e) => o.log('indexer: a batch could not be written; retrying', e),
+      onSkip: (uri, reason) => {
+        metrics.indexerSkipped.inc();
+        o.log(`indexer: skipped ${uri}: ${reason}`);
+      },
+    },
+    new URL(o.source.url).host,
+  );
+}
+
+/** The event stream the leader follows (Jetstream, or a relay's firehose), not started yet. */
+function followerFor(o: IndexerOptions, batcher: Batcher): { start(): void; stop(): Promise<void> } {
+  if (o.source.kind === 'jetstream') {
+    return new JetstreamFollower({
+      url: o.source.url,
+      getCursor: () => readJetstreamPosition(o.sql),
+      handle: (op) => batcher.add(op),
+      isKnownActor: async (did) => (await o.sql`select 1 from index_actors where did = ${did}`).length > 0,
+      onError: (message, e) => o.log(`indexer: ${message}`, e),
+    });
+  }
+  // The relay's commits are verified against their authors' keys (and handles both ways); a DID that fails
+  // to resolve is not retried on every commit it sends (didGuard.ts).
+  const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
+  guardKeyResolution(idResolver.did);
+  const firehose = new Firehose({
+    service: o.source.url,
+    idResolver,
+    getCursor: () => readCursor(o.sql, 'relay'),
+    filterCollections: [...COLLECTIONS],
+    handleEvent: (evt) => batcher.add(relayOp(evt)),
+    onError: (err) => o.log('indexer: an event could not be processed', err),
+  });
+  return {
+    start: () => void firehose.start().catch((e) => o.log('indexer stopped', e)),
+    stop: () => firehose.destroy(),
   };
 }
 

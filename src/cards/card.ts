@@ -171,41 +171,11 @@ export function fromJson(card: unknown): ImportedCard {
     if (v.length > max) throw tooLong(field, v.length, max);
     return v;
   };
-  const alternateGreetings = strings(d.alternate_greetings).map(wellFormed);
-  if (alternateGreetings.length > NPC_LIMITS.alternateGreetings)
-    throw new CardError(
-      'CARD_TOO_LONG',
-      `The card has ${alternateGreetings.length} alternate greetings; an NPC keeps ${NPC_LIMITS.alternateGreetings}.`,
-    );
-  for (const g of alternateGreetings)
-    if (g.length > NPC_LIMITS.greeting) throw tooLong('alternate greeting', g.length, NPC_LIMITS.greeting);
+  const alternateGreetings = greetingsOf(d);
   const notes: string[] = [];
-  const allTags = strings(d.tags).map(wellFormed);
-  const tags = allTags.filter((t) => t.length <= NPC_LIMITS.tag).slice(0, NPC_LIMITS.tags);
-  if (tags.length < allTags.length)
-    notes.push(
-      `${allTags.length - tags.length} tag(s) were left out (past ${NPC_LIMITS.tags}, or too long).`,
-    );
-  // Stored as jsonb: NUL and half surrogate pairs are made storable, like every text field.
-  const { [OURS]: oursRaw, ...extensions } = obj(wellFormed(d.extensions));
-  const ours = obj(oursRaw);
-  if (JSON.stringify(extensions).length > 64_000)
-    throw new CardError('CARD_TOO_LARGE', "The card's extensions hold more than 64 KB of data.");
-  const cardExtra: Record<string, unknown> = {};
-  // An empty group_only_greetings is V3's default form (what our own V3 export writes): nothing to keep.
-  if (spec === 'v3')
-    for (const k of V3_ONLY)
-      if (k in d && !(k === 'group_only_greetings' && Array.isArray(d[k]) && d[k].length === 0))
-        cardExtra[k] = wellFormed(d[k]);
-  if (JSON.stringify(cardExtra).length > 64_000)
-    throw new CardError('CARD_TOO_LARGE', "The card's V3 fields (assets, nickname, …) hold more than 64 KB.");
-  let lorebook: Lorebook | null;
-  try {
-    lorebook = readBook(wellFormed(d.character_book));
-  } catch (e) {
-    if (e instanceof LorebookError) throw new CardError('CARD_TOO_LARGE', e.message);
-    throw e;
-  }
+  const tags = tagsOf(d, notes);
+  const { extensions, ours, cardExtra } = extrasOf(d, spec);
+  const lorebook = bookOf(d);
   const short = (v: unknown, max: number) =>
     typeof v === 'string' ? wellFormed(v.trim().slice(0, max)) : '';
   return {
@@ -235,6 +205,58 @@ export function fromJson(card: unknown): ImportedCard {
     lorebook,
     notes,
   };
+}
+
+/** The card's alternate greetings, refused past what an NPC keeps. */
+function greetingsOf(d: Record<string, unknown>): string[] {
+  const alternateGreetings = strings(d.alternate_greetings).map(wellFormed);
+  if (alternateGreetings.length > NPC_LIMITS.alternateGreetings)
+    throw new CardError(
+      'CARD_TOO_LONG',
+      `The card has ${alternateGreetings.length} alternate greetings; an NPC keeps ${NPC_LIMITS.alternateGreetings}.`,
+    );
+  for (const g of alternateGreetings)
+    if (g.length > NPC_LIMITS.greeting) throw tooLong('alternate greeting', g.length, NPC_LIMITS.greeting);
+  return alternateGreetings;
+}
+
+/** The card's tags an NPC keeps; those left out are said in `notes`. */
+function tagsOf(d: Record<string, unknown>, notes: string[]): string[] {
+  const allTags = strings(d.tags).map(wellFormed);
+  const tags = allTags.filter((t) => t.length <= NPC_LIMITS.tag).slice(0, NPC_LIMITS.tags);
+  if (tags.length < allTags.length)
+    notes.push(
+      `${allTags.length - tags.length} tag(s) were left out (past ${NPC_LIMITS.tags}, or too long).`,
+    );
+  return tags;
+}
+
+/** The card's extensions (ours apart) and its V3-only fields, kept as they are, each at most 64 KB. */
+function extrasOf(d: Record<string, unknown>, spec: ImportedCard['spec']) {
+  // Stored as jsonb: NUL and half surrogate pairs are made storable, like every text field.
+  const { [OURS]: oursRaw, ...extensions } = obj(wellFormed(d.extensions));
+  const ours = obj(oursRaw);
+  if (JSON.stringify(extensions).length > 64_000)
+    throw new CardError('CARD_TOO_LARGE', "The card's extensions hold more than 64 KB of data.");
+  const cardExtra: Record<string, unknown> = {};
+  // An empty group_only_greetings is V3's default form (what our own V3 export writes): nothing to keep.
+  if (spec === 'v3')
+    for (const k of V3_ONLY)
+      if (k in d && !(k === 'group_only_greetings' && Array.isArray(d[k]) && d[k].length === 0))
+        cardExtra[k] = wellFormed(d[k]);
+  if (JSON.stringify(cardExtra).length > 64_000)
+    throw new CardError('CARD_TOO_LARGE', "The card's V3 fields (assets, nickname, …) hold more than 64 KB.");
+  return { extensions, ours, cardExtra };
+}
+
+/** The card's own lorebook (its `character_book`), if it has one. */
+function bookOf(d: Record<string, unknown>): Lorebook | null {
+  try {
+    return readBook(wellFormed(d.character_book));
+  } catch (e) {
+    if (e instanceof LorebookError) throw new CardError('CARD_TOO_LARGE', e.message);
+    throw e;
+  }
 }
 
 /** The card's `data`, shared by V2 and V3: every field as stored, our own under `extensions.agentsville`. */

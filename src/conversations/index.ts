@@ -1,8 +1,25 @@
-// conversations/: Conversations and Messages. The store (the turn writes through it) and the CRUD routes.
+// conversations/: Conversations and Messages. The CRUD store and routes, the turn's write side (turnStore.ts),
+// and the reads other rooms make (queries.ts).
 
 export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
-export { everyMessageId, messageText, retitle, titleOf } from './queries.ts';
+export {
+  allMessages,
+  everyMessageId,
+  getReply,
+  type HistoryRow,
+  isMessageOf,
+  lastPlayerText,
+  messageIds,
+  messageText,
+  pathRoles,
+  readHistoryTail,
+  replyState,
+  retitle,
+  streamingReplies,
+  titleOf,
+  turnAndPath,
+} from './queries.ts';
 export { conversationRoutes } from './routes.ts';
 export {
   budgetSpent,
@@ -12,24 +29,20 @@ export {
   todaysSpend,
 } from './spending.ts';
 export {
-  allMessages,
+  type Conversation,
+  getConversation,
+  getParticipants,
+} from './store.ts';
+export {
   beginPlayerTurn,
   beginRegenerate,
-  type Conversation,
   chargeTokens,
   checkpointMessages,
   finishMessage,
-  getConversation,
-  getParticipants,
-  getReply,
-  type HistoryRow,
   insertNpcMessage,
-  lastPlayerText,
   linkShared,
   markInterrupted,
   markUnfinished,
-  messageIds,
-  readHistoryTail,
   releaseTurn,
   saveSummary,
-} from './store.ts';
+} from './turnStore.ts';

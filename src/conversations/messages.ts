@@ -1,3 +1,4 @@
+import type { Queryable } from '../db/index.ts';
 import { flattenText, type Part, plainName, readParts, settleRunningTools } from '../parts/index.ts';
 
 /** `truncated`: the Provider cut the reply at its output limit; what came is kept (issue 27). */
@@ -63,6 +64,11 @@ export interface MessageRow {
   branch_previous?: string | null;
   branch_next?: string | null;
 }
+
+/** The columns a `MessageRow` is read from. */
+export const messageColumns = (sql: Queryable) => sql`
+  id, seq::text as seq, role, npc_id, npc_name, parts, text, status, error, provider, model,
+  input_tokens, output_tokens, reasoning_tokens, cached_input_tokens, cost_usd, created_at, parent_id`;
 
 /** A stored row as the API shows it. Rows written before Parts existed read as one text Part. */
 export function toMessage(row: MessageRow): Message {

@@ -1,3 +1,4 @@
+import { isMessageOf, pathRoles } from '../conversations/index.ts';
 import type { Queryable, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { repliesToHold } from './review.ts';
@@ -31,13 +32,14 @@ export async function turnEnded(sql: Sql, conversationIds: string | readonly str
  */
 export async function holdBack(sql: Sql, playerId: string, conversationId: string, messageId: string) {
   // Any record of it, written or about to be: it is on its way out, or out (the caller holds the lock).
-  const [row] = await sql<{ published: boolean; known: boolean }[]>`
-    select exists (select 1 from publication_records where conversation_id = ${conversationId}
-        and message_id = ${messageId}) as published,
-      exists (select 1 from messages m join conversations c on c.id = m.conversation_id
-        where m.id = ${messageId} and c.id = ${conversationId} and c.player_id = ${playerId}) as known`;
-  if (!row?.known) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
-  if (row.published)
+  const [known, [row]] = await Promise.all([
+    isMessageOf(sql, playerId, conversationId, messageId),
+    sql<{ published: boolean }[]>`
+      select exists (select 1 from publication_records where conversation_id = ${conversationId}
+        and message_id = ${messageId}) as published`,
+  ]);
+  if (!known) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
+  if (row?.published)
     throw new AppError(
       'ALREADY_PUBLISHED',
       'That turn has gone out already: withhold it from the publish page.',
@@ -56,8 +58,7 @@ export async function holdBack(sql: Sql, playerId: string, conversationId: strin
  */
 export async function holdReplies(sql: Queryable, conversationId: string): Promise<void> {
   const [path, draft, out] = await Promise.all([
-    sql<{ id: string; role: 'player' | 'npc' }[]>`select id, role from messages
-      where conversation_id = ${conversationId} and on_path order by seq`,
+    pathRoles(sql, conversationId),
     getDraft(sql, conversationId),
     sql<{ id: string }[]>`select message_id as id from publication_records
       where conversation_id = ${conversationId} and message_id is not null`,

@@ -1,5 +1,5 @@
-import { markInterrupted } from '../conversations/index.ts';
-import { LIVE_INSTANCES, type Sql } from '../db/index.ts';
+import { markInterrupted, messageIds, turnAndPath } from '../conversations/index.ts';
+import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
 import { holdReplies, turnEnded } from './hold.ts';
@@ -67,15 +67,14 @@ async function append(
   // Only once the Conversation is quiet: no turn running (a Party's next reply may not have begun yet), and the
   // last turn's delay has passed — a retry must not catch a turn that has only just ended. The path is read in
   // the same statement: the append publishes exactly it, or nothing (see below).
-  const [quiet] = await deps.sql<{ busy: boolean; wait: Date | null; path: string[]; reviewed: string[] }[]>`
-    select c.turn_owner is not null and c.turn_owner in (${deps.sql.unsafe(LIVE_INSTANCES)}) as busy,
-      case when p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) > now()
-        then p.live_turn_ended_at + make_interval(secs => p.live_delay_seconds) end as wait,
-      array(select m.id::text from messages m where m.conversation_id = p.conversation_id and m.on_path
-        order by m.seq) as path,
-      p.reviewed_path::text[] as reviewed
-    from publications p join conversations c on c.id = p.conversation_id
-    where p.conversation_id = ${due.conversationId}`;
+  // The Conversation first, the publication after: a turn that ends in between has dated its end already.
+  const turn = await turnAndPath(deps.sql, due.conversationId);
+  const [publication] = await deps.sql<{ wait: Date | null; reviewed: string[] }[]>`
+    select case when live_turn_ended_at + make_interval(secs => live_delay_seconds) > now()
+        then live_turn_ended_at + make_interval(secs => live_delay_seconds) end as wait,
+      reviewed_path::text[] as reviewed
+    from publications where conversation_id = ${due.conversationId}`;
+  const quiet = turn && publication && { ...turn, ...publication };
   if (!quiet) return;
   // The path no longer starts with what the Player reviewed (another branch shown, an edit, a regenerated
   // reply): paused until they review and publish again. Nothing is sent, deleted or rewritten.
@@ -91,13 +90,14 @@ async function append(
     await holdReplies(deps.sql, due.conversationId);
     const choices: Choices = {};
     if (due.withhold) {
-      const [draft, fresh] = await Promise.all([
+      const [draft, path, out] = await Promise.all([
         getDraft(deps.sql, due.conversationId),
-        deps.sql<{ id: string }[]>`select m.id from messages m where m.conversation_id = ${due.conversationId}
-          and m.on_path and not exists (select 1 from publication_records r
-            where r.conversation_id = m.conversation_id and r.message_id = m.id)`,
+        messageIds(deps.sql, due.conversationId),
+        deps.sql<{ id: string }[]>`select message_id as id from publication_records
+          where conversation_id = ${due.conversationId} and message_id is not null`,
       ]);
-      for (const { id } of fresh) if (!draft?.choices[id]) choices[id] = { withheld: true };
+      const published = new Set(out.map((r) => r.id));
+      for (const id of path) if (!published.has(id) && !draft?.choices[id]) choices[id] = { withheld: true };
     }
     // With the path read above: if it moved since (a branch shown, a turn begun), nothing goes out
     // (CONVERSATION_CHANGED); whatever moved it makes the append due again.

@@ -8,7 +8,6 @@ import {
   type PublishedAvatar,
   SESSION,
   type SessionRecord,
-  type StepRecord,
 } from '../lexicon/index.ts';
 import { flattenText, type Part } from '../parts/index.ts';
 import {
@@ -28,7 +27,7 @@ import {
   pointerKey,
   type RecordPointer,
 } from './references.ts';
-import { defaultStepName, defaultStepSummary } from './steps.ts';
+import { stepsOf } from './steps.ts';
 import { clip, graphemes, oneLine } from './text.ts';
 
 /**
@@ -249,22 +248,31 @@ export function projectTurn(
   const text = ctx.published.texts.get(turn.messageId) ?? '';
   if (text) record.text = text;
 
-  const tools = turn.parts.filter((p): p is Extract<Part, { type: 'tool' }> => p.type === 'tool');
-  if (tools.length > 100)
-    problem(
-      'TOO_MANY_STEPS',
-      `Turn ${index + 1} made ${tools.length} tool calls; at most 100 can be published.`,
-    );
-  const steps: StepRecord[] = tools.slice(0, 100).map((part, i) => {
-    const step: StepRecord = {
-      name: choice.stepNames?.[i]?.trim() || defaultStepName(part),
-      summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, ctx.known),
-    };
-    if (part.state === 'failed') step.failed = true;
-    return step;
-  });
+  const steps = stepsOf(turn.parts, index, choice, ctx.known, problem);
   if (steps.length) record.steps = steps;
+  const { refs, mentions } = linksOf(turn, index, choice, ctx, problem, unchecked);
+  if (refs.length) record.refs = refs.slice(0, 50);
+  if (mentions.length) record.mentions = [...new Set(mentions)].slice(0, 50);
 
+  const out = coverStrings(record, ctx.published.cover, MESSAGE_KEEP);
+  checkLimits(out, index, choice, problem);
+  return { record: out, problems, unchecked };
+}
+
+type Report = (code: Problem['code'], message: string) => void;
+
+/**
+ * The turn's record links and mentions as looked up: one not looked up yet goes to `unchecked`, one that is bad,
+ * covered or could not be resolved is a problem.
+ */
+function linksOf(
+  turn: PublishTurn,
+  index: number,
+  choice: TurnChoice,
+  ctx: { resolution: Resolution; published: Published },
+  problem: Report,
+  unchecked: string[],
+): { refs: { uri: string; cid: string }[]; mentions: string[] } {
   const { pointers, accounts, bad, covered } = referencesOf(turn, choice, ctx.published);
   for (const raw of bad)
     problem(
@@ -288,7 +296,6 @@ export function projectTurn(
       problem('UNRESOLVED_REF', `Turn ${index + 1} refers to ${pointerKey(p)}, which could not be found.`);
     return resolved ? [{ uri: resolved.uri, cid: resolved.cid }] : [];
   });
-  if (refs.length) record.refs = refs.slice(0, 50);
   const mentions = accounts.flatMap((a) => {
     if (!ctx.resolution.mentions.has(a)) {
       unchecked.push(isDid(a) ? a : `@${a}`);
@@ -302,10 +309,11 @@ export function projectTurn(
       );
     return did ? [did] : [];
   });
-  if (mentions.length) record.mentions = [...new Set(mentions)].slice(0, 50);
+  return { refs, mentions };
+}
 
-  const out = coverStrings(record, ctx.published.cover, MESSAGE_KEEP);
-  // Limits are checked on what will be written, after covering.
+/** Limits are checked on what will be written, after covering; step names and default summaries are clipped. */
+function checkLimits(out: MessageRecord, index: number, choice: TurnChoice, problem: Report): void {
   const tooLong = out.text ? textOverLimit(out.text) : undefined;
   if (tooLong) {
     problem(
@@ -325,7 +333,6 @@ export function projectTurn(
       );
     }
   }
-  return { record: out, problems, unchecked };
 }
 
 /** Which of the text's limits it is over, in words (the one that was hit), or undefined when within both. */

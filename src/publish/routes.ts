@@ -8,8 +8,9 @@ import { plainName } from '../parts/index.ts';
 import { AgentChoices, TurnChoice } from '../redaction/index.ts';
 import { holdBack } from './hold.ts';
 import { setLive } from './live.ts';
+import { removedWords } from './plan.ts';
 import { extendsReviewed } from './review.ts';
-import { type PublishDeps, previewPublication, publish, removedWords, resume, unpublish } from './service.ts';
+import { type PublishDeps, previewPublication, publish, resume, unpublish } from './service.ts';
 import {
   getDraft,
   getPublication,

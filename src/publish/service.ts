@@ -1,5 +1,4 @@
 import { Agent } from '@atproto/api';
-import { TID } from '@atproto/common-web';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { indexedUris, indexRecords, removeRecord } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
@@ -12,26 +11,18 @@ import {
 } from '../conversations/index.ts';
 import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
+import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { publishOutcome } from '../metrics/index.ts';
-import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
+import type { Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import { turnEnded } from './hold.ts';
-import {
-  defaultTitle,
-  type Problem,
-  type PublishTurn,
-  projectSession,
-  projectTurn,
-  publishedTexts,
-  referencesOf,
-} from './projection.ts';
+import { choose, type Loaded, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
+import type { PublishTurn } from './projection.ts';
 import { agentRepo, type Repo } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
 import {
-  type Draft,
   dropPublication,
   getDraft,
   getPublication,
@@ -41,6 +32,9 @@ import {
   savePlan,
   setStatus,
 } from './store.ts';
+
+// Publishing's I/O: what a plan loads and looks up, storing it, writing it to the Player's PDS (and through to
+// the AppView), and unpublishing. The planning itself is plan.ts's, pure.
 
 export interface PublishDeps {
   sql: Sql;
@@ -54,39 +48,6 @@ export interface PublishDeps {
   log: (message: string, error?: unknown) => void;
 }
 
-export interface PublishInput {
-  /** The title the Player wrote; null or empty for the default, absent to keep the draft's. */
-  title?: string | null;
-  /** Choices by Message id; a turn not named keeps the draft's choice. */
-  choices: Choices;
-  /** What the session says of each NPC, by NPC id; an NPC not named keeps the draft's choice. */
-  agents?: AgentChoices;
-  /** Stop covering the words of redactions in turns that have since gone (regenerated replies). */
-  forgetRemoved?: boolean;
-  /**
-   * The turns the Player reviewed, in order: when given and the Conversation's path is no longer these (a turn
-   * came, another branch is shown), nothing is published — a turn nobody looked at must not go out in full.
-   */
-  path?: string[];
-  /**
-   * Preview only: the turns whose links and mentions to look up now. A lookup reaches whoever a link names (an
-   * NPC's reply can name any host), so a preview looks up nothing the Player has not asked it to; publishing
-   * looks up every published turn's.
-   */
-  check?: string[];
-}
-
-interface Planned {
-  did: string;
-  sessionRkey: string;
-  title: string;
-  defaultTitle: string;
-  draft: Draft;
-  records: PublishedRecord[];
-  problems: Problem[];
-  unchecked: Preview['unchecked'];
-  agents: Preview['agents'];
-}
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
   const agent = new Agent(await restoreSession(deps.oauth(), did, 'publish'));
@@ -118,11 +79,10 @@ async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[
 }
 
 /**
- * Every record the Conversation should have on the PDS given the Player's choices, and the write each needs
- * against what is already there: new turns are created with fresh TIDs after the last one (so TID order stays
- * reading order), changed ones updated under the same rkey, unchanged ones left alone.
+ * Loads what the plan needs, looks up the links it asks for, and plans (plan.ts): every record the Conversation
+ * should have on the PDS and the write each needs.
  */
-async function plan(
+async function planFor(
   deps: PublishDeps,
   did: string,
   agent: Agent,
@@ -142,198 +102,24 @@ async function plan(
     skillNames(deps.sql, playerId),
     everyMessageId(deps.sql, conversationId),
   ]);
-  if (turns.length === 0) throw new AppError('NOTHING_TO_PUBLISH', 'This Conversation has no turns yet.');
-  if (
-    input.path &&
-    (input.path.length !== turns.length || turns.some((t, i) => t.messageId !== input.path![i]))
-  )
-    throw new AppError(
-      'CONVERSATION_CHANGED',
-      'The Conversation changed since this page was opened (a new turn, or another branch shown). Look over its turns again, then publish.',
-    );
-  const known = new Set(turns.map((t) => t.messageId));
-  const stray = Object.keys(input.choices).find((id) => !known.has(id));
-  if (stray) throw new AppError('INVALID_BODY', `There is no turn ${stray} in this Conversation.`);
-
-  // The draft's choices (kept across unpublishing) for the turns the request does not name.
-  const choices: Choices = {};
-  for (const t of turns) {
-    const choice = input.choices[t.messageId] ?? draft?.choices[t.messageId];
-    if (choice) choices[t.messageId] = choice;
-  }
-  // Words the Player covered in turns that have since gone still cover, until the Player lets them go.
-  const removed = input.forgetRemoved ? {} : removedWords(draft, known);
-  const published = publishedTexts(turns, choices, Object.values(removed).flat());
-  const words = { ...removed, ...published.words };
-  // Withheld turns ask for nothing (referencesOf); of the others, only those checked when previewing.
-  const lookUp = (id: string) => lookups === 'all' || lookups.has(id);
-  const wanted = turns
-    .filter((t) => lookUp(t.messageId))
-    .map((t) => referencesOf(t, choices[t.messageId] ?? {}, published));
+  const chosen = choose(turns, input, draft);
+  const wanted = lookupsOf(turns, chosen, lookups);
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
-    wanted.flatMap((w) => w.pointers),
-    wanted.flatMap((w) => w.accounts),
+    wanted.pointers,
+    wanted.accounts,
   );
-
-  // The session keeps its rkey across unpublish and publish, so links shared before work again.
-  const sessionRkey = current?.sessionRkey ?? draft?.sessionRkey ?? TID.nextStr();
-  const sessionUri = `at://${did}/${SESSION}/${sessionRkey}`;
-  const chosenTitle = (input.title === undefined ? draft?.title : input.title)?.trim() || null;
-  const fallback = defaultTitle(turns, published);
-  // The agents a reader meets: NPCs with a published turn. One whose every turn is withheld is not named.
-  const speaking = new Set(turns.filter((t) => !choices[t.messageId]?.withheld).map((t) => t.npcId));
-  // Kept only for NPCs of this Conversation.
-  const agentChoices: AgentChoices = Object.fromEntries(
-    Object.entries({ ...draft?.agents, ...input.agents }).filter(([id]) =>
-      participants.some((n) => n.id === id),
-    ),
-  );
-  const named = participants.filter((n) => speaking.has(n.id));
-  const agents = named.map((n) => ({
-    name: n.name,
-    jobTitle: n.jobTitle,
-    model: null,
-    choice: agentChoices[n.id],
-  }));
-  const sessionRecord = projectSession({
-    title: chosenTitle ?? fallback,
-    createdAt: published.times.get(turns[0]!.messageId)!,
-    agents,
-    cover: published.cover,
-  });
-  const records: PublishedRecord[] = [
-    diff(
-      existing.find((r) => r.collection === SESSION),
-      {
-        rkey: sessionRkey,
-        collection: SESSION,
-        messageId: null,
-        position: 0,
-        choice: {},
-        record: sessionRecord as never,
-      },
-    ),
-  ];
-
-  const problems: Problem[] = [];
-  const unchecked: Planned['unchecked'] = [];
-  const byMessage = new Map(existing.filter((r) => r.messageId).map((r) => [r.messageId!, r]));
-  // TIDs sort as strings: new turns take TIDs after the last one published, so TID order stays reading order.
-  let lastRkey = [sessionRkey, ...existing.filter((r) => r.collection === MESSAGE).map((r) => r.rkey)]
-    .sort()
-    .at(-1)!;
-  const names = { agents: agents.map((a) => a.name), skills };
-  for (const [i, turn] of turns.entries()) {
-    const choice = choices[turn.messageId] ?? {};
-    const projected = projectTurn(turn, i, choice, {
-      sessionUri,
-      resolution,
-      published,
-      known: names,
-    });
-    problems.push(...projected.problems);
-    if (projected.unchecked.length)
-      unchecked.push({ messageId: turn.messageId, turn: i + 1, links: projected.unchecked });
-    const prior = byMessage.get(turn.messageId);
-    let rkey = prior?.rkey;
-    if (!rkey) {
-      lastRkey = TID.nextStr(lastRkey);
-      rkey = lastRkey;
-    }
-    records.push(
-      diff(prior, {
-        rkey,
-        collection: MESSAGE,
-        messageId: turn.messageId,
-        position: i + 1,
-        choice,
-        record: projected.record as never,
-      }),
-    );
-  }
-  // Turns published before and gone here since (a regenerated reply): their records go too.
-  for (const r of existing) {
-    if (r.messageId && !known.has(r.messageId) && r.cid) records.push({ ...r, pending: 'delete' });
-  }
-  // Every record is validated against its lexicon before any byte goes to a PDS (which would not check it);
-  // a turn already refused above is not reported twice.
-  const refused = new Set(problems.map((p) => p.messageId));
-  for (const r of records) {
-    if (r.pending === 'delete' || refused.has(r.messageId)) continue;
-    try {
-      assertValidRecord(r.collection as typeof MESSAGE, r.record);
-    } catch (e) {
-      if (!(e instanceof InvalidRecordError)) throw e;
-      problems.push({
-        messageId: r.messageId,
-        turn: r.position || null,
-        code: 'INVALID_RECORD',
-        message: `A record failed its lexicon: ${e.message}`,
-      });
-    }
-  }
-  return {
+  const loaded: Loaded = {
     did,
-    sessionRkey,
-    title: sessionRecord.title,
-    defaultTitle: fallback,
-    // Choices for turns on other branches are kept too: a withheld or redacted turn that comes back to the
-    // path (the Player switches branch) comes back withheld or redacted (ADR 0042).
-    draft: {
-      sessionRkey,
-      title: chosenTitle,
-      choices: { ...elsewhere(draft, known, everyId), ...choices },
-      words,
-      agents: agentChoices,
-    },
-    records,
-    problems,
-    unchecked,
-    // The editor offers each NPC's own description to start from: the Player's to see, not to publish unasked.
-    agents: named.map((n) => ({
-      npcId: n.id,
-      name: n.name,
-      jobTitle: n.jobTitle,
-      description: n.description,
-    })),
+    turns,
+    participants,
+    existing,
+    sessionRkey: current?.sessionRkey,
+    draft,
+    skills,
+    everyId,
   };
-}
-
-/** The covered words the draft keeps for turns the Conversation no longer has. */
-/** The draft's choices for turns that exist on another branch of the Conversation. */
-function elsewhere(draft: Draft | undefined, onPath: ReadonlySet<string>, all: readonly string[]): Choices {
-  const exists = new Set(all);
-  return Object.fromEntries(
-    Object.entries(draft?.choices ?? {}).filter(([id]) => !onPath.has(id) && exists.has(id)),
-  );
-}
-
-export function removedWords(
-  draft: Draft | undefined,
-  current: ReadonlySet<string>,
-): Record<string, string[]> {
-  return Object.fromEntries(Object.entries(draft?.words ?? {}).filter(([id]) => !current.has(id)));
-}
-
-function diff(
-  prior: PublishedRecord | undefined,
-  next: Omit<PublishedRecord, 'cid' | 'pending'>,
-): PublishedRecord {
-  if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
-  const same = JSON.stringify(sortKeys(prior.record)) === JSON.stringify(sortKeys(next.record));
-  return { ...next, cid: prior.cid, pending: same ? null : 'update' };
-}
-
-function sortKeys(v: unknown): unknown {
-  if (Array.isArray(v)) return v.map(sortKeys);
-  if (v && typeof v === 'object')
-    return Object.fromEntries(
-      Object.entries(v)
-        .sort(([a], [b]) => a.localeCompare(b))
-        .map(([k, x]) => [k, sortKeys(x)]),
-    );
-  return v;
+  return plan(loaded, input, chosen, resolution);
 }
 
 function toPreview(p: Planned): Preview {
@@ -365,7 +151,7 @@ export async function previewPublication(
 ) {
   const { agent } = await repoFor(deps, player.did);
   const checked = new Set(input.check ?? []);
-  return toPreview(await plan(deps, player.did, agent, conversationId, player.id, input, checked));
+  return toPreview(await planFor(deps, player.did, agent, conversationId, player.id, input, checked));
 }
 
 /** Publishes, appends or edits: plans, refuses on any problem, stores the plan, then writes it. */
@@ -376,7 +162,7 @@ export async function publish(
   input: PublishInput,
 ) {
   const { repo, agent } = await repoFor(deps, player.did);
-  const planned = await plan(deps, player.did, agent, conversationId, player.id, input, 'all');
+  const planned = await planFor(deps, player.did, agent, conversationId, player.id, input, 'all');
   const preview = toPreview(planned);
   // Every published turn's links were looked up above; one left unchecked would be published without them.
   if (planned.unchecked.length) throw new Error('publish left links unchecked');

@@ -1,4 +1,6 @@
-import type { ToolPart } from '../parts/index.ts';
+import type { StepRecord } from '../lexicon/index.ts';
+import type { Part, ToolPart } from '../parts/index.ts';
+import type { Problem, TurnChoice } from '../redaction/index.ts';
 import { MCP_SEPARATOR, TOOL_NAMES } from '../tools/index.ts';
 
 const OWN_TOOLS: ReadonlySet<string> = new Set(Object.values(TOOL_NAMES));
@@ -46,4 +48,28 @@ export function defaultStepSummary(
   }
   if (part.name?.includes(MCP_SEPARATOR)) return 'called a tool of an MCP Server';
   return 'called a tool';
+}
+
+/** The turn's tool calls as published steps: the Player's names and summaries, or neutral defaults. */
+export function stepsOf(
+  parts: readonly Part[],
+  index: number,
+  choice: TurnChoice,
+  known: { agents: readonly string[]; skills: readonly string[] },
+  problem: (code: Problem['code'], message: string) => void,
+): StepRecord[] {
+  const tools = parts.filter((p): p is Extract<Part, { type: 'tool' }> => p.type === 'tool');
+  if (tools.length > 100)
+    problem(
+      'TOO_MANY_STEPS',
+      `Turn ${index + 1} made ${tools.length} tool calls; at most 100 can be published.`,
+    );
+  return tools.slice(0, 100).map((part, i) => {
+    const step: StepRecord = {
+      name: choice.stepNames?.[i]?.trim() || defaultStepName(part),
+      summary: choice.steps?.[i]?.trim() || defaultStepSummary(part, known),
+    };
+    if (part.state === 'failed') step.failed = true;
+    return step;
+  });
 }

@@ -76,7 +76,8 @@ const count = (s: string, n: string) => {
 };
 
 /** The test for these needles (folded); needles of one kept character cannot be split. */
-export function candidates(needles: readonly string[]): Candidates {
+/** Each needle's pieces either side of a split, in tries read from a bracket: backwards for its beginnings, forwards for its ends. */
+function tries(needles: readonly string[]) {
   const heads = node(); // each needle's proper beginnings, reversed: read backwards from a bracket
   // Each needle's proper ends, read forwards from a bracket: those after a space or punctuation in the needle
   // (loose), and those after a letter (tight).
@@ -114,6 +115,11 @@ export function candidates(needles: readonly string[]): Candidates {
       any = true;
     }
   });
+  return { heads, loose, tight, any, longest };
+}
+
+export function candidates(needles: readonly string[]): Candidates {
+  const { heads, loose, tight, any, longest } = tries(needles);
   const cores = [...new Set(needles.map(skeletonOf))].filter(Boolean);
   return (skeleton) => {
     // Letters next to each other once marks and brackets are gone, with one of them between: an occurrence

@@ -106,104 +106,125 @@ function foldGrapheme(g: string): string {
  * without, they read as text (the destination itself, which the record carries).
  */
 function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
-  const from: number[] = [];
-  const to: number[] = [];
-  let text = '';
-  let space = false;
-  let skeleton = withSkeleton ? '' : null;
-  let lineStart = true;
-  let quiet = false; // syntax, a block marker or a fence's info: a mark in the skeleton, not the character
-  // Code fences' opening lines, [start, end) by turns, in order.
-  const fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
-  let fence = 0;
-  let afterBracket = false; // right after `]` or `)`: whether a space or punctuation follows is noted (LOOSE)
-  /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
-  const mark = (c: string, at: number) => {
-    quiet = false;
-    if (skeleton === null) return;
-    while (fence < fences.length && fences[fence + 1]! <= at) fence += 2;
-    if (fence < fences.length && fences[fence]! <= at) {
-      skeleton += MARK;
-      quiet = true;
-    } else if (c === '\n' || c === '\r') {
-      // A line's end right after a bracket is a break in what is shown, as a space is.
-      skeleton += afterBracket ? LOOSE + MARK : MARK;
-      lineStart = true;
-      afterBracket = false;
-    } else if (lineStart && LINE_MARKS.has(c)) {
-      if (c !== ' ' && c !== '\t') skeleton += MARK;
-      quiet = true;
-    } else {
-      lineStart = false;
-      if (SYNTAX.has(c)) {
-        skeleton += (c === '[' && s[at + 1] === '^' ? BRACKET['[^'] : BRACKET[c]) ?? MARK;
-        afterBracket = c === ']' || c === ')';
-        quiet = true;
-      }
-    }
-  };
-  const push = (f: string, start: number, end: number) => {
-    if (skeleton !== null && f && !quiet) {
-      const k = f === ' ' ? '' : kept(f);
-      if (afterBracket && !k) skeleton += LOOSE;
-      afterBracket = false;
-      skeleton += k;
-    }
-    if (!f) {
-      // Invisible on its own: joins whatever it sits between.
-      if (to.length) to[to.length - 1] = end;
-      return;
-    }
-    if (f === ' ') {
-      if (space) {
-        to[to.length - 1] = end;
-        return;
-      }
-      space = true;
-    } else space = false;
-    text += f;
-    for (let k = 0; k < f.length; k++) {
-      from.push(start);
-      to.push(end);
-    }
-  };
-  /** Plain text from `offset` on; `span` maps every piece to one source range (a decoded spelling's). */
-  const plain = (t: string, offset: number, span?: [number, number]) => {
-    const at = (i: number, n: number): [number, number] => span ?? [offset + i, offset + i + n];
-    if (span) {
-      quiet = false;
-      lineStart = false;
-    }
-    if (ASCII.test(t)) {
-      // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
-      for (let i = 0; i < t.length; i++) {
-        const c = t[i]!;
-        if (!span) mark(c, offset + i);
-        const breaks =
-          c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r' || c === '+';
-        push(breaks ? ' ' : MARKS.has(c) ? '' : c.toLowerCase(), ...at(i, 1));
-      }
-      return;
-    }
-    for (const { segment, index } of segmenter.segment(t)) {
-      if (!span) mark(segment, offset + index);
-      push(foldGrapheme(segment), ...at(index, segment.length));
-    }
-  };
+  const folding = new Folding(s, withSkeleton);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
   for (const m of s.matchAll(encoded)) {
     const start = m.index;
     const end = start + m[0].length;
     const value = decoded(m[0]);
-    plain(s.slice(last, start), last);
-    if (value === null) plain(m[0], start);
-    else if (value === '') push('', start, end);
-    else plain(value, start, [start, end]);
+    folding.plain(s.slice(last, start), last);
+    if (value === null) folding.plain(m[0], start);
+    else if (value === '') folding.push('', start, end);
+    else folding.plain(value, start, [start, end]);
     last = end;
   }
-  plain(s.slice(last), last);
+  folding.plain(s.slice(last), last);
+  const { text, from, to, skeleton } = folding;
   return skeleton === null ? { text, from, to } : { text, from, to, skeleton };
+}
+
+/** One string being folded: the folded text so far, each unit's source range, and the skeleton's state. */
+class Folding {
+  readonly from: number[] = [];
+  readonly to: number[] = [];
+  text = '';
+  skeleton: string | null;
+  private space = false;
+  private lineStart = true;
+  /** Syntax, a block marker or a fence's info: a mark in the skeleton, not the character. */
+  private quiet = false;
+  /** Code fences' opening lines, [start, end) by turns, in order. */
+  private readonly fences: number[];
+  private fence = 0;
+  /** Right after `]` or `)`: whether a space or punctuation follows is noted (LOOSE). */
+  private afterBracket = false;
+
+  constructor(
+    private readonly s: string,
+    withSkeleton: boolean,
+  ) {
+    this.skeleton = withSkeleton ? '' : null;
+    this.fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
+  }
+
+  /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
+  private mark(c: string, at: number) {
+    this.quiet = false;
+    if (this.skeleton === null) return;
+    const fences = this.fences;
+    while (this.fence < fences.length && fences[this.fence + 1]! <= at) this.fence += 2;
+    if (this.fence < fences.length && fences[this.fence]! <= at) {
+      this.skeleton += MARK;
+      this.quiet = true;
+    } else if (c === '\n' || c === '\r') {
+      // A line's end right after a bracket is a break in what is shown, as a space is.
+      this.skeleton += this.afterBracket ? LOOSE + MARK : MARK;
+      this.lineStart = true;
+      this.afterBracket = false;
+    } else if (this.lineStart && LINE_MARKS.has(c)) {
+      if (c !== ' ' && c !== '\t') this.skeleton += MARK;
+      this.quiet = true;
+    } else {
+      this.lineStart = false;
+      if (SYNTAX.has(c)) {
+        this.skeleton += (c === '[' && this.s[at + 1] === '^' ? BRACKET['[^'] : BRACKET[c]) ?? MARK;
+        this.afterBracket = c === ']' || c === ')';
+        this.quiet = true;
+      }
+    }
+  }
+
+  push(f: string, start: number, end: number) {
+    if (this.skeleton !== null && f && !this.quiet) {
+      const k = f === ' ' ? '' : kept(f);
+      if (this.afterBracket && !k) this.skeleton += LOOSE;
+      this.afterBracket = false;
+      this.skeleton += k;
+    }
+    const to = this.to;
+    if (!f) {
+      // Invisible on its own: joins whatever it sits between.
+      if (to.length) to[to.length - 1] = end;
+      return;
+    }
+    if (f === ' ') {
+      if (this.space) {
+        to[to.length - 1] = end;
+        return;
+      }
+      this.space = true;
+    } else this.space = false;
+    this.text += f;
+    for (let k = 0; k < f.length; k++) {
+      this.from.push(start);
+      to.push(end);
+    }
+  }
+
+  /** Plain text from `offset` on; `span` maps every piece to one source range (a decoded spelling's). */
+  plain(t: string, offset: number, span?: [number, number]) {
+    const at = (i: number, n: number): [number, number] => span ?? [offset + i, offset + i + n];
+    if (span) {
+      this.quiet = false;
+      this.lineStart = false;
+    }
+    if (ASCII.test(t)) {
+      // Printable ASCII and bars (most text, before and after covering): folds as foldGrapheme would.
+      for (let i = 0; i < t.length; i++) {
+        const c = t[i]!;
+        if (!span) this.mark(c, offset + i);
+        const breaks =
+          c === ' ' || c === '-' || c === '_' || c === '\n' || c === '\t' || c === '\r' || c === '+';
+        this.push(breaks ? ' ' : MARKS.has(c) ? '' : c.toLowerCase(), ...at(i, 1));
+      }
+      return;
+    }
+    for (const { segment, index } of segmenter.segment(t)) {
+      if (!span) this.mark(segment, offset + index);
+      this.push(foldGrapheme(segment), ...at(index, segment.length));
+    }
+  }
 }
 
 /**

@@ -38,19 +38,31 @@ export function decodeReference(ref: string): string | null {
 
 export function shownText(s: string): Shown {
   const tree = fromMarkdown(s, { extensions: [gfm()], mdastExtensions: [gfmFromMarkdown()] });
-  const out: Shown = { text: '', from: [], to: [] };
-  const emit = (value: string, from: number, to: number) => {
+  const shown = new Showing(s);
+  shown.walk(tree);
+  return shown.out;
+}
+
+/** The shown text of one source string as it is built, each code unit with its source range. */
+class Showing {
+  readonly out: Shown = { text: '', from: [], to: [] };
+  constructor(private readonly s: string) {}
+
+  emit(value: string, from: number, to: number) {
+    const out = this.out;
     out.text += value;
     for (let k = 0; k < value.length; k++) {
       out.from.push(from);
       out.to.push(to);
     }
-  };
+  }
+
   /**
    * `value` as produced by s[start, end): each code unit mapped to the source character, escape or reference
    * it came from, skipping what the reader does not show; what cannot be placed maps to the whole range.
    */
-  const aligned = (value: string, start: number, end: number) => {
+  aligned(value: string, start: number, end: number) {
+    const s = this.s;
     let i = start;
     for (let j = 0; j < value.length; ) {
       let found = false;
@@ -61,7 +73,7 @@ export function shownText(s: string): Shown {
           const ref = REFERENCE.exec(s)?.[0];
           const d = ref && i + ref.length <= end ? decodeReference(ref) : null;
           if (d && value.startsWith(d, j)) {
-            emit(d, i, i + ref!.length);
+            this.emit(d, i, i + ref!.length);
             j += d.length;
             i += ref!.length - 1;
             found = true;
@@ -69,59 +81,60 @@ export function shownText(s: string): Shown {
           }
         }
         if (c === '\\' && s[i + 1] === value[j] && PUNCTUATION.test(value[j]!)) {
-          emit(value[j]!, i, i + 2);
+          this.emit(value[j]!, i, i + 2);
           j++;
           i++;
           found = true;
         } else if (c === value[j]) {
-          emit(c, i, i + 1);
+          this.emit(c, i, i + 1);
           j++;
           found = true;
         }
       }
       if (!found) {
-        emit(value.slice(j), start, end);
+        this.emit(value.slice(j), start, end);
         return;
       }
     }
-  };
-  const separate = () => {
-    const at = out.to.at(-1) ?? 0;
-    emit('\n', at, at);
-  };
-  const walk = (node: Nodes) => {
+  }
+
+  separate() {
+    const at = this.out.to.at(-1) ?? 0;
+    this.emit('\n', at, at);
+  }
+
+  walk(node: Nodes) {
+    const s = this.s;
     const start = node.position?.start.offset ?? 0;
     const end = node.position?.end.offset ?? s.length;
     switch (node.type) {
       case 'text':
       case 'html':
-        return aligned(node.value, start, end);
+        return this.aligned(node.value, start, end);
       case 'inlineCode':
-        return aligned(node.value, start + (/^`+/.exec(s.slice(start, end))?.[0].length ?? 0), end);
+        return this.aligned(node.value, start + (/^`+/.exec(s.slice(start, end))?.[0].length ?? 0), end);
       case 'code': {
         // A fenced block's first line is its fence and info string, which the reader does not show.
         const fenced = /^[ \t]*(`{3,}|~{3,})/.test(s.slice(start, end));
         const body = fenced ? s.indexOf('\n', start) + 1 || end : start;
-        return aligned(node.value, body, end);
+        return this.aligned(node.value, body, end);
       }
       case 'break':
-        return separate();
+        return this.separate();
       case 'image':
       case 'imageReference':
         // As the reader's image link shows it.
-        emit('🖼 ', start, end);
-        return node.alt ? aligned(node.alt, start + 2, end) : emit('image', start, end);
+        this.emit('🖼 ', start, end);
+        return node.alt ? this.aligned(node.alt, start + 2, end) : this.emit('image', start, end);
       case 'definition':
       case 'footnoteReference':
         return;
       default:
         if (!('children' in node)) return;
         node.children.forEach((child, k) => {
-          if (k > 0 && BLOCKS.has(node.type)) separate();
-          walk(child);
+          if (k > 0 && BLOCKS.has(node.type)) this.separate();
+          this.walk(child);
         });
     }
-  };
-  walk(tree);
-  return out;
+  }
 }

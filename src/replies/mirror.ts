@@ -1,5 +1,5 @@
+import { replyState, streamingReplies } from '../conversations/index.ts';
 import type { JsonValue, Sql } from '../db/index.ts';
-import { LIVE_INSTANCES } from '../db/index.ts';
 import type { Frame, Part, StartFrame } from '../parts/index.ts';
 import type { ReplyHub, Snapshot } from './hub.ts';
 
@@ -118,88 +118,26 @@ export class ReplyMirror {
     checkMs = 1000,
   ): Promise<'finished' | 'ended' | 'aborted'> {
     await this.start();
-    let last = 0;
-    let snapshotSeen = false;
-    let finished = false;
-    let reading: Promise<void> | undefined;
-    let again = false;
-    // Wakes the loop below early once the finish frame has been delivered.
-    let nudge: (() => void) | undefined;
-    const read = async () => {
-      if (reading) {
-        again = true;
-        return reading;
-      }
-      reading = (async () => {
-        do {
-          again = false;
-          const rows = await this.sql<{ seq: number; frame: Frame | SnapshotRow }[]>`
-            select seq, frame from reply_frames where message_id = ${messageId} and seq > ${last}
-            order by seq limit 1000`;
-          for (const row of rows) {
-            if (!snapshotSeen) {
-              // Frames before the snapshot do not exist; anything before it would be a mistake to deliver.
-              if (row.frame.type !== 'snapshot') continue;
-              snapshotSeen = true;
-              deliver({ snapshot: { start: row.frame.start, parts: row.frame.parts, seq: row.seq } });
-            } else if (row.frame.type !== 'snapshot') {
-              // A frame missing in between (its batch could not be written): never shown as if whole.
-              if (row.seq !== last + 1) throw new Error(`frame ${last + 1} of the reply is missing`);
-              deliver({ frame: row.frame, seq: row.seq });
-              if (row.frame.type === 'finish') {
-                finished = true;
-                nudge?.();
-              }
-            }
-            last = row.seq;
-          }
-          if (rows.length === 1000) again = true;
-        } while (again && !finished);
-      })().finally(() => {
-        reading = undefined;
-      });
-      return reading;
-    };
+    const reader = new FrameReader(this.sql, messageId, deliver);
     const wakers = this.#wakers.get(messageId) ?? new Set();
     this.#wakers.set(messageId, wakers);
-    const wake = () => void read().catch((e) => this.log('reply frames not read', e));
+    const wake = () => void reader.read().catch((e) => this.log('reply frames not read', e));
     wakers.add(wake);
     try {
       await this.sql`select pg_notify(${ATTACH}, ${messageId})`;
-      while (!finished && !signal.aborted) {
-        await read();
-        if (finished) break;
+      while (!reader.finished && !signal.aborted) {
+        await reader.read();
+        if (reader.finished) break;
         // The owner may have died, or the reply ended before it could be mirrored.
-        const [row] = await this.sql<{ status: string; alive: boolean }[]>`
-          select status, instance_id in (${this.sql.unsafe(LIVE_INSTANCES)}) as alive from messages where id = ${messageId}`;
+        const row = await replyState(this.sql, messageId);
         if (!row) return 'ended';
-        if (row.status !== 'streaming') {
-          // Written down before its last frames reach the table (a batch every few ms, the finish after the
-          // claim is released): a live writer's frames are waited for, briefly.
-          for (let i = 0; i < 20 && row.alive && snapshotSeen && !finished; i++) {
-            await read();
-            if (!finished) await new Promise((r) => setTimeout(r, 100));
-          }
-          await read();
-          // Ended before anything was mirrored, or its last frames were not: the caller reads the stored row.
-          return finished ? 'finished' : 'ended';
-        }
+        if (row.status !== 'streaming') return await lastFrames(reader, row.alive);
         if (!row.alive) return 'ended';
         // Asked again until the owner answers: the reply may not have started on it when first asked.
-        if (!snapshotSeen) await this.sql`select pg_notify(${ATTACH}, ${messageId})`;
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(t);
-            signal.removeEventListener('abort', done);
-            nudge = undefined;
-            resolve();
-          };
-          const t = setTimeout(done, checkMs);
-          nudge = done;
-          signal.addEventListener('abort', done);
-        });
+        if (!reader.snapshotSeen) await this.sql`select pg_notify(${ATTACH}, ${messageId})`;
+        await pause(checkMs, signal, reader);
       }
-      return finished ? 'finished' : 'aborted';
+      return reader.finished ? 'finished' : 'aborted';
     } finally {
       wakers.delete(wake);
       if (!wakers.size) this.#wakers.delete(messageId);
@@ -208,8 +146,98 @@ export class ReplyMirror {
 
   /** Frames of replies that ended a while ago are no longer needed. */
   async sweep(): Promise<void> {
+    const streaming = await streamingReplies(this.sql);
     await this.sql`
-      delete from reply_frames f where f.created_at < now() - interval '1 minute'
-        and not exists (select 1 from messages m where m.id = f.message_id and m.status = 'streaming')`;
+      delete from reply_frames where created_at < now() - interval '1 minute'
+        and not (message_id = any(${streaming}::uuid[]))`;
   }
+}
+
+/**
+ * A followed reply's frames read from `reply_frames` after the last one delivered: the snapshot first, then each
+ * frame in order. One read at a time; one asked for meanwhile runs again after it.
+ */
+class FrameReader {
+  last = 0;
+  snapshotSeen = false;
+  finished = false;
+  /** Wakes the follower's wait early once the finish frame has been delivered. */
+  nudge: (() => void) | undefined;
+  #reading: Promise<void> | undefined;
+  #again = false;
+
+  constructor(
+    private readonly sql: Sql,
+    private readonly messageId: string,
+    private readonly deliver: (f: Followed) => void,
+  ) {}
+
+  read(): Promise<void> {
+    if (this.#reading) {
+      this.#again = true;
+      return this.#reading;
+    }
+    this.#reading = this.#readAll().finally(() => {
+      this.#reading = undefined;
+    });
+    return this.#reading;
+  }
+
+  async #readAll() {
+    do {
+      this.#again = false;
+      const rows = await this.sql<{ seq: number; frame: Frame | SnapshotRow }[]>`
+        select seq, frame from reply_frames where message_id = ${this.messageId} and seq > ${this.last}
+        order by seq limit 1000`;
+      for (const row of rows) this.#take(row);
+      if (rows.length === 1000) this.#again = true;
+    } while (this.#again && !this.finished);
+  }
+
+  #take(row: { seq: number; frame: Frame | SnapshotRow }) {
+    if (!this.snapshotSeen) {
+      // Frames before the snapshot do not exist; anything before it would be a mistake to deliver.
+      if (row.frame.type !== 'snapshot') return;
+      this.snapshotSeen = true;
+      this.deliver({ snapshot: { start: row.frame.start, parts: row.frame.parts, seq: row.seq } });
+    } else if (row.frame.type !== 'snapshot') {
+      // A frame missing in between (its batch could not be written): never shown as if whole.
+      if (row.seq !== this.last + 1) throw new Error(`frame ${this.last + 1} of the reply is missing`);
+      this.deliver({ frame: row.frame, seq: row.seq });
+      if (row.frame.type === 'finish') {
+        this.finished = true;
+        this.nudge?.();
+      }
+    }
+    this.last = row.seq;
+  }
+}
+
+/**
+ * A reply written down as ended: its last frames may not have reached the table yet (a batch every few ms, the
+ * finish after the claim is released), so a live writer's are waited for, briefly.
+ */
+async function lastFrames(reader: FrameReader, alive: boolean): Promise<'finished' | 'ended'> {
+  for (let i = 0; i < 20 && alive && reader.snapshotSeen && !reader.finished; i++) {
+    await reader.read();
+    if (!reader.finished) await new Promise((r) => setTimeout(r, 100));
+  }
+  await reader.read();
+  // Ended before anything was mirrored, or its last frames were not: the caller reads the stored row.
+  return reader.finished ? 'finished' : 'ended';
+}
+
+/** Waits `ms`, or less: until the reader delivers the finish frame or `signal` aborts. */
+function pause(ms: number, signal: AbortSignal, reader: FrameReader): Promise<void> {
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      clearTimeout(t);
+      signal.removeEventListener('abort', done);
+      reader.nudge = undefined;
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    reader.nudge = done;
+    signal.addEventListener('abort', done);
+  });
 }

@@ -1,5 +1,5 @@
 import type { Sql } from '../db/index.ts';
-import type { GrantKind } from '../village/index.ts';
+import { listGrants } from '../village/index.ts';
 import type { McpServer } from './mcp.ts';
 import type { Skill } from './skills.ts';
 
@@ -10,41 +10,36 @@ export interface GrantedTools {
   mcpServers: McpServer[];
 }
 
-/** What one NPC may use: its grant rows, joined to the Skills and MCP Servers they name. */
+/** What one NPC may use: its grants (village's), with the Skills and MCP Servers they name, in grant order. */
 export async function grantedTools(sql: Sql, npcId: string): Promise<GrantedTools> {
-  const rows = await sql<
-    {
-      kind: GrantKind;
-      skill_id: string | null;
-      name: string | null;
-      description: string | null;
-      instructions: string | null;
-      mcp_id: string | null;
-      mcp_name: string | null;
-      url: string | null;
-      headers: Record<string, string> | null;
-    }[]
-  >`
-    select g.kind, s.id as skill_id, s.name, s.description, s.instructions,
-      m.id as mcp_id, m.name as mcp_name, m.url, m.headers
-    from grants g
-    left join skills s on s.id = g.skill_id
-    left join mcp_servers m on m.id = g.mcp_server_id
-    where g.npc_id = ${npcId} order by g.created_at`;
+  const grants = await listGrants(sql, npcId);
+  const skillIds = grants.flatMap((g) => (g.kind === 'skill' && g.skillId ? [g.skillId] : []));
+  const mcpIds = grants.flatMap((g) => (g.kind === 'mcp' && g.mcpServerId ? [g.mcpServerId] : []));
+  // Read only when granted: most NPCs name none, and their turn pays no second round trip.
+  const [skills, servers] = await Promise.all([
+    skillIds.length
+      ? sql<
+          Skill[]
+        >`select id, name, description, instructions from skills where id = any(${skillIds}::uuid[])`
+      : [],
+    mcpIds.length
+      ? sql<(Omit<McpServer, 'headers'> & { headers: Record<string, string> | null })[]>`
+          select id, name, url, headers from mcp_servers where id = any(${mcpIds}::uuid[])`
+      : [],
+  ]);
+  const skillById = new Map(skills.map((r) => [r.id, r]));
+  const serverById = new Map(servers.map((r) => [r.id, r]));
   return {
-    sandbox: rows.some((r) => r.kind === 'sandbox'),
-    memory: rows.some((r) => r.kind === 'memory'),
-    skills: rows
-      .filter((r) => r.kind === 'skill' && r.skill_id)
-      .map((r) => ({
-        id: r.skill_id!,
-        name: r.name!,
-        description: r.description!,
-        instructions: r.instructions!,
-      })),
-    mcpServers: rows
-      .filter((r) => r.kind === 'mcp' && r.mcp_id)
-      .map((r) => ({ id: r.mcp_id!, name: r.mcp_name!, url: r.url!, headers: r.headers ?? {} })),
+    sandbox: grants.some((g) => g.kind === 'sandbox'),
+    memory: grants.some((g) => g.kind === 'memory'),
+    skills: skillIds.flatMap((id) => {
+      const r = skillById.get(id);
+      return r ? [{ id: r.id, name: r.name, description: r.description, instructions: r.instructions }] : [];
+    }),
+    mcpServers: mcpIds.flatMap((id) => {
+      const r = serverById.get(id);
+      return r ? [{ id: r.id, name: r.name, url: r.url, headers: r.headers ?? {} }] : [];
+    }),
   };
 }
 

@@ -5,9 +5,9 @@ import type { TurnTools } from '../tools/index.ts';
 import { inputSupport, type Npc, type VillageSettings } from '../village/index.ts';
 import { loadAttachments } from './attachments.ts';
 import type { TurnBudget } from './budget.ts';
+import type { Speaker, TurnDeps } from './deps.ts';
 import { toModelMessages, turnTokens } from './history.ts';
 import { postHistoryMessage, postHistoryText, systemPromptParts, withLoreAtDepth } from './prompt.ts';
-import type { Speaker, TurnDeps } from './run.ts';
 import { foldIntoSummary } from './summary.ts';
 import { REFILL_SHARE, windowHistory } from './window.ts';
 
@@ -21,38 +21,40 @@ export interface Handoff {
   message: string;
 }
 
-/**
- * History windowed to the Village budget, what falls off folded into the rolling summary first; the system
- * prompt in the seed's order; and, after a handoff, the message handed over as the newest turn.
- */
-export async function assembleContext(
-  deps: TurnDeps,
-  args: {
-    conversation: Conversation;
-    /** Whose turn it is: the summary calls are charged to them. */
-    playerId: string;
-    participants: Npc[];
-    speaker: Speaker;
-    settings: VillageSettings;
-    tail: HistoryRow[];
-    /** The speaker's lorebooks (read with the history: see run.ts's prepare). */
-    books: Lorebook[];
-    tools: TurnTools;
-    handoff?: Handoff;
-    signal: AbortSignal;
-    /** Asked before each summary call. */
-    budget: TurnBudget;
-    /** Who `{{user}}` is in the NPC's text: the Player's handle. */
-    user?: string;
-  },
-): Promise<{
+/** What the context is assembled from. */
+export interface ContextArgs {
+  conversation: Conversation;
+  /** Whose turn it is: the summary calls are charged to them. */
+  playerId: string;
+  participants: Npc[];
+  speaker: Speaker;
+  settings: VillageSettings;
+  tail: HistoryRow[];
+  /** The speaker's lorebooks (read with the history: see replyIO.ts's prepare). */
+  books: Lorebook[];
+  tools: TurnTools;
+  handoff?: Handoff;
+  signal: AbortSignal;
+  /** Asked before each summary call. */
+  budget: TurnBudget;
+  /** Who `{{user}}` is in the NPC's text: the Player's handle. */
+  user?: string;
+}
+
+export interface Context {
   system: { head: string; tail: string };
   messages: ModelMessage[];
   /** Lets go of the attachment bytes the messages hold (when the reply ends). */
   release: () => void;
   /** Summary calls were made (and charged): the budgets must be asked again after them. */
   summarised: boolean;
-}> {
+}
+
+/**
+ * History windowed to the Village budget, what falls off folded into the rolling summary first; the system
+ * prompt in the seed's order; and, after a handoff, the message handed over as the newest turn.
+ */
+export async function assembleContext(deps: TurnDeps, args: ContextArgs): Promise<Context> {
   const { conversation, participants, speaker, settings, tail, tools } = args;
   const party = participants.length > 1;
   const { kept, dropped } = windowHistory(
@@ -61,33 +63,7 @@ export async function assembleContext(
     (t) => turnTokens(t, party),
     Math.floor(settings.historyBudget * REFILL_SHARE),
   );
-  let summary = conversation.summary;
-  if (dropped.length) {
-    try {
-      summary = await foldIntoSummary({
-        model: speaker.model,
-        summary,
-        dropped,
-        party,
-        budget: settings.historyBudget,
-        signal: args.signal,
-        maxChunks: SUMMARY_CALLS_PER_TURN,
-        telemetry: deps.telemetry,
-        // Each call is the Player's spending like the reply itself, and its summary is kept at once.
-        mayCall: async () => (await args.budget.spent()) === undefined,
-        onChunk: async (s, through, tokens) => {
-          await saveSummary(deps.sql, conversation.id, s, through.seq);
-          await chargeTokens(deps.sql, args.playerId, tokens);
-          summary = s;
-        },
-      });
-    } catch (e) {
-      // The reply goes on with the summary as far as it got; the turns not yet folded in are on the next turn.
-      deps.log('rolling summary failed', e);
-    }
-    // Past SUMMARY_CALLS_PER_TURN (a long imported backlog) the oldest dropped turns are neither in the window
-    // nor yet in the summary for this turn: later turns fold them in, four calls at a time.
-  }
+  const summary = dropped.length ? await summarise(deps, args, dropped, party) : conversation.summary;
   // The NPC's lorebooks, scanned over the turns it is shown (the newest last, the hand-over's message with them).
   const recent = kept.map((t) => t.text);
   if (args.handoff) recent.push(args.handoff.message);
@@ -118,4 +94,43 @@ export async function assembleContext(
   const after = postHistoryText({ identity: speaker.npc, user: args.user });
   if (after) messages.push(postHistoryMessage(speaker.kind, after));
   return { system, messages, release, summarised: dropped.length > 0 };
+}
+
+/**
+ * The turns that fell off the window folded into the rolling summary, each call's summary kept and charged at
+ * once. Returns the summary as far as it got.
+ */
+async function summarise(
+  deps: TurnDeps,
+  args: ContextArgs,
+  dropped: HistoryRow[],
+  party: boolean,
+): Promise<string> {
+  const { conversation, speaker, settings } = args;
+  let summary = conversation.summary;
+  try {
+    summary = await foldIntoSummary({
+      model: speaker.model,
+      summary,
+      dropped,
+      party,
+      budget: settings.historyBudget,
+      signal: args.signal,
+      maxChunks: SUMMARY_CALLS_PER_TURN,
+      telemetry: deps.telemetry,
+      // Each call is the Player's spending like the reply itself, and its summary is kept at once.
+      mayCall: async () => (await args.budget.spent()) === undefined,
+      onChunk: async (s, through, tokens) => {
+        await saveSummary(deps.sql, conversation.id, s, through.seq);
+        await chargeTokens(deps.sql, args.playerId, tokens);
+        summary = s;
+      },
+    });
+  } catch (e) {
+    // The reply goes on with the summary as far as it got; the turns not yet folded in are on the next turn.
+    deps.log('rolling summary failed', e);
+  }
+  // Past SUMMARY_CALLS_PER_TURN (a long imported backlog) the oldest dropped turns are neither in the window
+  // nor yet in the summary for this turn: later turns fold them in, four calls at a time.
+  return summary;
 }

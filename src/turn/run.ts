@@ -1,102 +1,28 @@
-import {
-  hasToolCall,
-  isStepCount,
-  type LanguageModel,
-  type ModelMessage,
-  streamText,
-  type ToolSet,
-} from 'ai';
-import { booksOf } from '../cards/index.ts';
-import type { ProviderKind } from '../config.ts';
-import {
-  type Conversation,
-  finishMessage,
-  getConversation,
-  insertNpcMessage,
-  linkShared,
-  type Message,
-  messageText,
-  readHistoryTail,
-} from '../conversations/index.ts';
-import type { Sql } from '../db/index.ts';
-import type { Outbound } from '../outbound/index.ts';
-import type { Frame, Part, StartFrame } from '../parts/index.ts';
+import { streamText } from 'ai';
+import type { booksOf } from '../cards/index.ts';
+import { type Conversation, getConversation, type readHistoryTail } from '../conversations/index.ts';
+import type { Frame, Part } from '../parts/index.ts';
 import { SHUTDOWN } from '../replies/index.ts';
-import { buildTurnTools, MESSAGE_NPC, type ToolLimits, type TurnTools } from '../tools/index.ts';
-import {
-  costUsd,
-  type Npc,
-  outputLimit,
-  type ResolvedModel,
-  thinkingSupport,
-  type VillageSettings,
-} from '../village/index.ts';
-import { DEFAULT_REPLY_LIMITS, ReplyBounds, type ReplyLimits } from './bounds.ts';
+import { MESSAGE_NPC, type TurnTools } from '../tools/index.ts';
+import type { Npc } from '../village/index.ts';
+import { DEFAULT_REPLY_LIMITS, ReplyBounds } from './bounds.ts';
 import { TurnBudget } from './budget.ts';
-import type { CheckpointBatch } from './checkpoint.ts';
+import { callOptions, type ProviderCall } from './call.ts';
 import { assembleContext, type Handoff } from './context.ts';
-import { outputTokens } from './endings.ts';
-import { instructionsFor } from './prompt.ts';
+import type { TurnDeps, TurnPlan } from './deps.ts';
 import {
   type Cause,
   called,
   type EndStatus,
-  type Halt,
   newReply,
   type ReplyState,
   reduceReply,
-  type Settled,
   settle,
-  stepCharged,
-  stepTokens,
 } from './reply.ts';
-import { telemetryFor } from './telemetry.ts';
-import { thinkingOptions } from './thinking.ts';
-import { summariseTitle } from './title.ts';
+import { insertReply, prepare, startFrame, store } from './replyIO.ts';
+import { titleFirstExchange } from './title.ts';
 
-export interface TurnDeps {
-  sql: Sql;
-  instanceId: number;
-  /** Shared by every reply of this process (turnRoutes makes it). */
-  checkpoints: CheckpointBatch<Part[]>;
-  chunkTimeoutMs: number;
-  dataDir: string;
-  toolOutbound: Outbound;
-  toolLimits?: ToolLimits;
-  /** Most model steps (tool rounds) in one reply. */
-  maxSteps?: number;
-  /** How many characters of Parts, and how long, one reply may take. */
-  replyLimits?: ReplyLimits;
-  log: (message: string, error?: unknown) => void;
-  /** After a first exchange, ask its Model for a short title (title.ts); off: the first Message's words. */
-  summariseTitles?: boolean;
-  /** The AI SDK's OpenTelemetry spans on every Provider call (telemetry.ts). */
-  telemetry?: boolean;
-}
-
-export interface Speaker {
-  npc: Npc;
-  resolved: ResolvedModel;
-  model: LanguageModel;
-  kind: ProviderKind | undefined;
-}
-
-export interface TurnPlan {
-  conversation: Conversation;
-  participants: Npc[];
-  speaker: Speaker;
-  playerMessage: Message;
-  /** The first reply's row, written with the claim (see beginPlayerTurn). */
-  replyId: string;
-  settings: VillageSettings;
-  playerId: string;
-  /** Who `{{user}}` is in an NPC's text (the Player's handle). */
-  playerName?: string;
-  /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */
-  speakerFor(npc: Npc): Speaker | string;
-  /** Told of each reply as it starts, with a way to read its Parts as they stand (replies/ follows it). */
-  track?: (start: StartFrame, parts: () => Part[]) => void;
-}
+export type { Speaker, TurnDeps, TurnPlan } from './deps.ts';
 
 const endedBy = (signal: AbortSignal): 'interrupted' | 'stopped' =>
   signal.reason === SHUTDOWN ? 'interrupted' : 'stopped';
@@ -137,7 +63,7 @@ export async function runTurn(
       emit,
     );
     if (hops === 0 && end.status === 'complete' && !signal.aborted)
-      await titleFirstExchange(deps, plan, end, budget, signal);
+      await titleFirstExchange(deps, plan, end.messageId, budget, signal);
     answered.add(speaker.npc.id);
     if (end.status !== 'complete' || signal.aborted) return;
     // No hand-over: in a Party whose Conversation asks each NPC in turn, the next one who has not answered yet.
@@ -168,40 +94,6 @@ export async function runTurn(
     speaker = nextSpeaker;
     // The next speaker's context is assembled from scratch: the summary may have moved on.
     conversation = (await getConversation(deps.sql, plan.playerId, conversation.id)) ?? conversation;
-  }
-}
-
-/**
- * A Conversation's first exchange gets a title summarised by the Model that answered (not the scripted demo,
- * which has nothing to say about it). It never fails the turn: the first Message's words stay the title.
- */
-async function titleFirstExchange(
-  deps: TurnDeps,
-  plan: TurnPlan,
-  end: ReplyEnd,
-  budget: TurnBudget,
-  signal: AbortSignal,
-): Promise<void> {
-  const { speaker, playerMessage } = plan;
-  if (!deps.summariseTitles || speaker.kind === 'demo' || playerMessage.parentId !== null) return;
-  try {
-    const replyText = await messageText(deps.sql, end.messageId);
-    await summariseTitle({
-      sql: deps.sql,
-      model: speaker.model,
-      budget,
-      conversationId: plan.conversation.id,
-      playerText: playerMessage.text,
-      npcName: speaker.npc.name,
-      replyText: replyText ?? '',
-      signal,
-      telemetry: deps.telemetry,
-    });
-  } catch (e) {
-    deps.log(
-      `title for conversation ${plan.conversation.id} not summarised`,
-      e instanceof Error ? e.message : e,
-    );
   }
 }
 
@@ -263,72 +155,6 @@ async function runReply(
   return { messageId: message.id, status: end.status, handoff: handoffIn(state.parts) };
 }
 
-/** The Provider call of one reply: how it is ended, where its frames go, what to let go of when it ends. */
-interface ProviderCall {
-  signal: AbortSignal;
-  /** Why our side ended the call, if it did (asked when the stream aborts or ends). */
-  halt: () => Halt | undefined;
-  onFrame: (frame: Frame) => void;
-  closeTools: () => Promise<void>;
-  releaseAttachments: () => void;
-}
-
-/**
- * History and the speaker's lorebooks are read and the Tool set built while the reply's row is inserted:
- * history excludes rows still streaming, so the two never race. All are awaited later (together, one round
- * trip instead of one after another); the catches only keep an early failure from going unhandled.
- */
-function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
-  const { conversation, speaker, settings } = plan;
-  const tail = readHistoryTail(deps.sql, conversation.id, conversation.summaryThrough);
-  tail.catch(() => {});
-  const books = booksOf(deps.sql, speaker.npc.id);
-  books.catch(() => {});
-  const toolsReady = buildTurnTools({
-    sql: deps.sql,
-    dataDir: deps.dataDir,
-    outbound: deps.toolOutbound,
-    limits: deps.toolLimits,
-    sandboxQuotaMb: settings.sandboxQuotaMb,
-    playerId: plan.playerId,
-    conversationId: conversation.id,
-    npc: speaker.npc,
-    others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
-    question: handoff?.message ?? plan.playerMessage.text,
-    shareLimits: {
-      maxBytes: settings.maxAttachmentMb * 1024 * 1024,
-      types: settings.attachmentTypes,
-      playerBytes: settings.playerAttachmentMb * 1024 * 1024,
-    },
-  });
-  toolsReady.catch(() => {});
-  return { tail, books, toolsReady };
-}
-
-/** A hand-over's reply row (the first reply's was written with the claim). */
-function insertReply(deps: TurnDeps, plan: TurnPlan) {
-  const { speaker } = plan;
-  return insertNpcMessage(deps.sql, {
-    conversationId: plan.conversation.id,
-    npc: speaker.npc,
-    provider: speaker.resolved.provider,
-    model: speaker.resolved.model,
-    instanceId: deps.instanceId,
-  });
-}
-
-function startFrame(plan: TurnPlan, messageId: string): StartFrame {
-  const { speaker } = plan;
-  return {
-    type: 'start',
-    messageId,
-    playerMessageId: plan.playerMessage.id,
-    npc: { id: speaker.npc.id, name: speaker.npc.name },
-    provider: speaker.resolved.provider,
-    model: speaker.resolved.model,
-  };
-}
-
 /** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */
 async function streamReply(
   deps: TurnDeps,
@@ -380,73 +206,6 @@ async function streamReply(
   for await (const chunk of result.stream)
     reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
   return { type: 'ended', halt: call.halt() };
-}
-
-function callOptions(
-  deps: TurnDeps,
-  plan: TurnPlan,
-  context: { system: { head: string; tail: string }; messages: ModelMessage[] },
-  tools: ToolSet,
-  r: { state: ReplyState; call: ProviderCall; budget: TurnBudget },
-): Parameters<typeof streamText>[0] {
-  const { speaker } = plan;
-  const { provider: providerId, model: modelId } = speaker.resolved;
-  // A Model known not to think is not asked to (some Providers refuse the request); the editor says so.
-  const think = speaker.npc.thinking && thinkingSupport(speaker.kind, providerId, modelId) !== 'unsupported';
-  return {
-    // Before the first token, the SDK retries 408, 409, 429 and 5xx twice with backoff (2 s, then 4 s, or
-    // the Provider's Retry-After up to a minute); after it, a failure is the reply's, said plainly.
-    maxRetries: 2,
-    model: speaker.model,
-    instructions: instructionsFor(speaker.kind, context.system),
-    messages: context.messages,
-    // Only a card's post-history instructions come as a system message after the history (turn/prompt.ts).
-    allowSystemInMessages: context.messages.some((m) => m.role === 'system'),
-    tools,
-    // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
-    // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
-    stopWhen: [
-      isStepCount(deps.maxSteps ?? 8),
-      hasToolCall(MESSAGE_NPC),
-      async ({ steps }) => {
-        const tokens = stepTokens(steps.at(-1)?.usage);
-        stepCharged(r.state, tokens, await r.budget.charge(tokens));
-        return r.state.overBudget !== undefined;
-      },
-    ],
-    abortSignal: r.call.signal,
-    reasoning: think ? 'medium' : undefined,
-    // The Model's own output limit (never the Provider's smaller fallback), or the Village's lower one.
-    maxOutputTokens: outputTokens(
-      outputLimit(speaker.kind, providerId, modelId),
-      plan.settings.maxOutputTokens,
-      think && speaker.kind === 'anthropic',
-    ),
-    providerOptions: thinkingOptions(speaker.kind, think),
-    timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
-    telemetry: telemetryFor(deps.telemetry, 'agentsville.turn'),
-    // Errors arrive as stream parts and are reduced; the SDK's default would log them again.
-    onError: () => {},
-  };
-}
-
-/** The reply's last write: its Parts, status, error and usage, what it cost, and the files it shared linked. */
-async function store(deps: TurnDeps, plan: TurnPlan, state: ReplyState, end: Settled): Promise<void> {
-  const { kind, resolved } = plan.speaker;
-  const shared = state.parts.filter((p) => p.type === 'file').map((p) => p.id);
-  if (shared.length)
-    await linkShared(deps.sql, plan.conversation.id, state.messageId, shared).catch((e) =>
-      deps.log('shared files not linked', e),
-    );
-  await finishMessage(deps.sql, state.messageId, {
-    parts: state.parts,
-    status: end.status,
-    error: end.error,
-    usage: end.usage,
-    costUsd: costUsd(kind, resolved.provider, resolved.model, end.usage, state.cacheWrites),
-    estimatedTokens: end.estimatedTokens,
-    chargedTokens: end.chargedTokens,
-  });
 }
 
 /** In "each" mode, the first NPC after `current` (in joining order, wrapping round) not yet heard this turn. */

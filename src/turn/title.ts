@@ -1,7 +1,8 @@
 import { generateText, type LanguageModel } from 'ai';
-import { retitle, titleFrom, titleOf } from '../conversations/index.ts';
+import { messageText, retitle, titleFrom, titleOf } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { TurnBudget } from './budget.ts';
+import type { TurnDeps, TurnPlan } from './deps.ts';
 import { telemetryFor } from './telemetry.ts';
 
 const INSTRUCTIONS = `You name conversations. Given the first exchange of a conversation, reply with a title for it:
@@ -63,4 +64,39 @@ export async function summariseTitle(args: {
   const title = cleanTitle(text);
   if (!title) return undefined;
   return (await retitle(args.sql, args.conversationId, fallback, title)) ? title : undefined;
+}
+
+/**
+ * A Conversation's first exchange gets a title summarised by the Model that answered (not the scripted demo,
+ * which has nothing to say about it). It never fails the turn: the first Message's words stay the title.
+ */
+export async function titleFirstExchange(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  /** The reply that answered it. */
+  messageId: string,
+  budget: TurnBudget,
+  signal: AbortSignal,
+): Promise<void> {
+  const { speaker, playerMessage } = plan;
+  if (!deps.summariseTitles || speaker.kind === 'demo' || playerMessage.parentId !== null) return;
+  try {
+    const replyText = await messageText(deps.sql, messageId);
+    await summariseTitle({
+      sql: deps.sql,
+      model: speaker.model,
+      budget,
+      conversationId: plan.conversation.id,
+      playerText: playerMessage.text,
+      npcName: speaker.npc.name,
+      replyText: replyText ?? '',
+      signal,
+      telemetry: deps.telemetry,
+    });
+  } catch (e) {
+    deps.log(
+      `title for conversation ${plan.conversation.id} not summarised`,
+      e instanceof Error ? e.message : e,
+    );
+  }
 }

@@ -76,7 +76,11 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
   'src/conversations/store.ts': {
     tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
-    why: 'deleting a Conversation or a reply takes its files along and refuses a published one',
+    why: 'deleting a Conversation takes its files along; the list shows each one’s publication, and its NPCs',
+  },
+  'src/conversations/turnStore.ts': {
+    tables: ['attachments'],
+    why: 'the statement that writes a Message hands it its uploads (or a reply the files its NPC shared)',
   },
   'src/conversations/spending.ts': {
     tables: ['players'],
@@ -85,24 +89,11 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
-  'src/publish/hold.ts': {
-    tables: ['conversations', 'messages'],
-    why: 'holding a turn checks it is this Player’s',
-  },
-  'src/publish/live.ts': {
-    tables: ['conversations', 'messages'],
-    why: 'live publishing reads the path shown',
-  },
-  'src/replies/mirror.ts': {
-    tables: ['messages'],
-    why: 'a followed reply’s status, and frames of ended ones',
-  },
   'src/storage/quota.ts': {
     tables: ['conversations', 'messages', 'village_settings'],
     why: 'the storage quota counts what every room stores',
   },
   'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
-  'src/tools/store.ts': { tables: ['grants'], why: 'the tool set is built from an NPC’s grants' },
   'src/village/grants.ts': { tables: ['mcp_servers', 'skills'], why: 'a grant names a Skill or MCP Server' },
 };
 

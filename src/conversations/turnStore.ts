@@ -1,0 +1,359 @@
+import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import { type AttachmentPart, type Part, readParts } from '../parts/index.ts';
+import type { Npc } from '../village/index.ts';
+import { pathLeaf, setPath } from './branches.ts';
+import {
+  type Message,
+  type MessageRow,
+  type MessageStatus,
+  messageColumns,
+  settle,
+  titleFrom,
+  toMessage,
+  type Usage,
+} from './messages.ts';
+import {
+  judgeSpending,
+  lockSpending,
+  logTurn,
+  type SpendingLimits,
+  type Spent,
+  spendingCtes,
+  VILLAGE,
+} from './spending.ts';
+import { type Conversation, turnInProgress } from './store.ts';
+
+// The turn's write side: the claim and the turn begun (the Player's Message and the reply's row, after the
+// spending check), the reply's checkpoints and its end, what it cost, the claim released, and replies left
+// streaming marked interrupted.
+
+type PendingFragment = ReturnType<Queryable>;
+
+/** The first reply's row, written with the claim: its id is in the start frame, with no further round trip. */
+export interface FirstReply {
+  npc: Pick<Npc, 'id' | 'name'>;
+  provider: string;
+  model: string;
+}
+const insertReply = (
+  q: Queryable,
+  r: FirstReply,
+  instanceId: number,
+  after: PendingFragment,
+  /** The Message it answers (its parent in the tree). */
+  parent: PendingFragment,
+) => q`
+  insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id,
+    parent_id)
+  select (select id from claimed), 'npc', ${r.npc.id}, ${r.npc.name}, '[]', '', 'streaming', ${r.provider},
+    ${r.model}, ${instanceId}, ${parent}
+  -- Selecting from the Player's row (when there is one) makes this insert run after it: its seq is later.
+  from ${after}
+  returning id`;
+
+/**
+ * A turn begun: the Player's Message, the first reply's row, and the rolling summary as the claim found it —
+ * after this turn's own branch and any switch before it, so the turn sends the summary of its path.
+ */
+export interface Begun {
+  playerMessage: Message;
+  replyId: string;
+  summary: Pick<Conversation, 'summary' | 'summaryThrough'>;
+}
+
+/**
+ * Checks what the Player may spend, claims the Conversation for one turn and writes the Player's Message, in
+ * one transaction: when the claim fails nothing is inserted and the answer is 409; over a limit, 429.
+ */
+export async function beginPlayerTurn(
+  sql: Sql,
+  args: {
+    conversationId: string;
+    playerId: string;
+    instanceId: number;
+    text: string;
+    /** Uploads of this Conversation not yet sent (checked by the caller): linked to the new Message. */
+    attachments?: readonly AttachmentPart[];
+    limits: SpendingLimits;
+    reply: FirstReply;
+    /** Start a branch: the Message goes after `parentId` (null: as a new first Message), not after the head. */
+    branchFrom?: { parentId: string | null };
+  },
+): Promise<Begun> {
+  const attached = args.attachments ?? [];
+  // A Message of attachments alone is titled by the first one's name.
+  const first = attached[0];
+  const title = titleFrom(
+    args.text || (first ? (first.type === 'file' ? first.name : (first.title ?? first.url)) : ''),
+  );
+  return transaction(sql, async (tx) => {
+    // Two round trips: BEGIN, the Player's lock and one statement pipelined, then COMMIT. The statement reads
+    // what the Player has spent, and only when that admits the turn claims the Conversation, counts the turn,
+    // and writes the Player's Message and the reply's row after it. COMMIT waits for it: postgres.js re-sends a
+    // prepared statement whose plan went stale, and behind a COMMIT the re-sent one would run outside the
+    // transaction and the lock. A refusal thrown here rolls back, so nothing is claimed.
+    const locked = lockSpending(tx, args.playerId);
+    // A branch moves the path first; a refused turn rolls it back with everything else.
+    if (args.branchFrom) await branchAt(tx, args.conversationId, args.playerId, args.branchFrom.parentId);
+    const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
+    const parts = tx.json(list as JsonValue);
+    // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
+    const incoming = Buffer.byteLength(JSON.stringify(list));
+    const [row] = await tx<
+      (Spent &
+        Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string })[]
+    >`
+      with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits, incoming)},
+      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
+      ${logTurn(tx, args.playerId)},
+      player as (
+        insert into messages (conversation_id, role, parts, text, parent_id)
+        select id, 'player', ${parts}, ${args.text}, ${pathLeaf(tx, args.conversationId)} from claimed
+        returning ${messageColumns(tx)}),
+      ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`, tx`player.id`)})
+      select spend.*, player.*, (select id from reply) as reply_id,
+        (select summary from claimed) as claimed_summary, (select summary_through from claimed) as claimed_through
+      from spend left join player on true`;
+    await locked;
+    judgeSpending(row!, args.limits);
+    if (!row?.id || !row.reply_id) throw turnInProgress();
+    return {
+      playerMessage: toMessage(row as MessageRow),
+      replyId: row.reply_id,
+      summary: { summary: row.claimed_summary, summaryThrough: row.claimed_through },
+    };
+  });
+}
+
+/** Moves the path so the next Message follows `parentId`, which must be a Message of this Conversation. */
+async function branchAt(tx: Queryable, conversationId: string, playerId: string, parentId: string | null) {
+  if (parentId !== null) {
+    const [found] = await tx`select 1 from messages m join conversations c on c.id = m.conversation_id
+      where m.id = ${parentId} and c.id = ${conversationId} and c.player_id = ${playerId}`;
+    if (!found) throw new AppError('NOT_FOUND', 'There is no such Message in this Conversation.');
+  }
+  await setPath(tx, conversationId, parentId);
+}
+
+/** The admission statement's step that hands the Message its uploads (only when it has some). */
+const linkAttachments = (q: Queryable, conversationId: string, attached: readonly AttachmentPart[]) => q`
+  linked as (
+    update attachments set message_id = (select id from player)
+    where id = any(${attached.map((a) => a.id)}::uuid[]) and conversation_id = ${conversationId}
+      and message_id is null and exists (select 1 from player)),`;
+
+/**
+ * Claims the Conversation to answer its last Player Message again: deletes the NPC Messages after it.
+ * Returns the Player Message, which is not written again, and the new reply's row.
+ */
+export async function beginRegenerate(
+  sql: Sql,
+  args: {
+    conversationId: string;
+    playerId: string;
+    instanceId: number;
+    limits: SpendingLimits;
+    reply: FirstReply;
+  },
+): Promise<Begun> {
+  return transaction(sql, async (tx) => {
+    // BEGIN, the lock and both reads in one round trip; the claim and COMMIT in a second.
+    const locked = lockSpending(tx, args.playerId);
+    const [[spent], [last]] = await Promise.all([
+      tx<
+        Spent[]
+      >`with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits)} select * from spend`,
+      tx<MessageRow[]>`
+        select ${messageColumns(tx)} from messages
+        where conversation_id = ${args.conversationId} and role = 'player' and on_path
+        order by messages.seq desc limit 1`,
+    ]);
+    await locked;
+    judgeSpending(spent!, args.limits);
+    if (!last) throw new AppError('NOTHING_TO_REGENERATE', 'There is no Player Message to answer again.');
+    // The replies answered again leave the path but stay in the tree: the new one is their sibling, and the
+    // Player can switch back (ADR 0042). A summary that covered them is rebuilt from the path.
+    const [row] = await tx<{ reply_id: string | null; summary: string; summary_through: string }[]>`
+      with claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, null)}),
+      ${logTurn(tx, args.playerId)},
+      aside as (update messages set on_path = false
+        where conversation_id = (select id from claimed) and on_path and seq > ${last.seq} returning seq),
+      forgot as (update conversations set summary = '', summary_through = 0
+        where id = (select id from claimed) and summary_through > ${last.seq} and exists (select 1 from aside)
+        returning id),
+      reply as (${insertReply(tx, args.reply, args.instanceId, tx`claimed`, tx`${last.id}::uuid`)})
+      select (select id from reply) as reply_id,
+        case when exists (select 1 from forgot) then '' else (select summary from claimed) end as summary,
+        case when exists (select 1 from forgot) then '0' else (select summary_through from claimed) end
+          as summary_through`;
+    if (!row?.reply_id) throw turnInProgress();
+    return {
+      playerMessage: toMessage(last),
+      replyId: row.reply_id,
+      summary: { summary: row.summary, summaryThrough: row.summary_through },
+    };
+  });
+}
+
+/**
+ * The claim: this server instance runs the Conversation's turn. A claim held by a dead instance is free (see
+ * db/instance.ts), so a crash never leaves a Conversation locked. The row is updated unconditionally: the
+ * title from the first 80 characters when it has none, and updated_at bumped (seed 003).
+ */
+const claimSql = (
+  q: Queryable,
+  conversationId: string,
+  playerId: string,
+  instanceId: number,
+  title: string | null,
+  /** A further condition (the spending check's `admitted`). */
+  when: PendingFragment = q`true`,
+) => q`
+  update conversations set turn_owner = ${instanceId}, updated_at = now(), title = coalesce(title, ${title})
+  where id = ${conversationId} and player_id = ${playerId} and ${when}
+    and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
+  returning id, summary, summary_through::text as summary_through`;
+
+export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number): Promise<void> {
+  await sql`update conversations set turn_owner = null where id = ${conversationId} and turn_owner = ${instanceId}`;
+}
+
+/** The NPC's Message row, inserted before the first token so the start frame carries its real id. */
+export async function insertNpcMessage(
+  sql: Sql,
+  args: {
+    conversationId: string;
+    npc: Pick<Npc, 'id' | 'name'>;
+    provider: string;
+    model: string;
+    instanceId: number;
+  },
+): Promise<Message> {
+  const [row] = await sql<MessageRow[]>`
+    insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id,
+      parent_id)
+    values (${args.conversationId}, 'npc', ${args.npc.id}, ${args.npc.name}, '[]', '', 'streaming',
+      ${args.provider}, ${args.model}, ${args.instanceId}, ${pathLeaf(sql, args.conversationId)})
+    returning ${messageColumns(sql)}`;
+  return toMessage(row!);
+}
+
+/** Checkpoints of replies still streaming, in one statement: what has arrived so far of each. */
+export async function checkpointMessages(
+  sql: Sql,
+  rows: { id: string; parts: Part[]; text: string }[],
+): Promise<void> {
+  if (!rows.length) return;
+  await sql`update messages m set parts = v.parts, text = v.text, updated_at = now()
+    from jsonb_to_recordset(${sql.json(rows as unknown as JsonValue)}) as v(id uuid, parts jsonb, text text)
+    where m.id = v.id and m.status = 'streaming'`;
+}
+
+export async function finishMessage(
+  sql: Sql,
+  id: string,
+  end: {
+    parts: Part[];
+    status: Exclude<MessageStatus, 'streaming'>;
+    error: string | null;
+    usage: Usage | null;
+    costUsd: number | null;
+    /** Charged to the daily budgets besides the usage reported: what the Provider did not count (a reply, or
+     * its last step, stopped before the Provider's count came). */
+    estimatedTokens?: number | null;
+    /** Already charged while the reply ran (its steps, as each ended): only the rest is charged here. */
+    chargedTokens?: number;
+  },
+): Promise<void> {
+  const { parts, text } = settle(end.parts, end.status);
+  const u = end.usage;
+  const tokens = Math.max(
+    0,
+    (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0) - (end.chargedTokens ?? 0),
+  );
+  // One statement: the reply's row, and what it cost added to its Player's and the Village's day.
+  await sql`
+    with done as (
+      update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
+        error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
+        reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
+        cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
+      where id = ${id} returning conversation_id)
+    insert into daily_spend (day, player_id, tokens)
+    select (now() at time zone 'utc')::date, who, ${tokens}::bigint
+    from (select c.player_id as who from conversations c join done on c.id = done.conversation_id
+          union all select ${VILLAGE}::uuid from done) spenders
+    where ${tokens}::bigint > 0
+    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
+}
+
+/**
+ * Adds tokens to the Player's and the Village's day; returns both days' totals after it (the same statement, so a
+ * caller that asks the budget next needs no second read), or undefined when there was nothing to charge.
+ */
+export async function chargeTokens(
+  sql: Sql,
+  playerId: string,
+  tokens: number,
+): Promise<{ mine: number; village: number } | undefined> {
+  if (!(tokens > 0)) return undefined;
+  const rows = await sql<{ who: string; tokens: number }[]>`insert into daily_spend (day, player_id, tokens)
+    select (now() at time zone 'utc')::date, who, ${Math.ceil(tokens)}::bigint
+    from unnest(array[${playerId}::uuid, ${VILLAGE}::uuid]) as who
+    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
+    returning player_id::text as who, tokens::float8 as tokens`;
+  return {
+    mine: rows.find((r) => r.who === playerId)?.tokens ?? 0,
+    village: rows.find((r) => r.who === VILLAGE)?.tokens ?? 0,
+  };
+}
+
+/**
+ * Replies left streaming by a server that is no longer alive are marked interrupted, keeping their last
+ * checkpoint. Run at start; safe while other servers stream, since theirs are alive. Returns the Conversation of
+ * each reply marked: the reply has ended, so live publishing starts its hold-back window (publish/hold.ts).
+ */
+export async function markInterrupted(sql: Sql): Promise<string[]> {
+  const rows = await sql<{ id: string; conversationId: string; parts: unknown }[]>`
+    select id, conversation_id as "conversationId", parts from messages
+    where status = 'streaming' and (instance_id is null or instance_id not in (${sql.unsafe(LIVE_INSTANCES)}))`;
+  const ended: string[] = [];
+  for (const row of rows) {
+    const { parts, text } = settle(readParts(row.parts), 'interrupted');
+    const done =
+      await sql`update messages set status = 'interrupted', parts = ${sql.json(parts as JsonValue)},
+        text = ${text}, error = 'The server stopped while this reply was being written; what had arrived is kept.',
+        instance_id = null, updated_at = now()
+      where id = ${row.id} and status = 'streaming'`;
+    if (done.count > 0) ended.push(row.conversationId);
+  }
+  return ended;
+}
+
+/**
+ * Replies that ended without their final write (it failed) on a server that is still alive: not left
+ * "streaming" for ever, but interrupted with their last checkpoint.
+ */
+export async function markUnfinished(sql: Sql, ids: string[]): Promise<void> {
+  await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
+      error = 'The reply could not be completed; what had arrived is kept.'
+    where id = any(${ids}::uuid[]) and status = 'streaming'`;
+}
+
+export async function saveSummary(
+  sql: Sql,
+  conversationId: string,
+  summary: string,
+  through: string,
+): Promise<void> {
+  await sql`update conversations set summary = ${summary}, summary_through = ${through}
+    where id = ${conversationId} and summary_through < ${through}`;
+}
+
+/** Files an NPC shared in a reply belong to it: deleting or regenerating the reply takes them along. */
+export async function linkShared(sql: Sql, conversationId: string, messageId: string, ids: string[]) {
+  await sql`update attachments set message_id = ${messageId}
+    where id = any(${ids}::uuid[]) and conversation_id = ${conversationId} and message_id is null`;
+}
