@@ -5,7 +5,7 @@ import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, parseBody, respond } from '../http/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
-import { NpcLorebooksResponse } from '../wire/index.ts';
+import { LorebookProblemsResponse, NpcLorebooksResponse } from '../wire/index.ts';
 import { keyProblem } from './keys.ts';
 import { type Lorebook, LorebookError, readBook } from './lorebook.ts';
 import { deleteLorebook, npcLorebooks, replaceLorebook } from './store.ts';
@@ -50,7 +50,7 @@ export function lorebookRoutes({ sql }: { sql: Sql }): Router {
     if (!book) throw new AppError('INVALID_BODY', 'A lorebook is an object with its entries.');
     if (!isUuid(req.params.id) || !(await replaceLorebook(sql, player.id, req.params.id, book)))
       throw notFound('Lorebook');
-    res.json({ problems: problemsOf(book) });
+    respond(res, LorebookProblemsResponse, { problems: problemsOf(book) });
   });
 
   router.delete('/lorebooks/:id', async (req, res) => {

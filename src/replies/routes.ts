@@ -2,8 +2,9 @@ import { Router } from 'express';
 import { currentPlayer } from '../auth/index.ts';
 import { getReply, type Message, markInterrupted } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, SseWriter } from '../http/index.ts';
+import { AppError, isUuid, notFound, respond, SseWriter } from '../http/index.ts';
 import { type Frame, mergeFrames, type Part, type StartFrame } from '../parts/index.ts';
+import { StopResponse } from '../wire/index.ts';
 import type { ReplyHub } from './hub.ts';
 import type { ReplyMirror } from './mirror.ts';
 
@@ -115,14 +116,14 @@ export function replyRoutes(deps: ReplyRouteDeps): Router {
     for (let i = 0; i < 100; i++) {
       const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
       if (now?.status !== 'streaming') {
-        res.json({ status: now?.status ?? 'stopped' });
+        respond(res, StopResponse, { status: now?.status ?? 'stopped' });
         return;
       }
       // Asked again every second: one request can miss a writer that was reconnecting its listener.
       if (i % 10 === 0) await deps.mirror.requestStop(messageId);
       await new Promise((r) => setTimeout(r, 100));
     }
-    res.status(202).json({ status: 'streaming' });
+    respond(res, StopResponse, { status: 'streaming' }, 202);
   });
 
   return router;

@@ -1,8 +1,8 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
 import type { z } from 'zod';
-import type { NpcLorebook } from '../../../src/wire/index.ts';
-import { api } from '../api.ts';
+import { LorebookProblemsResponse, type NpcLorebook } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
 type Book = z.output<typeof NpcLorebook>;
@@ -79,7 +79,7 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
   };
   const save = useMutation({
     mutationFn: () =>
-      api<{ problems: string[] }>(`/api/lorebooks/${book.id}`, {
+      fetchAs(LorebookProblemsResponse, `/api/lorebooks/${book.id}`, {
         method: 'PUT',
         body: { book: { ...book.book, entries: entries.map(toEntry) } },
       }),
