@@ -84,20 +84,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
   });
 
   router.get(`/xrpc/${LIST_SESSIONS}`, async (req, res) => {
-    const params = xrpcParams(LIST_SESSIONS, req.query as Record<string, unknown>);
-    const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
-    if (params.actor && !did) {
-      respond(res, ListSessionsResponse, { sessions: [] });
-      return;
-    }
-    const page = await listSessions(sql, reader, {
-      did: did ?? undefined,
-      limit: (params.limit as number) ?? 30,
-      cursor: params.cursor as string | undefined,
-    });
-    // The lexicon validates the answer (XRPC's own contract); the wire schema, what the web app decodes, encodes it.
-    lexicons.assertValidXrpcOutput(LIST_SESSIONS, page);
-    respond(res, ListSessionsResponse, page as z.output<typeof ListSessionsResponse>);
+    respond(res, ListSessionsResponse, await sessionsPage(sql, reader, req.query as Record<string, unknown>));
   });
 
   // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
@@ -119,4 +106,23 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
   });
 
   return router;
+}
+
+/** click.aligned.chat.listSessions: the most recent sessions, everyone's or one author's (none if unknown). */
+async function sessionsPage(
+  sql: Sql,
+  reader: Network,
+  query: Record<string, unknown>,
+): Promise<z.output<typeof ListSessionsResponse>> {
+  const params = xrpcParams(LIST_SESSIONS, query);
+  const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
+  if (params.actor && !did) return { sessions: [] };
+  const page = await listSessions(sql, reader, {
+    did: did ?? undefined,
+    limit: (params.limit as number) ?? 30,
+    cursor: params.cursor as string | undefined,
+  });
+  // The lexicon validates the answer (XRPC's own contract); the wire schema, what the web app decodes, encodes it.
+  lexicons.assertValidXrpcOutput(LIST_SESSIONS, page);
+  return page as z.output<typeof ListSessionsResponse>;
 }
