@@ -56,14 +56,21 @@ export async function reach(path: string, init: RequestInit): Promise<Response> 
   }
 }
 
+type ErrorBody = { error?: { code?: unknown; message: string; details?: unknown } } | null;
+
+/** An answer's JSON; null when it has none (a proxy's HTML page, an empty body). */
+const jsonOf = (res: Response): Promise<unknown> => res.json().catch(() => null);
+
+/** The error for a refused answer (a stream's too), from its body. */
+export async function refusalOf(res: Response): Promise<ApiError> {
+  return refusal(res.status, (await jsonOf(res)) as ErrorBody);
+}
+
 /**
  * The error for a refused answer. A 401 also tells the app the session is over (session.ts): one sign-in page
  * instead of an error beside each piece that asked.
  */
-export function refusal(
-  status: number,
-  body: { error?: { code?: unknown; message: string; details?: unknown } } | null,
-): ApiError {
+export function refusal(status: number, body: ErrorBody): ApiError {
   const code = body?.error?.code;
   const error = new ApiError(
     status,
@@ -75,10 +82,11 @@ export function refusal(
   return error;
 }
 
-export async function api<T>(
+/** One request: the answer's JSON (undefined for a 204), or the server's refusal thrown as an ApiError. */
+async function request(
   path: string,
   init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
-): Promise<T> {
+): Promise<unknown> {
   const res = await reach(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
     // The server refuses a change that carries neither JSON nor this header (see http/security.ts).
@@ -86,12 +94,21 @@ export async function api<T>(
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
     signal: init.signal,
   });
-  if (res.status === 204) return undefined as T;
-  const body = (await res.json().catch(() => null)) as {
-    error?: { code: string; message: string; details?: unknown };
-  } | null;
-  if (!res.ok) throw refusal(res.status, body);
-  return body as T;
+  if (res.status === 204) return undefined;
+  const body = await jsonOf(res);
+  if (!res.ok) throw refusal(res.status, body as ErrorBody);
+  return body;
+}
+
+/**
+ * Sends a change whose answer the page does not read (a 204, or a change the page refetches after): it resolves
+ * once the server accepted it, with nothing to decode. An answer the page reads goes through `fetchAs`.
+ */
+export async function api(
+  path: string,
+  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+): Promise<void> {
+  await request(path, init);
 }
 
 /**
@@ -112,18 +129,9 @@ export async function sendFile<S extends z.ZodType>(
     body: file,
     signal,
   });
-  const body = (await res.json().catch(() => null)) as {
-    error?: { code: string; message: string; details?: unknown };
-  } | null;
-  if (!res.ok) throw refusal(res.status, body);
-  const decoded = z.safeDecode(schema, body as z.input<S>);
-  if (!decoded.success)
-    throw new ApiError(
-      200,
-      'UNEXPECTED_RESPONSE',
-      'The server answered in a form this page does not understand.',
-    );
-  return decoded.data;
+  const body = await jsonOf(res);
+  if (!res.ok) throw refusal(res.status, body as ErrorBody);
+  return decode(schema, body);
 }
 
 /**
@@ -136,7 +144,11 @@ export async function fetchAs<S extends z.ZodType>(
   path: string,
   init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
 ): Promise<z.output<S>> {
-  const body = await api<unknown>(path, init);
+  return decode(schema, await request(path, init));
+}
+
+/** An answer through its wire schema; one that does not fit is UNEXPECTED_RESPONSE, with zod's issues. */
+function decode<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const decoded = z.safeDecode(schema, body as z.input<S>);
   if (!decoded.success) {
     throw new ApiError(

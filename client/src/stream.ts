@@ -1,5 +1,5 @@
 import { type Frame, readFrameStream } from '../../src/parts/index.ts';
-import { reach, refusal } from './api.ts';
+import { reach, refusalOf } from './api.ts';
 
 /**
  * Sends a turn (or a regenerate), or with GET follows a reply already being written, and hands each SSE frame to
@@ -22,8 +22,7 @@ export async function streamTurn(
       : { method, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal },
   );
   if (!res.ok || !res.body) {
-    const err = (await res.json().catch(() => null)) as { error?: { code: string; message: string } } | null;
-    throw refusal(res.status, err);
+    throw await refusalOf(res);
   }
   onAccepted?.();
   try {

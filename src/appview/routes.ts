@@ -1,7 +1,9 @@
 import { type ErrorRequestHandler, Router } from 'express';
+import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
-import { AppError, notFound, sendError } from '../http/index.ts';
+import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/generated/lexicons.ts';
+import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
 import { getThreadJson, listSessions, recentThreads, resolveActor } from './read.ts';
@@ -82,18 +84,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
   });
 
   router.get(`/xrpc/${LIST_SESSIONS}`, async (req, res) => {
-    const params = xrpcParams(LIST_SESSIONS, req.query as Record<string, unknown>);
-    const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
-    if (params.actor && !did) {
-      res.json({ sessions: [] });
-      return;
-    }
-    const page = await listSessions(sql, reader, {
-      did: did ?? undefined,
-      limit: (params.limit as number) ?? 30,
-      cursor: params.cursor as string | undefined,
-    });
-    res.json(lexicons.assertValidXrpcOutput(LIST_SESSIONS, page));
+    respond(res, ListSessionsResponse, await sessionsPage(sql, reader, req.query as Record<string, unknown>));
   });
 
   // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
@@ -109,8 +100,29 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
     if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
     const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
-    res.set('Cache-Control', 'public, max-age=15').json({ thread });
+    res.set('Cache-Control', 'public, max-age=15');
+    // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.
+    respond(res, ThreadResponse, { thread } as z.output<typeof ThreadResponse>);
   });
 
   return router;
+}
+
+/** click.aligned.chat.listSessions: the most recent sessions, everyone's or one author's (none if unknown). */
+async function sessionsPage(
+  sql: Sql,
+  reader: Network,
+  query: Record<string, unknown>,
+): Promise<z.output<typeof ListSessionsResponse>> {
+  const params = xrpcParams(LIST_SESSIONS, query);
+  const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
+  if (params.actor && !did) return { sessions: [] };
+  const page = await listSessions(sql, reader, {
+    did: did ?? undefined,
+    limit: (params.limit as number) ?? 30,
+    cursor: params.cursor as string | undefined,
+  });
+  // The lexicon validates the answer (XRPC's own contract); the wire schema, what the web app decodes, encodes it.
+  lexicons.assertValidXrpcOutput(LIST_SESSIONS, page);
+  return page as z.output<typeof ListSessionsResponse>;
 }

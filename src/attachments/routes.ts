@@ -71,88 +71,8 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
     'Too many downloads at once: at most 600 a minute. Try again shortly.',
   );
 
-  router.post('/conversations/:id/attachments', rationed, async (req, res) => {
-    const player = currentPlayer(res);
-    // Whatever refuses the upload, the rest of its body is not read: the connection closes after the answer.
-    res.set('Connection', 'close');
-    const { name } = parseQuery(req, UploadQuery);
-    if (req.is('application/json'))
-      throw new AppError('INVALID_BODY', "Send the file's bytes as the body, with its name in ?name=.");
-    const { settings, conversationId, room } = await admit(deps, req, player.id);
-    const maxBytes = Math.min(settings.maxAttachmentMb * MB, room);
-    const declared = Number(req.get('content-length') ?? Number.NaN);
-    if (declared > maxBytes) throw refusal(settings, room);
-    if ((uploading.get(player.id) ?? 0) >= UPLOADS_AT_ONCE)
-      throw new AppError('TOO_MANY_UPLOADS', `At most ${UPLOADS_AT_ONCE} files can upload at once.`, {
-        retryAfter: 5,
-      });
-    uploading.set(player.id, (uploading.get(player.id) ?? 0) + 1);
-    try {
-      const source = await headFirst(req, AbortSignal.timeout(deps.uploadTimeoutMs));
-      const mediaType = await sniffMediaType(source.head, name);
-      if (source.head.length === 0)
-        throw new AppError(
-          'ATTACHMENT_EMPTY',
-          `${name} is empty (0 bytes), so there is nothing to attach. Choose the file again once it has its contents.`,
-        );
-      if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
-        throw new AppError(
-          'UNSUPPORTED_ATTACHMENT_TYPE',
-          `${name} ${mediaType ? `holds ${mediaType}` : 'is not a kind of file this server recognises'} (judged by its contents, not its name). This Village accepts: ${settings.attachmentTypes.join(', ')}.`,
-        );
-      }
-      const pages = mediaType === 'application/pdf' ? new PdfPageCounter() : undefined;
-      // A picture's size is read from its header, so the transcript reserves its box before it loads.
-      const image = mediaType.startsWith('image/') ? new ImageHead() : undefined;
-      const written = await writeBlob(sql, source.all(), maxBytes, (c) => {
-        pages?.push(c);
-        image?.push(c);
-      }).catch((e) => {
-        throw e instanceof AppError && e.code === 'ATTACHMENT_TOO_LARGE' ? refusal(settings, room) : e;
-      });
-      const row = await adoptBlob(sql, written, (tx, blobId) =>
-        insertAttachment(tx, {
-          playerId: player.id,
-          conversationId,
-          blobId,
-          kind: 'file',
-          name,
-          mediaType,
-          size: written.size,
-          tokens: attachmentTokens(mediaType, written.size, pages?.pages),
-          ...image?.dimensions(mediaType),
-          quota: settings.playerAttachmentMb * MB,
-        }),
-      ).catch(overQuota(settings));
-      res.set('Connection', 'keep-alive');
-      respond(res, AttachmentView, toPart(row), 201);
-    } finally {
-      const n = (uploading.get(player.id) ?? 1) - 1;
-      if (n > 0) uploading.set(player.id, n);
-      else uploading.delete(player.id);
-    }
-  });
-
-  router.post('/conversations/:id/attachments/url', rationed, async (req, res) => {
-    const player = currentPlayer(res);
-    const body = parseBody(req, UrlBody);
-    const { conversationId, room, settings } = await admit(deps, req, player.id);
-    let url: URL;
-    try {
-      url = await deps.pageOutbound.check(body.url);
-    } catch (e) {
-      if (e instanceof BlockedUrlError) throw new AppError('URL_NOT_ALLOWED', e.message);
-      throw e;
-    }
-    const cached = await recentPage(sql, player.id, url.href);
-    const quota = settings.playerAttachmentMb * MB;
-    const row = cached
-      ? await transaction(sql, (tx) =>
-          insertAttachment(tx as never, { ...cached, conversationId, messageId: null, quota }),
-        ).catch(overQuota(settings))
-      : await storePage(deps, player.id, conversationId, url, room, settings);
-    respond(res, AttachmentView, toPart(row), 201);
-  });
+  router.post('/conversations/:id/attachments', rationed, (req, res) => upload(deps, uploading, req, res));
+  router.post('/conversations/:id/attachments/url', rationed, (req, res) => attachPage(deps, req, res));
 
   router.get('/attachments/:id', downloads, async (req, res) => {
     const player = currentPlayer(res);
@@ -186,6 +106,93 @@ export function attachmentRoutes(deps: AttachmentDeps): Router {
   });
 
   return router;
+}
+
+/** POST …/attachments: a file's bytes, streamed to a blob; its kind judged by its contents. */
+async function upload(deps: AttachmentDeps, uploading: Map<string, number>, req: Request, res: Response) {
+  const { sql } = deps;
+  const player = currentPlayer(res);
+  // Whatever refuses the upload, the rest of its body is not read: the connection closes after the answer.
+  res.set('Connection', 'close');
+  const { name } = parseQuery(req, UploadQuery);
+  if (req.is('application/json'))
+    throw new AppError('INVALID_BODY', "Send the file's bytes as the body, with its name in ?name=.");
+  const { settings, conversationId, room } = await admit(deps, req, player.id);
+  const maxBytes = Math.min(settings.maxAttachmentMb * MB, room);
+  const declared = Number(req.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) throw refusal(settings, room);
+  if ((uploading.get(player.id) ?? 0) >= UPLOADS_AT_ONCE)
+    throw new AppError('TOO_MANY_UPLOADS', `At most ${UPLOADS_AT_ONCE} files can upload at once.`, {
+      retryAfter: 5,
+    });
+  uploading.set(player.id, (uploading.get(player.id) ?? 0) + 1);
+  try {
+    const source = await headFirst(req, AbortSignal.timeout(deps.uploadTimeoutMs));
+    const mediaType = await sniffMediaType(source.head, name);
+    if (source.head.length === 0)
+      throw new AppError(
+        'ATTACHMENT_EMPTY',
+        `${name} is empty (0 bytes), so there is nothing to attach. Choose the file again once it has its contents.`,
+      );
+    if (!mediaType || !settings.attachmentTypes.includes(mediaType)) {
+      throw new AppError(
+        'UNSUPPORTED_ATTACHMENT_TYPE',
+        `${name} ${mediaType ? `holds ${mediaType}` : 'is not a kind of file this server recognises'} (judged by its contents, not its name). This Village accepts: ${settings.attachmentTypes.join(', ')}.`,
+      );
+    }
+    const pages = mediaType === 'application/pdf' ? new PdfPageCounter() : undefined;
+    // A picture's size is read from its header, so the transcript reserves its box before it loads.
+    const image = mediaType.startsWith('image/') ? new ImageHead() : undefined;
+    const written = await writeBlob(sql, source.all(), maxBytes, (c) => {
+      pages?.push(c);
+      image?.push(c);
+    }).catch((e) => {
+      throw e instanceof AppError && e.code === 'ATTACHMENT_TOO_LARGE' ? refusal(settings, room) : e;
+    });
+    const row = await adoptBlob(sql, written, (tx, blobId) =>
+      insertAttachment(tx, {
+        playerId: player.id,
+        conversationId,
+        blobId,
+        kind: 'file',
+        name,
+        mediaType,
+        size: written.size,
+        tokens: attachmentTokens(mediaType, written.size, pages?.pages),
+        ...image?.dimensions(mediaType),
+        quota: settings.playerAttachmentMb * MB,
+      }),
+    ).catch(overQuota(settings));
+    res.set('Connection', 'keep-alive');
+    respond(res, AttachmentView, toPart(row), 201);
+  } finally {
+    const n = (uploading.get(player.id) ?? 1) - 1;
+    if (n > 0) uploading.set(player.id, n);
+    else uploading.delete(player.id);
+  }
+}
+
+/** POST …/attachments/url: a page, fetched (or the Player's recent copy of it) and attached as its text. */
+async function attachPage(deps: AttachmentDeps, req: Request, res: Response) {
+  const { sql } = deps;
+  const player = currentPlayer(res);
+  const body = parseBody(req, UrlBody);
+  const { conversationId, room, settings } = await admit(deps, req, player.id);
+  let url: URL;
+  try {
+    url = await deps.pageOutbound.check(body.url);
+  } catch (e) {
+    if (e instanceof BlockedUrlError) throw new AppError('URL_NOT_ALLOWED', e.message);
+    throw e;
+  }
+  const cached = await recentPage(sql, player.id, url.href);
+  const quota = settings.playerAttachmentMb * MB;
+  const row = cached
+    ? await transaction(sql, (tx) =>
+        insertAttachment(tx as never, { ...cached, conversationId, messageId: null, quota }),
+      ).catch(overQuota(settings))
+    : await storePage(deps, player.id, conversationId, url, room, settings);
+  respond(res, AttachmentView, toPart(row), 201);
 }
 
 function perPlayer(sql: Sql, name: string, limit: number, message: string) {

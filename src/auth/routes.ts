@@ -6,7 +6,7 @@ import { type Response, Router } from 'express';
 import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, escapeHtml, parseBody, respond } from '../http/index.ts';
-import { MeResponse } from '../wire/index.ts';
+import { LoginResponse, MeResponse } from '../wire/index.ts';
 import { asPlayer } from './playerCalls.ts';
 import { currentPlayer } from './requireSession.ts';
 import { restoreSession } from './restore.ts';
@@ -101,7 +101,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
         path: '/oauth',
         maxAge: LOGIN_TTL_MS,
       });
-      res.json({ url: url.toString() });
+      respond(res, LoginResponse, { url: url.toString() });
     } catch (e) {
       throw loginError(identifier, e, deps.localNetwork ? (deps.demoAccounts?.() ?? []) : undefined);
     }

@@ -15,7 +15,7 @@ import {
 import { BoundedJsonReader, JsonLimitError, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
-import { NpcLorebooksResponse } from '../wire/index.ts';
+import { LorebookProblemsResponse, NpcLorebooksResponse } from '../wire/index.ts';
 import { CARD_LIMITS } from './card.ts';
 import { keyProblem } from './keys.ts';
 import { LOREBOOK_LIMITS, type Lorebook, LorebookError, readBook } from './lorebook.ts';
@@ -88,7 +88,7 @@ export function lorebookRoutes({ sql }: { sql: Sql }): Router {
     if (!book) throw new AppError('INVALID_BODY', 'A lorebook is an object with its entries.');
     if (!isUuid(req.params.id) || !(await replaceLorebook(sql, player.id, req.params.id, book)))
       throw notFound('Lorebook');
-    res.json({ problems: problemsOf(book) });
+    respond(res, LorebookProblemsResponse, { problems: problemsOf(book) });
   });
 
   router.delete('/lorebooks/:id', async (req, res) => {

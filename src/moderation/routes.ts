@@ -4,7 +4,16 @@ import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import { spendingByPlayer } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, forbidden, isUuid, keyedRateLimit, notFound, parseBody } from '../http/index.ts';
+import { AppError, forbidden, isUuid, keyedRateLimit, notFound, parseBody, respond } from '../http/index.ts';
+import {
+  BlockListResponse,
+  BlockResponse,
+  ReportCreated,
+  ReportListResponse,
+  SpendingResponse,
+  TakedownListResponse,
+  TakedownResponse,
+} from '../wire/index.ts';
 import {
   block,
   liftBlock,
@@ -49,25 +58,25 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
 
   router.get('/admin/takedowns', async (_req, res) => {
     admin(res);
-    res.json({ takedowns: await listTakedowns(sql) });
+    respond(res, TakedownListResponse, { takedowns: await listTakedowns(sql) });
   });
   router.post('/admin/takedowns', async (req, res) => {
     const by = admin(res);
     const body = parseBody(req, TakedownBody);
     const takedown = await takeDown(sql, body.subject, body.reason, by);
     if (!takedown) throw new AppError('ALREADY_TAKEN_DOWN', 'That is already hidden on this instance.');
-    res.status(201).json({ takedown });
+    respond(res, TakedownResponse, { takedown }, 201);
   });
   router.post('/admin/takedowns/:id/lift', async (req, res) => {
     const by = admin(res);
     const takedown = await liftTakedown(sql, id(req, 'Takedown'), parseBody(req, LiftBody).reason, by);
     if (!takedown) throw notFound('Takedown');
-    res.json({ takedown });
+    respond(res, TakedownResponse, { takedown });
   });
 
   router.get('/admin/blocks', async (_req, res) => {
     admin(res);
-    res.json({ blocks: await listBlocks(sql) });
+    respond(res, BlockListResponse, { blocks: await listBlocks(sql) });
   });
   router.post('/admin/blocks', async (req, res) => {
     const by = admin(res);
@@ -76,24 +85,24 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
     if (!player) throw notFound('Player');
     const blocked = await block(sql, body.did, body.reason, by);
     if (!blocked) throw new AppError('ALREADY_BLOCKED', 'That Player is already blocked.');
-    res.status(201).json({ block: blocked });
+    respond(res, BlockResponse, { block: blocked }, 201);
   });
   router.post('/admin/blocks/:id/lift', async (req, res) => {
     const by = admin(res);
     const lifted = await liftBlock(sql, id(req, 'Block'), parseBody(req, LiftBody).reason, by);
     if (!lifted) throw notFound('Block');
-    res.json({ block: lifted });
+    respond(res, BlockResponse, { block: lifted });
   });
 
   // What each Player spent today and this month, beside the blocks: who to look at, and whom a block stops.
   router.get('/admin/spending', async (_req, res) => {
     admin(res);
-    res.json({ players: await spendingByPlayer(sql) });
+    respond(res, SpendingResponse, { players: await spendingByPlayer(sql) });
   });
 
   router.get('/admin/reports', async (_req, res) => {
     admin(res);
-    res.json({ reports: await listReports(sql) });
+    respond(res, ReportListResponse, { reports: await listReports(sql) });
   });
   return router;
 }
@@ -110,7 +119,7 @@ export function reportRoutes({ sql }: { sql: Sql }): Router {
     const body = parseBody(req, ReportBody);
     const reporter = (res.locals.player as { did?: string } | undefined)?.did ?? null;
     const stored = await report(sql, body.uri, body.reason, reporter);
-    res.status(201).json({ report: { id: stored.id, createdAt: stored.createdAt } });
+    respond(res, ReportCreated, { report: { id: stored.id, createdAt: stored.createdAt } }, 201);
   });
   return router;
 }

@@ -1,11 +1,13 @@
-import { Router } from 'express';
+import { type Response, Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
 import { getConversation, messageIds as messageIdsOf } from '../conversations/index.ts';
-import { isUuid, notFound, parseBody } from '../http/index.ts';
+import type { Sql } from '../db/index.ts';
+import { isUuid, notFound, parseBody, respond } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { plainName } from '../parts/index.ts';
 import { AgentChoices, TurnChoice } from '../redaction/index.ts';
+import { PublicationResponse, PublishPreview, PublishResult, ResumeResponse } from '../wire/index.ts';
 import { holdBack } from './hold.ts';
 import { setLive } from './live.ts';
 import { removedWords } from './plan.ts';
@@ -48,104 +50,97 @@ const HoldBody = z.object({ messageId: z.uuid() }).strict();
 /** Publishing a Conversation to the Player's PDS. Mounted behind requireSession. */
 export function publishRoutes(deps: PublishDeps): Router {
   const router = Router();
-  const owned = async (playerId: string, id: string) => {
-    if (!isUuid(id) || !(await getConversation(deps.sql, playerId, id))) throw notFound('Conversation');
-    return id;
+  const owned = async (res: Response, id: string) => {
+    const player = currentPlayer(res);
+    if (!isUuid(id) || !(await getConversation(deps.sql, player.id, id))) throw notFound('Conversation');
+    return { player, id };
   };
 
   router.get('/conversations/:id/publication', async (req, res) => {
-    const player = currentPlayer(res);
-    const id = await owned(player.id, req.params.id);
-    const [publication, draft, messageIds] = await Promise.all([
-      getPublication(deps.sql, id),
-      getDraft(deps.sql, id),
-      messageIdsOf(deps.sql, id),
-    ]);
-    // The draft: the Player's choices and title, kept across unpublishing, and the words still covered from
-    // turns that have since gone.
-    const kept = draft
-      ? {
-          title: draft.title,
-          choices: draft.choices,
-          agents: draft.agents,
-          removedWords: [...new Set(Object.values(removedWords(draft, new Set(messageIds))).flat())],
-        }
-      : null;
-    if (!publication) {
-      res.json({ publication: null, draft: kept });
-      return;
-    }
-    const [records, reviewed] = await Promise.all([
-      getPublishedRecords(deps.sql, id),
-      getReviewedPath(deps.sql, id),
-    ]);
-    res.json({
-      publication: {
-        ...publication,
-        // Live appends wait while the path shown has left the one reviewed (ADR 0046): the page says so.
-        livePaused: publication.live && !extendsReviewed(messageIds, reviewed),
-        uri: `at://${publication.did}/${SESSION}/${publication.sessionRkey}`,
-        turns: records
-          .filter((r) => r.collection === MESSAGE)
-          .map((r) => ({
-            messageId: r.messageId,
-            rkey: r.rkey,
-            choice: r.choice,
-            record: r.record,
-            pending: r.pending,
-          })),
-      },
-      draft: kept,
-    });
+    const { id } = await owned(res, req.params.id);
+    respond(res, PublicationResponse, await publicationOf(deps.sql, id));
   });
 
   // Live publishing (ADR 0043): new turns follow on their own, after a delay in which one can be held back.
   router.put('/conversations/:id/publication/live', async (req, res) => {
-    const player = currentPlayer(res);
     const body = parseBody(req, LiveBody);
-    const id = await owned(player.id, req.params.id);
+    const { player, id } = await owned(res, req.params.id);
     // After any append under way (it holds the lock): once this answers, no append starts on the old setting.
     await withPublicationLock(deps.leases, id, () => setLive(deps.sql, player.id, id, body));
     res.status(204).end();
   });
 
   router.post('/conversations/:id/publication/hold', async (req, res) => {
-    const player = currentPlayer(res);
     const { messageId } = parseBody(req, HoldBody);
-    const id = await owned(player.id, req.params.id);
+    const { player, id } = await owned(res, req.params.id);
     await withPublicationLock(deps.leases, id, () => holdBack(deps.sql, player.id, id, messageId));
     res.status(204).end();
   });
 
   router.post('/conversations/:id/publication/preview', async (req, res) => {
-    const player = currentPlayer(res);
     const body = parseBody(req, PublishBody);
-    const id = await owned(player.id, req.params.id);
-    res.json(await previewPublication(deps, player, id, body));
+    const { player, id } = await owned(res, req.params.id);
+    respond(res, PublishPreview, await previewPublication(deps, player, id, body));
   });
 
   router.put('/conversations/:id/publication', async (req, res) => {
-    const player = currentPlayer(res);
     const body = parseBody(req, PublishBody);
-    const id = await owned(player.id, req.params.id);
-    res.json(await withPublicationLock(deps.leases, id, () => publish(deps, player, id, body)));
+    const { player, id } = await owned(res, req.params.id);
+    const result = await withPublicationLock(deps.leases, id, () => publish(deps, player, id, body));
+    respond(res, PublishResult, result);
   });
 
   router.post('/conversations/:id/publication/resume', async (req, res) => {
-    const player = currentPlayer(res);
-    const id = await owned(player.id, req.params.id);
+    const { player, id } = await owned(res, req.params.id);
     if (!(await getPublication(deps.sql, id))) throw notFound('Publication');
-    res.json({
-      calls: await withPublicationLock(deps.leases, id, () => resume(deps, player.did, id)),
-    });
+    const calls = await withPublicationLock(deps.leases, id, () => resume(deps, player.did, id));
+    respond(res, ResumeResponse, { calls });
   });
 
   router.delete('/conversations/:id/publication', async (req, res) => {
-    const player = currentPlayer(res);
-    const id = await owned(player.id, req.params.id);
+    const { player, id } = await owned(res, req.params.id);
     await withPublicationLock(deps.leases, id, () => unpublish(deps, player, id));
     res.status(204).end();
   });
 
   return router;
+}
+
+/** GET …/publication: the publication as it stands, and the draft kept across unpublishing. */
+async function publicationOf(sql: Sql, id: string): Promise<PublicationResponse> {
+  const [publication, draft, messageIds] = await Promise.all([
+    getPublication(sql, id),
+    getDraft(sql, id),
+    messageIdsOf(sql, id),
+  ]);
+  // The draft: the Player's choices and title, kept across unpublishing, and the words still covered from
+  // turns that have since gone.
+  const kept = draft
+    ? {
+        title: draft.title,
+        choices: draft.choices,
+        agents: draft.agents,
+        removedWords: [...new Set(Object.values(removedWords(draft, new Set(messageIds))).flat())],
+      }
+    : null;
+  if (!publication) return { publication: null, draft: kept };
+  const [records, reviewed] = await Promise.all([getPublishedRecords(sql, id), getReviewedPath(sql, id)]);
+  return {
+    publication: {
+      ...publication,
+      // Live appends wait while the path shown has left the one reviewed (ADR 0046): the page says so.
+      livePaused: publication.live && !extendsReviewed(messageIds, reviewed),
+      uri: `at://${publication.did}/${SESSION}/${publication.sessionRkey}`,
+      turns: records
+        .filter((r) => r.collection === MESSAGE)
+        .map((r) => ({
+          messageId: r.messageId,
+          rkey: r.rkey,
+          choice: r.choice,
+          record: r.record,
+          pending: r.pending,
+        })),
+    },
+    draft: kept,
+  };
 }

@@ -1,11 +1,15 @@
-import { Router } from 'express';
+import { type Request, type Response, Router } from 'express';
 import { currentPlayer } from '../auth/index.ts';
 import { getReply, type Message, markInterrupted } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AppError, isUuid, notFound, SseWriter } from '../http/index.ts';
+import { AppError, isUuid, notFound, respond, SseWriter } from '../http/index.ts';
 import { type Frame, mergeFrames, type Part, type StartFrame } from '../parts/index.ts';
+import { StopResponse } from '../wire/index.ts';
 import type { ReplyHub } from './hub.ts';
 import type { ReplyMirror } from './mirror.ts';
+
+/** …/conversations/:id/messages/:messageId/…: a reply, by its Conversation and its Message. */
+type ReplyRequest = Request<{ id: string; messageId: string }>;
 
 /** Replies one Player may follow at once on one instance (each is an open stream and, across instances, reads). */
 const FOLLOWERS_PER_PLAYER = 12;
@@ -25,107 +29,116 @@ export interface ReplyRouteDeps {
  */
 export function replyRoutes(deps: ReplyRouteDeps): Router {
   const router = Router();
-
-  /**
-   * The reply as frames: its Parts so far (one `part` frame each, which fold back to exactly those Parts), then
-   * each live frame, to its `finish`. A reply that has ended is sent whole from its row.
-   */
+  /** Replies each Player follows now, by Player id. */
   const following = new Map<string, number>();
-  router.get('/conversations/:id/messages/:messageId/stream', async (req, res) => {
-    const player = currentPlayer(res);
-    // Listened for before anything is awaited: a viewer gone before its first byte ends its following too.
-    const closed = new AbortController();
-    res.on('close', () => closed.abort());
-    const { id, messageId } = req.params;
-    const reply =
-      isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
-    if (!reply) throw notFound('Reply');
-    // Each follower is a stream held open and, for a reply written elsewhere, reads of PostgreSQL: bounded.
-    const mine = following.get(player.id) ?? 0;
-    if (mine >= FOLLOWERS_PER_PLAYER)
-      throw new AppError(
-        'TOO_MANY_FOLLOWERS',
-        `At most ${FOLLOWERS_PER_PLAYER} replies can be followed at once from one account.`,
-        { retryAfter: 5 },
-      );
-    if (closed.signal.aborted) return;
-    following.set(player.id, mine + 1);
-    const sse = new SseWriter<Frame>(res, mergeFrames);
-    sse.open();
-    const sendSnapshot = (start: StartFrame, parts: Part[]) => {
-      sse.send(start);
-      for (const part of parts) sse.send({ type: 'part', messageId, part });
-    };
-    try {
-      if (reply.status !== 'streaming') return sendStored(sse, reply);
-      const here = await followHere(deps.hub, messageId, sse, sendSnapshot, closed.signal);
-      if (here === 'ended') {
-        // It ended here without a finish frame (its last write failed): the row says how.
-        const stored = await getReply(deps.sql, player.id, id, messageId);
-        if (stored) sse.send({ type: 'finish', messageId, status: finalStatus(stored), usage: stored.usage });
-        return;
-      }
-      if (here) return;
-      let seen = false;
-      const outcome = await deps.mirror.follow(
-        messageId,
-        (f) => {
-          if ('snapshot' in f) {
-            seen = true;
-            sendSnapshot(f.snapshot.start, f.snapshot.parts);
-          } else sse.send(f.frame);
-        },
-        closed.signal,
-      );
-      if (outcome !== 'ended') return;
-      // The reply ended without its last frames reaching this instance (it ended before it could be mirrored,
-      // or its server died): the stored row says how. A dead server's reply is marked interrupted first.
-      await deps.afterInterrupted?.(await markInterrupted(deps.sql));
-      const stored = await getReply(deps.sql, player.id, id, messageId);
-      if (!stored) return;
-      if (!seen) return sendStored(sse, stored);
-      if (stored.error) sse.send({ type: 'error', messageId, code: 'REPLY_ENDED', message: stored.error });
-      sse.send({ type: 'finish', messageId, status: finalStatus(stored), usage: stored.usage });
-    } catch (e) {
-      deps.log('following a reply failed', e);
-      sse.send({
-        type: 'error',
-        messageId,
-        code: 'INTERNAL',
-        message: 'The reply could not be followed. Reload to see it.',
-      });
-    } finally {
-      sse.end();
-      const n = (following.get(player.id) ?? 1) - 1;
-      if (n > 0) following.set(player.id, n);
-      else following.delete(player.id);
-    }
-  });
-
-  /**
-   * Stops a reply wherever it is being written, as the Stop button: what the Provider produced is kept. Answers
-   * once the reply has ended (or after 10 s with 202, still stopping).
-   */
-  router.post('/conversations/:id/messages/:messageId/stop', async (req, res) => {
-    const player = currentPlayer(res);
-    const { id, messageId } = req.params;
-    const reply =
-      isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
-    if (!reply) throw notFound('Reply');
-    for (let i = 0; i < 100; i++) {
-      const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
-      if (now?.status !== 'streaming') {
-        res.json({ status: now?.status ?? 'stopped' });
-        return;
-      }
-      // Asked again every second: one request can miss a writer that was reconnecting its listener.
-      if (i % 10 === 0) await deps.mirror.requestStop(messageId);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    res.status(202).json({ status: 'streaming' });
-  });
-
+  router.get('/conversations/:id/messages/:messageId/stream', (req, res) =>
+    followReply(deps, following, req, res),
+  );
+  router.post('/conversations/:id/messages/:messageId/stop', (req, res) => stopReply(deps, req, res));
   return router;
+}
+
+/**
+ * The reply as frames: its Parts so far (one `part` frame each, which fold back to exactly those Parts), then
+ * each live frame, to its `finish`. A reply that has ended is sent whole from its row.
+ */
+async function followReply(
+  deps: ReplyRouteDeps,
+  following: Map<string, number>,
+  req: ReplyRequest,
+  res: Response,
+): Promise<void> {
+  const player = currentPlayer(res);
+  // Listened for before anything is awaited: a viewer gone before its first byte ends its following too.
+  const closed = new AbortController();
+  res.on('close', () => closed.abort());
+  const { id, messageId } = req.params;
+  const reply =
+    isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
+  if (!reply) throw notFound('Reply');
+  // Each follower is a stream held open and, for a reply written elsewhere, reads of PostgreSQL: bounded.
+  const mine = following.get(player.id) ?? 0;
+  if (mine >= FOLLOWERS_PER_PLAYER)
+    throw new AppError(
+      'TOO_MANY_FOLLOWERS',
+      `At most ${FOLLOWERS_PER_PLAYER} replies can be followed at once from one account.`,
+      { retryAfter: 5 },
+    );
+  if (closed.signal.aborted) return;
+  following.set(player.id, mine + 1);
+  const sse = new SseWriter<Frame>(res, mergeFrames);
+  sse.open();
+  const sendSnapshot = (start: StartFrame, parts: Part[]) => {
+    sse.send(start);
+    for (const part of parts) sse.send({ type: 'part', messageId, part });
+  };
+  try {
+    if (reply.status !== 'streaming') return sendStored(sse, reply);
+    const here = await followHere(deps.hub, messageId, sse, sendSnapshot, closed.signal);
+    if (here === 'ended') {
+      // It ended here without a finish frame (its last write failed): the row says how.
+      const stored = await getReply(deps.sql, player.id, id, messageId);
+      if (stored) sse.send({ type: 'finish', messageId, status: finalStatus(stored), usage: stored.usage });
+      return;
+    }
+    if (here) return;
+    let seen = false;
+    const outcome = await deps.mirror.follow(
+      messageId,
+      (f) => {
+        if ('snapshot' in f) {
+          seen = true;
+          sendSnapshot(f.snapshot.start, f.snapshot.parts);
+        } else sse.send(f.frame);
+      },
+      closed.signal,
+    );
+    if (outcome !== 'ended') return;
+    // The reply ended without its last frames reaching this instance (it ended before it could be mirrored,
+    // or its server died): the stored row says how. A dead server's reply is marked interrupted first.
+    await deps.afterInterrupted?.(await markInterrupted(deps.sql));
+    const stored = await getReply(deps.sql, player.id, id, messageId);
+    if (!stored) return;
+    if (!seen) return sendStored(sse, stored);
+    if (stored.error) sse.send({ type: 'error', messageId, code: 'REPLY_ENDED', message: stored.error });
+    sse.send({ type: 'finish', messageId, status: finalStatus(stored), usage: stored.usage });
+  } catch (e) {
+    deps.log('following a reply failed', e);
+    sse.send({
+      type: 'error',
+      messageId,
+      code: 'INTERNAL',
+      message: 'The reply could not be followed. Reload to see it.',
+    });
+  } finally {
+    sse.end();
+    const n = (following.get(player.id) ?? 1) - 1;
+    if (n > 0) following.set(player.id, n);
+    else following.delete(player.id);
+  }
+}
+
+/**
+ * Stops a reply wherever it is being written, as the Stop button: what the Provider produced is kept. Answers
+ * once the reply has ended (or after 10 s with 202, still stopping).
+ */
+async function stopReply(deps: ReplyRouteDeps, req: ReplyRequest, res: Response): Promise<void> {
+  const player = currentPlayer(res);
+  const { id, messageId } = req.params;
+  const reply =
+    isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
+  if (!reply) throw notFound('Reply');
+  for (let i = 0; i < 100; i++) {
+    const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
+    if (now?.status !== 'streaming') {
+      respond(res, StopResponse, { status: now?.status ?? 'stopped' });
+      return;
+    }
+    // Asked again every second: one request can miss a writer that was reconnecting its listener.
+    if (i % 10 === 0) await deps.mirror.requestStop(messageId);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  respond(res, StopResponse, { status: 'streaming' }, 202);
 }
 
 /** Follows a reply this process is writing; resolves when it ends or the viewer leaves. False when not here. */

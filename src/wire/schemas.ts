@@ -12,6 +12,8 @@ export const Time = z.codec(z.iso.datetime({ offset: true }), z.date(), {
 });
 
 export const MeResponse = z.object({ did: z.string(), handle: z.string().nullable() });
+/** POST /api/auth/login: where the browser goes to sign in (the account's authorization server). */
+export const LoginResponse = z.object({ url: z.string() });
 
 export const SignInOptions = z.object({
   network: z.enum(['local', 'public']),
@@ -76,6 +78,8 @@ export const NpcLorebook = z.object({
   problems: z.array(z.string()),
 });
 export const NpcLorebooksResponse = z.object({ lorebooks: z.array(NpcLorebook) });
+/** PUT /api/lorebooks/:id: the edited book's keys that never match, in words. */
+export const LorebookProblemsResponse = NpcLorebook.pick({ problems: true });
 
 export const PublicationStatus = z.enum(['publishing', 'published', 'unpublishing', 'failed']);
 

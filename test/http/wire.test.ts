@@ -6,6 +6,7 @@ import {
   ConversationPage,
   ConversationResponse,
   GrantListResponse,
+  ListSessionsResponse,
   McpServerListResponse,
   McpServerResponse,
   MemoryListResponse,
@@ -15,9 +16,11 @@ import {
   ModelInfo,
   NpcListResponse,
   NpcResponse,
+  PublicationResponse,
   SignInOptions,
   SkillListResponse,
   SkillResponse,
+  StopResponse,
   UsageResponse,
   VillageView,
 } from '../../src/wire/index.ts';
@@ -148,6 +151,34 @@ it('every answer of the app’s API fits the contract the web app decodes with',
   );
   const grants = await expectContract(await app.api(`/api/npcs/${id}/grants`, { cookie }), GrantListResponse);
   expect(grants.grants.map((g) => g.kind).sort()).toEqual(['memory', 'skill']);
+});
+
+it('publishing, replies and the reader answer by the contract too', async () => {
+  const { npc } = (await (await app.api('/api/npcs', { cookie, body: { name: 'Tern' } })).json()) as {
+    npc: { id: string };
+  };
+  const { conversation } = (await (
+    await app.api('/api/conversations', { cookie, body: { npcIds: [npc.id] } })
+  ).json()) as { conversation: { id: string } };
+  app.fake.enqueue(textScript('Low tide at noon.'));
+  const turn = await app.api(`/api/conversations/${conversation.id}/messages`, {
+    cookie,
+    body: { text: 'When?' },
+  });
+  const frames = await collectFrames(turn);
+  const reply = frames.find((f) => f.type === 'start')?.messageId;
+
+  const stopped = await expectContract(
+    await app.api(`/api/conversations/${conversation.id}/messages/${reply}/stop`, { cookie, method: 'POST' }),
+    StopResponse,
+  );
+  expect(stopped.status).toBe('complete');
+  const publication = await expectContract(
+    await app.api(`/api/conversations/${conversation.id}/publication`, { cookie }),
+    PublicationResponse,
+  );
+  expect(publication).toEqual({ publication: null, draft: null });
+  await expectContract(await app.api('/xrpc/click.aligned.chat.listSessions?limit=5'), ListSessionsResponse);
 });
 
 it('keeps what is internal on the server: no owner id on an NPC, no rolling summary on a Conversation', async () => {

@@ -1,19 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { useEffect, useState } from 'react';
 import { Link } from 'react-router';
-import { api } from '../api.ts';
+import { PublicationResponse, type PublicationView } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
-/** What the page needs of GET …/publication for live publishing (ADR 0043). */
-export interface LiveView {
-  live: boolean;
-  liveWithhold: boolean;
-  liveDelaySeconds: number;
-  liveDueAt: string | null;
-  /** The path shown has left the one reviewed and published: nothing goes out until it is published again. */
-  livePaused?: boolean;
-  turns: { messageId: string | null }[];
-}
+/** GET …/publication's publication: its live settings and state (ADR 0043). */
+export type LiveView = PublicationView;
 
 /** Why live publishing is waiting, and how to resume it (ADR 0046): said in the Conversation and on the publish page. */
 const PAUSED =
@@ -27,10 +20,6 @@ export function LivePausedNote() {
     </p>
   );
 }
-type PublicationAnswer = {
-  publication: LiveView | null;
-  draft: { choices: Record<string, { withheld?: boolean }> } | null;
-};
 
 /** On the publish page: make a published Conversation live, with the choice for new turns made in advance. */
 export function LiveSettings({
@@ -109,7 +98,7 @@ export function LiveBanner({
   const queryClient = useQueryClient();
   const answer = useQuery({
     queryKey: ['publication', conversationId],
-    queryFn: () => api<PublicationAnswer>(`/api/conversations/${conversationId}/publication`),
+    queryFn: () => fetchAs(PublicationResponse, `/api/conversations/${conversationId}/publication`),
     refetchInterval: (q) => (q.state.data?.publication?.live ? 2000 : false),
   });
   const [now, setNow] = useState(Date.now());
@@ -142,7 +131,7 @@ export function LiveBanner({
   const isHeld = (id: string) => Boolean(answer.data?.draft?.choices[id]?.withheld);
   const held = waiting.filter((t) => isHeld(t.id));
   const toHold = waiting.filter((t) => !isHeld(t.id)).map((t) => t.id);
-  const due = p.liveDueAt ? Math.max(0, Math.ceil((Date.parse(p.liveDueAt) - now) / 1000)) : null;
+  const due = p.liveDueAt ? Math.max(0, Math.ceil((p.liveDueAt.getTime() - now) / 1000)) : null;
   return (
     <div className="live-banner" role="status">
       <span className="live-dot" aria-hidden="true" /> Live

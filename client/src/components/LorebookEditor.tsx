@@ -1,13 +1,12 @@
 import { useMutation, useQueryClient } from '@tanstack/react-query';
 import { useState } from 'react';
-import { z } from 'zod';
-import type { NpcLorebook } from '../../../src/wire/index.ts';
+import type { z } from 'zod';
+import { LorebookProblemsResponse, type NpcLorebook } from '../../../src/wire/index.ts';
 import { sendFile } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
 type Book = z.output<typeof NpcLorebook>;
 /** What a save answers: the keys that never match, in words. */
-const Saved = z.object({ problems: z.array(z.string()) });
 /** An entry as the editor shows it; `rest` is everything else the card gave the entry, sent back untouched. */
 interface Draft {
   key: number;
@@ -83,7 +82,7 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
     // As bytes, not a JSON body: a book may be as large as an import accepts (2 MB), past the API's 1 MB JSON.
     mutationFn: () =>
       sendFile(
-        Saved,
+        LorebookProblemsResponse,
         `/api/lorebooks/${book.id}`,
         new Blob([JSON.stringify({ book: { ...book.book, entries: entries.map(toEntry) } })]),
         undefined,

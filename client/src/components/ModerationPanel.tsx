@@ -1,37 +1,21 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { api } from '../api.ts';
+import { ReportListResponse, TakedownListResponse } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
-interface Takedown {
-  id: string;
-  subject: string;
-  reason: string;
-  createdBy: string;
-  createdAt: string;
-  liftedBy: string | null;
-  liftedAt: string | null;
-  liftReason: string | null;
-}
-interface Report {
-  id: string;
-  subject: string;
-  reason: string;
-  createdAt: string;
-}
-
-const when = (iso: string) => new Date(iso).toLocaleString();
+const when = (d: Date) => d.toLocaleString();
 
 /** A Village admin hides threads and authors from this instance, shows them again, and reads readers' reports. */
 export function ModerationPanel() {
   const queryClient = useQueryClient();
   const takedowns = useQuery({
     queryKey: ['admin', 'takedowns'],
-    queryFn: () => api<{ takedowns: Takedown[] }>('/api/admin/takedowns'),
+    queryFn: () => fetchAs(TakedownListResponse, '/api/admin/takedowns'),
   });
   const reports = useQuery({
     queryKey: ['admin', 'reports'],
-    queryFn: () => api<{ reports: Report[] }>('/api/admin/reports'),
+    queryFn: () => fetchAs(ReportListResponse, '/api/admin/reports'),
   });
   const [subject, setSubject] = useState('');
   const [reason, setReason] = useState('');

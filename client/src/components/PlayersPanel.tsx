@@ -1,26 +1,10 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { api } from '../api.ts';
+import { BlockListResponse, SpendingResponse } from '../../../src/wire/index.ts';
+import { api, fetchAs } from '../api.ts';
 import { ErrorNote } from './ErrorNote.tsx';
 
-interface Block {
-  id: string;
-  did: string;
-  reason: string;
-  createdBy: string;
-  createdAt: string;
-  liftedBy: string | null;
-  liftedAt: string | null;
-  liftReason: string | null;
-}
-interface Spending {
-  did: string;
-  handle: string | null;
-  today: number;
-  month: number;
-}
-
-const when = (iso: string) => new Date(iso).toLocaleString();
+const when = (d: Date) => d.toLocaleString();
 const tokens = (n: number) => n.toLocaleString();
 
 /**
@@ -31,11 +15,11 @@ export function PlayersPanel() {
   const queryClient = useQueryClient();
   const spending = useQuery({
     queryKey: ['admin', 'spending'],
-    queryFn: () => api<{ players: Spending[] }>('/api/admin/spending'),
+    queryFn: () => fetchAs(SpendingResponse, '/api/admin/spending'),
   });
   const blocks = useQuery({
     queryKey: ['admin', 'blocks'],
-    queryFn: () => api<{ blocks: Block[] }>('/api/admin/blocks'),
+    queryFn: () => fetchAs(BlockListResponse, '/api/admin/blocks'),
   });
   const [did, setDid] = useState('');
   const [reason, setReason] = useState('');

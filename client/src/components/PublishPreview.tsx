@@ -1,4 +1,5 @@
-import { type Preview, type Problem, REDACTION_BAR } from '../../../src/redaction/index.ts';
+import { REDACTION_BAR } from '../../../src/redaction/index.ts';
+import type { PublishPreview as Preview, PublishProblem as Problem } from '../../../src/wire/index.ts';
 
 export type { Preview, Problem };
 

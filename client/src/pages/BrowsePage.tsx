@@ -1,16 +1,10 @@
 import { useInfiniteQuery } from '@tanstack/react-query';
 import { Link, useParams } from 'react-router';
-import { api } from '../api.ts';
+import { ListSessionsResponse } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { ReaderHeader } from '../components/ReaderHeader.tsx';
 import { useDocumentTitle } from '../title.ts';
-
-interface SessionView {
-  uri: string;
-  author: { did: string; handle?: string };
-  record: { title?: string; createdAt?: string; agents?: { name: string }[] };
-  turns: number;
-}
 
 /** Published threads: the most recent from everyone, or one author's. Readers need no account. */
 export function BrowsePage() {
@@ -19,7 +13,8 @@ export function BrowsePage() {
   const list = useInfiniteQuery({
     queryKey: ['sessions', actor ?? ''],
     queryFn: ({ pageParam }) =>
-      api<{ sessions: SessionView[]; cursor?: string }>(
+      fetchAs(
+        ListSessionsResponse,
         `/xrpc/click.aligned.chat.listSessions?${new URLSearchParams({
           limit: '30',
           ...(actor ? { actor } : {}),

@@ -3,11 +3,17 @@ import { useEffect, useMemo, useRef, useState } from 'react';
 import { Link, useParams } from 'react-router';
 import { flattenText, readParts } from '../../../src/parts/index.ts';
 import { type AgentChoices, type Choices, coverOf, type TurnChoice } from '../../../src/redaction/index.ts';
-import { ConversationPage, MessagePage } from '../../../src/wire/index.ts';
+import {
+  ConversationPage,
+  MessagePage,
+  PublicationResponse,
+  PublishPreview,
+  PublishResult,
+} from '../../../src/wire/index.ts';
 import { ApiError, api, fetchAs } from '../api.ts';
 import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
-import { LivePausedNote, LiveSettings, type LiveView } from '../components/LivePublishing.tsx';
+import { LivePausedNote, LiveSettings } from '../components/LivePublishing.tsx';
 import {
   Barred,
   type Preview,
@@ -18,22 +24,6 @@ import {
 import { ShareLinks } from '../components/ShareLinks.tsx';
 import { TurnEditor } from '../components/TurnEditor.tsx';
 import { useDocumentTitle } from '../title.ts';
-
-interface PublicationView extends LiveView {
-  status: string;
-  uri: string;
-  title: string;
-  error: string | null;
-  /** A turn's record still to be written has `pending` set (the stored plan, written batch by batch). */
-  turns: { pending: string | null; messageId: string | null }[];
-}
-interface Draft {
-  title: string | null;
-  choices: Choices;
-  agents?: AgentChoices;
-  /** Words still covered from turns that have since gone (regenerated replies). */
-  removedWords: string[];
-}
 
 /** The reader's page for a session at-uri. */
 const readerPath = (uri: string) => {
@@ -73,10 +63,7 @@ export function PublishPage() {
   const [publishing, setPublishing] = useState(false);
   const publication = useQuery({
     queryKey: ['publication', id],
-    queryFn: () =>
-      api<{ publication: PublicationView | null; draft: Draft | null }>(
-        `/api/conversations/${id}/publication`,
-      ),
+    queryFn: () => fetchAs(PublicationResponse, `/api/conversations/${id}/publication`),
     refetchInterval: publishing ? 300 : false,
   });
   const plan = publication.data?.publication;
@@ -128,7 +115,7 @@ export function PublishPage() {
   const [shown, setShown] = useState<Preview | null>(null);
   const preview = useMutation({
     mutationFn: () =>
-      api<Preview>(`/api/conversations/${id}/publication/preview`, {
+      fetchAs(PublishPreview, `/api/conversations/${id}/publication/preview`, {
         body: { ...body(), ...(check.length ? { check } : {}) },
       }),
     onSuccess: setShown,
@@ -144,7 +131,7 @@ export function PublishPage() {
 
   const publish = useMutation({
     mutationFn: () =>
-      api<Preview & { calls: number }>(`/api/conversations/${id}/publication`, {
+      fetchAs(PublishResult, `/api/conversations/${id}/publication`, {
         method: 'PUT',
         // The turns looked over here: if the Conversation moved on meanwhile, the server refuses (409).
         body: { ...body(), path: texts.map((t) => t.id) },

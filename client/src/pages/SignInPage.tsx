@@ -1,7 +1,7 @@
 import { useMutation, useQuery } from '@tanstack/react-query';
 import { type FormEvent, useState } from 'react';
-import { SignInOptions } from '../../../src/wire/index.ts';
-import { api, fetchAs } from '../api.ts';
+import { LoginResponse, SignInOptions } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
 
@@ -26,7 +26,7 @@ export function SignInPage({
   });
   const login = useMutation({
     mutationFn: (id: string) =>
-      api<{ url: string }>('/api/auth/login', {
+      fetchAs(LoginResponse, '/api/auth/login', {
         body: { identifier: id, ...(returnTo && returnTo !== '/' ? { returnTo } : {}) },
       }),
     onSuccess: ({ url }) => window.location.assign(url),

@@ -1,10 +1,10 @@
 import { useQuery } from '@tanstack/react-query';
 import { useParams } from 'react-router';
-import { api } from '../api.ts';
+import { ThreadResponse } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { ReaderHeader } from '../components/ReaderHeader.tsx';
 import { ThreadBody } from '../reader/ThreadBody.tsx';
-import type { ThreadData } from '../reader/types.ts';
 import { useDocumentTitle } from '../title.ts';
 
 export { speakerOf } from '../reader/ThreadBody.tsx';
@@ -17,7 +17,7 @@ export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
   const thread = useQuery({
     queryKey: ['thread', actor, rkey],
-    queryFn: () => api<{ thread: ThreadData }>(`/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
+    queryFn: () => fetchAs(ThreadResponse, `/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
     // A thread published live grows while it is read: asked again every 5 s while the tab is shown.
     refetchInterval: 5000,
   });

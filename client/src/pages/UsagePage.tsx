@@ -1,31 +1,12 @@
 import { useQuery } from '@tanstack/react-query';
 import { useState } from 'react';
 import { Bar, BarChart, CartesianGrid, Legend, ResponsiveContainer, Tooltip, XAxis, YAxis } from 'recharts';
-import { api } from '../api.ts';
+import { UsageResponse } from '../../../src/wire/index.ts';
+import { fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-interface UsageData {
-  points: {
-    day: string;
-    key: string;
-    label: string;
-    inputTokens: number;
-    outputTokens: number;
-    costUsd: number | null;
-    replies: number;
-  }[];
-  totals: { inputTokens: number; outputTokens: number; costUsd: number | null; replies: number };
-  storage: Storage;
-}
-interface Storage {
-  messages: number;
-  attachments: number;
-  sandbox: number;
-  memory: number;
-  used: number;
-  quota: number;
-}
+type Storage = UsageResponse['storage'];
 
 const KINDS = [
   ['messages', 'Messages'],
@@ -82,7 +63,7 @@ export function UsagePage() {
   const [by, setBy] = useState<'npc' | 'conversation'>('npc');
   const usage = useQuery({
     queryKey: ['usage', by],
-    queryFn: () => api<UsageData>(`/api/usage?by=${by}&days=30`),
+    queryFn: () => fetchAs(UsageResponse, `/api/usage?by=${by}&days=30`),
   });
   const points = usage.data?.points ?? [];
   const series = [...new Map(points.map((p) => [p.key, p.label])).entries()];

@@ -1,40 +1,9 @@
-/** What the reader pages show: the server's answer (src/appview/thread.ts), as the browser receives it. */
-export interface ThreadData {
-  uri: string;
-  author: { did: string; handle: string | null };
-  session: {
-    title: string;
-    createdAt: string;
-    agents?: { name: string; role?: string; description?: string }[];
-  };
-  messages: {
-    uri: string;
-    rkey: string;
-    record: {
-      role: string;
-      createdAt: string;
-      text?: string;
-      withheld?: boolean;
-      model?: string;
-      steps?: { name: string; summary?: string; failed?: boolean }[];
-    };
-    refs: { uri: string; state: 'same' | 'changed' | 'deleted' | 'unchecked'; text: string | null }[];
-    mentions: { did: string; handle: string | null }[];
-    /** Labels of followed moderation services on this turn that warn: a notice in the turn's place. */
-    labels?: { src: string; val: string }[];
-    /** A followed moderation service hid this turn: it is a hole (`record.withheld`). */
-    hidden?: boolean;
-  }[];
-  /** Labels of followed moderation services that warn rather than hide: shown as a notice first. */
-  labels?: { src: string; val: string }[];
-}
+// The reader pages' data: the server's answers (src/wire/reader.ts), as types only — the reading pages' bundle
+// carries no zod, so its live refresh (reader.tsx) reads the answer as the contract's type without decoding.
+import type { SessionItem, ThreadView } from '../../../src/wire/index.ts';
 
-export interface SessionItem {
-  uri: string;
-  author: { did: string; handle?: string };
-  record: { title?: string; createdAt?: string; agents?: { name: string }[] };
-  turns: number;
-}
+export type ThreadData = ThreadView;
+export type { SessionItem };
 
 /** What a server-rendered page hands its script, to hydrate the same tree. */
 export type ReaderData =
