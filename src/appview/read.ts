@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
@@ -137,6 +138,16 @@ const sessionColumns = (sql: Sql) => sql`
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
 export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
+  return (await getThreadBody(sql, network, uri))?.body.toString() ?? null;
+}
+
+/** getThread's answer as the bytes sent, with an ETag drawn from the thread's version (nothing hashes the body). */
+export interface ThreadBody {
+  body: Buffer;
+  etag: string;
+}
+
+export async function getThreadBody(sql: Sql, network: Network, uri: string): Promise<ThreadBody | null> {
   // Held here: another read may let the cache drop it while this one waits on the database.
   let cached = threadCache.get(uri);
   let row = await readThreadRow(sql, uri, cached);
@@ -147,9 +158,14 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     row = await readThreadRow(sql, uri, cached);
   }
   if (!row || row.hidden) return null;
-  if (row.json === null) return cached?.json ?? null;
-  if (row.handle) remember(uri, row.version, row.json);
-  return row.json;
+  if (row.json === null) return cached ?? null;
+  const answer = {
+    version: row.version,
+    body: Buffer.from(row.json),
+    etag: `W/"${createHash('sha1').update(row.version).digest('base64url')}"`,
+  };
+  if (row.handle) remember(uri, answer);
+  return answer;
 }
 
 /**
@@ -194,11 +210,11 @@ async function readThreadRow(sql: Sql, uri: string, cached: { version: string } 
   return row;
 }
 
-const threadCache = new Map<string, { version: string; json: string }>();
+const threadCache = new Map<string, ThreadBody & { version: string }>();
 const CACHED_THREADS = 200;
-function remember(uri: string, version: string, json: string) {
+function remember(uri: string, answer: ThreadBody & { version: string }) {
   threadCache.delete(uri);
-  threadCache.set(uri, { version, json });
+  threadCache.set(uri, answer);
   if (threadCache.size > CACHED_THREADS) threadCache.delete(threadCache.keys().next().value!);
 }
 
