@@ -148,66 +148,62 @@ export interface ThreadBody {
 }
 
 export async function getThreadBody(sql: Sql, network: Network, uri: string): Promise<ThreadBody | null> {
-  // Held here: another read may let the cache drop it while this one waits on the database.
-  let cached = threadCache.get(uri);
-  let row = await readThreadRow(sql, uri, cached);
-  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
-  if (!row || (!row.hidden && !row.handle)) {
-    if (!(await getSessionView(sql, network, uri))) return null;
-    cached = threadCache.get(uri);
-    row = await readThreadRow(sql, uri, cached);
-  }
-  if (!row || row.hidden) return null;
-  if (row.json === null) return cached ?? null;
-  const answer = {
-    version: row.version,
-    body: Buffer.from(row.json),
-    etag: `W/"${createHash('sha1').update(row.version).digest('base64url')}"`,
-  };
-  if (row.handle) remember(uri, answer);
-  return answer;
-}
-
-/**
- * The thread's version and, unless `cached` holds that version already, the thread as JSON text: one statement,
- * so a hot thread costs one lookup by key and a changed one a single round trip, and the text is always of the
- * version it is kept under. The version (session CID, verified handle, index_thread_totals' version — moved by
- * every change to the thread's turns — and the stamp of labels on its turns) is read from the database on every
- * read, so a write through any server instance is seen by all of them at their next read.
- */
-async function readThreadRow(sql: Sql, uri: string, cached: { version: string } | undefined) {
-  // Each turn's view as indexed, but a hidden turn's as a hole (looked at per turn only when the thread has one).
-  const view = sql`case when s.holes and ${turnHidden(sql)} then ${holeView(sql)} else m.view end`;
-  // Most threads are far inside the bounds and are read whole, without the running sum the bounded read needs
-  // (PostgreSQL runs only the branch of a CASE it takes).
-  const turns = sql`case when s.bounded then (select string_agg(t.view, ',' order by t.rkey) from (
+  // Hot threads are served from memory while their version (session CID, author handle, and the thread's
+  // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
+  // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
+  // and are read whole, without the running sum the bounded read needs.
+  const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean; holes: boolean }[]>`
+    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
+        || '|' || coalesce(tl.stamp, '') as version,
+      coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
+      ${hidden(sql)} as hidden, tl.held > 0 as holes
+    from index_sessions s left join index_actors a on a.did = s.did
+      left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
+      cross join ${turnLabels(sql)} tl
+    where s.uri = ${uri}`;
+  if (v?.hidden) return null;
+  const cached = v && threadCache.get(uri);
+  if (cached && cached.version === v.version) return cached;
+  // Each turn's view as indexed, but a hidden turn's as a hole (asked per turn only when the thread has one, or
+  // when the thread is not indexed yet: then it is read once more after its backfill).
+  const view =
+    !v || v.holes ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end` : sql`m.view`;
+  const turns = v?.bounded
+    ? sql`(select string_agg(t.view, ',' order by t.rkey) from (
         select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
         from index_messages m
         where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
-      where t.upto <= ${MAX_THREAD_BYTES})
-    else (select string_agg(${view}, ',' order by m.rkey) from index_messages m
-        where m.session_uri = s.uri and m.did = s.did) end`;
-  const [row] = await sql<{ version: string; hidden: boolean; handle: string | null; json: string | null }[]>`
-    with s as (
-      select s.uri, s.did, s.cid, s.record, s.indexed_at, ${verifiedHandle(sql)} as handle,
-        coalesce(t.turns, 0) as turns, ${hidden(sql)} as hidden, coalesce(tl.held > 0, false) as holes,
-        coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
-        s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
-          || '|' || coalesce(tl.stamp, '') as version
-      from index_sessions s left join index_actors a on a.did = s.did
-        left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
-        cross join ${turnLabels(sql)} tl
-      where s.uri = ${uri})
-    select s.version, s.hidden, s.handle, case when s.hidden or s.version = ${cached?.version ?? ''} then null
-      -- Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
-      else '{"session":' || json_build_object(
-          'uri', s.uri, 'cid', s.cid, 'record', s.record,
-          'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', s.handle)),
-          'turns', s.turns)::text
-        || ',"messages":[' || coalesce(${turns}, '') || ']}' end as json
-    from s`;
-  return row;
+      where t.upto <= ${MAX_THREAD_BYTES})`
+    : sql`(select string_agg(${view}, ',' order by m.rkey) from index_messages m
+        where m.session_uri = s.uri and m.did = s.did)`;
+  const read = async () => {
+    // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
+    const [row] = await sql<{ json: string; handle: string | null }[]>`
+      select ${verifiedHandle(sql)} as handle, '{"session":' || json_build_object(
+          'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})),
+          'turns', coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0))::text
+        || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
+      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and not ${hidden(sql)}`;
+    return row;
+  };
+  let row = await read();
+  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
+  if (!row?.handle) {
+    if (!(await getSessionView(sql, network, uri))) return null;
+    row = await read();
+  }
+  if (!row) return null;
+  const answer = {
+    version: v?.version ?? '',
+    body: Buffer.from(row.json),
+    // Drawn from the version when there is one (nothing hashes the body); else from the body.
+    etag: `W/"${createHash('sha1')
+      .update(v?.version || row.json)
+      .digest('base64url')}"`,
+  };
+  if (v?.version && row.handle) remember(uri, answer);
+  return answer;
 }
 
 const threadCache = new Map<string, ThreadBody & { version: string }>();

@@ -10,7 +10,7 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 // #32: getThread and the reader serve a thread from each instance's memory while it is unchanged, and every
 // instance sees a change written through any other at its next read: the thread's version is read from the
-// database with every read (one statement), so no instance can serve what another has changed. Two instances
+// database with every read (one lookup by key), so no instance serves what another has changed. Two instances
 // here: this process and a second one (test/support/threadReader.ts), each with its own cache.
 
 let db: TestDatabase;
