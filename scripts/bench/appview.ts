@@ -195,8 +195,8 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       value: round(coldPairs.ratio),
       ...spreadOf(coldPairs),
       unit: 'ratio',
-      // Assembled in PostgreSQL and sent over HTTP, against rows fetched only: one statement (the version and
-      // the aggregate) and the transfer on top. Issue 32's target.
+      // Assembled in PostgreSQL and sent over HTTP, against rows fetched only: a version lookup, one
+      // aggregate and the transfer on top. Issue 32's target.
       target: '<= 2',
       get_thread_ms: round(coldPairs.a, 1),
       select_ms: round(selectMs, 1),
