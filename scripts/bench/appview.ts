@@ -117,7 +117,7 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       // Times: raw ÷ ours is the rate ratio; the median of the pairs' ratios inverted.
       value: round(1 / rate.ratio),
       unit: 'ratio (ours ÷ raw decode), with the hostile records in the stream',
-      target: '>= 0.5',
+      target: '>= 0.8',
       spread: [round(1 / rate.spread[1]), round(1 / rate.spread[0])],
       pairs: rate.pairs,
       records: RECORDS,
@@ -195,9 +195,9 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       value: round(coldPairs.ratio),
       ...spreadOf(coldPairs),
       unit: 'ratio',
-      // Assembled in PostgreSQL and sent over HTTP, against rows fetched only: a version check, one
-      // aggregate and the transfer on top.
-      target: '<= 2.5',
+      // Assembled in PostgreSQL and sent over HTTP, against rows fetched only: a version lookup, one
+      // aggregate and the transfer on top. Issue 32's target.
+      target: '<= 2',
       get_thread_ms: round(coldPairs.a, 1),
       select_ms: round(selectMs, 1),
     };
@@ -205,7 +205,8 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
       figure: 'thread_read_1000_warm',
       value: round(warmPairs.ratio),
       unit: 'ratio',
-      target: '<= 1.5',
+      // The version checked in the database (so every instance sees every write), the cached answer sent.
+      target: '<= 1.2',
       ...spreadOf(warmPairs),
       get_thread_ms: round(warmPairs.a, 1),
       select_ms: round(selectMs, 1),

@@ -44,8 +44,12 @@ export class Batcher {
     this.ops.push(op);
     // Waiting here holds the event stream back while batches cannot be written, so nothing piles up: a full
     // batch waits for the writes before it, and so does any op while many are queued behind a slow database.
-    if (this.ops.length >= 500 || this.queued >= 5000) await this.flush();
-    else this.timer ??= setTimeout(() => void this.flush(), 50);
+    // Not for its own write: the stream is decoded into the next batch while this one is written.
+    if (this.ops.length >= 500 || this.queued >= 5000) {
+      const before = this.writing;
+      void this.flush();
+      await before;
+    } else this.timer ??= setTimeout(() => void this.flush(), 50);
   }
 
   flush(): Promise<void> {

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
@@ -137,6 +138,16 @@ const sessionColumns = (sql: Sql) => sql`
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
 export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
+  return (await getThreadBody(sql, network, uri))?.body.toString() ?? null;
+}
+
+/** getThread's answer as the bytes sent, with an ETag drawn from the thread's version (nothing hashes the body). */
+export interface ThreadBody {
+  body: Buffer;
+  etag: string;
+}
+
+export async function getThreadBody(sql: Sql, network: Network, uri: string): Promise<ThreadBody | null> {
   // Hot threads are served from memory while their version (session CID, author handle, and the thread's
   // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
   // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
@@ -152,7 +163,7 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     where s.uri = ${uri}`;
   if (v?.hidden) return null;
   const cached = v && threadCache.get(uri);
-  if (cached && cached.version === v.version) return cached.json;
+  if (cached && cached.version === v.version) return cached;
   // Each turn's view as indexed, but a hidden turn's as a hole (asked per turn only when the thread has one, or
   // when the thread is not indexed yet: then it is read once more after its backfill).
   const view =
@@ -182,15 +193,24 @@ export async function getThreadJson(sql: Sql, network: Network, uri: string): Pr
     if (!(await getSessionView(sql, network, uri))) return null;
     row = await read();
   }
-  if (row && v?.version && row.handle) remember(uri, v.version, row.json);
-  return row?.json ?? null;
+  if (!row) return null;
+  const answer = {
+    version: v?.version ?? '',
+    body: Buffer.from(row.json),
+    // Drawn from the version when there is one (nothing hashes the body); else from the body.
+    etag: `W/"${createHash('sha1')
+      .update(v?.version || row.json)
+      .digest('base64url')}"`,
+  };
+  if (v?.version && row.handle) remember(uri, answer);
+  return answer;
 }
 
-const threadCache = new Map<string, { version: string; json: string }>();
+const threadCache = new Map<string, ThreadBody & { version: string }>();
 const CACHED_THREADS = 200;
-function remember(uri: string, version: string, json: string) {
+function remember(uri: string, answer: ThreadBody & { version: string }) {
   threadCache.delete(uri);
-  threadCache.set(uri, { version, json });
+  threadCache.set(uri, answer);
   if (threadCache.size > CACHED_THREADS) threadCache.delete(threadCache.keys().next().value!);
 }
 

@@ -6,7 +6,7 @@ import { lexicons } from '../lexicon/generated/lexicons.ts';
 import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
-import { getThreadJson, listSessions, recentThreads, resolveActor } from './read.ts';
+import { getThreadBody, listSessions, recentThreads, resolveActor } from './read.ts';
 import { readThread } from './thread.ts';
 
 const GET_THREAD = 'click.aligned.chat.getThread';
@@ -78,9 +78,9 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
   router.get(`/xrpc/${GET_THREAD}`, async (req, res) => {
     const params = xrpcParams(GET_THREAD, req.query as Record<string, unknown>);
     // Every record in the index passed the lexicon when it was indexed; the answer is assembled as text.
-    const thread = await getThreadJson(sql, reader, params.uri as string);
+    const thread = await getThreadBody(sql, reader, params.uri as string);
     if (!thread) throw new AppError('NotFound', 'No such session.');
-    res.type('json').send(thread);
+    res.set('ETag', thread.etag).type('application/json; charset=utf-8').send(thread.body);
   });
 
   router.get(`/xrpc/${LIST_SESSIONS}`, async (req, res) => {

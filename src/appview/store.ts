@@ -106,10 +106,23 @@ export async function indexRecords(
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
   const latest = [...new Map(checked.map((r) => [r.uri, r])).values()];
-  // A refused latest version takes an older one out of the index (the author blanked it) — not a newer one.
-  for (const r of latest.filter((r) => !r.ok)) {
-    for (const table of ['index_sessions', 'index_messages'] as const)
-      await sql`delete from ${sql(table)} where uri = ${r.uri} and ${newer(sql, table, opts.backfill?.since ?? null, r.rev ?? null)}`;
+  // A refused latest version takes an older one out of the index (the author blanked it) — not a newer one. One
+  // statement per table for the whole batch: a stream with many refused records (any repo can write them) cost
+  // two round trips each.
+  const refused = latest.filter((r) => !r.ok);
+  if (refused.length) {
+    const since = opts.backfill?.since ?? null;
+    for (const table of ['index_sessions', 'index_messages'] as const) {
+      const t = sql(table);
+      await sql`delete from ${t} using unnest(${refused.map((r) => r.uri)}::text[],
+          ${refused.map((r) => r.rev ?? null)}::text[]) as r(uri, rev)
+        where ${t}.uri = r.uri and ${
+          // As newer() decides: a backfill's by time, the stream's by the refused version's rev (none: any row).
+          since
+            ? sql`${t}.written_at < ${since}`
+            : sql`(r.rev is null or ${t}.rev is null or ${t}.rev <= r.rev)`
+        }`;
+    }
   }
   const kept = latest.filter((r) => r.ok);
   if (opts.written && kept.length)
@@ -162,18 +175,12 @@ export async function indexRecords(
 }
 
 /**
- * Whether a write may replace the row in `table`: a backfill's only a row written before it began; a stream's
- * only a row of an older (or unknown) rev. `rev` is the writer's when given, else the upsert's `excluded.rev`.
+ * Whether an upsert may replace the row in `table`: a backfill's only a row written before it began; a stream's
+ * only a row of an older (or unknown) rev than the upsert's `excluded.rev`.
  */
-function newer(
-  sql: Queryable,
-  table: 'index_sessions' | 'index_messages',
-  since: Date | null,
-  rev?: string | null,
-) {
+function newer(sql: Queryable, table: 'index_sessions' | 'index_messages', since: Date | null) {
   const t = sql(table);
   if (since) return sql`${t}.written_at < ${since}`;
-  if (rev !== undefined) return rev === null ? sql`true` : sql`(${t}.rev is null or ${t}.rev <= ${rev})`;
   return sql`(excluded.rev is null or ${t}.rev is null or ${t}.rev <= excluded.rev)`;
 }
 

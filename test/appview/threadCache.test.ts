@@ -1,0 +1,131 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { TID } from '@atproto/common-web';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Network } from '../../src/appview/network.ts';
+import { getThreadJson } from '../../src/appview/read.ts';
+import { indexRecords, removeRecord } from '../../src/appview/store.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+// #32: getThread and the reader serve a thread from each instance's memory while it is unchanged, and every
+// instance sees a change written through any other at its next read: the thread's version is read from the
+// database with every read (one lookup by key), so no instance serves what another has changed. Two instances
+// here: this process and a second one (test/support/threadReader.ts), each with its own cache.
+
+let db: TestDatabase;
+let other: ChildProcess;
+let ask: (uri: string) => Promise<Thread | null>;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  other = spawn(process.execPath, ['--import', 'tsx', 'test/support/threadReader.ts', db.url], {
+    cwd: path.resolve(import.meta.dirname, '../..'),
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const answers = createInterface({ input: other.stdout! })[Symbol.asyncIterator]();
+  ask = async (uri) => {
+    other.stdin!.write(`${uri}\n`);
+    const { value, done } = await answers.next();
+    if (done) throw new Error('the other instance exited');
+    return JSON.parse(value) as Thread | null;
+  };
+});
+afterAll(async () => {
+  other?.stdin?.end();
+  other?.kill();
+  await db?.drop();
+});
+
+interface Thread {
+  session: { cid: string; record: { title: string }; author: { handle?: string }; turns: number };
+  messages: { uri: string; record: { text?: string; withheld?: boolean } }[];
+}
+
+const DID = 'did:plc:cachecachecachecachecach';
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+const CID2 = 'bafyreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku';
+const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
+const here = async (uri: string) => {
+  const json = await getThreadJson(db.sql, noNetwork, uri);
+  return json === null ? null : (JSON.parse(json) as Thread);
+};
+const texts = (t: Thread | null) => t?.messages.map((m) => (m.record.withheld ? 'withheld' : m.record.text));
+
+it('a change written through one instance is served by every instance at its next read', async () => {
+  const sql = db.sql;
+  const rkey = TID.nextStr();
+  const uri = `at://${DID}/click.aligned.chat.session/${rkey}`;
+  await sql`insert into index_actors (did, handle, verified_at) values (${DID}, 'cache.test', now())`;
+  const session = (title: string, cid: string) =>
+    indexRecords(sql, DID, [
+      {
+        collection: 'click.aligned.chat.session',
+        rkey,
+        cid,
+        record: { $type: 'click.aligned.chat.session', title, createdAt: '2026-11-01T00:00:00.000Z' },
+      },
+    ]);
+  const turnKeys = [TID.nextStr(), TID.nextStr(), TID.nextStr(), TID.nextStr()];
+  const turn = (i: number, text: string) =>
+    indexRecords(sql, DID, [
+      {
+        collection: 'click.aligned.chat.message',
+        rkey: turnKeys[i]!,
+        cid: CID,
+        record: {
+          $type: 'click.aligned.chat.message',
+          session: uri,
+          role: 'user',
+          text,
+          createdAt: '2026-11-01T00:00:00.000Z',
+        },
+      },
+    ]);
+  await session('First', CID);
+  await turn(0, 'aaa');
+  await turn(1, 'bbb');
+  await turn(2, 'ccc');
+  // Both instances read it twice: the second read of each is its own cache's.
+  for (const read of [here, ask, here, ask]) expect(texts(await read(uri))).toEqual(['aaa', 'bbb', 'ccc']);
+
+  // Each kind of change, written here, then read there first (and here after).
+  const changes: [string, () => Promise<unknown>, (t: Thread | null) => void][] = [
+    ['a turn added', () => turn(3, 'ddd'), (t) => expect(texts(t)).toEqual(['aaa', 'bbb', 'ccc', 'ddd'])],
+    // The same size, in the same thread: only the thread's version says it changed.
+    ['a turn rewritten', () => turn(1, 'BBB'), (t) => expect(texts(t)).toEqual(['aaa', 'BBB', 'ccc', 'ddd'])],
+    [
+      'a turn deleted',
+      () => removeRecord(sql, `at://${DID}/click.aligned.chat.message/${turnKeys[2]}`),
+      (t) => expect(texts(t)).toEqual(['aaa', 'BBB', 'ddd']),
+    ],
+    [
+      'the session retitled',
+      () => session('Second', CID2),
+      (t) => expect(t?.session.record.title).toBe('Second'),
+    ],
+    [
+      'a turn hidden by a label',
+      () => sql`insert into labels (src, uri, val, cts)
+        values ('did:plc:labeler', ${`at://${DID}/click.aligned.chat.message/${turnKeys[0]}`}, '!hide', now())`,
+      (t) => expect(texts(t)).toEqual(['withheld', 'BBB', 'ddd']),
+    ],
+    [
+      'the author renamed',
+      () => sql`update index_actors set handle = 'renamed.test', verified_at = now() where did = ${DID}`,
+      (t) => expect(t?.session.author.handle).toBe('renamed.test'),
+    ],
+    [
+      'the author taken down',
+      () => sql`update index_actors set status = 'takendown' where did = ${DID}`,
+      (t) => expect(t).toBeNull(),
+    ],
+  ];
+  for (const [, write, check] of changes) {
+    await write();
+    check(await ask(uri));
+    check(await here(uri));
+    // And again, from each cache.
+    check(await ask(uri));
+    check(await here(uri));
+  }
+}, 60_000);
