@@ -1,4 +1,4 @@
-import { type Request, Router } from 'express';
+import { type Request, type RequestHandler, type Response, Router } from 'express';
 import { z } from 'zod';
 import { adoptBlob, collectBlobs, readBlobBytes, writeBlob } from '../attachments/index.ts';
 import { currentPlayer, playerKey } from '../auth/index.ts';
@@ -38,7 +38,7 @@ import {
   toCardV2,
   toCardV3,
 } from './card.ts';
-import { isWorldInfo, LorebookError, readBook, worldInfoToBook } from './lorebook.ts';
+import { isWorldInfo, type Lorebook, LorebookError, readBook, worldInfoToBook } from './lorebook.ts';
 import { isPng, pngWithoutText, pngWithText, withText } from './png.ts';
 import { attachBooks, embeddedBook, insertLorebook, listLorebooks, setEmbeddedBook } from './store.ts';
 
@@ -123,6 +123,8 @@ async function cardOf(req: Request): Promise<ImportedCard> {
   }
 }
 
+type Deps = { sql: Sql; providers: ProviderRegistry };
+
 /**
  * Character cards and lorebooks: `POST /api/npcs/import` makes an NPC of a card (V1, V2 or V3; PNG or JSON), its
  * lorebook the NPC's own; the same card again is refused with 409 and the NPC it would update (`?update=<id>`).
@@ -130,8 +132,24 @@ async function cardOf(req: Request): Promise<ImportedCard> {
  * import as lorebooks (`POST /api/lorebooks/import`) attached to NPCs with `PUT /api/npcs/:id/lorebooks`.
  * Mounted behind requireSession.
  */
-export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRegistry }): Router {
+export function cardRoutes(deps: Deps): Router {
   const router = Router();
+  const { importing, tooSlow } = importLimits(deps.sql);
+  router.post('/npcs/import', ...importing, importCard(deps, tooSlow));
+  router.get('/npcs/:id/card', exportCard(deps));
+  router.get('/npcs/:id/avatar', sendAvatar(deps));
+  router.post('/lorebooks/import', ...importing, importLorebook(deps, tooSlow));
+  router.get('/lorebooks', async (_req, res) => {
+    respond(res, LorebookListResponse, { lorebooks: await listLorebooks(deps.sql, currentPlayer(res).id) });
+  });
+  router.put('/npcs/:id/lorebooks', attachLorebooks(deps));
+  return router;
+}
+
+type TooSlow = (res: Response) => void;
+
+/** What an import goes through before its handler: a rate, a connection limit, the bytes read bounded, a slot. */
+function importLimits(sql: Sql): { importing: RequestHandler[]; tooSlow: TooSlow } {
   // A card being sent holds little but its connection: two per Player, twelve per instance, none of the slots.
   const sendingCards = inFlightLimit(
     2,
@@ -153,25 +171,31 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       busy: 'Many imports are running on this server right now. Try again in a moment.',
     },
   });
-  const tooSlow = (res: Parameters<typeof slotOf>[0]) => {
-    if (slotOf(res).signal.aborted)
-      throw new AppError(
-        'IMPORT_TOO_SLOW',
-        `The file took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
-      );
-  };
   const rationed = keyedRateLimit(30, 'Too many imports at once: at most 30 a minute.', playerKey, {
     sql,
     name: 'card-imports',
   });
+  return {
+    importing: [
+      rationed,
+      sendingCards,
+      readBytes(MAX_CARD_BYTES, cardJsonReader, (e) => asAppError(cardError(e))),
+      takeSlot(cardSlots, playerKey),
+    ],
+    tooSlow: (res) => {
+      if (slotOf(res).signal.aborted)
+        throw new AppError(
+          'IMPORT_TOO_SLOW',
+          `The file took longer than ${CARD_DEADLINE_MS / 1000} s to read and was stopped. Nothing was stored.`,
+        );
+    },
+  };
+}
 
-  const importing = [
-    rationed,
-    sendingCards,
-    readBytes(MAX_CARD_BYTES, cardJsonReader, (e) => asAppError(cardError(e))),
-    takeSlot(cardSlots, playerKey),
-  ];
-  router.post('/npcs/import', ...importing, async (req, res) => {
+/** An NPC made (or, with `?update=`, updated) from a card. */
+const importCard =
+  ({ sql, providers }: Deps, tooSlow: TooSlow) =>
+  async (req: Request, res: Response) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, ImportQuery);
     const card = await cardOf(req);
@@ -218,9 +242,12 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     await keepAvatar(sql, npc.id, req.body, notes);
     const shown = (await getNpc(sql, player.id, npc.id)) ?? npc;
     respond(res, ImportedNpcResponse, { npc: shown, lorebookEntries: entries, notes, updated: false }, 201);
-  });
+  };
 
-  router.get('/npcs/:id/card', async (req, res) => {
+/** An NPC as a V2 or V3 card: JSON, or PNG with both chunks. */
+const exportCard =
+  ({ sql }: Deps) =>
+  async (req: Request, res: Response) => {
     const player = currentPlayer(res);
     const { format, spec } = parseQuery(req, CardQuery);
     const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
@@ -245,9 +272,11 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
         .type('application/json')
         .send(spec === 'v3' ? v3 : v2);
     }
-  });
+  };
 
-  router.get('/npcs/:id/avatar', async (req, res) => {
+const sendAvatar =
+  ({ sql }: Deps) =>
+  async (req: Request, res: Response) => {
     const player = currentPlayer(res);
     const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
     const avatar = npc && (await avatarOf(sql, npc.id));
@@ -258,9 +287,12 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       .set('cache-control', 'private, max-age=31536000, immutable')
       .set('content-security-policy', "default-src 'none'")
       .send(await readBlobBytes(sql, avatar, MAX_CARD_BYTES));
-  });
+  };
 
-  router.post('/lorebooks/import', ...importing, async (req, res) => {
+/** A World Info file (or a card's character_book) as a lorebook of the Player's, attached to no NPC yet. */
+const importLorebook =
+  ({ sql }: Deps, tooSlow: TooSlow) =>
+  async (req: Request, res: Response) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, ImportQuery);
     let raw: unknown;
@@ -270,46 +302,42 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
       throw asAppError(e);
     }
     tooSlow(res);
-    const name = q.name?.trim() || 'Lorebook';
-    let book: ReturnType<typeof readBook>;
-    try {
-      book = isWorldInfo(raw) ? worldInfoToBook(raw, name) : readBook(raw);
-    } catch (e) {
-      if (e instanceof LorebookError) throw new AppError('LOREBOOK_TOO_LARGE', e.message);
-      throw e;
-    }
-    if (!book || book.entries.length === 0)
-      throw new AppError(
-        'NOT_A_LOREBOOK',
-        'This is not a lorebook: expected a World Info file or a character_book with entries.',
-      );
-    const named = typeof book.name === 'string' && book.name ? book : { ...book, name };
+    const named = lorebookOf(raw, q.name?.trim() || 'Lorebook');
     const id = await transaction(sql, (tx) => insertLorebook(tx, player.id, named)).catch((e) => {
       if ((e as Error).message === 'TOO_MANY_LOREBOOKS')
         throw new AppError('TOO_MANY_LOREBOOKS', 'You have 500 lorebooks. Delete one to import another.');
       throw e;
     });
-    respond(
-      res,
-      ImportedLorebookResponse,
-      {
-        lorebook: {
-          id,
-          name: String(named.name),
-          entries: named.entries.length,
-          npcIds: [],
-          embedded: false,
-        },
-      },
-      201,
+    const lorebook = {
+      id,
+      name: String(named.name),
+      entries: named.entries.length,
+      npcIds: [],
+      embedded: false,
+    };
+    respond(res, ImportedLorebookResponse, { lorebook }, 201);
+  };
+
+/** The book in an imported file, named (its own name, else `name`); refused when it is none or too large. */
+function lorebookOf(raw: unknown, name: string): Lorebook {
+  let book: ReturnType<typeof readBook>;
+  try {
+    book = isWorldInfo(raw) ? worldInfoToBook(raw, name) : readBook(raw);
+  } catch (e) {
+    if (e instanceof LorebookError) throw new AppError('LOREBOOK_TOO_LARGE', e.message);
+    throw e;
+  }
+  if (!book || book.entries.length === 0)
+    throw new AppError(
+      'NOT_A_LOREBOOK',
+      'This is not a lorebook: expected a World Info file or a character_book with entries.',
     );
-  });
+  return typeof book.name === 'string' && book.name ? book : { ...book, name };
+}
 
-  router.get('/lorebooks', async (_req, res) => {
-    respond(res, LorebookListResponse, { lorebooks: await listLorebooks(sql, currentPlayer(res).id) });
-  });
-
-  router.put('/npcs/:id/lorebooks', async (req, res) => {
+const attachLorebooks =
+  ({ sql }: Deps) =>
+  async (req: Request, res: Response) => {
     const player = currentPlayer(res);
     const body = parseBody(req, AttachBody);
     const npc = isUuid(req.params.id) ? await getNpc(sql, player.id, req.params.id) : undefined;
@@ -318,7 +346,4 @@ export function cardRoutes({ sql, providers }: { sql: Sql; providers: ProviderRe
     if (!ok)
       throw new AppError('UNKNOWN_LOREBOOK', 'That lorebook is not one of yours (or is a card’s own).');
     respond(res, LorebookListResponse, { lorebooks: await listLorebooks(sql, player.id) });
-  });
-
-  return router;
-}
+  };
