@@ -117,7 +117,6 @@ export function useConversation(id: string) {
   const liveRef = useRef<Live | null>(null);
   const { query, first, stored, focusId } = useStoredTranscript(id, liveRef);
   const { live, error, setError, run, stop } = useTurnStream(id, liveRef);
-
   const rows = rowsOf(stored, live);
   useFollow(id, stored, live, run);
   const streaming = live !== null;
@@ -162,12 +161,10 @@ export function useConversation(id: string) {
     });
   };
   const actions = useBranchActions(id, live, send, setBranch, setError);
-
   const regenerate = () => {
     const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
     if (lastPlayer) run(`/api/conversations/${id}/regenerate`, {}, undefined, lastPlayer.seq);
   };
-
   const last = stored.at(-1);
   const continueAction: ContinueAction = {
     lastId: live ? null : (last?.id ?? null),

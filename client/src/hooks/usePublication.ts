@@ -143,6 +143,24 @@ function turnLookups(shown: Preview | null, publishError: unknown) {
   return { uncheckedOf, publishProblems, problemsOf, stepDefaults };
 }
 
+/** Every turn's text, and the cover over it: the Player's redactions, and words covered from before. */
+function useCover(
+  messages: { id: string; parts: unknown }[] | undefined,
+  draft: Draft | null | undefined,
+  choices: Choices,
+  forgetRemoved: boolean,
+) {
+  const texts = useMemo(
+    () => (messages ?? []).map((m) => ({ id: m.id, text: flattenText(readParts(m.parts)) })),
+    [messages],
+  );
+  const removed = useMemo(() => (forgetRemoved ? [] : (draft?.removedWords ?? [])), [forgetRemoved, draft]);
+  // The same covering pass the server runs: what the editor marks is what the records will cover.
+  const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
+
+  return { texts, removed, cover };
+}
+
 /**
  * The Publish page's state: the Conversation's Messages, the stored publication and draft, the Player's
  * choices, the server's preview of them (following every change), and publishing and unpublishing.
@@ -154,16 +172,12 @@ export function usePublication(id: string) {
   const { publication, plan, remaining, planned } = progress;
   const { choices, setChoices, agents, setAgents, title, setTitle, forgetRemoved, setForgetRemoved, loaded } =
     useDraft(publication.data);
-  const texts = useMemo(
-    () => (data.data?.messages ?? []).map((m) => ({ id: m.id, text: flattenText(readParts(m.parts)) })),
-    [data.data],
+  const { texts, removed, cover } = useCover(
+    data.data?.messages,
+    publication.data?.draft,
+    choices,
+    forgetRemoved,
   );
-  const removed = useMemo(
-    () => (forgetRemoved ? [] : (publication.data?.draft?.removedWords ?? [])),
-    [forgetRemoved, publication.data],
-  );
-  // The same covering pass the server runs: what the editor marks is what the records will cover.
-  const cover = useMemo(() => coverOf(texts, choices, removed), [texts, choices, removed]);
 
   const body = () => ({
     title: title.trim() || null,
