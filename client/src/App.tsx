@@ -16,16 +16,7 @@ const hereNow = () => `${location.pathname}${location.search}${location.hash}`;
  */
 export function App() {
   const queryClient = useQueryClient();
-  const [menuOpen, setMenuOpen] = useState(false);
-  const { pathname } = useLocation();
-  // Going somewhere closes the menu; so does Escape.
-  useEffect(() => setMenuOpen(false), [pathname]);
-  useEffect(() => {
-    if (!menuOpen) return;
-    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && setMenuOpen(false);
-    window.addEventListener('keydown', onKey);
-    return () => window.removeEventListener('keydown', onKey);
-  }, [menuOpen]);
+  const [menuOpen, setMenuOpen] = useMenu();
   const ended = useSyncExternalStore(onSessionEnd, sessionEnd);
   const me = useQuery({ queryKey: ['me'], queryFn: () => fetchAs(MeResponse, '/api/me') });
   const logout = useMutation({
@@ -64,41 +55,66 @@ export function App() {
       <a className="skip" href="#main">
         Skip to content
       </a>
-      <nav className={menuOpen ? 'sidebar open' : 'sidebar'} aria-label="Main">
-        <div className="bar">
-          <div className="brand">AgentsVille</div>
-          <button
-            type="button"
-            className="menu-toggle"
-            aria-expanded={menuOpen}
-            aria-controls="nav-links"
-            onClick={() => setMenuOpen((open) => !open)}
-          >
-            {menuOpen ? 'Close' : 'Menu'}
-          </button>
-        </div>
-        <div id="nav-links" className="nav-links">
-          <NavLink to="/" end>
-            Conversations
-          </NavLink>
-          <NavLink to="/npcs">NPCs</NavLink>
-          <NavLink to="/tools">Tools &amp; Memory</NavLink>
-          <NavLink to="/usage">Usage</NavLink>
-          <NavLink to="/village">Village</NavLink>
-          <span className="nav-split" aria-hidden="true" />
-          <NavLink to={`/profile/${me.data.handle ?? me.data.did}`}>My published</NavLink>
-          <NavLink to="/threads">All published</NavLink>
-          <div className="who">
-            <span>@{me.data.handle ?? me.data.did}</span>
-            <button type="button" className="link" onClick={() => logout.mutate()}>
-              Sign out
-            </button>
-          </div>
-        </div>
-      </nav>
+      <Nav
+        open={menuOpen}
+        toggle={() => setMenuOpen((open) => !open)}
+        who={me.data.handle ?? me.data.did}
+        onSignOut={() => logout.mutate()}
+      />
       <main id="main" className="page">
         <Outlet />
       </main>
     </div>
+  );
+}
+
+/** The menu on a phone: going somewhere closes it; so does Escape. */
+function useMenu() {
+  const [menuOpen, setMenuOpen] = useState(false);
+  const { pathname } = useLocation();
+  useEffect(() => setMenuOpen(false), [pathname]);
+  useEffect(() => {
+    if (!menuOpen) return;
+    const onKey = (e: KeyboardEvent) => e.key === 'Escape' && setMenuOpen(false);
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [menuOpen]);
+  return [menuOpen, setMenuOpen] as const;
+}
+
+function Nav(props: { open: boolean; toggle: () => void; who: string; onSignOut: () => void }) {
+  return (
+    <nav className={props.open ? 'sidebar open' : 'sidebar'} aria-label="Main">
+      <div className="bar">
+        <div className="brand">AgentsVille</div>
+        <button
+          type="button"
+          className="menu-toggle"
+          aria-expanded={props.open}
+          aria-controls="nav-links"
+          onClick={props.toggle}
+        >
+          {props.open ? 'Close' : 'Menu'}
+        </button>
+      </div>
+      <div id="nav-links" className="nav-links">
+        <NavLink to="/" end>
+          Conversations
+        </NavLink>
+        <NavLink to="/npcs">NPCs</NavLink>
+        <NavLink to="/tools">Tools &amp; Memory</NavLink>
+        <NavLink to="/usage">Usage</NavLink>
+        <NavLink to="/village">Village</NavLink>
+        <span className="nav-split" aria-hidden="true" />
+        <NavLink to={`/profile/${props.who}`}>My published</NavLink>
+        <NavLink to="/threads">All published</NavLink>
+        <div className="who">
+          <span>@{props.who}</span>
+          <button type="button" className="link" onClick={props.onSignOut}>
+            Sign out
+          </button>
+        </div>
+      </div>
+    </nav>
   );
 }

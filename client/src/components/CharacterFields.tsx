@@ -104,6 +104,21 @@ export function CharacterFields({
       </label>
       {area('exampleMessages', 'Example messages (<START> begins each)', 3)}
       {area('postHistoryInstructions', 'Post-history instructions (sent after the conversation)')}
+      <CardCredits value={value} set={set} />
+    </details>
+  );
+}
+
+/** Who made the card: creator, version, tags and notes. */
+function CardCredits({
+  value,
+  set,
+}: {
+  value: CharacterDraft;
+  set: <K extends keyof CharacterDraft>(k: K, v: CharacterDraft[K]) => void;
+}) {
+  return (
+    <>
       <div className="row">
         <label>
           Creator
@@ -137,6 +152,6 @@ export function CharacterFields({
         Creator’s notes
         <textarea value={value.creatorNotes} onChange={(e) => set('creatorNotes', e.target.value)} rows={2} />
       </label>
-    </details>
+    </>
   );
 }

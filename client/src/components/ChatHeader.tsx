@@ -5,22 +5,10 @@ import { api } from '../api.ts';
 import { ConversationList } from './ConversationList.tsx';
 import { ErrorNote } from './ErrorNote.tsx';
 
-/**
- * The chat's one-line header: on a phone a button for the Conversation list (a drawer), the title (one line,
- * cut with an ellipsis), and one Actions button whose panel holds the rest — who is in it, rename, export,
- * publish — so the transcript keeps the screen.
- */
-export function ChatHeader(props: {
-  conversationId: string;
-  title: string | null;
-  names: string[];
-  /** More settings of the Conversation, shown in the Actions panel (a Party's "Who answers"). */
-  settings?: ReactNode;
-}) {
-  const { conversationId: id } = props;
+/** The header's open parts: the Actions panel (Escape or a click outside closes it), renaming, the drawer. */
+function useHeaderMenu(id: string) {
   const [menuOpen, setMenuOpen] = useState(false);
   const [renaming, setRenaming] = useState(false);
-  const panelId = useId();
   const menu = useRef<HTMLDivElement>(null);
   const drawer = useRef<HTMLDialogElement>(null);
   // Escape or a click outside closes the panel.
@@ -44,8 +32,26 @@ export function ChatHeader(props: {
     drawer.current?.close();
   }, [id]);
   useEffect(() => () => drawer.current?.close(), []);
-  const title = props.title ?? 'New conversation';
+  return { menuOpen, setMenuOpen, renaming, setRenaming, menu, drawer };
+}
 
+type HeaderProps = {
+  conversationId: string;
+  title: string | null;
+  names: string[];
+  /** More settings of the Conversation, shown in the Actions panel (a Party's "Who answers"). */
+  settings?: ReactNode;
+};
+
+/**
+ * The chat's one-line header: on a phone a button for the Conversation list (a drawer), the title (one line,
+ * cut with an ellipsis), and one Actions button whose panel holds the rest — who is in it, rename, export,
+ * publish — so the transcript keeps the screen.
+ */
+export function ChatHeader(props: HeaderProps) {
+  const { conversationId: id } = props;
+  const m = useHeaderMenu(id);
+  const title = props.title ?? 'New conversation';
   return (
     <header className="conversation-head">
       <button
@@ -53,68 +59,77 @@ export function ChatHeader(props: {
         className="secondary drawer-toggle"
         aria-label="Your conversations"
         aria-haspopup="dialog"
-        onClick={() => drawer.current?.showModal()}
+        onClick={() => m.drawer.current?.showModal()}
       >
         <span aria-hidden="true">☰</span>
       </button>
-      {renaming ? (
-        <RenameForm id={id} title={props.title ?? ''} onDone={() => setRenaming(false)} />
+      {m.renaming ? (
+        <RenameForm id={id} title={props.title ?? ''} onDone={() => m.setRenaming(false)} />
       ) : (
         <div className="head-title">
           <h1 title={title}>{title}</h1>
           <span className="meta head-names">{props.names.join(', ')}</span>
         </div>
       )}
-      <div className="head-menu" ref={menu}>
-        <button
-          type="button"
-          className="secondary"
-          aria-expanded={menuOpen}
-          aria-controls={panelId}
-          onClick={() => setMenuOpen((o) => !o)}
-        >
-          Actions
-        </button>
-        <div id={panelId} className="head-actions" hidden={!menuOpen}>
-          {props.names.length > 0 && <p className="meta">With {props.names.join(', ')}</p>}
-          {props.settings}
-          <button
-            type="button"
-            className="link"
-            onClick={() => {
-              setMenuOpen(false);
-              setRenaming(true);
-            }}
-          >
-            Rename
-          </button>
-          <a href={`/api/conversations/${id}/export?format=md`} download onClick={() => setMenuOpen(false)}>
-            Export Markdown
-          </a>
-          <a href={`/api/conversations/${id}/export`} download onClick={() => setMenuOpen(false)}>
-            Export JSON
-          </a>
-          <Link to={`/c/${id}/publish`} className="publish-link">
-            Publish…
-          </Link>
-        </div>
-      </div>
+      <ActionsMenu props={props} m={m} />
       {/* biome-ignore lint/a11y/useKeyWithClickEvents: a dialog closes on Escape by itself; a click on the backdrop closes it too */}
       <dialog
-        ref={drawer}
+        ref={m.drawer}
         className="chat-drawer"
         aria-label="Your conversations"
-        onClick={(e) => e.target === drawer.current && drawer.current.close()}
+        onClick={(e) => e.target === m.drawer.current && m.drawer.current.close()}
       >
         <div className="drawer-head">
           <h2>Conversations</h2>
-          <button type="button" className="link" onClick={() => drawer.current?.close()}>
+          <button type="button" className="link" onClick={() => m.drawer.current?.close()}>
             Close
           </button>
         </div>
-        <ConversationList currentId={id} onGo={() => drawer.current?.close()} />
+        <ConversationList currentId={id} onGo={() => m.drawer.current?.close()} />
       </dialog>
     </header>
+  );
+}
+
+function ActionsMenu({ props, m }: { props: HeaderProps; m: ReturnType<typeof useHeaderMenu> }) {
+  const { conversationId: id } = props;
+  const { menuOpen, setMenuOpen } = m;
+  const panelId = useId();
+  return (
+    <div className="head-menu" ref={m.menu}>
+      <button
+        type="button"
+        className="secondary"
+        aria-expanded={menuOpen}
+        aria-controls={panelId}
+        onClick={() => setMenuOpen((o) => !o)}
+      >
+        Actions
+      </button>
+      <div id={panelId} className="head-actions" hidden={!menuOpen}>
+        {props.names.length > 0 && <p className="meta">With {props.names.join(', ')}</p>}
+        {props.settings}
+        <button
+          type="button"
+          className="link"
+          onClick={() => {
+            setMenuOpen(false);
+            m.setRenaming(true);
+          }}
+        >
+          Rename
+        </button>
+        <a href={`/api/conversations/${id}/export?format=md`} download onClick={() => setMenuOpen(false)}>
+          Export Markdown
+        </a>
+        <a href={`/api/conversations/${id}/export`} download onClick={() => setMenuOpen(false)}>
+          Export JSON
+        </a>
+        <Link to={`/c/${id}/publish`} className="publish-link">
+          Publish…
+        </Link>
+      </div>
+    </div>
   );
 }
 

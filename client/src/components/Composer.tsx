@@ -1,178 +1,13 @@
-import { useQueries } from '@tanstack/react-query';
-import {
-  type ClipboardEvent,
-  type DragEvent,
-  type FormEvent,
-  type KeyboardEvent,
-  useEffect,
-  useRef,
-  useState,
-} from 'react';
-import type { AttachmentPart } from '../../../src/parts/index.ts';
-import { ModelInfo } from '../../../src/wire/index.ts';
-import { fetchAs, type Npc } from '../api.ts';
-import { attachUrl, discardUpload, formatSize, uploadFile } from '../attachments.ts';
+import { formatSize } from '../attachments.ts';
+import { type Chip, type ComposerProps, type ComposerState, useComposer } from '../hooks/useComposer.ts';
 
-/** One chip in the composer: uploading, ready to send (with the server's Part), or refused (with why). */
-interface Chip {
-  key: string;
-  name: string;
-  size?: number;
-  /** A local preview of a picture, before and after it is uploaded. */
-  preview?: string;
-  part?: AttachmentPart;
-  error?: string;
-}
-
-let chipKeys = 0;
-
-export function Composer(props: {
-  conversationId: string;
-  participants: Npc[];
-  defaults: { provider: string | null; model: string | null };
-  streaming: boolean;
-  canRegenerate: boolean;
-  /** Resolves true once the server accepted the turn, false when it refused it. */
-  onSend: (text: string, attachments: AttachmentPart[], npcId?: string) => Promise<boolean>;
-  onStop: () => void;
-  onRegenerate: () => void;
-  /** Sending starts a branch (an edit, or a fork from a reply): said above the box, with a way out. */
-  branch?: { key: string; label: string; text: string } | null;
-  onCancelBranch?: () => void;
-}) {
-  // What is typed is kept per Conversation across reloads until the server has accepted it.
-  const draftKey = `av-draft:${props.conversationId}`;
-  const [text, setText] = useState(() => readDraft(draftKey));
-  useEffect(() => writeDraft(draftKey, text), [draftKey, text]);
-  // An edit starts from the words being edited, set in the same render that shows the note (set in an effect,
-  // the note was painted a frame before the words, and a quick reader saw an empty box).
-  const branchKey = props.branch?.key;
-  const [shownBranch, setShownBranch] = useState<string | undefined>(undefined);
-  if (branchKey !== shownBranch) {
-    setShownBranch(branchKey);
-    if (branchKey !== undefined) setText(props.branch?.text ?? '');
-  }
-  const [npcId, setNpcId] = useState('');
-  const [chips, setChips] = useState<Chip[]>([]);
-  const [linking, setLinking] = useState(false);
-  const [link, setLink] = useState('');
-  const [dragging, setDragging] = useState(false);
-  const picker = useRef<HTMLInputElement>(null);
-  const chipsRef = useRef(chips);
-  chipsRef.current = chips;
-  // Object URLs of previews are released when the composer goes away.
-  useEffect(
-    () => () => {
-      for (const c of chipsRef.current) if (c.preview) URL.revokeObjectURL(c.preview);
-    },
-    [],
-  );
-
-  const update = (key: string, change: Partial<Chip>) =>
-    setChips((cs) => cs.map((c) => (c.key === key ? { ...c, ...change } : c)));
-  const addFiles = (files: Iterable<File>) => {
-    for (const file of files) {
-      const key = `chip-${++chipKeys}`;
-      const preview = file.type.startsWith('image/') ? URL.createObjectURL(file) : undefined;
-      setChips((cs) => [...cs, { key, name: file.name || 'pasted image', size: file.size, preview }]);
-      uploadFile(props.conversationId, file).then(
-        (part) => update(key, { part }),
-        (e: Error) => update(key, { error: e.message }),
-      );
-    }
-  };
-  const addLink = () => {
-    const url = link.trim();
-    if (!url) return;
-    const key = `chip-${++chipKeys}`;
-    setChips((cs) => [...cs, { key, name: url }]);
-    setLink('');
-    setLinking(false);
-    attachUrl(props.conversationId, url).then(
-      (part) => update(key, { part, name: part.type === 'url' ? (part.title ?? url) : url, size: part.size }),
-      (e: Error) => update(key, { error: e.message }),
-    );
-  };
-  const remove = (chip: Chip) => {
-    setChips((cs) => cs.filter((c) => c.key !== chip.key));
-    if (chip.preview) URL.revokeObjectURL(chip.preview);
-    if (chip.part) discardUpload(chip.part.id);
-  };
-
-  const uploading = chips.some((c) => !c.part && !c.error);
-  const ready = chips.filter((c) => c.part).map((c) => c.part!);
-  const canSend = !props.streaming && !uploading && (text.trim() !== '' || ready.length > 0);
-  const submit = (e?: FormEvent) => {
-    e?.preventDefault();
-    if (!canSend) return;
-    const sent = text;
-    const sentChips = new Set(ready.map((p) => p.id));
-    void props.onSend(text, ready, npcId || undefined).then((accepted) => {
-      // Refused: the words and files stay, beside the reason. Accepted: they go — unless more was typed since.
-      if (!accepted) return;
-      setText((t) => (t === sent ? '' : t));
-      setChips((cs) => cs.filter((c) => !(c.part && sentChips.has(c.part.id))));
-    });
-  };
-  const onKeyDown = (e: KeyboardEvent<HTMLTextAreaElement>) => {
-    if (e.key === 'Enter' && !e.shiftKey) {
-      e.preventDefault();
-      submit();
-    }
-  };
-  const onPaste = (e: ClipboardEvent<HTMLTextAreaElement>) => {
-    const files = [...e.clipboardData.files];
-    if (files.length === 0) return;
-    e.preventDefault();
-    addFiles(files);
-  };
-  const onDrop = (e: DragEvent) => {
-    e.preventDefault();
-    setDragging(false);
-    addFiles([...e.dataTransfer.files]);
-  };
-
-  // Whether the NPCs who may answer can read what is attached (the server sends a note instead when not).
-  const who = npcId ? props.participants.filter((n) => n.id === npcId) : props.participants;
-  const models = who.map((n) => ({
-    npc: n.name,
-    provider: n.provider ?? props.defaults.provider,
-    model: n.model ?? (n.provider ? null : props.defaults.model),
-  }));
-  const infos = useQueries({
-    queries: models.map((m) => ({
-      queryKey: ['model', m.provider, m.model],
-      queryFn: () =>
-        fetchAs(
-          ModelInfo,
-          `/api/models?provider=${encodeURIComponent(m.provider!)}&model=${encodeURIComponent(m.model!)}`,
-        ),
-      enabled: Boolean(m.provider && m.model) && ready.length > 0,
-      staleTime: Number.POSITIVE_INFINITY,
-    })),
-  });
-  const cannot = models.flatMap((m, i) => {
-    const info = infos[i]?.data;
-    if (!info) return [];
-    const kinds = [
-      ready.some((p) => p.type === 'file' && p.mediaType.startsWith('image/')) &&
-        info.images === 'unsupported' &&
-        'images',
-      ready.some((p) => p.type === 'file' && p.mediaType === 'application/pdf') &&
-        info.pdfs === 'unsupported' &&
-        'PDFs',
-    ].filter(Boolean);
-    return kinds.length
-      ? [
-          `${m.npc}’s Model (${m.model}) cannot read ${kinds.join(' or ')}: it will only be told you attached them.`,
-        ]
-      : [];
-  });
-
+export function Composer(props: ComposerProps) {
+  const c = useComposer(props);
+  const { npcId, setNpcId, setDragging } = c;
   return (
     <form
-      className={`composer ${dragging ? 'dragging' : ''}`}
-      onSubmit={submit}
+      className={`composer ${c.dragging ? 'dragging' : ''}`}
+      onSubmit={c.submit}
       onDragOver={(e) => {
         if (e.dataTransfer.types.includes('Files')) {
           e.preventDefault();
@@ -180,7 +15,7 @@ export function Composer(props: {
         }
       }}
       onDragLeave={() => setDragging(false)}
-      onDrop={onDrop}
+      onDrop={c.onDrop}
     >
       {props.branch && (
         <p className="branch-note" role="status">
@@ -203,62 +38,13 @@ export function Composer(props: {
           </select>
         </label>
       )}
-      {chips.length > 0 && (
-        <ul className="chips composer-chips" aria-label="Attached to this message">
-          {chips.map((c) => (
-            <li
-              key={c.key}
-              className={`chip attachment-chip ${c.error ? 'refused' : c.part ? 'ready' : 'uploading'}`}
-            >
-              {c.preview && !c.error && <img src={c.preview} alt="" className="chip-thumb" />}
-              <span className="chip-name">{c.name}</span>
-              {c.size !== undefined && <span className="meta chip-size">{formatSize(c.size)}</span>}
-              {!c.part && !c.error && <span className="meta">uploading…</span>}
-              {c.error && (
-                <span className="error" role="alert">
-                  {c.error}
-                </span>
-              )}
-              <button
-                type="button"
-                className="link"
-                aria-label={`Remove ${c.name}`}
-                onClick={() => remove(c)}
-              >
-                ×
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      {cannot.map((note) => (
+      {c.chips.length > 0 && <Chips chips={c.chips} onRemove={c.remove} />}
+      {c.cannot.map((note) => (
         <p key={note} className="meta capability-note" role="status">
           {note}
         </p>
       ))}
-      {linking && (
-        <div className="row link-row">
-          <label className="inline">
-            <span className="visually-hidden">Address of the page to attach</span>
-            <input
-              type="url"
-              className="link-input"
-              value={link}
-              placeholder="https://… (the page’s text is attached)"
-              onChange={(e) => setLink(e.target.value)}
-              onKeyDown={(e) => {
-                if (e.key === 'Enter') {
-                  e.preventDefault();
-                  addLink();
-                }
-              }}
-            />
-          </label>
-          <button type="button" className="secondary" onClick={addLink} disabled={!link.trim()}>
-            Attach page
-          </button>
-        </div>
-      )}
+      {c.linking && <LinkRow c={c} />}
       <label htmlFor="composer-text" className="visually-hidden">
         Message
       </label>
@@ -266,69 +52,112 @@ export function Composer(props: {
         id="composer-text"
         rows={2}
         placeholder="Message… Enter sends, Shift+Enter new line; paste or drop files"
-        value={text}
-        onChange={(e) => setText(e.target.value)}
-        onKeyDown={onKeyDown}
-        onPaste={onPaste}
+        value={c.text}
+        onChange={(e) => c.setText(e.target.value)}
+        onKeyDown={c.onKeyDown}
+        onPaste={c.onPaste}
       />
-      <div className="composer-actions">
-        <input
-          ref={picker}
-          type="file"
-          multiple
-          hidden
-          data-testid="attach-input"
-          onChange={(e) => {
-            addFiles([...(e.target.files ?? [])]);
-            e.target.value = '';
-          }}
-        />
-        <button
-          type="button"
-          className="secondary"
-          onClick={() => picker.current?.click()}
-          aria-label="Attach files"
-        >
-          Attach
-        </button>
-        <button
-          type="button"
-          className="secondary"
-          onClick={() => setLinking((l) => !l)}
-          aria-expanded={linking}
-        >
-          Link
-        </button>
-        {props.streaming ? (
-          <button type="button" onClick={props.onStop} className="stop">
-            Stop
-          </button>
-        ) : (
-          <button type="submit" disabled={!canSend}>
-            Send
-          </button>
-        )}
-        {props.canRegenerate && (
-          <button type="button" className="secondary" onClick={props.onRegenerate}>
-            Regenerate
-          </button>
-        )}
-      </div>
+      <ComposerActions props={props} c={c} />
     </form>
   );
 }
 
-function readDraft(key: string): string {
-  try {
-    return localStorage.getItem(key) ?? '';
-  } catch {
-    return ''; // storage refused (private mode, a full quota): a draft is a convenience
-  }
+function Chips({ chips, onRemove }: { chips: Chip[]; onRemove: (chip: Chip) => void }) {
+  return (
+    <ul className="chips composer-chips" aria-label="Attached to this message">
+      {chips.map((c) => (
+        <li
+          key={c.key}
+          className={`chip attachment-chip ${c.error ? 'refused' : c.part ? 'ready' : 'uploading'}`}
+        >
+          {c.preview && !c.error && <img src={c.preview} alt="" className="chip-thumb" />}
+          <span className="chip-name">{c.name}</span>
+          {c.size !== undefined && <span className="meta chip-size">{formatSize(c.size)}</span>}
+          {!c.part && !c.error && <span className="meta">uploading…</span>}
+          {c.error && (
+            <span className="error" role="alert">
+              {c.error}
+            </span>
+          )}
+          <button type="button" className="link" aria-label={`Remove ${c.name}`} onClick={() => onRemove(c)}>
+            ×
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
 }
 
-function writeDraft(key: string, text: string) {
-  try {
-    if (text) localStorage.setItem(key, text.slice(0, 100_000));
-    else localStorage.removeItem(key);
-  } catch {}
+function LinkRow({ c }: { c: ComposerState }) {
+  return (
+    <div className="row link-row">
+      <label className="inline">
+        <span className="visually-hidden">Address of the page to attach</span>
+        <input
+          type="url"
+          className="link-input"
+          value={c.link}
+          placeholder="https://… (the page’s text is attached)"
+          onChange={(e) => c.setLink(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter') {
+              e.preventDefault();
+              c.addLink();
+            }
+          }}
+        />
+      </label>
+      <button type="button" className="secondary" onClick={c.addLink} disabled={!c.link.trim()}>
+        Attach page
+      </button>
+    </div>
+  );
+}
+
+function ComposerActions({ props, c }: { props: ComposerProps; c: ComposerState }) {
+  return (
+    <div className="composer-actions">
+      <input
+        ref={c.picker}
+        type="file"
+        multiple
+        hidden
+        data-testid="attach-input"
+        onChange={(e) => {
+          c.addFiles([...(e.target.files ?? [])]);
+          e.target.value = '';
+        }}
+      />
+      <button
+        type="button"
+        className="secondary"
+        onClick={() => c.picker.current?.click()}
+        aria-label="Attach files"
+      >
+        Attach
+      </button>
+      <button
+        type="button"
+        className="secondary"
+        onClick={() => c.setLinking((l) => !l)}
+        aria-expanded={c.linking}
+      >
+        Link
+      </button>
+      {props.streaming ? (
+        <button type="button" onClick={props.onStop} className="stop">
+          Stop
+        </button>
+      ) : (
+        <button type="submit" disabled={!c.canSend}>
+          Send
+        </button>
+      )}
+      {props.canRegenerate && (
+        <button type="button" className="secondary" onClick={props.onRegenerate}>
+          Regenerate
+        </button>
+      )}
+    </div>
+  );
 }

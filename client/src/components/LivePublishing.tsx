@@ -20,7 +20,6 @@ export function LivePausedNote() {
     </p>
   );
 }
-
 /** On the publish page: make a published Conversation live, with the choice for new turns made in advance. */
 export function LiveSettings({
   conversationId,
@@ -95,28 +94,7 @@ export function LiveBanner({
   /** The finished turns on the path shown, in order: who spoke and the start of what they said. */
   path: { id: string; who: string; text: string }[];
 }) {
-  const queryClient = useQueryClient();
-  const answer = useQuery({
-    queryKey: ['publication', conversationId],
-    queryFn: () => fetchAs(PublicationResponse, `/api/conversations/${conversationId}/publication`),
-    refetchInterval: (q) => (q.state.data?.publication?.live ? 2000 : false),
-  });
-  const [now, setNow] = useState(Date.now());
-  const live = answer.data?.publication?.live ?? false;
-  useEffect(() => {
-    if (!live) return;
-    const t = setInterval(() => setNow(Date.now()), 1000);
-    return () => clearInterval(t);
-  }, [live]);
-  const hold = useMutation({
-    mutationFn: (ids: string[]) =>
-      Promise.all(
-        ids.map((messageId) =>
-          api(`/api/conversations/${conversationId}/publication/hold`, { body: { messageId } }),
-        ),
-      ),
-    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['publication', conversationId] }),
-  });
+  const { answer, now, hold } = useLivePublication(conversationId);
   const p = answer.data?.publication;
   if (!p?.live) return null;
   if (p.livePaused)
@@ -146,29 +124,72 @@ export function LiveBanner({
         </button>
       )}
       {waiting.length > 0 && (
-        <ul className="live-waiting">
-          {waiting.map((t) => (
-            <li key={t.id}>
-              <span className="live-who">{t.who}:</span>{' '}
-              <span className="live-text">{t.text.slice(0, 80) || '…'}</span>{' '}
-              {isHeld(t.id) ? (
-                <em>held back</em>
-              ) : (
-                <button
-                  type="button"
-                  className="link"
-                  aria-label={`Hold back ${t.who}: ${t.text.slice(0, 40)}`}
-                  onClick={() => hold.mutate([t.id])}
-                  disabled={hold.isPending}
-                >
-                  Hold back
-                </button>
-              )}
-            </li>
-          ))}
-        </ul>
+        <WaitingTurns
+          waiting={waiting}
+          isHeld={isHeld}
+          hold={(ids) => hold.mutate(ids)}
+          pending={hold.isPending}
+        />
       )}
       <ErrorNote error={hold.error} />
     </div>
+  );
+}
+
+/** The live publication (read every 2 s while live), a clock for its countdown, and holding turns back. */
+function useLivePublication(conversationId: string) {
+  const queryClient = useQueryClient();
+  const answer = useQuery({
+    queryKey: ['publication', conversationId],
+    queryFn: () => fetchAs(PublicationResponse, `/api/conversations/${conversationId}/publication`),
+    refetchInterval: (q) => (q.state.data?.publication?.live ? 2000 : false),
+  });
+  const [now, setNow] = useState(Date.now());
+  const live = answer.data?.publication?.live ?? false;
+  useEffect(() => {
+    if (!live) return;
+    const t = setInterval(() => setNow(Date.now()), 1000);
+    return () => clearInterval(t);
+  }, [live]);
+  const hold = useMutation({
+    mutationFn: (ids: string[]) =>
+      Promise.all(
+        ids.map((messageId) =>
+          api(`/api/conversations/${conversationId}/publication/hold`, { body: { messageId } }),
+        ),
+      ),
+    onSuccess: () => queryClient.invalidateQueries({ queryKey: ['publication', conversationId] }),
+  });
+  return { answer, now, hold };
+}
+
+function WaitingTurns(props: {
+  waiting: { id: string; who: string; text: string }[];
+  isHeld: (id: string) => boolean;
+  hold: (ids: string[]) => void;
+  pending: boolean;
+}) {
+  return (
+    <ul className="live-waiting">
+      {props.waiting.map((t) => (
+        <li key={t.id}>
+          <span className="live-who">{t.who}:</span>{' '}
+          <span className="live-text">{t.text.slice(0, 80) || '…'}</span>{' '}
+          {props.isHeld(t.id) ? (
+            <em>held back</em>
+          ) : (
+            <button
+              type="button"
+              className="link"
+              aria-label={`Hold back ${t.who}: ${t.text.slice(0, 40)}`}
+              onClick={() => props.hold([t.id])}
+              disabled={props.pending}
+            >
+              Hold back
+            </button>
+          )}
+        </li>
+      ))}
+    </ul>
   );
 }

@@ -42,12 +42,8 @@ const toEntry = (d: Draft) => ({
   enabled: d.enabled,
 });
 
-/**
- * One lorebook's entries, editable: keys (one a line; `/pattern/flags` for a regex), content, always on
- * (constant), enabled; entries added and deleted. Save sends the whole book back, every field the editor does not
- * show as it came (so the card exports as its author wrote it), and shows the keys that never match.
- */
-export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
+/** The book's entries as edited, the keys that never match (as last saved), and saving the whole book. */
+function useLorebookDraft(npcId: string, book: Book) {
   const queryClient = useQueryClient();
   const [entries, setEntries] = useState(() => entriesOf(book.book));
   const [problems, setProblems] = useState(book.problems);
@@ -78,6 +74,10 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
       },
     ]);
   };
+  const remove = (key: number) => {
+    setSaved(false);
+    setEntries(entries.filter((x) => x.key !== key));
+  };
   const save = useMutation({
     // As bytes, not a JSON body: a book may be as large as an import accepts (2 MB), past the API's 1 MB JSON.
     mutationFn: () =>
@@ -95,6 +95,16 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
       await queryClient.invalidateQueries({ queryKey: ['lorebooks'] });
     },
   });
+  return { entries, problems, saved, change, add, remove, save };
+}
+
+/**
+ * One lorebook's entries, editable: keys (one a line; `/pattern/flags` for a regex), content, always on
+ * (constant), enabled; entries added and deleted. Save sends the whole book back, every field the editor does not
+ * show as it came (so the card exports as its author wrote it), and shows the keys that never match.
+ */
+export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
+  const { entries, problems, saved, change, add, remove, save } = useLorebookDraft(npcId, book);
   const title = book.name || 'Lorebook';
   return (
     <section className="lorebook" aria-label={`Lorebook ${title}`}>
@@ -104,55 +114,13 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
       {entries.length === 0 && <p className="meta">No entries.</p>}
       <ol className="lore-entries">
         {entries.map((e, i) => (
-          <li key={e.key} className={e.enabled ? undefined : 'disabled'}>
-            <label>
-              Keys <span className="meta">(one a line; /pattern/flags for a regex)</span>
-              <textarea
-                rows={Math.min(8, Math.max(2, e.keys.split('\n').length))}
-                value={e.keys}
-                aria-label={`Entry ${i + 1} keys`}
-                onChange={(ev) => change(e.key, { keys: ev.target.value })}
-              />
-            </label>
-            <label>
-              Content
-              <textarea
-                rows={3}
-                value={e.content}
-                aria-label={`Entry ${i + 1} content`}
-                onChange={(ev) => change(e.key, { content: ev.target.value })}
-              />
-            </label>
-            <div className="row lore-flags">
-              <label className="check">
-                <input
-                  type="checkbox"
-                  checked={e.constant}
-                  onChange={(ev) => change(e.key, { constant: ev.target.checked })}
-                />
-                Always on
-              </label>
-              <label className="check">
-                <input
-                  type="checkbox"
-                  checked={e.enabled}
-                  onChange={(ev) => change(e.key, { enabled: ev.target.checked })}
-                />
-                Enabled
-              </label>
-              <button
-                type="button"
-                className="link danger"
-                aria-label={`Delete entry ${i + 1}`}
-                onClick={() => {
-                  setSaved(false);
-                  setEntries(entries.filter((x) => x.key !== e.key));
-                }}
-              >
-                Delete entry
-              </button>
-            </div>
-          </li>
+          <LoreEntry
+            key={e.key}
+            e={e}
+            n={i + 1}
+            change={(patch) => change(e.key, patch)}
+            remove={() => remove(e.key)}
+          />
         ))}
       </ol>
       {problems.length > 0 && (
@@ -177,5 +145,62 @@ export function LorebookEditor({ npcId, book }: { npcId: string; book: Book }) {
       </div>
       <ErrorNote error={save.error} />
     </section>
+  );
+}
+
+function LoreEntry({
+  e,
+  n,
+  change,
+  remove,
+}: {
+  e: Draft;
+  /** Its place in the list, counted from 1. */
+  n: number;
+  change: (patch: Partial<Draft>) => void;
+  remove: () => void;
+}) {
+  return (
+    <li className={e.enabled ? undefined : 'disabled'}>
+      <label>
+        Keys <span className="meta">(one a line; /pattern/flags for a regex)</span>
+        <textarea
+          rows={Math.min(8, Math.max(2, e.keys.split('\n').length))}
+          value={e.keys}
+          aria-label={`Entry ${n} keys`}
+          onChange={(ev) => change({ keys: ev.target.value })}
+        />
+      </label>
+      <label>
+        Content
+        <textarea
+          rows={3}
+          value={e.content}
+          aria-label={`Entry ${n} content`}
+          onChange={(ev) => change({ content: ev.target.value })}
+        />
+      </label>
+      <div className="row lore-flags">
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={e.constant}
+            onChange={(ev) => change({ constant: ev.target.checked })}
+          />
+          Always on
+        </label>
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={e.enabled}
+            onChange={(ev) => change({ enabled: ev.target.checked })}
+          />
+          Enabled
+        </label>
+        <button type="button" className="link danger" aria-label={`Delete entry ${n}`} onClick={remove}>
+          Delete entry
+        </button>
+      </div>
+    </li>
   );
 }

@@ -13,12 +13,8 @@ import { LorebookEditor } from './LorebookEditor.tsx';
 const MAX_ATTACHED = 7;
 const entriesText = (n: number) => `${n} ${n === 1 ? 'entry' : 'entries'}`;
 
-/**
- * An NPC's lorebooks on its page: each one's entries, editable; the Player's World Info lorebooks, attached to
- * this NPC or not with a tick; and a World Info file imported and attached at once. A lorebook enters only the
- * prompts of the NPCs it is attached to.
- */
-export function Lorebooks({ npcId, npcName }: { npcId: string; npcName: string }) {
+/** The NPC's own books, the Player's World Info and which are attached, attaching, and importing one. */
+function useNpcLorebooks(npcId: string) {
   const queryClient = useQueryClient();
   const mine = useQuery({
     queryKey: ['npc-lorebooks', npcId],
@@ -55,6 +51,16 @@ export function Lorebooks({ npcId, npcName }: { npcId: string; npcName: string }
     },
     onSuccess: refresh,
   });
+  return { mine, all, worldInfo, attached, attach, upload };
+}
+
+/**
+ * An NPC's lorebooks on its page: each one's entries, editable; the Player's World Info lorebooks, attached to
+ * this NPC or not with a tick; and a World Info file imported and attached at once. A lorebook enters only the
+ * prompts of the NPCs it is attached to.
+ */
+export function Lorebooks({ npcId, npcName }: { npcId: string; npcName: string }) {
+  const { mine, all, worldInfo, attached, attach, upload } = useNpcLorebooks(npcId);
   return (
     <section className="card lorebooks" aria-labelledby="lorebooks-heading">
       <h2 id="lorebooks-heading">{npcName}’s lorebooks</h2>

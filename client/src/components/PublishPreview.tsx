@@ -86,98 +86,102 @@ export function PreviewView({ preview }: { preview: Preview }) {
           : 'Nothing left to write. '}
         Each <mark className="bar">{REDACTION_BAR}</mark> covers words that are never published.
       </p>
-      {s && (
-        <div className="preview-session" data-testid="preview-session">
-          <h3>
-            <Barred text={s.title} />
-          </h3>
-          <ul className="preview-agents">
-            {(s.agents ?? []).map((a) => (
-              <li key={a.name}>
-                <strong>
-                  <Barred text={a.name} />
-                </strong>
-                {a.role && (
-                  <>
-                    {' — '}
-                    <Barred text={a.role} />
-                  </>
-                )}
-                {a.description && (
-                  <>
-                    : <Barred text={a.description} />
-                  </>
-                )}
-              </li>
-            ))}
-          </ul>
-        </div>
-      )}
+      {s && <PreviewSession s={s} />}
       <ol className="preview-turns">
-        {turns.map((r) => {
-          const m = r.record as MessageValue;
-          return (
-            <li
-              key={r.rkey}
-              data-message-id={r.messageId ?? ''}
-              className={m.withheld ? 'preview-turn hole' : 'preview-turn'}
-            >
-              <span className="meta">
-                {m.role === 'user' ? 'You' : (m.model ?? 'NPC')}
-                {r.write ? ` · ${WRITE[r.write] ?? r.write}` : ' · unchanged'}
-              </span>
-              {m.withheld ? (
-                <p>Withheld: a turn happened here and was not published.</p>
-              ) : (
-                <>
-                  {m.text && (
-                    <p className="turn-text">
-                      <Barred text={m.text} />
-                    </p>
-                  )}
-                  {m.steps && (
-                    <ul className="steps">
-                      {m.steps.map((step, i) => (
-                        <li key={i} className={step.failed ? 'failed' : ''}>
-                          <code>
-                            <Barred text={step.name} />
-                          </code>
-                          {step.summary && (
-                            <>
-                              {' — '}
-                              <Barred text={step.summary} />
-                            </>
-                          )}
-                          {step.failed && ' (failed)'}
-                        </li>
-                      ))}
-                    </ul>
-                  )}
-                  {(m.refs?.length || m.mentions?.length) && (
-                    <p className="meta">
-                      {plural(m.refs?.length ?? 0, 'record link')},{' '}
-                      {plural(m.mentions?.length ?? 0, 'account')} mentioned
-                    </p>
-                  )}
-                  {unchecked(r.messageId) > 0 && (
-                    <p className="meta">
-                      {unchecked(r.messageId) === 1
-                        ? 'A link or mention is'
-                        : `${unchecked(r.messageId)} links or mentions are`}{' '}
-                      not checked yet
-                    </p>
-                  )}
-                </>
-              )}
-            </li>
-          );
-        })}
+        {turns.map((r) => (
+          <PreviewTurn key={r.rkey} r={r} unchecked={unchecked(r.messageId)} />
+        ))}
       </ol>
       <details>
         <summary>The records as JSON</summary>
         <pre className="records">{JSON.stringify(preview.records, null, 2)}</pre>
       </details>
     </section>
+  );
+}
+
+/** One turn's record, read as the thread shows it: a hole, or its words, steps, links and mentions. */
+function PreviewTurn({ r, unchecked }: { r: Preview['records'][number]; unchecked: number }) {
+  const m = r.record as MessageValue;
+  return (
+    <li data-message-id={r.messageId ?? ''} className={m.withheld ? 'preview-turn hole' : 'preview-turn'}>
+      <span className="meta">
+        {m.role === 'user' ? 'You' : (m.model ?? 'NPC')}
+        {r.write ? ` · ${WRITE[r.write] ?? r.write}` : ' · unchanged'}
+      </span>
+      {m.withheld ? (
+        <p>Withheld: a turn happened here and was not published.</p>
+      ) : (
+        <>
+          {m.text && (
+            <p className="turn-text">
+              <Barred text={m.text} />
+            </p>
+          )}
+          {m.steps && (
+            <ul className="steps">
+              {m.steps.map((step, i) => (
+                <li key={i} className={step.failed ? 'failed' : ''}>
+                  <code>
+                    <Barred text={step.name} />
+                  </code>
+                  {step.summary && (
+                    <>
+                      {' — '}
+                      <Barred text={step.summary} />
+                    </>
+                  )}
+                  {step.failed && ' (failed)'}
+                </li>
+              ))}
+            </ul>
+          )}
+          {(m.refs?.length || m.mentions?.length) && (
+            <p className="meta">
+              {plural(m.refs?.length ?? 0, 'record link')}, {plural(m.mentions?.length ?? 0, 'account')}{' '}
+              mentioned
+            </p>
+          )}
+          {unchecked > 0 && (
+            <p className="meta">
+              {unchecked === 1 ? 'A link or mention is' : `${unchecked} links or mentions are`} not checked
+              yet
+            </p>
+          )}
+        </>
+      )}
+    </li>
+  );
+}
+
+/** The session record: its title and who the readers are told they talked to. */
+function PreviewSession({ s }: { s: SessionValue }) {
+  return (
+    <div className="preview-session" data-testid="preview-session">
+      <h3>
+        <Barred text={s.title} />
+      </h3>
+      <ul className="preview-agents">
+        {(s.agents ?? []).map((a) => (
+          <li key={a.name}>
+            <strong>
+              <Barred text={a.name} />
+            </strong>
+            {a.role && (
+              <>
+                {' — '}
+                <Barred text={a.role} />
+              </>
+            )}
+            {a.description && (
+              <>
+                : <Barred text={a.description} />
+              </>
+            )}
+          </li>
+        ))}
+      </ul>
+    </div>
   );
 }
 

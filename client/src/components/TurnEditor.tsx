@@ -9,7 +9,8 @@ import {
   type TurnChoice,
 } from '../../../src/redaction/index.ts';
 import type { Message } from '../api.ts';
-import { Barred, type Problem } from './PublishPreview.tsx';
+import type { Problem } from './PublishPreview.tsx';
+import { StepChoices } from './TurnSteps.tsx';
 
 /**
  * One turn in the publish editor: withhold it (and what its hole still shows), redact words, describe its
@@ -38,17 +39,7 @@ function selectionIn(container: HTMLElement | null): Span | null {
   return { start, end: start + range.toString().length };
 }
 
-export function TurnEditor({
-  message,
-  text,
-  cover,
-  choice,
-  defaults,
-  problems,
-  unchecked,
-  onCheck,
-  onChange,
-}: {
+type TurnProps = {
   message: Message;
   text: string;
   cover: Cover;
@@ -59,13 +50,11 @@ export function TurnEditor({
   unchecked: string[];
   onCheck: () => void;
   onChange: (c: Partial<TurnChoice>) => void;
-}) {
+};
+
+/** Redacting in one turn: the selected words, or words typed, and the hint when neither is there. */
+function useRedaction(text: string, own: Span[], onChange: (c: Partial<TurnChoice>) => void) {
   const textRef = useRef<HTMLParagraphElement>(null);
-  const parts = readParts(message.parts);
-  const tools = parts.filter((p) => p.type === 'tool');
-  const attached = attachmentsOf(parts);
-  const own = choice.redactions ?? [];
-  const extra = extraPlaces(text, own, cover);
   const [hint, setHint] = useState<string | null>(null);
   const [phrase, setPhrase] = useState('');
   const redactSelection = () => {
@@ -92,6 +81,16 @@ export function TurnEditor({
     if (!own.some((r) => r.start === span.start && r.end === span.end))
       onChange({ redactions: [...own, span] });
   };
+  return { textRef, hint, phrase, setPhrase, redactSelection, redactPhrase };
+}
+
+export function TurnEditor(props: TurnProps) {
+  const { message, text, cover, choice, problems, unchecked, onChange } = props;
+  const parts = readParts(message.parts);
+  const attached = attachmentsOf(parts);
+  const own = choice.redactions ?? [];
+  const extra = extraPlaces(text, own, cover);
+  const r = useRedaction(text, own, onChange);
   return (
     <li
       className={`card publish-turn ${choice.withheld ? 'withheld' : ''}`}
@@ -110,33 +109,8 @@ export function TurnEditor({
           Withhold this turn
         </label>
       </div>
-      {choice.withheld && (
-        <div className="meta hole-choices">
-          <p>
-            Published as a visible hole: none of its words leave, nor when it happened (it shows the time of
-            the turn published before it){message.role === 'npc' ? ', nor which model wrote it' : ''}.
-          </p>
-          <label className="check">
-            <input
-              type="checkbox"
-              checked={Boolean(choice.keepTime)}
-              onChange={(e) => onChange({ keepTime: e.target.checked || undefined })}
-            />
-            Show when it happened ({new Date(message.createdAt).toLocaleString()})
-          </label>
-          {message.role === 'npc' && message.model && (
-            <label className="check">
-              <input
-                type="checkbox"
-                checked={Boolean(choice.keepModel)}
-                onChange={(e) => onChange({ keepModel: e.target.checked || undefined })}
-              />
-              Show which model wrote it ({message.model})
-            </label>
-          )}
-        </div>
-      )}
-      <p ref={textRef} className="turn-text" data-testid="turn-text">
+      {choice.withheld && <HoleChoices message={message} choice={choice} onChange={onChange} />}
+      <p ref={r.textRef} className="turn-text" data-testid="turn-text">
         <Marked text={text} own={mergeSpans(own, text.length)} extra={extra} />
       </p>
       {extra.length > 0 && !choice.withheld && (
@@ -149,7 +123,7 @@ export function TurnEditor({
         <p className="meta unchecked-links" data-testid="unchecked-links">
           Not checked yet: {unchecked.join(', ')}. Checking asks the network for each (the sites they name see
           the request); publishing checks them too.{' '}
-          <button type="button" className="link" onClick={onCheck}>
+          <button type="button" className="link" onClick={props.onCheck}>
             Check links
           </button>
         </p>
@@ -161,192 +135,164 @@ export function TurnEditor({
           ))}
         </ul>
       )}
-      {!choice.withheld && (
-        <div className="row redact-row">
-          <button type="button" className="secondary" onClick={redactSelection}>
-            Redact selection
-          </button>
-          <label className="inline">
-            <span className="visually-hidden">Words to redact in this turn</span>
-            <input
-              value={phrase}
-              placeholder="or type words to redact"
-              onChange={(e) => setPhrase(e.target.value)}
-              onKeyDown={(e) => {
-                if (e.key === 'Enter') {
-                  e.preventDefault();
-                  redactPhrase();
-                }
-              }}
-            />
-          </label>
-          <button type="button" className="secondary" onClick={redactPhrase} disabled={!phrase.trim()}>
-            Redact these words
-          </button>
-        </div>
-      )}
-      {hint && (
+      {!choice.withheld && <RedactRow r={r} />}
+      {r.hint && (
         <p className="meta" role="status">
-          {hint}
+          {r.hint}
         </p>
       )}
-      {own.length > 0 && (
-        <ul className="chips redactions" aria-label="Your redactions in this turn">
-          {own.map((r, i) => (
-            <li key={`${r.start}-${r.end}`} className="chip">
-              “{text.slice(r.start, r.end)}”
-              <button
-                type="button"
-                className="link"
-                aria-label={`Stop redacting “${text.slice(r.start, r.end)}”`}
-                onClick={() => onChange({ redactions: own.filter((_, j) => j !== i) })}
-              >
-                ×
-              </button>
-            </li>
-          ))}
-        </ul>
-      )}
-      {attached.length > 0 && (
-        <div className="attachment-note" data-testid="attachment-note">
-          <p className="meta">
-            {attached.length === 1 ? 'Its attachment' : `Its ${attached.length} attachments`} (
-            {attached.map((a) => (a.type === 'file' ? a.name : (a.title ?? a.url))).join(', ')}){' '}
-            {attached.length === 1 ? 'stays' : 'stay'} private: never published.
-          </p>
-          {!choice.withheld && (
-            <label>
-              Describe what was attached, if the turn needs it (published with the turn)
-              <input
-                value={choice.attachmentNote ?? ''}
-                maxLength={1000}
-                placeholder="e.g. a photo of a red bicycle"
-                onChange={(e) => onChange({ attachmentNote: e.target.value || undefined })}
-              />
-            </label>
-          )}
-        </div>
-      )}
+      {own.length > 0 && <RedactionChips text={text} own={own} onChange={onChange} />}
+      {attached.length > 0 && <AttachmentNote attached={attached} choice={choice} onChange={onChange} />}
       {!choice.withheld && (
         <>
-          {tools.map((t, i) => (
-            <div key={t.type === 'tool' ? t.id : i} className="step-choice">
-              <label>
-                Step {i + 1}: name (published)
-                <input
-                  value={choice.stepNames?.[i] ?? ''}
-                  maxLength={64}
-                  placeholder={
-                    choice.stepNames?.[i] || !defaults?.[i]
-                      ? 'Default: a neutral name'
-                      : `Default: ${defaults[i]!.name}`
-                  }
-                  onChange={(e) => onChange({ stepNames: listWith(choice.stepNames, i, e.target.value) })}
-                />
-              </label>
-              {t.type === 'tool' &&
-                t.name &&
-                !choice.stepNames?.[i] &&
-                defaults?.[i] &&
-                defaults[i]!.name !== t.name && (
-                  <button
-                    type="button"
-                    className="link"
-                    onClick={() => onChange({ stepNames: listWith(choice.stepNames, i, t.name ?? '') })}
-                  >
-                    Publish its real name ({t.name})
-                  </button>
-                )}
-              <StepSummary
-                index={i}
-                tool={t.type === 'tool' ? (t.name ?? 'tool') : ''}
-                description={t.type === 'tool' ? t.description : undefined}
-                choice={choice}
-                defaults={defaults}
-                cover={cover}
-                onChange={onChange}
-              />
-            </div>
-          ))}
-          <div className="row">
-            <label>
-              Also about (record links, comma-separated)
-              <input
-                value={(choice.refs ?? []).join(', ')}
-                onChange={(e) => onChange({ refs: splitList(e.target.value) })}
-              />
-            </label>
-            <label>
-              Also mentions (@handles)
-              <input
-                value={(choice.mentions ?? []).join(', ')}
-                onChange={(e) => onChange({ mentions: splitList(e.target.value) })}
-              />
-            </label>
-          </div>
+          <StepChoices
+            message={message}
+            choice={choice}
+            defaults={props.defaults}
+            cover={cover}
+            onChange={onChange}
+          />
+          <LinksRow choice={choice} onChange={onChange} />
         </>
       )}
     </li>
   );
 }
 
-/** A step's summary: the Player's words, or the neutral default the placeholder shows. */
-function StepSummary({
-  index: i,
-  tool,
-  description,
-  choice,
-  defaults,
-  cover,
-  onChange,
-}: {
-  index: number;
-  /** Its real name: the Player's own editor shows it, whatever is published. */
-  tool: string;
-  /** What the tool's server says it does: offered to publish, never published unasked. */
-  description: string | undefined;
-  choice: TurnChoice;
-  defaults: { summary: string }[] | undefined;
-  cover: Cover;
-  onChange: (c: Partial<TurnChoice>) => void;
-}) {
+type ChoiceProps = { choice: TurnChoice; onChange: (c: Partial<TurnChoice>) => void };
+
+/** What a withheld turn's hole still shows: when it happened, which model wrote it. */
+function HoleChoices({ message, choice, onChange }: ChoiceProps & { message: Message }) {
   return (
-    <label>
-      Step {i + 1}: {tool} — summary
-      <input
-        value={choice.steps?.[i] ?? ''}
-        placeholder={
-          choice.steps?.[i] || !defaults?.[i]
-            ? 'Default: what kind of call it was, never its arguments'
-            : `Default: ${defaults[i]!.summary}`
-        }
-        maxLength={250}
-        onChange={(e) => onChange({ steps: listWith(choice.steps, i, e.target.value) })}
-      />
-      {description && !choice.steps?.[i] && (
-        <button
-          type="button"
-          className="link"
-          onClick={() => onChange({ steps: listWith(choice.steps, i, description.slice(0, 250)) })}
-        >
-          Publish what its server says it does
-        </button>
+    <div className="meta hole-choices">
+      <p>
+        Published as a visible hole: none of its words leave, nor when it happened (it shows the time of the
+        turn published before it){message.role === 'npc' ? ', nor which model wrote it' : ''}.
+      </p>
+      <label className="check">
+        <input
+          type="checkbox"
+          checked={Boolean(choice.keepTime)}
+          onChange={(e) => onChange({ keepTime: e.target.checked || undefined })}
+        />
+        Show when it happened ({new Date(message.createdAt).toLocaleString()})
+      </label>
+      {message.role === 'npc' && message.model && (
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={Boolean(choice.keepModel)}
+            onChange={(e) => onChange({ keepModel: e.target.checked || undefined })}
+          />
+          Show which model wrote it ({message.model})
+        </label>
       )}
-      {choice.steps?.[i] && cover.find(choice.steps[i]).length > 0 && (
-        <span className="meta covered-note">
-          Published as: <Barred text={cover.apply(choice.steps[i])} />
-        </span>
-      )}
-    </label>
+    </div>
   );
 }
 
-/** `list` with its `i`th entry set (empty: null, the default), padded with nulls. */
-function listWith(list: (string | null)[] | undefined, i: number, value: string): (string | null)[] {
-  const out = [...(list ?? [])];
-  while (out.length < i) out.push(null);
-  out[i] = value || null;
-  return out;
+function RedactRow({ r }: { r: ReturnType<typeof useRedaction> }) {
+  return (
+    <div className="row redact-row">
+      <button type="button" className="secondary" onClick={r.redactSelection}>
+        Redact selection
+      </button>
+      <label className="inline">
+        <span className="visually-hidden">Words to redact in this turn</span>
+        <input
+          value={r.phrase}
+          placeholder="or type words to redact"
+          onChange={(e) => r.setPhrase(e.target.value)}
+          onKeyDown={(e) => {
+            if (e.key === 'Enter') {
+              e.preventDefault();
+              r.redactPhrase();
+            }
+          }}
+        />
+      </label>
+      <button type="button" className="secondary" onClick={r.redactPhrase} disabled={!r.phrase.trim()}>
+        Redact these words
+      </button>
+    </div>
+  );
+}
+
+function RedactionChips({
+  text,
+  own,
+  onChange,
+}: {
+  text: string;
+  own: Span[];
+  onChange: (c: Partial<TurnChoice>) => void;
+}) {
+  return (
+    <ul className="chips redactions" aria-label="Your redactions in this turn">
+      {own.map((r, i) => (
+        <li key={`${r.start}-${r.end}`} className="chip">
+          “{text.slice(r.start, r.end)}”
+          <button
+            type="button"
+            className="link"
+            aria-label={`Stop redacting “${text.slice(r.start, r.end)}”`}
+            onClick={() => onChange({ redactions: own.filter((_, j) => j !== i) })}
+          >
+            ×
+          </button>
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+/** Attachments stay private; the Player may describe them in words published with the turn. */
+function AttachmentNote({
+  attached,
+  choice,
+  onChange,
+}: ChoiceProps & { attached: ReturnType<typeof attachmentsOf> }) {
+  return (
+    <div className="attachment-note" data-testid="attachment-note">
+      <p className="meta">
+        {attached.length === 1 ? 'Its attachment' : `Its ${attached.length} attachments`} (
+        {attached.map((a) => (a.type === 'file' ? a.name : (a.title ?? a.url))).join(', ')}){' '}
+        {attached.length === 1 ? 'stays' : 'stay'} private: never published.
+      </p>
+      {!choice.withheld && (
+        <label>
+          Describe what was attached, if the turn needs it (published with the turn)
+          <input
+            value={choice.attachmentNote ?? ''}
+            maxLength={1000}
+            placeholder="e.g. a photo of a red bicycle"
+            onChange={(e) => onChange({ attachmentNote: e.target.value || undefined })}
+          />
+        </label>
+      )}
+    </div>
+  );
+}
+
+function LinksRow({ choice, onChange }: ChoiceProps) {
+  return (
+    <div className="row">
+      <label>
+        Also about (record links, comma-separated)
+        <input
+          value={(choice.refs ?? []).join(', ')}
+          onChange={(e) => onChange({ refs: splitList(e.target.value) })}
+        />
+      </label>
+      <label>
+        Also mentions (@handles)
+        <input
+          value={(choice.mentions ?? []).join(', ')}
+          onChange={(e) => onChange({ mentions: splitList(e.target.value) })}
+        />
+      </label>
+    </div>
+  );
 }
 
 /** The turn's own words, with its redactions and the places the cover reaches marked. */

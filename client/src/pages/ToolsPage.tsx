@@ -88,7 +88,8 @@ function Skills() {
   );
 }
 
-function McpServers() {
+/** The Player's MCP servers, the form adding one (its header's secret sent once), and deleting. */
+function useMcpServers() {
   const queryClient = useQueryClient();
   const servers = useQuery({
     queryKey: ['mcp'],
@@ -117,6 +118,11 @@ function McpServers() {
     e.preventDefault();
     add.mutate();
   };
+  return { servers, draft, setDraft, add, remove, submit };
+}
+
+function McpServers() {
+  const { servers, draft, setDraft, add, remove, submit } = useMcpServers();
   return (
     <section className="card" aria-labelledby="mcp-h">
       <h2 id="mcp-h">MCP Servers</h2>

@@ -107,35 +107,50 @@ export function UsagePage() {
           </BarChart>
         </ResponsiveContainer>
       </figure>
-      <table>
-        <caption className="visually-hidden">Usage per {by}</caption>
-        <thead>
-          <tr>
-            <th>{by === 'npc' ? 'NPC' : 'Conversation'}</th>
-            <th>Replies</th>
-            <th>Tokens in</th>
-            <th>Tokens out</th>
-            <th>Cost</th>
-          </tr>
-        </thead>
-        <tbody>
-          {series.map(([key, label]) => {
-            const mine = points.filter((p) => p.key === key);
-            const cost = mine.some((p) => p.costUsd != null)
-              ? mine.reduce((s, p) => s + (p.costUsd ?? 0), 0)
-              : null;
-            return (
-              <tr key={key}>
-                <td>{label}</td>
-                <td>{mine.reduce((s, p) => s + p.replies, 0)}</td>
-                <td>{mine.reduce((s, p) => s + p.inputTokens, 0).toLocaleString()}</td>
-                <td>{mine.reduce((s, p) => s + p.outputTokens, 0).toLocaleString()}</td>
-                <td>{cost == null ? '—' : `$${cost.toFixed(4)}`}</td>
-              </tr>
-            );
-          })}
-        </tbody>
-      </table>
+      <UsageTable by={by} series={series} points={points} />
     </div>
+  );
+}
+
+/** Each NPC's (or Conversation's) replies, tokens and cost over the 30 days. */
+function UsageTable({
+  by,
+  series,
+  points,
+}: {
+  by: 'npc' | 'conversation';
+  series: [string, string][];
+  points: UsageResponse['points'];
+}) {
+  return (
+    <table>
+      <caption className="visually-hidden">Usage per {by}</caption>
+      <thead>
+        <tr>
+          <th>{by === 'npc' ? 'NPC' : 'Conversation'}</th>
+          <th>Replies</th>
+          <th>Tokens in</th>
+          <th>Tokens out</th>
+          <th>Cost</th>
+        </tr>
+      </thead>
+      <tbody>
+        {series.map(([key, label]) => {
+          const mine = points.filter((p) => p.key === key);
+          const cost = mine.some((p) => p.costUsd != null)
+            ? mine.reduce((s, p) => s + (p.costUsd ?? 0), 0)
+            : null;
+          return (
+            <tr key={key}>
+              <td>{label}</td>
+              <td>{mine.reduce((s, p) => s + p.replies, 0)}</td>
+              <td>{mine.reduce((s, p) => s + p.inputTokens, 0).toLocaleString()}</td>
+              <td>{mine.reduce((s, p) => s + p.outputTokens, 0).toLocaleString()}</td>
+              <td>{cost == null ? '—' : `$${cost.toFixed(4)}`}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
   );
 }

@@ -8,8 +8,8 @@ import { PlayersPanel } from '../components/PlayersPanel.tsx';
 import { ProviderKeys } from '../components/ProviderKeys.tsx';
 import { useDocumentTitle } from '../title.ts';
 
-export function VillagePage() {
-  useDocumentTitle('Village');
+/** The Village's settings as a form, filled from the server and saved whole. */
+function useVillageSettings() {
   const queryClient = useQueryClient();
   const village = useQuery({ queryKey: ['village'], queryFn: () => fetchAs(VillageView, '/api/village') });
   const [form, setForm] = useState<VillageView['settings'] | null>(null);
@@ -20,6 +20,14 @@ export function VillagePage() {
     mutationFn: (s: VillageView['settings']) => api('/api/village', { method: 'PUT', body: s }),
     onSuccess: () => queryClient.invalidateQueries({ queryKey: ['village'] }),
   });
+  return { village, form, setForm, save };
+}
+
+type Settings = VillageView['settings'];
+
+export function VillagePage() {
+  useDocumentTitle('Village');
+  const { village, form, setForm, save } = useVillageSettings();
   if (!village.data || !form) return <ErrorNote error={village.error} />;
   const admin = village.data.isAdmin;
   const submit = (e: FormEvent) => {
@@ -54,77 +62,8 @@ export function VillagePage() {
               onChange={(e) => setForm({ ...form, defaultModel: e.target.value || null })}
             />
           </label>
-          <label>
-            Hop limit (Party hand-overs per Message)
-            <input
-              type="number"
-              min={0}
-              max={100}
-              value={form.hopLimit}
-              onChange={(e) => setForm({ ...form, hopLimit: Number(e.target.value) })}
-            />
-          </label>
-          <label>
-            History budget (tokens)
-            <input
-              type="number"
-              min={1000}
-              value={form.historyBudget}
-              onChange={(e) => setForm({ ...form, historyBudget: Number(e.target.value) })}
-            />
-          </label>
-          {LIMITS.map(([key, label]) => (
-            <label key={key}>
-              {label}
-              <input
-                type="number"
-                min={1}
-                value={form[key]}
-                onChange={(e) => setForm({ ...form, [key]: Number(e.target.value) })}
-              />
-            </label>
-          ))}
-          <label>
-            Sandbox space per Conversation (MB)
-            <input
-              type="number"
-              min={1}
-              max={10000}
-              value={form.sandboxQuotaMb}
-              onChange={(e) => setForm({ ...form, sandboxQuotaMb: Number(e.target.value) })}
-            />
-          </label>
-          <label>
-            Most output tokens per reply (empty: each Model's own limit)
-            <input
-              type="number"
-              min={1}
-              value={form.maxOutputTokens ?? ''}
-              onChange={(e) =>
-                setForm({ ...form, maxOutputTokens: e.target.value ? Number(e.target.value) : null })
-              }
-            />
-          </label>
-          <fieldset className="kinds">
-            <legend>Attachments accepted (judged by their contents)</legend>
-            {ATTACHMENT_KINDS.map(([type, label]) => (
-              <label key={type} className="check">
-                <input
-                  type="checkbox"
-                  checked={form.attachmentTypes.includes(type)}
-                  onChange={(e) =>
-                    setForm({
-                      ...form,
-                      attachmentTypes: e.target.checked
-                        ? [...form.attachmentTypes, type]
-                        : form.attachmentTypes.filter((t) => t !== type),
-                    })
-                  }
-                />
-                {label}
-              </label>
-            ))}
-          </fieldset>
+          <LimitFields form={form} setForm={setForm} />
+          <AttachmentKinds form={form} setForm={setForm} />
           <button type="submit">Save</button>
         </fieldset>
         <ErrorNote error={save.error} />
@@ -133,6 +72,92 @@ export function VillagePage() {
       {admin && <ModerationPanel />}
       {admin && <PlayersPanel />}
     </div>
+  );
+}
+
+type FormProps = { form: Settings; setForm: (s: Settings) => void };
+
+/** Hand-overs, history, spending limits, sandbox space and output tokens: the numbers an admin sets. */
+function LimitFields({ form, setForm }: FormProps) {
+  return (
+    <>
+      <label>
+        Hop limit (Party hand-overs per Message)
+        <input
+          type="number"
+          min={0}
+          max={100}
+          value={form.hopLimit}
+          onChange={(e) => setForm({ ...form, hopLimit: Number(e.target.value) })}
+        />
+      </label>
+      <label>
+        History budget (tokens)
+        <input
+          type="number"
+          min={1000}
+          value={form.historyBudget}
+          onChange={(e) => setForm({ ...form, historyBudget: Number(e.target.value) })}
+        />
+      </label>
+      {LIMITS.map(([key, label]) => (
+        <label key={key}>
+          {label}
+          <input
+            type="number"
+            min={1}
+            value={form[key]}
+            onChange={(e) => setForm({ ...form, [key]: Number(e.target.value) })}
+          />
+        </label>
+      ))}
+      <label>
+        Sandbox space per Conversation (MB)
+        <input
+          type="number"
+          min={1}
+          max={10000}
+          value={form.sandboxQuotaMb}
+          onChange={(e) => setForm({ ...form, sandboxQuotaMb: Number(e.target.value) })}
+        />
+      </label>
+      <label>
+        Most output tokens per reply (empty: each Model's own limit)
+        <input
+          type="number"
+          min={1}
+          value={form.maxOutputTokens ?? ''}
+          onChange={(e) =>
+            setForm({ ...form, maxOutputTokens: e.target.value ? Number(e.target.value) : null })
+          }
+        />
+      </label>
+    </>
+  );
+}
+
+function AttachmentKinds({ form, setForm }: FormProps) {
+  return (
+    <fieldset className="kinds">
+      <legend>Attachments accepted (judged by their contents)</legend>
+      {ATTACHMENT_KINDS.map(([type, label]) => (
+        <label key={type} className="check">
+          <input
+            type="checkbox"
+            checked={form.attachmentTypes.includes(type)}
+            onChange={(e) =>
+              setForm({
+                ...form,
+                attachmentTypes: e.target.checked
+                  ? [...form.attachmentTypes, type]
+                  : form.attachmentTypes.filter((t) => t !== type),
+              })
+            }
+          />
+          {label}
+        </label>
+      ))}
+    </fieldset>
   );
 }
 
