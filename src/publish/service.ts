@@ -16,6 +16,7 @@ import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexi
 import { publishOutcome } from '../metrics/index.ts';
 import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
+import { npcAvatars } from './avatars.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import { turnEnded } from './hold.ts';
@@ -190,11 +191,17 @@ async function plan(
     ),
   );
   const named = participants.filter((n) => speaking.has(n.id));
+  const avatars = await npcAvatars(
+    deps.sql,
+    named.map((n) => n.id),
+  );
   const agents = named.map((n) => ({
     name: n.name,
     jobTitle: n.jobTitle,
     model: null,
     choice: agentChoices[n.id],
+    // Only when the Player ticked it (ADR 0065).
+    avatar: agentChoices[n.id]?.avatar ? avatars.get(n.id) : undefined,
   }));
   const sessionRecord = projectSession({
     title: chosenTitle ?? fallback,
@@ -296,6 +303,7 @@ async function plan(
       name: n.name,
       jobTitle: n.jobTitle,
       description: n.description,
+      avatarUrl: avatars.has(n.id) ? n.avatarUrl : null,
     })),
   };
 }

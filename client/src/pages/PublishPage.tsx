@@ -272,6 +272,23 @@ export function PublishPage() {
           </p>
           {shown!.agents.map((a) => (
             <div key={a.npcId} className="publish-agent" data-npc-id={a.npcId}>
+              {a.avatarUrl && (
+                // Off unless ticked: a card's picture is often someone else's art (ADR 0065).
+                <label className="publish-avatar">
+                  <img src={a.avatarUrl} alt={a.name} width={48} height={48} />
+                  <input
+                    type="checkbox"
+                    checked={agents[a.npcId]?.avatar ?? false}
+                    onChange={(e) =>
+                      setAgents((c) => ({
+                        ...c,
+                        [a.npcId]: { ...c[a.npcId], avatar: e.target.checked || undefined },
+                      }))
+                    }
+                  />
+                  Publish {a.name}’s picture
+                </label>
+              )}
               <label>
                 About {a.name}
                 {a.jobTitle ? ` (${a.jobTitle})` : ''}, in your words (published)
@@ -281,7 +298,10 @@ export function PublishPage() {
                   rows={2}
                   placeholder="Nothing: readers see only the name and Job Title"
                   onChange={(e) =>
-                    setAgents((c) => ({ ...c, [a.npcId]: { description: e.target.value || undefined } }))
+                    setAgents((c) => ({
+                      ...c,
+                      [a.npcId]: { ...c[a.npcId], description: e.target.value || undefined },
+                    }))
                   }
                 />
               </label>
@@ -290,7 +310,10 @@ export function PublishPage() {
                   type="button"
                   className="link"
                   onClick={() =>
-                    setAgents((c) => ({ ...c, [a.npcId]: { description: a.description.slice(0, 300) } }))
+                    setAgents((c) => ({
+                      ...c,
+                      [a.npcId]: { ...c[a.npcId], description: a.description.slice(0, 300) },
+                    }))
                   }
                 >
                   Start from {a.name}’s own description

@@ -5,7 +5,8 @@ export interface ThreadData {
   session: {
     title: string;
     createdAt: string;
-    agents?: { name: string; role?: string; description?: string }[];
+    /** `avatar`: a blob in the author's repo (ADR 0065), as the record says it (unchecked: see avatarSrc). */
+    agents?: { name: string; role?: string; description?: string; avatar?: unknown }[];
   };
   messages: {
     uri: string;
