@@ -80,7 +80,7 @@ export async function indexedAvatar(
   const rows = await sql<{ agents: unknown }[]>`
     select s.record->'agents' as agents from index_sessions s left join index_actors a on a.did = s.did
     where s.did = ${did} and not ${hidden(sql)}
-      and s.record @> ${JSON.stringify({ agents: [{ avatar: { ref: { $link: cid } } }] })}::jsonb
+      and s.record @> ${sql.json({ agents: [{ avatar: { ref: { $link: cid } } }] })}
     limit 5`;
   for (const { agents } of rows)
     for (const agent of Array.isArray(agents) ? agents : []) {
