@@ -3,8 +3,6 @@ import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Network } from '../../src/appview/network.ts';
-import { adoptBlob, writeBlob } from '../../src/attachments/index.ts';
-import type { Sql } from '../../src/db/index.ts';
 import {
   AVATAR_MAX_BYTES,
   assertValidRecord,
@@ -17,26 +15,13 @@ import {
 } from '../../src/lexicon/index.ts';
 import { projectSession } from '../../src/publish/projection.ts';
 import { makeCover } from '../../src/redaction/index.ts';
+import { giveAvatar } from '../support/avatar.ts';
 import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { picture } from '../support/picture.ts';
 
 // A published agent's avatar (ADR 0065): a blob referenced from the session record, only an accepted image within
 // the lexicon's size, its reference the one the PDS gives on upload, and validated in the JSON form records travel in.
-/** An NPC's avatar as a card import stores it: a blob the NPC refers to. */
-export async function giveAvatar(sql: Sql, npcId: string, image: Uint8Array): Promise<void> {
-  const written = await writeBlob(
-    sql,
-    (async function* () {
-      yield image;
-    })(),
-    2_000_000,
-  );
-  await adoptBlob(sql, written, async (tx, blobId) => {
-    await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
-  });
-}
-
 const bytes = (...b: number[]) => new Uint8Array([...b, ...new Array(16).fill(0)]);
 
 describe('the avatar, pure', () => {
