@@ -42,7 +42,11 @@ it('a ticked NPC picture is published and shown in the reader’s thread', async
   // Off by default: a card's picture is often someone else's art.
   expect(await tick.isChecked()).toBe(false);
   expect(await page.locator('.publish-avatar img').getAttribute('alt')).toBe('Ada');
+  await page.locator('.preview-agents li', { hasText: 'Ada' }).waitFor();
+  expect(await page.locator('.preview-agents img').count()).toBe(0);
   await tick.check();
+  // The preview follows the tick: the session record it shows carries the picture before anything is written.
+  await page.locator('.preview-agents img[alt="Ada"]').waitFor();
   await shoot(page, 'publish-avatar');
   await page.getByRole('button', { name: 'Publish', exact: true }).click();
   await page.locator('#publish-outcome').waitFor();

@@ -36,7 +36,7 @@ export function ProblemList({ problems }: { problems: Problem[] }) {
 
 interface SessionValue {
   title: string;
-  agents?: { name: string; role?: string; description?: string; model?: string }[];
+  agents?: { name: string; role?: string; description?: string; model?: string; avatar?: unknown }[];
 }
 interface MessageValue {
   role: 'user' | 'assistant';
@@ -91,8 +91,18 @@ export function PreviewView({ preview }: { preview: Preview }) {
             <Barred text={s.title} />
           </h3>
           <ul className="preview-agents">
-            {(s.agents ?? []).map((a) => (
+            {(s.agents ?? []).map((a, i) => (
               <li key={a.name}>
+                {/* The picture the record carries (ADR 0065): the same NPCs, in the same order, as `agents`. */}
+                {a.avatar && preview.agents[i]?.avatarUrl ? (
+                  <img
+                    className="avatar"
+                    src={preview.agents[i].avatarUrl}
+                    alt={a.name}
+                    width={32}
+                    height={32}
+                  />
+                ) : null}
                 <strong>
                   <Barred text={a.name} />
                 </strong>

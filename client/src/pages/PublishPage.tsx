@@ -274,7 +274,7 @@ export function PublishPage() {
             <div key={a.npcId} className="publish-agent" data-npc-id={a.npcId}>
               {a.avatarUrl && (
                 // Off unless ticked: a card's picture is often someone else's art (ADR 0065).
-                <label className="publish-avatar">
+                <label className="check publish-avatar">
                   <img src={a.avatarUrl} alt={a.name} width={48} height={48} />
                   <input
                     type="checkbox"
