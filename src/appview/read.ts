@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { MESSAGE } from '../lexicon/index.ts';
+import { MESSAGE, type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -68,6 +68,28 @@ const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from 
   where t.lifted_at is null and t.subject in (s.did, s.uri)) or exists (select 1 from labels l
   where l.uri in (s.did, s.uri) and l.val in ('!takedown', '!hide') and not l.neg
     and (l.exp is null or l.exp > now())))`;
+
+/**
+ * An agent's avatar that a served session of this author references (ADR 0065), as the reader may show it: the
+ * reader's avatar route fetches no other blob (it is no open proxy to anyone's PDS).
+ */
+export async function indexedAvatar(
+  sql: Sql,
+  did: string,
+  cid: string,
+): Promise<PublishedAvatar | undefined> {
+  const rows = await sql<{ agents: unknown }[]>`
+    select s.record->'agents' as agents from index_sessions s left join index_actors a on a.did = s.did
+    where s.did = ${did} and not ${hidden(sql)}
+      and s.record @> ${sql.json({ agents: [{ avatar: { ref: { $link: cid } } }] })}
+    limit 5`;
+  for (const { agents } of rows)
+    for (const agent of Array.isArray(agents) ? agents : []) {
+      const avatar = readAvatar((agent as { avatar?: unknown } | null)?.avatar);
+      if (avatar?.cid === cid) return avatar;
+    }
+  return undefined;
+}
 
 /**
  * A turn (`m`, index_messages) a followed labeler labelled `!takedown` or `!hide`: served as a hole, the shape a

@@ -206,6 +206,13 @@ export async function readBlobBytes(sql: Sql, blobId: string, maxBytes?: number)
   return maxBytes !== undefined && all.length > maxBytes ? all.subarray(0, maxBytes) : all;
 }
 
+/** The blob of an NPC's avatar with these bytes' sha-256 (a published avatar is uploaded from it), or null. */
+export async function avatarBlobBySha256(sql: Sql, sha256: Uint8Array): Promise<string | null> {
+  const [row] = await sql<{ id: string }[]>`
+    select b.id from blobs b join npcs n on n.avatar_blob_id = b.id where b.sha256 = ${Buffer.from(sha256)} limit 1`;
+  return row?.id ?? null;
+}
+
 /**
  * Deletes the given blobs that nothing references any more. A blob an upload is adopting at this moment is
  * locked (or already referenced), so it stays: the delete then fails on the reference and is only logged.

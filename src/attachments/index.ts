@@ -3,6 +3,7 @@
 
 export {
   adoptBlob,
+  avatarBlobBySha256,
   collectBlobs,
   readBlob,
   readBlobBytes,

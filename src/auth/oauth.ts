@@ -9,10 +9,12 @@ import { PLAYER_CALL_LIMITS, type PlayerCallLimits, playerCallFetch } from './pl
 import { endedGrant, leaseRequestLock, sessionStore, stateStore } from './stores.ts';
 
 /**
- * What the app may do in a Player's repo: write its two collections and nothing else. Declared in the client
- * metadata word for word (a wildcard `repo:` scope is silently dropped by PDSes).
+ * What the app may do in a Player's repo: write its two collections and nothing else, and upload images (an
+ * NPC's avatar the Player chose to publish: ADR 0065). Declared in the client metadata word for word (a wildcard
+ * `repo:` scope is silently dropped by PDSes).
  */
-export const OAUTH_SCOPE = 'atproto repo:click.aligned.chat.session repo:click.aligned.chat.message';
+export const OAUTH_SCOPE =
+  'atproto repo:click.aligned.chat.session repo:click.aligned.chat.message blob:image/*';
 
 export interface OAuthOptions {
   /** The URL a browser reaches this server at: https for a confidential client, http://127.0.0.1:PORT locally. */

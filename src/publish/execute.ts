@@ -1,6 +1,7 @@
 import { XRPCError } from '@atproto/api';
 import type { Sql } from '../db/index.ts';
 import { metrics } from '../metrics/index.ts';
+import { uploadAvatars } from './avatars.ts';
 import { batches } from './batches.ts';
 import type { Repo, RepoWrite } from './repo.ts';
 import { markWritten, pendingWrites } from './store.ts';
@@ -45,6 +46,8 @@ export async function executePending(
     for (let attempt = 1; ; attempt++) {
       try {
         calls++;
+        // The blobs the batch's records reference first: a PDS refuses a record whose blob it does not hold.
+        await uploadAvatars(sql, repo, batch);
         const cids = await repo.applyWrites(batch);
         metrics.applyWrites.inc({ outcome: 'ok' });
         await markWritten(sql, conversationId, batch, cids);

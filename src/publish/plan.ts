@@ -1,6 +1,12 @@
 import { TID } from '@atproto/common-web';
 import { AppError } from '../http/index.ts';
-import { assertValidRecord, InvalidRecordError, MESSAGE, SESSION } from '../lexicon/index.ts';
+import {
+  assertValidRecord,
+  InvalidRecordError,
+  MESSAGE,
+  type PublishedAvatar,
+  SESSION,
+} from '../lexicon/index.ts';
 import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
 import {
   defaultTitle,
@@ -48,6 +54,8 @@ export interface Participant {
   name: string;
   jobTitle: string;
   description: string;
+  /** Its picture in the app, when it has one. */
+  avatarUrl?: string | null;
 }
 
 /** What publishing loads before it plans. */
@@ -65,6 +73,8 @@ export interface Loaded {
   skills: string[];
   /** Every Message of the Conversation, on the path or not. */
   everyId: string[];
+  /** By NPC id: the published reference of each picture that can be published (ADR 0065). */
+  avatars: ReadonlyMap<string, PublishedAvatar>;
 }
 
 /** The Player's choices applied to the turns: what each turn publishes, before any lookup. */
@@ -184,6 +194,7 @@ export function plan(
       name: n.name,
       jobTitle: n.jobTitle,
       description: n.description,
+      avatarUrl: loaded.avatars.has(n.id) ? (n.avatarUrl ?? null) : null,
     })),
   };
 }
@@ -207,6 +218,8 @@ function planSession(loaded: Loaded, input: PublishInput, chosen: Chosen, sessio
     jobTitle: n.jobTitle,
     model: null,
     choice: agentChoices[n.id],
+    // Only when the Player ticked it (ADR 0065).
+    avatar: agentChoices[n.id]?.avatar ? loaded.avatars.get(n.id) : undefined,
   }));
   const sessionRecord = projectSession({
     title: chosenTitle ?? fallback,

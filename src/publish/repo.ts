@@ -10,6 +10,8 @@ export interface Repo {
   /** Atomic: all of `writes` land, or none. Returns the CID of each create/update, in order (null for deletes). */
   applyWrites(writes: RepoWrite[]): Promise<(string | null)[]>;
   getRecordCid(collection: string, rkey: string): Promise<string | null>;
+  /** Stores a blob a record about to be written references (an NPC's avatar: ADR 0065). */
+  uploadBlob(bytes: Uint8Array, mimeType: string): Promise<void>;
   listRecords(collection: string): AsyncIterable<{ uri: string; cid: string; value: unknown }>;
 }
 
@@ -30,6 +32,9 @@ export function agentRepo(agent: Agent, did: string): Repo {
       });
       const results = (res.data.results ?? []) as { cid?: string }[];
       return writes.map((_, i) => results[i]?.cid ?? null);
+    },
+    async uploadBlob(bytes, mimeType) {
+      await agent.com.atproto.repo.uploadBlob(bytes, { encoding: mimeType });
     },
     async getRecordCid(collection, rkey) {
       try {

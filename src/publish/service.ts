@@ -15,6 +15,7 @@ import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { publishOutcome } from '../metrics/index.ts';
 import type { Preview } from '../redaction/index.ts';
 import { skillNames } from '../tools/index.ts';
+import { npcAvatars } from './avatars.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import { turnEnded } from './hold.ts';
@@ -118,6 +119,10 @@ async function planFor(
     draft,
     skills,
     everyId,
+    avatars: await npcAvatars(
+      deps.sql,
+      participants.map((n) => n.id),
+    ),
   };
   return plan(loaded, input, chosen, resolution);
 }

@@ -33,9 +33,12 @@ export type TurnChoice = z.infer<typeof TurnChoice>;
 
 /**
  * What the session record says of one NPC besides its name and Job Title: a description only in the Player's own
- * words (an imported card's description is its whole character definition). Empty or absent: none.
+ * words (an imported card's description is its whole character definition). Empty or absent: none. `avatar`: its
+ * picture is published too (ADR 0065); off unless ticked, since a card's art is often someone else's.
  */
-export const AgentChoice = z.object({ description: z.string().max(3000).optional() }).strict();
+export const AgentChoice = z
+  .object({ description: z.string().max(3000).optional(), avatar: z.boolean().optional() })
+  .strict();
 export type AgentChoice = z.infer<typeof AgentChoice>;
 /** Agent choices by NPC id. */
 export const AgentChoices = z.record(z.uuid(), AgentChoice);

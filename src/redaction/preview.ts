@@ -43,9 +43,10 @@ export interface Preview {
   unchecked: { messageId: string; turn: number; links: string[] }[];
   /**
    * The NPCs the session names, with their own descriptions: shown to the Player to start from, published only
-   * in the Player's words (an agent choice).
+   * in the Player's words (an agent choice). `avatarUrl`: the NPC's picture in the app, when it has one that can be
+   * published (an accepted image within the lexicon's size), shown beside the tick that publishes it.
    */
-  agents: { npcId: string; name: string; jobTitle: string; description: string }[];
+  agents: { npcId: string; name: string; jobTitle: string; description: string; avatarUrl: string | null }[];
   /** The PDS rate-limit points the writes cost. */
   points: number;
 }

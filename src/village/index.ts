@@ -12,6 +12,7 @@ export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
 export { type GrantKind, listGrants } from './grants.ts';
 export { providerKeyRoutes } from './keyRoutes.ts';
 export {
+  avatarBlobIds,
   CARD_DEFAULTS,
   COUNT_LOCK,
   createNpc,

@@ -172,6 +172,15 @@ export async function getNpcs(sql: Sql, ids: string[]): Promise<Npc[]> {
   return sql<Npc[]>`select ${columns(sql)} from npcs where id = any(${ids}::uuid[])`;
 }
 
+/** The avatar blob of each NPC that has one, by NPC id (a published session may carry it: ADR 0065). */
+export async function avatarBlobIds(sql: Sql, ids: readonly string[]): Promise<Map<string, string>> {
+  if (ids.length === 0) return new Map();
+  const rows = await sql<{ id: string; blobId: string }[]>`
+    select id, avatar_blob_id as "blobId" from npcs
+    where id = any(${[...ids]}::uuid[]) and avatar_blob_id is not null`;
+  return new Map(rows.map((r) => [r.id, r.blobId]));
+}
+
 /** Arbitrary but fixed: the advisory lock class under which one Player's NPCs and Conversations are counted. */
 export const COUNT_LOCK = LOCKS.counts;
 

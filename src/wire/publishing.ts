@@ -47,7 +47,14 @@ export const PublishPreview = z.object({
   unchecked: z.array(z.object({ messageId: z.string(), turn: z.number().int(), links: z.array(z.string()) })),
   /** The NPCs the session names, with their own descriptions, for the Player to start from. */
   agents: z.array(
-    z.object({ npcId: z.string(), name: z.string(), jobTitle: z.string(), description: z.string() }),
+    z.object({
+      npcId: z.string(),
+      name: z.string(),
+      jobTitle: z.string(),
+      description: z.string(),
+      /** Its picture in the app, when it has one that can be published (ADR 0065). */
+      avatarUrl: z.string().nullable(),
+    }),
   ),
   /** The PDS rate-limit points the writes cost. */
   points: z.number(),

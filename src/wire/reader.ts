@@ -16,6 +16,8 @@ export const SessionRecord = z.looseObject({
         role: z.string().optional(),
         description: z.string().optional(),
         model: z.string().optional(),
+        /** A blob in the author's repo (ADR 0065), as the record says it: checked where it is shown (avatarSrc). */
+        avatar: z.unknown().optional(),
       }),
     )
     .optional(),

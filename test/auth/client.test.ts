@@ -23,7 +23,7 @@ it('is a confidential client at the public URL, asking for exactly our two colle
     token_endpoint_auth_signing_alg: 'ES256',
     jwks_uri: 'https://agentsville.example/.well-known/jwks.json',
     dpop_bound_access_tokens: true,
-    scope: 'atproto repo:click.aligned.chat.session repo:click.aligned.chat.message',
+    scope: 'atproto repo:click.aligned.chat.session repo:click.aligned.chat.message blob:image/*',
   });
 });
 

@@ -15,6 +15,8 @@ import {
 } from '../../src/lexicon/index.ts';
 import { projectSession } from '../../src/publish/projection.ts';
 import { makeCover } from '../../src/redaction/index.ts';
+import { giveAvatar } from '../support/avatar.ts';
+import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { picture } from '../support/picture.ts';
 
@@ -145,4 +147,90 @@ describe('the avatar on the dev-env PDS', () => {
       await network.avatar(bob.did, { cid: hugeCid, mimeType: 'image/png', size: AVATAR_MAX_BYTES }),
     ).toBeNull();
   });
+
+  it('publishing with the tick uploads the picture and the reader serves it; without it, none; only a referenced CID', async () => {
+    const { app } = local;
+    const net = app.running.localnet!;
+    const alice = await local.signInAs('alice.test');
+    const { conversationId, npcId } = await insertConversation(app.db.sql, alice.playerId, {
+      title: 'Portraits',
+      npc: { name: 'Ada', jobTitle: 'Librarian' },
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Who are you?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'The librarian.' }] },
+      ],
+    });
+    const image = picture();
+    await giveAvatar(app.db.sql, npcId, image);
+    const a = (await avatarBlob(image))!;
+    const api = (path: string, body: unknown, method = 'PUT') =>
+      app.api(`/api/conversations/${conversationId}/publication${path}`, {
+        method,
+        cookie: alice.cookie,
+        body,
+      });
+    const served = (cid: string, did = alice.did) => fetch(`${app.url}/api/reader/avatars/${did}/${cid}`);
+    const sessionOnPds = async (uri: string) => {
+      const got = await fetch(
+        `${net.pdsUrl}/xrpc/com.atproto.repo.getRecord?repo=${alice.did}&collection=${SESSION}&rkey=${uri.split('/').pop()}`,
+      );
+      return ((await got.json()) as { value: { agents: Record<string, unknown>[] } }).value;
+    };
+
+    // The preview shows the picture beside its tick; the tick is off by default.
+    const preview = await api('/preview', {}, 'POST');
+    expect(preview.status).toBe(200);
+    const shown = (await preview.json()) as {
+      agents: { npcId: string; avatarUrl: string | null }[];
+      records: { collection: string; record: { agents: unknown[] } }[];
+    };
+    expect(shown.agents[0]).toMatchObject({ npcId, avatarUrl: expect.stringMatching(/^\/api\/npcs\//) });
+    expect(shown.records.find((r) => r.collection === SESSION)!.record.agents).toEqual([
+      { name: 'Ada', role: 'Librarian' },
+    ]);
+
+    // Not ticked: no avatar in the record, and the reader serves nothing for it.
+    const plain = await api('', {});
+    expect(plain.status).toBe(200);
+    const { uri } = (await plain.json()) as { uri: string };
+    expect((await sessionOnPds(uri)).agents).toEqual([{ name: 'Ada', role: 'Librarian' }]);
+    expect((await served(a.cid)).status).toBe(404);
+
+    // Ticked: the session record (an update) holds the blob, uploaded first, and the reader serves its bytes.
+    const ticked = await api('', { agents: { [npcId]: { avatar: true } } });
+    expect(ticked.status).toBe(200);
+    const agents = (await sessionOnPds(uri)).agents;
+    expect(agents[0]).toEqual({ name: 'Ada', role: 'Librarian', avatar: avatarJson(a) });
+    const res = await served(a.cid);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('image/png');
+    expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(res.headers.get('content-security-policy')).toBe("default-src 'none'");
+    expect(res.headers.get('cache-control')).toContain('immutable');
+    expect(new Uint8Array(await res.arrayBuffer())).toEqual(image);
+    // Again, from the cache: the same bytes.
+    expect(new Uint8Array(await (await served(a.cid)).arrayBuffer())).toEqual(image);
+
+    // Published again with a change: the record is rewritten with the avatar, uploaded again (idempotent).
+    const again = await api('', { agents: { [npcId]: { avatar: true, description: 'Keeps the maps.' } } });
+    expect(again.status).toBe(200);
+    expect((await sessionOnPds(uri)).agents[0]).toMatchObject({ avatar: avatarJson(a) });
+
+    // No open proxy: a blob on the PDS that no indexed session references, an author who references none, a
+    // malformed CID.
+    const other = new Uint8Array([...image, 0]);
+    const agent = new AtpAgent({ service: net.pdsUrl });
+    const bob = net.accounts.find((x) => x.handle === 'bob.test')!;
+    await agent.login({ identifier: bob.handle, password: bob.password });
+    const loose = await agent.com.atproto.repo.uploadBlob(other, { encoding: 'image/png' });
+    expect((await served(loose.data.blob.ref.toString(), bob.did)).status).toBe(404);
+    expect((await served(a.cid, 'did:plc:zzzzzzzzzzzzzzzzzzzzzzzz')).status).toBe(404);
+    expect((await served('not-a-cid')).status).toBe(404);
+
+    // The tick taken off: the record no longer references it, and the reader no longer serves it.
+    const off = await api('', { agents: { [npcId]: { avatar: false } } });
+    expect(off.status).toBe(200);
+    expect((await sessionOnPds(uri)).agents).toEqual([{ name: 'Ada', role: 'Librarian' }]);
+    expect((await served(a.cid)).status).toBe(404);
+  }, 60_000);
 });

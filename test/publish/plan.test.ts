@@ -37,6 +37,7 @@ const loaded = (over: Partial<Loaded> = {}): Loaded => ({
   draft: undefined,
   skills: [],
   everyId: TURNS.map((t) => t.messageId),
+  avatars: new Map(),
   ...over,
 });
 

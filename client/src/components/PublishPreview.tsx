@@ -37,7 +37,7 @@ export function ProblemList({ problems }: { problems: Problem[] }) {
 
 interface SessionValue {
   title: string;
-  agents?: { name: string; role?: string; description?: string; model?: string }[];
+  agents?: { name: string; role?: string; description?: string; model?: string; avatar?: unknown }[];
 }
 interface MessageValue {
   role: 'user' | 'assistant';
@@ -86,7 +86,7 @@ export function PreviewView({ preview }: { preview: Preview }) {
           : 'Nothing left to write. '}
         Each <mark className="bar">{REDACTION_BAR}</mark> covers words that are never published.
       </p>
-      {s && <PreviewSession s={s} />}
+      {s && <PreviewSession s={s} avatars={preview.agents.map((a) => a.avatarUrl)} />}
       <ol className="preview-turns">
         {turns.map((r) => (
           <PreviewTurn key={r.rkey} r={r} unchecked={unchecked(r.messageId)} />
@@ -155,15 +155,20 @@ function PreviewTurn({ r, unchecked }: { r: Preview['records'][number]; unchecke
 }
 
 /** The session record: its title and who the readers are told they talked to. */
-function PreviewSession({ s }: { s: SessionValue }) {
+/** The session record as a reader meets it; `avatars`: each named NPC's picture in the app (the same order). */
+function PreviewSession({ s, avatars }: { s: SessionValue; avatars: (string | null)[] }) {
   return (
     <div className="preview-session" data-testid="preview-session">
       <h3>
         <Barred text={s.title} />
       </h3>
       <ul className="preview-agents">
-        {(s.agents ?? []).map((a) => (
+        {(s.agents ?? []).map((a, i) => (
           <li key={a.name}>
+            {/* The picture the record carries (ADR 0065): the same NPCs, in the same order, as `agents`. */}
+            {a.avatar && avatars[i] ? (
+              <img className="avatar" src={avatars[i]} alt={a.name} width={32} height={32} />
+            ) : null}
             <strong>
               <Barred text={a.name} />
             </strong>

@@ -155,6 +155,7 @@ function PublishAgents({ p }: { p: Publication }) {
       </p>
       {p.shown!.agents.map((a) => (
         <div key={a.npcId} className="publish-agent" data-npc-id={a.npcId}>
+          {a.avatarUrl && <AvatarTick p={p} npcId={a.npcId} name={a.name} src={a.avatarUrl} />}
           <label>
             About {a.name}
             {a.jobTitle ? ` (${a.jobTitle})` : ''}, in your words (published)
@@ -164,7 +165,10 @@ function PublishAgents({ p }: { p: Publication }) {
               rows={2}
               placeholder="Nothing: readers see only the name and Job Title"
               onChange={(e) =>
-                setAgents((c) => ({ ...c, [a.npcId]: { description: e.target.value || undefined } }))
+                setAgents((c) => ({
+                  ...c,
+                  [a.npcId]: { ...c[a.npcId], description: e.target.value || undefined },
+                }))
               }
             />
           </label>
@@ -173,7 +177,10 @@ function PublishAgents({ p }: { p: Publication }) {
               type="button"
               className="link"
               onClick={() =>
-                setAgents((c) => ({ ...c, [a.npcId]: { description: a.description.slice(0, 300) } }))
+                setAgents((c) => ({
+                  ...c,
+                  [a.npcId]: { ...c[a.npcId], description: a.description.slice(0, 300) },
+                }))
               }
             >
               Start from {a.name}’s own description
@@ -182,6 +189,24 @@ function PublishAgents({ p }: { p: Publication }) {
         </div>
       ))}
     </fieldset>
+  );
+}
+
+/** Off unless ticked: a card's picture is often someone else's art (ADR 0065). */
+function AvatarTick({ p, npcId, name, src }: { p: Publication; npcId: string; name: string; src: string }) {
+  const { agents, setAgents } = p;
+  return (
+    <label className="check publish-avatar">
+      <img src={src} alt={name} width={48} height={48} />
+      <input
+        type="checkbox"
+        checked={agents[npcId]?.avatar ?? false}
+        onChange={(e) =>
+          setAgents((c) => ({ ...c, [npcId]: { ...c[npcId], avatar: e.target.checked || undefined } }))
+        }
+      />
+      Publish {name}’s picture
+    </label>
   );
 }
 

@@ -16,6 +16,37 @@ export function speakerOf(role: string, author: string, agents: { name: string }
   return `${role} (unknown role)`;
 }
 
+const AVATAR_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
+
+/**
+ * Where the reader shows an agent's avatar from: this server's route, which serves only a blob an indexed session
+ * references, fetched and checked (ADR 0065) — never an address the record names. Undefined when there is none or
+ * the record's reference is not one the route would serve.
+ */
+export function avatarSrc(did: string, avatar: unknown): string | undefined {
+  const a = avatar as { $type?: unknown; ref?: { $link?: unknown }; mimeType?: unknown } | null | undefined;
+  const cid = a?.ref?.$link;
+  if (a?.$type !== 'blob' || typeof cid !== 'string' || !/^b[a-z2-7]{20,100}$/.test(cid)) return undefined;
+  if (!AVATAR_TYPES.includes(a.mimeType as string)) return undefined;
+  return `/api/reader/avatars/${encodeURIComponent(did)}/${cid}`;
+}
+
+/** An agent's picture: a fixed size (no layout shift while it loads), loaded only when near the view. */
+function Avatar({
+  did,
+  agent,
+  size,
+}: {
+  did: string;
+  agent: { name: string; avatar?: unknown };
+  size: number;
+}) {
+  const src = avatarSrc(did, agent.avatar);
+  return src ? (
+    <img className="avatar" src={src} alt={agent.name} width={size} height={size} loading="lazy" />
+  ) : null;
+}
+
 /**
  * A date the same on the server and in any browser (hydration compares text: a local time would differ by the
  * reader's time zone), in UTC.
@@ -32,6 +63,9 @@ function Turn({ m, author, t }: { m: ThreadData['messages'][number]; author: str
   return (
     <li className={`message ${m.record.role === 'user' ? 'player' : 'npc'}`} data-rkey={m.rkey}>
       <header>
+        {m.record.role === 'assistant' && t.session.agents?.length === 1 && (
+          <Avatar did={t.author.did} agent={t.session.agents[0]!} size={24} />
+        )}
         <span className="speaker">{speakerOf(m.record.role, author, t.session.agents)}</span>
         {m.record.model && <span className="model">{m.record.model}</span>}
       </header>
@@ -99,9 +133,16 @@ export function ThreadBody({ t, pageSize = 100 }: { t: ThreadData; pageSize?: nu
         <time dateTime={t.session.createdAt}>{utcDate(t.session.createdAt)}</time>
       </p>
       {t.session.agents?.length ? (
-        <p className="meta">
-          With {t.session.agents.map((a) => `${a.name}${a.role ? ` (${a.role})` : ''}`).join(', ')} — AI
-          characters.
+        <p className="meta agents">
+          With{' '}
+          {t.session.agents.map((a, i) => (
+            <span key={i} className="agent">
+              {i > 0 && ', '}
+              <Avatar did={t.author.did} agent={a} size={32} />
+              {`${a.name}${a.role ? ` (${a.role})` : ''}`}
+            </span>
+          ))}{' '}
+          — AI characters.
         </p>
       ) : null}
       {warned ? (

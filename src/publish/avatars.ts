@@ -1,0 +1,48 @@
+import { CID } from 'multiformats/cid';
+import { avatarBlobBySha256, readBlobBytes } from '../attachments/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AVATAR_MAX_BYTES, avatarBlob, type PublishedAvatar, readAvatar, SESSION } from '../lexicon/index.ts';
+import { avatarBlobIds } from '../village/index.ts';
+import type { Repo, RepoWrite } from './repo.ts';
+
+/**
+ * NPC avatars in a published session (ADR 0065): the reference each NPC's picture would have, known before any
+ * upload (so the record is planned, diffed and previewed as any other); the bytes go to the Player's PDS just
+ * before the write that references them.
+ */
+
+/** By NPC id: the published reference of each NPC's avatar that can be published (an accepted image, small enough). */
+export async function npcAvatars(sql: Sql, npcIds: readonly string[]): Promise<Map<string, PublishedAvatar>> {
+  const out = new Map<string, PublishedAvatar>();
+  for (const [npcId, blobId] of await avatarBlobIds(sql, npcIds)) {
+    // One byte past the limit is enough to know it is too large.
+    const a = await avatarBlob(await readBlobBytes(sql, blobId, AVATAR_MAX_BYTES + 1));
+    if (a) out.set(npcId, a);
+  }
+  return out;
+}
+
+/** The avatars a write of the session record references. Pure. */
+export function avatarsOf(write: RepoWrite): PublishedAvatar[] {
+  if (write.action === 'delete' || write.collection !== SESSION) return [];
+  const agents = (write.value as { agents?: { avatar?: unknown }[] }).agents ?? [];
+  return agents.flatMap((a) => readAvatar(a.avatar) ?? []);
+}
+
+/**
+ * Uploads the blobs a batch's session record references (a PDS refuses a record whose blob it does not hold).
+ * Idempotent: the same bytes give the same CID, so a retried or resumed publish uploads them again harmlessly.
+ */
+export async function uploadAvatars(sql: Sql, repo: Repo, batch: readonly RepoWrite[]): Promise<number> {
+  const wanted = new Map(batch.flatMap(avatarsOf).map((a) => [a.cid, a]));
+  for (const a of wanted.values()) {
+    const blobId = await avatarBlobBySha256(sql, CID.parse(a.cid).multihash.digest);
+    const bytes = blobId ? await readBlobBytes(sql, blobId, AVATAR_MAX_BYTES + 1) : undefined;
+    const actual = bytes && (await avatarBlob(bytes));
+    // The NPC's picture changed since the plan (or went): publishing again plans the new one.
+    if (!actual || actual.cid !== a.cid)
+      throw new Error('an NPC’s avatar changed while publishing; publish again to use the new one');
+    await repo.uploadBlob(bytes, a.mimeType);
+  }
+  return wanted.size;
+}
