@@ -191,9 +191,39 @@ describe('plan', () => {
     expect(session.agents).toEqual([{ name: 'Ada', role: 'Keeper', description: 'The keeper.' }]);
     expect(JSON.stringify(p.records)).not.toContain('ADA OWN DESCRIPTION');
     expect(p.agents).toEqual([
-      { npcId: ADA, name: 'Ada', jobTitle: 'Keeper', description: 'ADA OWN DESCRIPTION' },
+      { npcId: ADA, name: 'Ada', jobTitle: 'Keeper', description: 'ADA OWN DESCRIPTION', avatarUrl: null },
     ]);
     expect(p.draft.agents).toEqual({ [ADA]: { description: 'The keeper.' } });
+  });
+
+  it('publishes an NPC’s picture only when the Player ticked it, and offers it only when it can be published', () => {
+    const cid = 'bafkreigh2akiscaildcqabsyg3dfr6chu3fgpregiymsck7e7aqa4s52zy';
+    const avatar = { cid, mimeType: 'image/png', size: 1234 } as const;
+    const withPicture = loaded({
+      participants: [
+        { id: ADA, name: 'Ada', jobTitle: 'Keeper', description: '', avatarUrl: '/api/npcs/a/avatar' },
+      ],
+      avatars: new Map([[ADA, avatar]]),
+    });
+    const agentsOf = (p: ReturnType<typeof planOf>) =>
+      (p.records[0]!.record as { agents: { avatar?: unknown }[] }).agents;
+    const unticked = planOf(withPicture);
+    expect(agentsOf(unticked)[0]!.avatar).toBeUndefined();
+    expect(unticked.agents[0]!.avatarUrl).toBe('/api/npcs/a/avatar');
+    const ticked = planOf(withPicture, { choices: {}, agents: { [ADA]: { avatar: true } } });
+    expect(agentsOf(ticked)[0]!.avatar).toEqual({
+      $type: 'blob',
+      ref: { $link: cid },
+      mimeType: 'image/png',
+      size: 1234,
+    });
+    // No picture that can be published: nothing offered, whatever the tick.
+    const none = planOf(loaded({ participants: withPicture.participants }), {
+      choices: {},
+      agents: { [ADA]: { avatar: true } },
+    });
+    expect(agentsOf(none)[0]!.avatar).toBeUndefined();
+    expect(none.agents[0]!.avatarUrl).toBeNull();
   });
 
   it('titles the session with the Player’s title, the draft’s when none is sent, the default when emptied', () => {
