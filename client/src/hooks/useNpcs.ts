@@ -1,6 +1,12 @@
 import { useMutation, useQuery, useQueryClient } from '@tanstack/react-query';
 import { type FormEvent, useEffect, useRef, useState } from 'react';
-import { GrantListResponse, ModelInfo, NpcListResponse, VillageView } from '../../../src/wire/index.ts';
+import {
+  GrantListResponse,
+  ModelInfo,
+  NpcListResponse,
+  NpcResponse,
+  VillageView,
+} from '../../../src/wire/index.ts';
 import { api, fetchAs, type Npc } from '../api.ts';
 import { characterOf, emptyCharacter } from '../components/CharacterFields.tsx';
 import { useDialogs } from '../components/Dialog.tsx';
@@ -99,10 +105,14 @@ export function useNpcs() {
         ...characterOf(d),
         ...(grants ? { grants: [...grants].map(grantOf) } : {}),
       };
-      return editing ? api(`/api/npcs/${editing}`, { method: 'PATCH', body }) : api('/api/npcs', { body });
+      return fetchAs(NpcResponse, editing ? `/api/npcs/${editing}` : '/api/npcs', {
+        method: editing ? 'PATCH' : 'POST',
+        body,
+      });
     },
-    onSuccess: async (answer, d) => {
-      const id = editing ?? (answer as { npc?: { id?: string } } | undefined)?.npc?.id ?? null;
+    // The NPC saved or made lands in view and focused.
+    onSuccess: async ({ npc }, d) => {
+      const id = npc.id;
       toast(
         editing ? `Saved ${d.name}.` : `Created ${d.name}. It is in your list; add it to a Conversation.`,
       );
