@@ -179,12 +179,19 @@ export function usePublication(id: string) {
   const [checked, setChecked] = useState<string[]>([]);
   const check = checked.filter((m) => !choices[m]?.withheld);
   const [shown, setShown] = useState<Preview | null>(null);
+  // Only the latest preview asked for is shown: an earlier one answering late would show choices since changed.
+  const asked = useRef(0);
   const preview = useMutation({
-    mutationFn: () =>
-      fetchAs(PublishPreview, `/api/conversations/${id}/publication/preview`, {
+    mutationFn: async () => {
+      const mine = ++asked.current;
+      const answer = await fetchAs(PublishPreview, `/api/conversations/${id}/publication/preview`, {
         body: { ...body(), ...(check.length ? { check } : {}) },
-      }),
-    onSuccess: setShown,
+      });
+      return { answer, latest: mine === asked.current };
+    },
+    onSuccess: ({ answer, latest }) => {
+      if (latest) setShown(answer);
+    },
   });
   // The preview follows the editor: every change is previewed by the server, whose projection is the truth.
   const previewNow = preview.mutate;
