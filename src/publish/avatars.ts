@@ -1,3 +1,4 @@
+import { XRPCError } from '@atproto/api';
 import { CID } from 'multiformats/cid';
 import { avatarBlobBySha256, readBlobBytes } from '../attachments/index.ts';
 import type { Sql } from '../db/index.ts';
@@ -42,7 +43,17 @@ export async function uploadAvatars(sql: Sql, repo: Repo, batch: readonly RepoWr
     // The NPC's picture changed since the plan (or went): publishing again plans the new one.
     if (!actual || actual.cid !== a.cid)
       throw new Error('an NPC’s avatar changed while publishing; publish again to use the new one');
-    await repo.uploadBlob(bytes, a.mimeType);
+    await repo.uploadBlob(bytes, a.mimeType).catch((e: unknown) => {
+      // A sign-in from before pictures could be published lacks the `blob:image/*` permission: said plainly, and
+      // still a refusal (nothing was written, nothing is retried).
+      if (e instanceof XRPCError && e.status >= 400 && e.status < 500 && /scope/i.test(e.message))
+        throw new XRPCError(
+          e.status,
+          e.error,
+          'Your sign-in does not allow publishing pictures yet: sign out and sign in again, or untick the NPC’s picture.',
+        );
+      throw e;
+    });
   }
   return wanted.size;
 }

@@ -1,4 +1,4 @@
-import { AtpAgent } from '@atproto/api';
+import { AtpAgent, XRPCError } from '@atproto/api';
 import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,7 +13,10 @@ import {
   SESSION,
   sniffImage,
 } from '../../src/lexicon/index.ts';
+import { uploadAvatars } from '../../src/publish/avatars.ts';
+import { writeFailure } from '../../src/publish/execute.ts';
 import { projectSession } from '../../src/publish/projection.ts';
+import type { Repo, RepoWrite } from '../../src/publish/repo.ts';
 import { makeCover } from '../../src/redaction/index.ts';
 import { giveAvatar } from '../support/avatar.ts';
 import { insertConversation } from '../support/conversations.ts';
@@ -146,6 +149,39 @@ describe('the avatar on the dev-env PDS', () => {
     expect(
       await network.avatar(bob.did, { cid: hugeCid, mimeType: 'image/png', size: AVATAR_MAX_BYTES }),
     ).toBeNull();
+  });
+
+  it('a sign-in without the picture permission is told to sign in again, and the write is refused, not retried', async () => {
+    const { app } = local;
+    const alice = await local.signInAs('alice.test');
+    const { npcId } = await insertConversation(app.db.sql, alice.playerId, {
+      title: 'Scopes',
+      npc: { name: 'Ada', jobTitle: 'Librarian' },
+      turns: [{ role: 'player', parts: [{ type: 'text', text: 'Hello' }] }],
+    });
+    const image = picture();
+    await giveAvatar(app.db.sql, npcId, image);
+    const a = (await avatarBlob(image))!;
+    let asked = 0;
+    // The PDS's answer to a token whose scope predates `blob:image/*`.
+    const repo = {
+      uploadBlob: async () => {
+        asked++;
+        throw new XRPCError(403, 'InvalidToken', 'Missing required scope "blob:image/png"');
+      },
+    } as unknown as Repo;
+    const batch = [
+      {
+        action: 'create',
+        collection: SESSION,
+        rkey: 'x',
+        value: { agents: [{ name: 'Ada', avatar: avatarJson(a) }] },
+      },
+    ] as unknown as RepoWrite[];
+    const e = await uploadAvatars(app.db.sql, repo, batch).catch((x: unknown) => x);
+    expect(asked).toBe(1);
+    expect((e as Error).message).toMatch(/sign out and sign in again, or untick/);
+    expect(writeFailure(e)).toBe('refused');
   });
 
   it('publishing with the tick uploads the picture and the reader serves it; without it, none; only a referenced CID', async () => {
