@@ -1,6 +1,8 @@
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
-import { parseSecretsKey } from './village/index.ts';
+import { type ProviderConfig, parseSecretsKey } from './village/index.ts';
+
+export type { ProviderConfig, ProviderKind } from './village/index.ts';
 
 /** One OpenAI-compatible endpoint (Ollama, LM Studio, vLLM, OpenRouter, …), named by the instance. */
 const CompatibleProvider = z.object({
@@ -161,16 +163,6 @@ const Env = z.object({
     z.string().min(16, 'METRICS_TOKEN is at least 16 characters').optional(),
   ),
 });
-
-export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';
-export interface ProviderConfig {
-  id: string;
-  kind: ProviderKind;
-  apiKey?: string;
-  baseURL?: string;
-  /** For an OpenAI-compatible endpoint: the tag reasoning comes in inside the content (default `think`). */
-  reasoningTag?: string;
-}
 
 export interface Config {
   port: number;

@@ -2,7 +2,7 @@ import { type ErrorRequestHandler, Router } from 'express';
 import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
-import { lexicons } from '../lexicon/generated/lexicons.ts';
+import { lexicons } from '../lexicon/index.ts';
 import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';

@@ -1,5 +1,12 @@
 import type { Queryable } from '../db/index.ts';
-import { flattenText, type Part, plainName, readParts, settleRunningTools } from '../parts/index.ts';
+import {
+  flattenText,
+  type Part,
+  plainName,
+  readParts,
+  settleRunningTools,
+  stripMarkdown,
+} from '../parts/index.ts';
 
 /** `truncated`: the Provider cut the reply at its output limit; what came is kept (issue 27). */
 export type MessageStatus = 'streaming' | 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
@@ -127,20 +134,6 @@ export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; t
             : 'The call never finished.';
   const settled = settleRunningTools(parts, reason);
   return { parts: settled, text: flattenText(settled) };
-}
-
-/**
- * The words of a Markdown line without its marks, for a title: `*so*`, `**so**`, `_so_`, `~~so~~` and `` `so` ``
- * lose their marks, a link or picture keeps its text, and a heading, quote or list marker at a line's start
- * goes. Marks inside words (snake_case) and lone ones (`2 * 3`) stay. Pure.
- */
-export function stripMarkdown(text: string): string {
-  return text
-    .replace(/!?\[([^\]\n]*)\]\([^)\n]*\)/g, '$1')
-    .replace(/^[ \t]{0,3}(?:#{1,6}|>+|[-*+]|\d{1,9}[.)])[ \t]+/gm, '')
-    .replace(/(`+)([^`\n]+?)\1/g, '$2')
-    .replace(/(^|[^\p{L}\p{N}*_~])([*_~]+)(?=[^\s*_~])/gu, '$1')
-    .replace(/([^\s*_~])[*_~]+(?=$|[^\p{L}\p{N}*_~])/gmu, '$1');
 }
 
 const segmenter = new Intl.Segmenter(undefined, { granularity: 'grapheme' });

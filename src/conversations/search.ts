@@ -1,6 +1,6 @@
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { stripMarkdown } from './messages.ts';
+import { stripMarkdown } from '../parts/index.ts';
 
 /** One hit: where it is, and its text around the matched words, marked. */
 export interface SearchHit {

@@ -16,6 +16,10 @@ export {
 } from './avatar.ts';
 
 import { lexicons } from './generated/lexicons.ts';
+
+/** The lexicons as @atproto/lexicon's Lexicons: XRPC params and outputs are checked against them (appview/). */
+export { lexicons };
+
 import type * as Message from './generated/types/click/aligned/chat/message.ts';
 import type * as Session from './generated/types/click/aligned/chat/session.ts';
 

@@ -16,6 +16,7 @@ export {
 export { applyFrame, type LiveReply, type LiveTurn } from './live.ts';
 export { plainName } from './plainName.ts';
 export { readFrameStream } from './sse.ts';
+export { stripMarkdown } from './stripMarkdown.ts';
 export {
   type AttachmentPart,
   FilePart,

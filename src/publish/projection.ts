@@ -1,5 +1,4 @@
 import { isValidDid, isValidHandle } from '@atproto/syntax';
-import { stripMarkdown } from '../conversations/messages.ts';
 import {
   type AgentRecord,
   avatarJson,
@@ -9,7 +8,7 @@ import {
   SESSION,
   type SessionRecord,
 } from '../lexicon/index.ts';
-import { flattenText, type Part } from '../parts/index.ts';
+import { flattenText, type Part, stripMarkdown } from '../parts/index.ts';
 import {
   type AgentChoice,
   type Choices,

@@ -1,11 +1,10 @@
 import type { LanguageModel } from 'ai';
-import type { ProviderKind } from '../config.ts';
 import type { Conversation, Message } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import type { Part, StartFrame } from '../parts/index.ts';
 import type { ToolLimits } from '../tools/index.ts';
-import type { Npc, ResolvedModel, VillageSettings } from '../village/index.ts';
+import type { Npc, ProviderKind, ResolvedModel, VillageSettings } from '../village/index.ts';
 import type { ReplyLimits } from './bounds.ts';
 import type { CheckpointBatch } from './checkpoint.ts';
 

@@ -1,5 +1,5 @@
 import { defaultCatalog } from 'tokenlens';
-import type { ProviderKind } from '../config.ts';
+import type { ProviderKind } from './providers.ts';
 
 /** Whether a Model can think (return visible reasoning): known either way, or not known. */
 export type ThinkingSupport = 'supported' | 'unsupported' | 'unknown';

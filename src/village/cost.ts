@@ -1,5 +1,5 @@
 import { costFromUsage } from 'tokenlens';
-import type { ProviderKind } from '../config.ts';
+import type { ProviderKind } from './providers.ts';
 
 /**
  * A reply's cost in USD from tokenlens's maintained model registry, or null when the Model's price is not

@@ -28,7 +28,13 @@ export {
   updateNpc,
 } from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';
-export { ProviderRegistry, type ResolvedModel, resolveModel } from './providers.ts';
+export {
+  type ProviderConfig,
+  type ProviderKind,
+  ProviderRegistry,
+  type ResolvedModel,
+  resolveModel,
+} from './providers.ts';
 export { villageRoutes } from './routes.ts';
 export { localSecretsKey, parseSecretsKey, SecretBox } from './secrets.ts';
 export {

@@ -3,11 +3,21 @@ import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { extractReasoningMiddleware, type LanguageModel, wrapLanguageModel } from 'ai';
-import type { ProviderConfig } from '../config.ts';
 import { AppError } from '../http/index.ts';
 import { demoModel } from './demo.ts';
 import { drainingFetch } from './drain.ts';
 import type { VillageSettings } from './settings.ts';
+
+/** The kinds of Provider an instance can be configured with (config.ts reads them from the environment). */
+export type ProviderKind = 'openai' | 'anthropic' | 'google' | 'compatible' | 'demo';
+export interface ProviderConfig {
+  id: string;
+  kind: ProviderKind;
+  apiKey?: string;
+  baseURL?: string;
+  /** For an OpenAI-compatible endpoint: the tag reasoning comes in inside the content (default `think`). */
+  reasoningTag?: string;
+}
 
 export interface ResolvedModel {
   provider: string;
