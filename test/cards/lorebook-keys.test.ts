@@ -1,30 +1,11 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
 import { isRegexKey, keyMatches, keyProblem, REGEX_LIMITS } from '../../src/cards/keys.ts';
-import {
-  entryTriggered,
-  type Lorebook,
-  type LoreEntry,
-  triggerEntries,
-  worldInfoToBook,
-} from '../../src/cards/lorebook.ts';
+import { entryTriggered, triggerEntries, worldInfoToBook } from '../../src/cards/lorebook.ts';
+import { book, entry, word } from '../support/lore.ts';
 
 // Lorebook keys as SillyTavern defines them: `/regex/flags` keys (run with RE2, bounded), case and whole words per
 // entry, and recursive scanning (bounded, with prevent/exclude/delay recursion). Pure.
-const entry = (e: Partial<LoreEntry>): LoreEntry => ({
-  keys: [],
-  content: 'x',
-  extensions: {},
-  enabled: true,
-  insertion_order: 100,
-  ...e,
-});
-const book = (entries: LoreEntry[], more: Partial<Lorebook> = {}): Lorebook => ({
-  extensions: {},
-  entries,
-  ...more,
-});
-const word = fc.stringMatching(/^[a-z]{3,8}$/);
 const plain = { caseSensitive: false, wholeWords: true };
 
 it('a /regex/flags key matches by its pattern and flags, not by the entry’s case or whole-word settings', () => {

@@ -1,32 +1,12 @@
 import type { ModelMessage } from 'ai';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import {
-  type Lorebook,
-  type LoreEntry,
-  passesRoll,
-  placement,
-  triggerEntries,
-  worldInfoToBook,
-} from '../../src/cards/lorebook.ts';
+import { passesRoll, placement, triggerEntries, worldInfoToBook } from '../../src/cards/lorebook.ts';
 import { withLoreAtDepth } from '../../src/turn/prompt.ts';
+import { book, entry, word } from '../support/lore.ts';
 
 // SillyTavern's entry probability (rolled through an injected random source), @depth placement (entries put into
 // the history, not the system prompt), and the budget bounding what enters and what recursion may read. Pure.
-const entry = (e: Partial<LoreEntry>): LoreEntry => ({
-  keys: [],
-  content: 'x',
-  extensions: {},
-  enabled: true,
-  insertion_order: 100,
-  ...e,
-});
-const book = (entries: LoreEntry[], more: Partial<Lorebook> = {}): Lorebook => ({
-  extensions: {},
-  entries,
-  ...more,
-});
-const word = fc.stringMatching(/^[a-z]{3,8}$/);
 const contents = (out: { content: string }[]) => out.map((t) => t.content);
 const never = () => 0.999_999;
 

@@ -1,30 +1,11 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import {
-  entryTriggered,
-  type Lorebook,
-  type LoreEntry,
-  triggerEntries,
-  worldInfoToBook,
-} from '../../src/cards/lorebook.ts';
+import { entryTriggered, type Lorebook, triggerEntries, worldInfoToBook } from '../../src/cards/lorebook.ts';
 import { expandMacros, unknownMacros } from '../../src/macros/index.ts';
+import { book, entry, word } from '../support/lore.ts';
 
 // Lorebooks as the V2 spec (and SillyTavern) trigger them: keys in the recent window, secondary keys with
 // selective logic, constant entries, case sensitivity, scan depth, insertion order and a token budget. Pure.
-const entry = (e: Partial<LoreEntry>): LoreEntry => ({
-  keys: [],
-  content: 'x',
-  extensions: {},
-  enabled: true,
-  insertion_order: 100,
-  ...e,
-});
-const book = (entries: LoreEntry[], more: Partial<Lorebook> = {}): Lorebook => ({
-  extensions: {},
-  entries,
-  ...more,
-});
-const word = fc.stringMatching(/^[a-z]{3,8}$/);
 
 it('an entry is triggered exactly when one of its keys is in the window (whole words, any case)', () => {
   fc.assert(
