@@ -206,6 +206,19 @@ export async function readBlobBytes(sql: Sql, blobId: string, maxBytes?: number)
   return maxBytes !== undefined && all.length > maxBytes ? all.subarray(0, maxBytes) : all;
 }
 
+/** What is stored of a blob besides its bytes: their sha-256 (null if never taken), size and first `head` bytes. */
+export async function blobFacts(
+  sql: Sql,
+  blobId: string,
+  head = 16,
+): Promise<{ sha256: Buffer | null; size: number; head: Buffer } | undefined> {
+  const [row] = await sql<{ sha256: Buffer | null; size: string; head: Buffer | null }[]>`
+    select b.sha256, b.size, (select substring(c.data from 1 for ${head}) from blob_chunks c
+      where c.blob_id = b.id and c.idx = 0) as head
+    from blobs b where b.id = ${blobId}`;
+  return row && { sha256: row.sha256, size: Number(row.size), head: row.head ?? Buffer.alloc(0) };
+}
+
 /** The blob of an NPC's avatar with these bytes' sha-256 (a published avatar is uploaded from it), or null. */
 export async function avatarBlobBySha256(sql: Sql, sha256: Uint8Array): Promise<string | null> {
   const [row] = await sql<{ id: string }[]>`

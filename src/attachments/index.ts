@@ -4,6 +4,7 @@
 export {
   adoptBlob,
   avatarBlobBySha256,
+  blobFacts,
   collectBlobs,
   readBlob,
   readBlobBytes,

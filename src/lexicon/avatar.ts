@@ -1,4 +1,5 @@
 import { CID } from 'multiformats/cid';
+import { create as createDigest } from 'multiformats/hashes/digest';
 import { sha256 } from 'multiformats/hashes/sha2';
 
 /**
@@ -40,6 +41,18 @@ export async function avatarBlob(bytes: Uint8Array): Promise<PublishedAvatar | u
   if (!mimeType || bytes.length === 0 || bytes.length > AVATAR_MAX_BYTES) return undefined;
   const cid = CID.createV1(0x55, await sha256.digest(bytes)).toString();
   return { cid, mimeType, size: bytes.length };
+}
+
+/**
+ * The same reference from what is stored of the bytes: their sha-256, their size and their first bytes (enough to
+ * know the type), so a reference is known without reading the whole picture. Pure.
+ */
+export function avatarFromFacts(facts: { sha256: Uint8Array; size: number; head: Uint8Array }) {
+  const mimeType = sniffImage(facts.head);
+  if (!mimeType || facts.size <= 0 || facts.size > AVATAR_MAX_BYTES || facts.sha256.length !== 32)
+    return undefined;
+  const cid = CID.createV1(0x55, createDigest(sha256.code, facts.sha256)).toString();
+  return { cid, mimeType, size: facts.size } satisfies PublishedAvatar;
 }
 
 /** The avatar in a record's JSON form (what applyWrites sends and the index keeps). Pure. */

@@ -8,6 +8,7 @@ export {
   AVATAR_MIMES,
   type AvatarMime,
   avatarBlob,
+  avatarFromFacts,
   avatarJson,
   isAvatarBytes,
   type PublishedAvatar,

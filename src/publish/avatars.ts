@@ -1,8 +1,15 @@
 import { XRPCError } from '@atproto/api';
 import { CID } from 'multiformats/cid';
-import { avatarBlobBySha256, readBlobBytes } from '../attachments/index.ts';
+import { avatarBlobBySha256, blobFacts, readBlobBytes } from '../attachments/index.ts';
 import type { Sql } from '../db/index.ts';
-import { AVATAR_MAX_BYTES, avatarBlob, type PublishedAvatar, readAvatar, SESSION } from '../lexicon/index.ts';
+import {
+  AVATAR_MAX_BYTES,
+  avatarBlob,
+  avatarFromFacts,
+  type PublishedAvatar,
+  readAvatar,
+  SESSION,
+} from '../lexicon/index.ts';
 import { avatarBlobIds } from '../village/index.ts';
 import type { Repo, RepoWrite } from './repo.ts';
 
@@ -16,8 +23,13 @@ import type { Repo, RepoWrite } from './repo.ts';
 export async function npcAvatars(sql: Sql, npcIds: readonly string[]): Promise<Map<string, PublishedAvatar>> {
   const out = new Map<string, PublishedAvatar>();
   for (const [npcId, blobId] of await avatarBlobIds(sql, npcIds)) {
-    // One byte past the limit is enough to know it is too large.
-    const a = await avatarBlob(await readBlobBytes(sql, blobId, AVATAR_MAX_BYTES + 1));
+    // From the stored hash, size and first bytes (a preview asks every few hundred ms while the Player edits);
+    // the bytes themselves only for a blob stored without its hash. One byte past the limit shows it too large.
+    const facts = await blobFacts(sql, blobId);
+    const a =
+      facts?.sha256 && facts.size > 0
+        ? avatarFromFacts({ sha256: facts.sha256, size: facts.size, head: facts.head })
+        : await avatarBlob(await readBlobBytes(sql, blobId, AVATAR_MAX_BYTES + 1));
     if (a) out.set(npcId, a);
   }
   return out;

@@ -7,6 +7,7 @@ import {
   AVATAR_MAX_BYTES,
   assertValidRecord,
   avatarBlob,
+  avatarFromFacts,
   avatarJson,
   isValidRecord,
   readAvatar,
@@ -39,6 +40,24 @@ describe('the avatar, pure', () => {
     big.set(picture());
     expect(await avatarBlob(big)).toBeUndefined();
     expect(await avatarBlob(big.subarray(0, AVATAR_MAX_BYTES))).toMatchObject({ size: AVATAR_MAX_BYTES });
+  });
+
+  it('the reference from the stored hash, size and first bytes is the one the bytes give', async () => {
+    const { createHash } = await import('node:crypto');
+    for (const image of [picture(), Buffer.from([0xff, 0xd8, 0xff, 0xe0, ...new Array(40).fill(7)])]) {
+      const facts = {
+        sha256: createHash('sha256').update(image).digest(),
+        size: image.length,
+        head: image.subarray(0, 16),
+      };
+      expect(avatarFromFacts(facts)).toEqual(await avatarBlob(image));
+    }
+    const png = picture();
+    const sha = createHash('sha256').update(png).digest();
+    expect(
+      avatarFromFacts({ sha256: sha, size: AVATAR_MAX_BYTES + 1, head: png.subarray(0, 16) }),
+    ).toBeUndefined();
+    expect(avatarFromFacts({ sha256: sha, size: png.length, head: Buffer.from('<svg') })).toBeUndefined();
   });
 
   it('a reader takes a record’s avatar only when it is a raw blob of an accepted type and size', async () => {
