@@ -4,14 +4,13 @@ import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
 import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
+import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
 import { getThreadBody, indexedAvatar, listSessions, recentThreads, resolveActor } from './read.ts';
 import { readThread } from './thread.ts';
 
 const GET_THREAD = 'click.aligned.chat.getThread';
-/** The avatar bytes kept in memory, by CID (the CID names the content, so an entry never goes stale). */
-const AVATAR_CACHE_BYTES = 8_000_000;
 const LIST_SESSIONS = 'click.aligned.chat.listSessions';
 
 /** Query-string values are strings: integers and booleans the lexicon declares are read as such first. */
@@ -99,30 +98,15 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
 
   // An agent's avatar (ADR 0065): only a blob an indexed, served session of this author references, fetched from the
   // author's PDS through the bounded, checked fetch, and served as an inert image (no sniffing, no script).
-  const avatars = new Map<string, Uint8Array>();
-  let cachedBytes = 0;
+  const avatars = new AvatarCache();
   router.get('/api/reader/avatars/:did/:cid', async (req, res) => {
     const { did, cid } = req.params;
     if (!/^did:[a-z]+:[a-zA-Z0-9._:%-]{1,256}$/.test(did) || !/^b[a-z2-7]{20,100}$/.test(cid))
       throw notFound('Avatar');
     const avatar = await indexedAvatar(sql, did, cid);
     if (!avatar) throw notFound('Avatar');
-    let bytes = avatars.get(cid);
-    if (bytes) {
-      // Least recently used last out: a hit moves to the end.
-      avatars.delete(cid);
-      avatars.set(cid, bytes);
-    } else {
-      bytes = (await reader.avatar(did, avatar, AbortSignal.timeout(10_000))) ?? undefined;
-      if (!bytes) throw notFound('Avatar');
-      avatars.set(cid, bytes);
-      cachedBytes += bytes.length;
-      for (const [k, v] of avatars) {
-        if (cachedBytes <= AVATAR_CACHE_BYTES) break;
-        avatars.delete(k);
-        cachedBytes -= v.length;
-      }
-    }
+    const bytes = await avatars.get(cid, () => reader.avatar(did, avatar, AbortSignal.timeout(10_000)));
+    if (!bytes) throw notFound('Avatar');
     res
       .set({
         'Cache-Control': 'public, max-age=31536000, immutable',
