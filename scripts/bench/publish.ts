@@ -2,11 +2,14 @@ import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { startLocalApp } from '../../test/support/localnet.ts';
 import type { Figure } from '../bench.ts';
-import { round } from './stats.ts';
+import { MIN_PAIRS, paired, round, spreadOf } from './stats.ts';
+
+type Write = { $type: string; collection: string; rkey: string; value: Record<string, unknown> };
 
 /**
  * Publishes a 1,000-turn Conversation to the local PDS through the Player's OAuth session, counting write
- * calls, and compares its wall time with bare applyWrites of the same records (200 a call) side by side.
+ * calls, and compares its wall time with bare applyWrites of the same records (200 a call), in alternating
+ * pairs after a warm-up round.
  */
 export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
   let writeCalls = 0;
@@ -20,8 +23,9 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
     const alice = await local.signInAs('alice.test');
     const sql = local.app.db.sql;
     const agent = new Agent(await local.app.running.oauth.restore(alice.did));
-    const runs: { publish: number; bare: number; calls: number }[] = [];
-    for (let run = 0; run < 3; run++) {
+
+    /** One publish of a fresh 1,000-turn Conversation, timed; unpublished after. */
+    const publishOnce = async () => {
       const [npc] =
         await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Ada') returning id`;
       const [c] =
@@ -35,7 +39,6 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
             'Turn ' || i || ' ' || case when i % 10 = 1 then 'codename Pelican-7731 ' else '' end || repeat('words ', 40))),
           'Turn ' || i, 'fake', 'fake-model'
         from generate_series(1, 1000) i`;
-
       // As a Player does: one word redacted in the first turn, so the covering pass runs over every string.
       // Turn 1's text is 'Turn 1 codename Pelican-7731 words …': characters 16 to 28 are the codename.
       const [first] =
@@ -48,10 +51,8 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
         cookie: alice.cookie,
       });
       if (res.status !== 200) throw new Error(`publish failed: ${res.status} ${await res.text()}`);
-      const publishMs = performance.now() - t0;
+      const ms = performance.now() - t0;
       const calls = writeCalls;
-
-      // The same records, written bare under fresh rkeys.
       const records = await sql<{ collection: string; record: Record<string, unknown> }[]>`
         select collection, record from publication_records where conversation_id = ${c!.id} order by position`;
       // The figure is only meaningful if the covering pass did its work: the codename is covered in 100 turns
@@ -59,55 +60,73 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
       const written = JSON.stringify(records);
       if (/pelican/i.test(written) || written.split('████████').length - 1 !== 101)
         throw new Error('the covering pass did not cover the codename in every turn');
-      const rkeys: string[] = [TID.nextStr()];
-      for (let i = 1; i < records.length; i++) rkeys.push(TID.nextStr(rkeys[i - 1]));
-      const writes = records.map((r, i) => ({
-        $type: 'com.atproto.repo.applyWrites#create',
-        collection: r.collection,
-        rkey: rkeys[i]!,
-        value: r.record,
-      }));
-      const t1 = performance.now();
-      for (let i = 0; i < writes.length; i += 200) {
-        await agent.com.atproto.repo.applyWrites({
-          repo: alice.did,
-          writes: writes.slice(i, i + 200) as never,
-        });
-      }
-      const bareMs = performance.now() - t1;
-      runs.push({ publish: publishMs, bare: bareMs, calls });
-
       await local.app.api(`/api/conversations/${c!.id}/publication`, {
         method: 'DELETE',
         cookie: alice.cookie,
       });
-      for (let i = 0; i < writes.length; i += 200) {
+      const writes: Write[] = records.map((r) => ({
+        $type: 'com.atproto.repo.applyWrites#create',
+        collection: r.collection,
+        rkey: '',
+        value: r.record,
+      }));
+      return { ms, calls, writes };
+    };
+
+    /** The bare side: the same records written with applyWrites under fresh rkeys, timed; deleted after. */
+    const bareOnce = async (writes: Write[]) => {
+      const rkeys: string[] = [TID.nextStr()];
+      for (let i = 1; i < writes.length; i++) rkeys.push(TID.nextStr(rkeys[i - 1]));
+      const fresh = writes.map((w, i) => ({ ...w, rkey: rkeys[i]! }));
+      const t0 = performance.now();
+      for (let i = 0; i < fresh.length; i += 200)
         await agent.com.atproto.repo.applyWrites({
           repo: alice.did,
-          writes: writes.slice(i, i + 200).map((w) => ({
-            $type: 'com.atproto.repo.applyWrites#delete',
-            collection: w.collection,
-            rkey: w.rkey,
-          })) as never,
+          writes: fresh.slice(i, i + 200) as never,
         });
-      }
+      const ms = performance.now() - t0;
+      const deletes = fresh.map((w) => ({
+        $type: 'com.atproto.repo.applyWrites#delete',
+        collection: w.collection,
+        rkey: w.rkey,
+      }));
+      for (let i = 0; i < deletes.length; i += 200)
+        await agent.com.atproto.repo.applyWrites({
+          repo: alice.did,
+          writes: deletes.slice(i, i + 200) as never,
+        });
+      return ms;
+    };
+
+    // Round 0 warms the PDS's caches and gives the bare side its records; then pairs whose order alternates, so
+    // the machine's load at each moment weighs on both sides alike.
+    const warm = await publishOnce();
+    await bareOnce(warm.writes);
+    const published: number[] = [];
+    const bare: number[] = [];
+    let calls = warm.calls;
+    for (let pair = 0; pair < MIN_PAIRS; pair++) {
+      if (pair % 2) bare.push(await bareOnce(warm.writes));
+      const p = await publishOnce();
+      published.push(p.ms);
+      calls = p.calls;
+      if (!(pair % 2)) bare.push(await bareOnce(warm.writes));
     }
-    const best = runs.slice(1); // the first run warms the PDS's caches
-    const publish = best.reduce((s, r) => s + r.publish, 0) / best.length;
-    const bare = best.reduce((s, r) => s + r.bare, 0) / best.length;
+    const ratio = paired(published, bare);
     yield {
       figure: 'publish_1000_calls',
-      value: runs.at(-1)!.calls,
+      value: calls,
       unit: 'applyWrites calls',
       target: '6 (ceil(1001/200))',
     };
     yield {
       figure: 'publish_1000',
-      value: round(publish / bare),
+      value: round(ratio.ratio),
+      ...spreadOf(ratio),
       unit: 'ratio',
       target: '<= 1.3',
-      publish_ms: round(publish, 0),
-      bare_ms: round(bare, 0),
+      publish_ms: round(ratio.a, 0),
+      bare_ms: round(ratio.b, 0),
     };
   } finally {
     await local.close();
