@@ -49,17 +49,20 @@ export interface AppDeps {
   /** Replies in flight on this process, and their mirror to other instances (replies/). */
   hub: ReplyHub;
   mirror: ReplyMirror;
-  /** True once the instance is shutting down: /readyz then sends the load balancer elsewhere. */
+  /**
+   * True once the instance is shutting down: /readyz then sends the load balancer elsewhere. The one getter: it
+   * changes after the app is built (the context's `state`), and each request must see it as it is then.
+   */
   draining: () => boolean;
-  /** The OAuth client, made once the server knows the URL it is reached at. */
-  oauth: () => NodeOAuthClient;
+  /** The OAuth client, made (in the context) once the server knows the URL it is reached at. */
+  oauth: NodeOAuthClient;
   secureCookies: boolean;
-  demoAccounts: () => DemoAccountInfo[];
-  /** The URL browsers reach the server at (known once it listens). */
-  baseUrl: () => string;
+  demoAccounts: DemoAccountInfo[];
+  /** The URL browsers reach the server at (the socket is bound before the app is built). */
+  baseUrl: string;
   network: 'local' | 'public';
   /** Where did:plc documents resolve (the local PLC in offline mode). */
-  plcUrl: () => string;
+  plcUrl: string;
   localNetwork: boolean;
   /** The outbound fetch for the ATProto network (DID documents, PDSes): see outbound/. */
   fetch: typeof globalThis.fetch;
@@ -83,8 +86,8 @@ export interface AppDeps {
 }
 
 /**
- * What the rooms are given: the context's values, some in the getters the rooms' deps still ask for (their values
- * are known once the context is built, so each getter returns a constant; `draining` reads the context's state).
+ * What the rooms are given: the context's values, as they are (all are made before the app, ADR 0067), and
+ * `draining`, read from the context's state on each request.
  */
 export function appDeps(ctx: AppContext): AppDeps {
   const { config, network, localnet, oauth, baseUrl, state } = ctx;
@@ -104,12 +107,12 @@ export function appDeps(ctx: AppContext): AppDeps {
     hub: ctx.hub,
     mirror: ctx.mirror,
     draining: () => state.draining,
-    oauth: () => oauth,
+    oauth,
     secureCookies: Boolean(config.atproto.publicUrl),
-    demoAccounts: () => localnet?.accounts ?? [],
-    baseUrl: () => baseUrl,
+    demoAccounts: localnet?.accounts ?? [],
+    baseUrl,
     network: network.kind,
-    plcUrl: () => network.plcUrl,
+    plcUrl: network.plcUrl,
     localNetwork: network.local,
     dataDir: config.dataDir,
     toolOutbound: ctx.outbound.tools,

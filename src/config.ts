@@ -218,47 +218,11 @@ export class ConfigError extends Error {}
 
 /** Reads the environment once, through zod, into the typed config everything else is built from. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
-  const parsed = Env.safeParse(env);
-  if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
-    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
-  }
-  const e = parsed.data;
-  const providers: ProviderConfig[] = [];
-  if (e.OPENAI_API_KEY)
-    providers.push({ id: 'openai', kind: 'openai', apiKey: e.OPENAI_API_KEY, baseURL: e.OPENAI_BASE_URL });
-  if (e.ANTHROPIC_API_KEY)
-    providers.push({
-      id: 'anthropic',
-      kind: 'anthropic',
-      apiKey: e.ANTHROPIC_API_KEY,
-      baseURL: e.ANTHROPIC_BASE_URL,
-    });
-  if (e.GOOGLE_GENERATIVE_AI_API_KEY)
-    providers.push({
-      id: 'google',
-      kind: 'google',
-      apiKey: e.GOOGLE_GENERATIVE_AI_API_KEY,
-      baseURL: e.GOOGLE_BASE_URL,
-    });
-  if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
-  // With no key at all, the Village offers the scripted demo Model so the product works offline.
-  if (providers.length === 0) providers.push({ id: 'demo', kind: 'demo' });
-  const secretsKey = e.SECRETS_KEY === undefined ? undefined : parseSecretsKey(e.SECRETS_KEY);
-  if (e.SECRETS_KEY !== undefined && !secretsKey)
-    throw new ConfigError(
-      'SECRETS_KEY must be 32 bytes as 64 hex digits or base64 (run `openssl rand -hex 32`).',
-    );
+  const e = parseEnv(env);
+  const providers = envProviders(e);
+  const secretsKey = envSecretsKey(e);
   const privateKeys = e.OAUTH_PRIVATE_KEYS ? parseKeys(e.OAUTH_PRIVATE_KEYS) : [];
-  if (e.PUBLIC_URL && !e.PUBLIC_URL.startsWith('https://'))
-    throw new ConfigError('PUBLIC_URL must be an https URL.');
-  if (e.INDEXER_RELAY_URL && e.INDEXER_JETSTREAM_URL)
-    throw new ConfigError(
-      'Set INDEXER_RELAY_URL or INDEXER_JETSTREAM_URL, not both: the index follows one source.',
-    );
-  if (e.PUBLIC_URL && privateKeys.length === 0) {
-    throw new ConfigError('PUBLIC_URL needs OAUTH_PRIVATE_KEYS (run `npm run oauth-keys` to make them).');
-  }
+  checkCombinations(e, privateKeys);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -291,17 +255,82 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     telemetry: e.OTEL_TELEMETRY === 'true',
     log: { level: e.LOG_LEVEL, format: e.LOG_FORMAT ?? (e.NODE_ENV === 'production' ? 'json' : 'pretty') },
     metricsToken: e.METRICS_TOKEN,
-    atproto: {
-      network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
-      publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),
-      privateKeys,
-      handleResolverUrl: e.HANDLE_RESOLVER_URL,
-      plcUrl: e.PLC_URL,
-      localnet: {
-        pdsPort: e.LOCALNET_PDS_PORT,
-        plcPort: e.LOCALNET_PLC_PORT,
-        demoAccounts: e.DEMO_ACCOUNTS.length ? e.DEMO_ACCOUNTS : ['alice', 'bob'],
-      },
+    atproto: envAtproto(e, privateKeys),
+  };
+}
+
+type EnvValues = z.infer<typeof Env>;
+
+/** The environment through the schema; every field's complaint in one error. */
+function parseEnv(env: NodeJS.ProcessEnv): EnvValues {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  return parsed.data;
+}
+
+/** The Providers whose keys the environment holds, or the demo Model when it holds none. */
+function envProviders(e: EnvValues): ProviderConfig[] {
+  const providers: ProviderConfig[] = [];
+  if (e.OPENAI_API_KEY)
+    providers.push({ id: 'openai', kind: 'openai', apiKey: e.OPENAI_API_KEY, baseURL: e.OPENAI_BASE_URL });
+  if (e.ANTHROPIC_API_KEY)
+    providers.push({
+      id: 'anthropic',
+      kind: 'anthropic',
+      apiKey: e.ANTHROPIC_API_KEY,
+      baseURL: e.ANTHROPIC_BASE_URL,
+    });
+  if (e.GOOGLE_GENERATIVE_AI_API_KEY)
+    providers.push({
+      id: 'google',
+      kind: 'google',
+      apiKey: e.GOOGLE_GENERATIVE_AI_API_KEY,
+      baseURL: e.GOOGLE_BASE_URL,
+    });
+  if (e.COMPATIBLE_PROVIDERS) providers.push(...parseCompatible(e.COMPATIBLE_PROVIDERS));
+  // With no key at all, the Village offers the scripted demo Model so the product works offline.
+  if (providers.length === 0) providers.push({ id: 'demo', kind: 'demo' });
+  return providers;
+}
+
+/** SECRETS_KEY's 32 bytes, when set; a value that is set but not 32 bytes stops the start. */
+function envSecretsKey(e: EnvValues): Buffer | undefined {
+  const secretsKey = e.SECRETS_KEY === undefined ? undefined : parseSecretsKey(e.SECRETS_KEY);
+  if (e.SECRETS_KEY !== undefined && !secretsKey)
+    throw new ConfigError(
+      'SECRETS_KEY must be 32 bytes as 64 hex digits or base64 (run `openssl rand -hex 32`).',
+    );
+  return secretsKey;
+}
+
+/** Settings valid alone but not together. */
+function checkCombinations(e: EnvValues, privateKeys: Record<string, unknown>[]): void {
+  if (e.PUBLIC_URL && !e.PUBLIC_URL.startsWith('https://'))
+    throw new ConfigError('PUBLIC_URL must be an https URL.');
+  if (e.INDEXER_RELAY_URL && e.INDEXER_JETSTREAM_URL)
+    throw new ConfigError(
+      'Set INDEXER_RELAY_URL or INDEXER_JETSTREAM_URL, not both: the index follows one source.',
+    );
+  if (e.PUBLIC_URL && privateKeys.length === 0) {
+    throw new ConfigError('PUBLIC_URL needs OAUTH_PRIVATE_KEYS (run `npm run oauth-keys` to make them).');
+  }
+}
+
+/** The ATProto network's settings: public once a PUBLIC_URL is set, unless ATPROTO_NETWORK says otherwise. */
+function envAtproto(e: EnvValues, privateKeys: Record<string, unknown>[]): AtprotoConfig {
+  return {
+    network: e.ATPROTO_NETWORK ?? (e.PUBLIC_URL ? 'public' : 'local'),
+    publicUrl: e.PUBLIC_URL?.replace(/\/$/, ''),
+    privateKeys,
+    handleResolverUrl: e.HANDLE_RESOLVER_URL,
+    plcUrl: e.PLC_URL,
+    localnet: {
+      pdsPort: e.LOCALNET_PDS_PORT,
+      plcPort: e.LOCALNET_PLC_PORT,
+      demoAccounts: e.DEMO_ACCOUNTS.length ? e.DEMO_ACCOUNTS : ['alice', 'bob'],
     },
   };
 }

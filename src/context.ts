@@ -138,8 +138,8 @@ export async function fromConfig(
       fetch: options.oauthFetch ?? outbound.network,
     });
     const reader = new Network({
-      handleResolver: () => network.handleResolverUrl,
-      plcUrl: () => network.plcUrl,
+      handleResolver: network.handleResolverUrl,
+      plcUrl: network.plcUrl,
       local: network.local,
       fetch: outbound.network,
     });

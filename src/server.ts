@@ -154,13 +154,13 @@ function startAppView(ctx: AppContext): Indexer | undefined {
   });
 }
 
-/** What publishing is given: the context's values, in the getters publish/ still asks for. */
+/** What publishing is given: the context's values. */
 function publishDeps(ctx: AppContext): PublishDeps {
   return {
     sql: ctx.sql,
     leases: ctx.leases,
-    oauth: () => ctx.oauth,
-    plcUrl: () => ctx.network.plcUrl,
+    oauth: ctx.oauth,
+    plcUrl: ctx.network.plcUrl,
     localNetwork: ctx.network.local,
     fetch: ctx.outbound.network,
     log: subsystemLog(ctx.logger, 'publish'),

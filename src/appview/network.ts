@@ -6,8 +6,8 @@ import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexico
 
 export interface NetworkOptions {
   /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */
-  handleResolver: () => string;
-  plcUrl: () => string;
+  handleResolver: string;
+  plcUrl: string;
   /** Offline: plain http and loopback addresses are the network. */
   local: boolean;
   /** Every request to the network goes through the outbound policy (see outbound/). */
@@ -20,14 +20,14 @@ export class Network {
   constructor(private readonly o: NetworkOptions) {}
 
   private resolver(): IdResolver {
-    this.ids ??= new IdResolver({ plcUrl: this.o.plcUrl(), fetch: this.o.fetch });
+    this.ids ??= new IdResolver({ plcUrl: this.o.plcUrl, fetch: this.o.fetch });
     return this.ids;
   }
 
   async didOf(actor: string): Promise<string | null> {
     if (isDid(actor)) return actor;
     try {
-      const agent = new AtpAgent({ service: this.o.handleResolver(), fetch: this.o.fetch });
+      const agent = new AtpAgent({ service: this.o.handleResolver, fetch: this.o.fetch });
       return (await agent.com.atproto.identity.resolveHandle({ handle: actor })).data.did;
     } catch {
       return null;

@@ -61,7 +61,7 @@ export function threadMeta(base: string, thread: ThreadView, rkey: string): Page
  * What the server-rendered reading pages read (src/web/readerPages.ts's ReaderSource): a thread as the reader's
  * API answers it — or "gone" when the index holds its delete — and the published lists.
  */
-export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: () => string }) {
+export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string }) {
   const { sql, reader } = deps;
   return {
     async thread(actor: string, rkey: string) {
@@ -77,10 +77,10 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: () => s
           exists (select 1 from index_tombstones where uri = ${uri}) as stone`;
       if (state && !state.live && state.stone) return 'gone' as const;
       const thread = await readThread(sql, reader, did, rkey);
-      return thread && { meta: threadMeta(deps.baseUrl(), thread, rkey), thread, card: cardOf(thread) };
+      return thread && { meta: threadMeta(deps.baseUrl, thread, rkey), thread, card: cardOf(thread) };
     },
     async list(actor: string | null) {
-      const base = deps.baseUrl();
+      const base = deps.baseUrl;
       const did = actor ? await resolveActor(sql, reader, actor) : null;
       if (actor && !did) return null;
       const { sessions } = await listSessions(sql, reader, { did: did ?? undefined, limit: 50 });

@@ -38,14 +38,14 @@ function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string
 /**
  * Public reading: our AppView's XRPC queries (for any client) and the reader UI's API. No session needed.
  */
-export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => string }): Router {
+export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string }): Router {
   const { sql, reader } = deps;
   const router = Router();
   // Feeds and the sitemap are read by machines that come back often: a CDN may keep them a few minutes.
   const FEED_CACHE = 'public, max-age=300';
 
   router.get('/feeds/recent.atom', async (_req, res) => {
-    const base = deps.baseUrl();
+    const base = deps.baseUrl;
     const { sessions } = await listSessions(sql, reader, { limit: 50 });
     const self = `${base}/feeds/recent.atom`;
     res
@@ -59,7 +59,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
     if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor)) throw notFound('Author');
     const did = await resolveActor(sql, reader, actor);
     if (!did) throw notFound('Author');
-    const base = deps.baseUrl();
+    const base = deps.baseUrl;
     const { sessions } = await listSessions(sql, reader, { did, limit: 50 });
     const name = sessions[0]?.author.handle ?? actor;
     const self = `${base}/profile/${encodeURIComponent(actor)}/feed.atom`;
@@ -73,7 +73,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: () => s
     res
       .set('Cache-Control', FEED_CACHE)
       .type('application/xml')
-      .send(sitemap(deps.baseUrl(), await recentThreads(sql, 5000)));
+      .send(sitemap(deps.baseUrl, await recentThreads(sql, 5000)));
   });
 
   router.get(`/xrpc/${GET_THREAD}`, async (req, res) => {

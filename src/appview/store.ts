@@ -89,52 +89,69 @@ export async function indexRecords(
   records: IndexInput[],
   opts: IndexOptions = {},
 ): Promise<void> {
-  const didOf = (r: { did?: string }) => r.did ?? did!;
-  const uriOf = (r: { did?: string; collection: string; rkey: string }) =>
-    `at://${didOf(r)}/${r.collection}/${r.rkey}`;
-  const checked = records.map((r) => {
-    const uri = uriOf(r);
-    const why = refusal(didOf(r), r.collection, r.record, 0);
-    // Serialised once, and only once the shape is known to be sane: for the size check and, for a turn, the
-    // view served as it is.
-    const json = why ? '' : (JSON.stringify(r.record) ?? '');
-    const reason = why ?? (json.length > MAX_RECORD_CHARS ? 'too large' : null);
-    if (reason) opts.onSkip?.(uri, reason);
-    return { ...r, uri, json, ok: reason === null };
-  });
+  const checked = checkRecords(did, records, opts.onSkip);
   const skipped = checked.filter((r) => !r.ok).length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
   // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
   const latest = [...new Map(checked.map((r) => [r.uri, r])).values()];
-  // A refused latest version takes an older one out of the index (the author blanked it) — not a newer one. One
-  // statement per table for the whole batch: a stream with many refused records (any repo can write them) cost
-  // two round trips each.
+  const since = opts.backfill?.since ?? null;
   const refused = latest.filter((r) => !r.ok);
-  if (refused.length) {
-    const since = opts.backfill?.since ?? null;
-    for (const table of ['index_sessions', 'index_messages'] as const) {
-      const t = sql(table);
-      await sql`delete from ${t} using unnest(${refused.map((r) => r.uri)}::text[],
-          ${refused.map((r) => r.rev ?? null)}::text[]) as r(uri, rev)
-        where ${t}.uri = r.uri and ${
-          // As newer() decides: a backfill's by time, the stream's by the refused version's rev (none: any row).
-          since
-            ? sql`${t}.written_at < ${since}`
-            : sql`(r.rev is null or ${t}.rev is null or ${t}.rev <= r.rev)`
-        }`;
-    }
-  }
+  if (refused.length) await dropRefused(sql, refused, since);
   const kept = latest.filter((r) => r.ok);
   if (opts.written && kept.length)
     await sql`delete from index_tombstones where uri = any(${kept.map((r) => r.uri)}::text[])`;
   const unique = await afterTombstones(sql, kept, opts.backfill?.since);
-  const since = opts.backfill?.since ?? null;
+  await upsertRecords(sql, unique, since);
+}
+
+/** A record of a batch, with its author and at-uri resolved, its JSON text and whether it may be indexed. */
+type Checked = IndexInput & { did: string; uri: string; json: string; ok: boolean };
+
+/** Each record validated; a refused one is reported to `onSkip` with why. */
+function checkRecords(did: string | null, records: IndexInput[], onSkip: IndexOptions['onSkip']): Checked[] {
+  return records.map((r) => {
+    const author = r.did ?? did!;
+    const uri = `at://${author}/${r.collection}/${r.rkey}`;
+    const why = refusal(author, r.collection, r.record, 0);
+    // Serialised once, and only once the shape is known to be sane: for the size check and, for a turn, the
+    // view served as it is.
+    const json = why ? '' : (JSON.stringify(r.record) ?? '');
+    const reason = why ?? (json.length > MAX_RECORD_CHARS ? 'too large' : null);
+    if (reason) onSkip?.(uri, reason);
+    return { ...r, did: author, uri, json, ok: reason === null };
+  });
+}
+
+/**
+ * A refused latest version takes an older one out of the index (the author blanked it) — not a newer one. One
+ * statement per table for the whole batch: a stream with many refused records (any repo can write them) cost
+ * two round trips each.
+ */
+async function dropRefused(sql: Queryable, refused: Checked[], since: Date | null): Promise<void> {
+  for (const table of ['index_sessions', 'index_messages'] as const) {
+    const t = sql(table);
+    await sql`delete from ${t} using unnest(${refused.map((r) => r.uri)}::text[],
+        ${refused.map((r) => r.rev ?? null)}::text[]) as r(uri, rev)
+      where ${t}.uri = r.uri and ${
+        // As newer() decides: a backfill's by time, the stream's by the refused version's rev (none: any row).
+        since
+          ? sql`${t}.written_at < ${since}`
+          : sql`(r.rev is null or ${t}.rev is null or ${t}.rev <= r.rev)`
+      }`;
+  }
+}
+
+/**
+ * The kept records written: sessions, turns (500 a statement) and their authors. A backfill's copy never
+ * replaces a version written after it began; a stream's never one of a later rev.
+ */
+async function upsertRecords(sql: Queryable, unique: Checked[], since: Date | null): Promise<void> {
   const fromBackfill = since !== null;
   const sessions = unique
     .filter((r) => r.collection === SESSION)
     .map((r) => ({
       uri: r.uri,
-      did: didOf(r),
+      did: r.did,
       rkey: r.rkey,
       cid: r.cid,
       record: sql.json(r.record as JsonValue),
@@ -146,7 +163,7 @@ export async function indexRecords(
     .filter((r) => r.collection === MESSAGE)
     .map((r) => ({
       uri: r.uri,
-      did: didOf(r),
+      did: r.did,
       rkey: r.rkey,
       session_uri: (r.record as { session: string }).session,
       cid: r.cid,
@@ -155,7 +172,6 @@ export async function indexRecords(
       rev: r.rev ?? null,
       from_backfill: fromBackfill,
     }));
-  // A backfill's copy never replaces a version written after it began; a stream's never one of a later rev.
   if (sessions.length) {
     await sql`insert into index_sessions ${sql(sessions)} on conflict (uri) do update set cid = excluded.cid,
       record = excluded.record, created_at = excluded.created_at, rev = coalesce(excluded.rev, index_sessions.rev),
@@ -170,7 +186,7 @@ export async function indexRecords(
       from_backfill = index_messages.from_backfill and excluded.from_backfill
       where ${newer(sql, 'index_messages', since)}`;
   }
-  for (const d of new Set(unique.map(didOf)))
+  for (const d of new Set(unique.map((r) => r.did)))
     await sql`insert into index_actors (did) values (${d}) on conflict do nothing`;
 }
 

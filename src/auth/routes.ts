@@ -65,12 +65,12 @@ function readState(state: string | null | undefined): z.infer<typeof LoginState>
 
 export interface AuthDeps {
   sql: Sql;
-  oauth: () => NodeOAuthClient;
+  oauth: NodeOAuthClient;
   secureCookies: boolean;
   log: (message: string, error?: unknown) => void;
   /** Offline mode: only the local PDS's accounts exist, and a refused sign-in says so. */
   localNetwork?: boolean;
-  demoAccounts?: () => { handle: string }[];
+  demoAccounts?: { handle: string }[];
 }
 
 /** Sign-in routes that need no session: client metadata, JWKS, login and the OAuth callback. */
@@ -78,10 +78,10 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
   const router = Router();
 
   router.get('/oauth-client-metadata.json', (_req, res) => {
-    res.json(deps.oauth().clientMetadata);
+    res.json(deps.oauth.clientMetadata);
   });
   router.get('/.well-known/jwks.json', (_req, res) => {
-    res.json(deps.oauth().jwks);
+    res.json(deps.oauth.jwks);
   });
 
   router.post('/api/auth/login', async (req, res) => {
@@ -90,7 +90,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
     // the callback. Someone else's unfinished callback URL, opened here, signs nobody in (login CSRF).
     const nonce = randomBytes(24).toString('base64url');
     try {
-      const url = await deps.oauth().authorize(identifier, {
+      const url = await deps.oauth.authorize(identifier, {
         signal: AbortSignal.timeout(15_000),
         state: JSON.stringify({ nonce, returnTo }),
       });
@@ -103,7 +103,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
       });
       respond(res, LoginResponse, { url: url.toString() });
     } catch (e) {
-      throw loginError(identifier, e, deps.localNetwork ? (deps.demoAccounts?.() ?? []) : undefined);
+      throw loginError(identifier, e, deps.localNetwork ? (deps.demoAccounts ?? []) : undefined);
     }
   });
 
@@ -112,11 +112,11 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
     const started = parseCookie(req.headers.cookie ?? '')[LOGIN_COOKIE];
     if (started) res.clearCookie(LOGIN_COOKIE, { path: '/oauth' });
     try {
-      const { session, state: kept } = await deps.oauth().callback(params);
+      const { session, state: kept } = await deps.oauth.callback(params);
       const state = readState(kept);
       if (!started || !state || !sameNonce(started, state.nonce)) {
         // The tokens just issued belong to whoever started this sign-in elsewhere: they are given back.
-        await asPlayer(session.did, () => deps.oauth().revoke(session.did)).catch(() => {});
+        await asPlayer(session.did, () => deps.oauth.revoke(session.did)).catch(() => {});
         res
           .status(400)
           .type('html')
@@ -156,7 +156,7 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
     // this instant, or a session made directly (tests, admin tools).
     const [held] = await deps.sql`select 1 from oauth_sessions where did = ${player.did}`;
     if (held) {
-      await restoreSession(deps.oauth(), player.did, 'continue').catch(async (e: unknown) => {
+      await restoreSession(deps.oauth, player.did, 'continue').catch(async (e: unknown) => {
         deps.log('oauth session not restored', (e as Error).cause ?? e);
         // Only an ended sign-in signs the Player out; an unreachable PDS keeps everything (502).
         if (e instanceof AppError && e.code === 'SESSION_ENDED') {
@@ -180,7 +180,7 @@ export function sessionAuthRoutes(deps: AuthDeps): Router {
     // devices: it is revoked only when none is left signed in.
     const { remaining } = await endSession(deps.sql, token);
     if (remaining === 0)
-      await asPlayer(player.did, () => deps.oauth().revoke(player.did)).catch((e) =>
+      await asPlayer(player.did, () => deps.oauth.revoke(player.did)).catch((e) =>
         deps.log('revoke failed', e),
       );
     res.clearCookie(SESSION_COOKIE, { path: '/' });

@@ -18,6 +18,7 @@ import {
   type Problem,
   type TurnChoice,
 } from '../redaction/index.ts';
+import { checkLimits, type Report } from './limits.ts';
 import {
   findMentions,
   findRecordPointers,
@@ -27,7 +28,7 @@ import {
   type RecordPointer,
 } from './references.ts';
 import { stepsOf } from './steps.ts';
-import { clip, graphemes, oneLine } from './text.ts';
+import { clip, oneLine } from './text.ts';
 
 /**
  * The one chokepoint every PDS-bound record passes through: a pure function from a stored Conversation and
@@ -38,10 +39,6 @@ import { clip, graphemes, oneLine } from './text.ts';
  * the Player covered in one turn is covered in every turn, the title, step names and summaries, and agents.
  */
 
-const SUMMARY_GRAPHEMES = 250;
-/** The message lexicon's text limits: graphemes, and UTF-8 bytes at 10 a grapheme (as app.bsky.feed.post). */
-const TEXT_GRAPHEMES = 15_000;
-const TEXT_BYTES = 150_000;
 const TITLE_CHARS = 80;
 
 export interface PublishTurn {
@@ -91,8 +88,6 @@ export interface Published {
   /** By Message id: the time each turn's record says (a hole's is coarse unless the Player keeps it). */
   times: Map<string, Date>;
 }
-
-const utf8 = (s: string) => new TextEncoder().encode(s).length;
 
 /** `more`: words covered besides the turns' own redactions (those of turns that have since gone). */
 export function publishedTexts(
@@ -258,8 +253,6 @@ export function projectTurn(
   return { record: out, problems, unchecked };
 }
 
-type Report = (code: Problem['code'], message: string) => void;
-
 /**
  * The turn's record links and mentions as looked up: one not looked up yet goes to `unchecked`, one that is bad,
  * covered or could not be resolved is a problem.
@@ -309,40 +302,6 @@ function linksOf(
     return did ? [did] : [];
   });
   return { refs, mentions };
-}
-
-/** Limits are checked on what will be written, after covering; step names and default summaries are clipped. */
-function checkLimits(out: MessageRecord, index: number, choice: TurnChoice, problem: Report): void {
-  const tooLong = out.text ? textOverLimit(out.text) : undefined;
-  if (tooLong) {
-    problem(
-      'TEXT_TOO_LONG',
-      `Turn ${index + 1} is too long to publish (${tooLong}). Redact part of it or withhold it.`,
-    );
-  }
-  for (const [i, step] of (out.steps ?? []).entries()) {
-    // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
-    step.name = clip(step.name, 64);
-    const written = Boolean(choice.steps?.[i]?.trim());
-    if (!written) step.summary = clip(step.summary ?? '', SUMMARY_GRAPHEMES);
-    else if (graphemes(step.summary ?? '', SUMMARY_GRAPHEMES) > SUMMARY_GRAPHEMES) {
-      problem(
-        'SUMMARY_TOO_LONG',
-        `The summary of step ${i + 1} in turn ${index + 1} is longer than 250 characters.`,
-      );
-    }
-  }
-}
-
-/** Which of the text's limits it is over, in words (the one that was hit), or undefined when within both. */
-function textOverLimit(text: string): string | undefined {
-  const n = graphemes(text, TEXT_GRAPHEMES);
-  if (n > TEXT_GRAPHEMES)
-    return `${n.toLocaleString('en')} characters; the limit is ${TEXT_GRAPHEMES.toLocaleString('en')} characters`;
-  const bytes = utf8(text);
-  if (bytes > TEXT_BYTES)
-    return `${bytes.toLocaleString('en')} bytes as UTF-8; the limit is ${TEXT_BYTES.toLocaleString('en')} bytes, whatever the number of characters`;
-  return undefined;
 }
 
 export function projectSession(args: {

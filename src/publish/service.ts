@@ -41,8 +41,8 @@ export interface PublishDeps {
   sql: Sql;
   /** Publication leases (see withPublicationLock). */
   leases: Leases;
-  oauth: () => NodeOAuthClient;
-  plcUrl: () => string;
+  oauth: NodeOAuthClient;
+  plcUrl: string;
   localNetwork: boolean;
   /** The outbound fetch for resolving refs and mentions (see outbound/). */
   fetch: typeof globalThis.fetch;
@@ -51,7 +51,7 @@ export interface PublishDeps {
 
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
 async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; agent: Agent }> {
-  const agent = new Agent(await restoreSession(deps.oauth(), did, 'publish'));
+  const agent = new Agent(await restoreSession(deps.oauth, did, 'publish'));
   return { repo: agentRepo(agent, did), agent };
 }
 
@@ -106,7 +106,7 @@ async function planFor(
   const chosen = choose(turns, input, draft);
   const wanted = lookupsOf(turns, chosen, lookups);
   const resolution = await resolveAll(
-    networkResolver(agent, deps.plcUrl(), deps.localNetwork, deps.fetch),
+    networkResolver(agent, deps.plcUrl, deps.localNetwork, deps.fetch),
     wanted.pointers,
     wanted.accounts,
   );

@@ -56,7 +56,10 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
   checkpointMs: number;
   /** The replies in flight on this process, for others to follow and stop (replies/). */
   hub?: ReplyHub;
-  /** True once the instance is shutting down: new turns are sent elsewhere (503). */
+  /**
+   * True once the instance is shutting down: new turns are sent elsewhere (503). A getter, not a value: it changes
+   * after the routes are built, and each request must see it as it is then.
+   */
   draining?: () => boolean;
   /** Told when a turn has ended, before its claim is released (live publishing: see publish/live.ts). Never throws. */
   afterTurn?: (conversationId: string) => Promise<void>;

@@ -124,7 +124,7 @@ function missingPage(res: Response, status: 404 | 410 | 503, base: string, asset
 /** The reading pages, rendered on the server and hydrated by the reader bundle: a thread, an author, everyone. */
 export function readerPages(deps: {
   source: ReaderSource;
-  baseUrl: () => string;
+  baseUrl: string;
   dir: string;
   cards?: LinkCards;
 }): Router {
@@ -162,7 +162,7 @@ export function readerPages(deps: {
 
   router.get('/profile/:actor/thread/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
-    const base = deps.baseUrl();
+    const base = deps.baseUrl;
     if (!ACTOR.test(actor) || !RKEY.test(rkey)) return missingPage(res, 404, base, assets);
     const found = await deps.source.thread(actor, rkey).catch((e: unknown) => {
       // The author's repo is still being read (a thread this server had not seen): a page that says so.
@@ -183,16 +183,14 @@ export function readerPages(deps: {
 
   const list = async (actor: string | null, res: Response) => {
     const found = await deps.source.list(actor);
-    if (!found) return missingPage(res, 404, deps.baseUrl(), assets);
+    if (!found) return missingPage(res, 404, deps.baseUrl, assets);
     const data = { page: 'list', actor, sessions: found.sessions };
     const body = (await loadRenderer())(data);
     send(res, 200, readerPage({ meta: found.meta, body, data, assets }));
   };
   router.get('/threads', (_req, res) => list(null, res));
   router.get('/profile/:actor', (req, res) =>
-    ACTOR.test(req.params.actor)
-      ? list(req.params.actor, res)
-      : missingPage(res, 404, deps.baseUrl(), assets),
+    ACTOR.test(req.params.actor) ? list(req.params.actor, res) : missingPage(res, 404, deps.baseUrl, assets),
   );
   return router;
 }

@@ -13,10 +13,10 @@ export interface DemoAccountInfo {
 }
 
 export interface WebDeps {
-  demoAccounts: () => DemoAccountInfo[];
+  demoAccounts: DemoAccountInfo[];
   network: 'local' | 'public';
   /** The URL browsers reach the server at (known once it listens). */
-  baseUrl: () => string;
+  baseUrl: string;
   clientDir?: string;
   /** The reading pages' data (thread, author, everyone's list), rendered here on the server. */
   reader?: ReaderSource;
@@ -31,17 +31,13 @@ export function webRoutes(deps: WebDeps): Router {
   const router = Router();
 
   router.get('/api/auth/options', (_req, res) => {
-    respond(res, SignInOptions, { network: deps.network, demoAccounts: deps.demoAccounts() });
+    respond(res, SignInOptions, { network: deps.network, demoAccounts: deps.demoAccounts });
   });
 
   // The local OAuth client returns to 127.0.0.1: a session cookie set there is not sent to "localhost".
   router.use((req, res, next) => {
-    if (
-      req.method === 'GET' &&
-      req.hostname === 'localhost' &&
-      deps.baseUrl().startsWith('http://127.0.0.1')
-    ) {
-      res.redirect(302, `${deps.baseUrl()}${req.originalUrl}`);
+    if (req.method === 'GET' && req.hostname === 'localhost' && deps.baseUrl.startsWith('http://127.0.0.1')) {
+      res.redirect(302, `${deps.baseUrl}${req.originalUrl}`);
       return;
     }
     next();

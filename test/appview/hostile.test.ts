@@ -211,8 +211,8 @@ describe('an anonymous reader pointed at a hostile PDS', () => {
 describe('the backfill queue', () => {
   it('when full, a reader is told to ask again (INDEXING), not that the thread does not exist', async () => {
     const network = new Network({
-      handleResolver: () => app.running.localnet!.pdsUrl,
-      plcUrl: () => app.running.localnet!.plcUrl,
+      handleResolver: app.running.localnet!.pdsUrl,
+      plcUrl: app.running.localnet!.plcUrl,
       local: true,
       fetch: globalThis.fetch,
     });

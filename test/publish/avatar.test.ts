@@ -150,8 +150,8 @@ describe('the avatar on the dev-env PDS', () => {
 
     // The reader's fetch: from the PDS bob's DID document names, checked against the reference.
     const network = new Network({
-      handleResolver: () => net.pdsUrl,
-      plcUrl: () => net.plcUrl,
+      handleResolver: net.pdsUrl,
+      plcUrl: net.plcUrl,
       local: true,
       fetch,
     });

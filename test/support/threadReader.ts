@@ -9,8 +9,8 @@ import { connect } from '../../src/db/index.ts';
 const sql = connect(process.argv[2]!);
 // Nothing here reaches the network: the test's authors have verified handles in the index already.
 const network = new Network({
-  handleResolver: () => 'http://127.0.0.1:9',
-  plcUrl: () => 'http://127.0.0.1:9',
+  handleResolver: 'http://127.0.0.1:9',
+  plcUrl: 'http://127.0.0.1:9',
   local: true,
   fetch: globalThis.fetch,
 });

@@ -1,27 +1,22 @@
 import { createContext, memo, useContext, useState } from 'react';
 import { type AttachmentPart, flattenText, type Part, readParts } from '../../../src/parts/index.ts';
-import type { Usage } from '../api.ts';
+import type { MessageView as MessageWire } from '../../../src/wire/index.ts';
 import { AttachmentList } from './Attachments.tsx';
 import { SpeakerAvatar } from './Avatar.tsx';
 import { Markdown } from './Markdown.tsx';
 import { MessageEditor } from './MessageEditor.tsx';
 
-export interface ViewMessage {
-  id: string;
-  role: 'player' | 'npc';
-  npcName: string | null;
-  parts: unknown[];
-  status: 'streaming' | 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted';
-  error: string | null;
-  provider: string | null;
-  model: string | null;
-  usage: Usage | null;
-  costUsd: number | null;
-  /** In a stored transcript: its place among its siblings in the Conversation tree, oldest first. */
-  branch?: { index: number; count: number; previous: string | null; next: string | null };
-  /** In a stored transcript: the Message it follows (null for a first Message). */
-  parentId?: string | null;
-}
+/**
+ * What a row of the transcript shows: the wire's Message less what only the server's ordering needs (a live reply
+ * and the Player's own turn before the server stored it have no seq or time yet). Derived from the wire contract,
+ * so a change there is a type error here.
+ */
+export type ViewMessage = Pick<
+  MessageWire,
+  'id' | 'role' | 'npcName' | 'parts' | 'status' | 'error' | 'provider' | 'model' | 'usage' | 'costUsd'
+> &
+  /** In a stored transcript: its place among its siblings, and the Message it follows (null for a first one). */
+  Partial<Pick<MessageWire, 'branch' | 'parentId'>>;
 
 /**
  * What a stored Message offers besides reading it: switching between its siblings, editing a Player Message and

@@ -151,6 +151,43 @@ function useCover(
 }
 
 /**
+ * The server's preview of the choices (its projection is the truth), asked for 400 ms after the last change once
+ * the Messages and the draft are loaded, or at once by `previewNow`.
+ */
+function usePreview(
+  id: string,
+  request: () => object,
+  /** Changes with every change to what is previewed. */
+  signature: string,
+  source: unknown,
+  loaded: boolean,
+) {
+  const [shown, setShown] = useState<Preview | null>(null);
+  // Only the latest preview asked for is shown: an earlier one answering late would show choices since changed.
+  const asked = useRef(0);
+  const preview = useMutation({
+    mutationFn: async () => {
+      const mine = ++asked.current;
+      const answer = await fetchAs(PublishPreview, `/api/conversations/${id}/publication/preview`, {
+        body: request(),
+      });
+      return { answer, latest: mine === asked.current };
+    },
+    onSuccess: ({ answer, latest }) => {
+      if (latest) setShown(answer);
+    },
+  });
+  // The preview follows the editor: every change is previewed by the server.
+  const previewNow = preview.mutate;
+  useEffect(() => {
+    if (!source || !loaded || !signature) return;
+    const timer = setTimeout(() => previewNow(), 400);
+    return () => clearTimeout(timer);
+  }, [signature, source, loaded, previewNow]);
+  return { shown, setShown, preview, previewNow };
+}
+
+/**
  * The Publish page's state: the Conversation's Messages, the stored publication and draft, the Player's
  * choices, the server's preview of them (following every change), and publishing and unpublishing.
  */
@@ -178,29 +215,13 @@ export function usePublication(id: string) {
   // the preview looks up nothing else (publishing looks up every published turn's). A changed turn is unchecked.
   const [checked, setChecked] = useState<string[]>([]);
   const check = checked.filter((m) => !choices[m]?.withheld);
-  const [shown, setShown] = useState<Preview | null>(null);
-  // Only the latest preview asked for is shown: an earlier one answering late would show choices since changed.
-  const asked = useRef(0);
-  const preview = useMutation({
-    mutationFn: async () => {
-      const mine = ++asked.current;
-      const answer = await fetchAs(PublishPreview, `/api/conversations/${id}/publication/preview`, {
-        body: { ...body(), ...(check.length ? { check } : {}) },
-      });
-      return { answer, latest: mine === asked.current };
-    },
-    onSuccess: ({ answer, latest }) => {
-      if (latest) setShown(answer);
-    },
-  });
-  // The preview follows the editor: every change is previewed by the server, whose projection is the truth.
-  const previewNow = preview.mutate;
-  const signature = JSON.stringify([body(), check]);
-  useEffect(() => {
-    if (!data.data || !loaded || !signature) return;
-    const timer = setTimeout(() => previewNow(), 400);
-    return () => clearTimeout(timer);
-  }, [signature, data.data, loaded, previewNow]);
+  const { shown, setShown, preview, previewNow } = usePreview(
+    id,
+    () => ({ ...body(), ...(check.length ? { check } : {}) }),
+    JSON.stringify([body(), check]),
+    data.data,
+    loaded,
+  );
 
   const { publish, outcomeRef } = usePublish(id, body, texts, shown, setShown, progress);
   const unpublish = useMutation({
