@@ -82,10 +82,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['attachments'],
     why: 'the statement that writes a Message hands it its uploads (or a reply the files its NPC shared)',
   },
-  'src/conversations/spending.ts': {
-    tables: ['players'],
-    why: 'the admin’s per-Player spending names each Player by handle',
-  },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
