@@ -21,6 +21,8 @@ export {
   type AttachmentRow,
   blobsOf,
   insertAttachment,
+  linkShared,
+  linkToMessageSql,
   pendingAttachments,
   QuotaFullError,
   storedBytes,

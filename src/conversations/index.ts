@@ -40,7 +40,6 @@ export {
   checkpointMessages,
   finishMessage,
   insertNpcMessage,
-  linkShared,
   markInterrupted,
   markUnfinished,
   releaseTurn,

@@ -1,5 +1,6 @@
+import { linkShared } from '../attachments/index.ts';
 import { booksOf } from '../cards/index.ts';
-import { finishMessage, insertNpcMessage, linkShared, readHistoryTail } from '../conversations/index.ts';
+import { finishMessage, insertNpcMessage, readHistoryTail } from '../conversations/index.ts';
 import type { StartFrame } from '../parts/index.ts';
 import { buildTurnTools } from '../tools/index.ts';
 import { costUsd } from '../village/index.ts';

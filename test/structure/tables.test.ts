@@ -78,10 +78,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
     why: 'deleting a Conversation takes its files along; the list shows each one’s publication, and its NPCs',
   },
-  'src/conversations/turnStore.ts': {
-    tables: ['attachments'],
-    why: 'the statement that writes a Message hands it its uploads (or a reply the files its NPC shared)',
-  },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
