@@ -2,7 +2,7 @@ import { collectBlobs } from '../attachments/index.ts';
 import { LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { expandMacros } from '../macros/index.ts';
-import { COUNT_LOCK, listNpcs, type Npc, npcColumns } from '../village/index.ts';
+import { COUNT_LOCK, listNpcs, type Npc, npcRowSql } from '../village/index.ts';
 import { branchHead, setPath } from './branches.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 import { lockSpending } from './spending.ts';
@@ -130,8 +130,7 @@ export async function getConversation(
 /** The Conversation's NPCs, in the order they joined. */
 export async function getParticipants(sql: Sql, conversationId: string): Promise<Npc[]> {
   return sql<Npc[]>`
-    select ${npcColumns(sql)}
-    from conversation_participants p join npcs on npcs.id = p.npc_id
+    select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`)}) n
     where p.conversation_id = ${conversationId} order by p.position`;
 }
 

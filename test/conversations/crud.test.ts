@@ -37,6 +37,31 @@ describe('Conversations', () => {
     expect(page2.conversations.map((x) => x.id)).toEqual([b.conversationId]);
   });
 
+  it('a Party’s NPCs come in the order they joined, whole, on creating and reading it', async () => {
+    const made = [];
+    for (const npc of [
+      { name: 'Ada', jobTitle: 'Librarian' },
+      { name: 'Bo', jobTitle: 'Baker' },
+    ])
+      made.push(
+        (await json<{ npc: { id: string } }>(await app.api('/api/npcs', { cookie, body: npc }), 201)).npc,
+      );
+    const [ada, bo] = made;
+    const created = await json<{ conversation: { id: string }; participants: Record<string, unknown>[] }>(
+      await app.api('/api/conversations', { cookie, body: { npcIds: [bo!.id, ada!.id] } }),
+      201,
+    );
+    const expected = [
+      expect.objectContaining({ id: bo!.id, name: 'Bo', jobTitle: 'Baker', createdAt: expect.any(String) }),
+      expect.objectContaining({ id: ada!.id, name: 'Ada', jobTitle: 'Librarian' }),
+    ];
+    expect(created.participants).toEqual(expected);
+    const read = await json<{ participants: Record<string, unknown>[] }>(
+      await app.api(`/api/conversations/${created.conversation.id}`, { cookie }),
+    );
+    expect(read.participants).toEqual(expected);
+  });
+
   it('refuses a cursor it never gave out', async () => {
     const res = await app.api('/api/conversations?cursor=bm9wZQ', { cookie });
     expect(res.status).toBe(400);
