@@ -20,6 +20,7 @@ export { isTextType, sniffMediaType } from './sniff.ts';
 export {
   type AttachmentRow,
   blobsOf,
+  conversationBlobsSql,
   insertAttachment,
   linkShared,
   linkToMessageSql,

@@ -77,6 +77,13 @@ export async function getAttachment(
   return row;
 }
 
+/**
+ * The blobs a Conversation's attachments hold, as a subquery: a statement deleting the Conversation reads them
+ * before its cascade takes the rows, then collects them (conversations/store.ts).
+ */
+export const conversationBlobsSql = (q: Queryable, conversationId: ReturnType<Queryable>) =>
+  q`select blob_id from attachments where conversation_id = ${conversationId}`;
+
 /** Which blob holds each of `ids` still stored in this Conversation (a turn reads what its history names). */
 export async function blobsOf(sql: Sql, conversationId: string, ids: string[]): Promise<Map<string, string>> {
   const rows = await sql<{ id: string; blobId: string }[]>`

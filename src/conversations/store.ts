@@ -1,7 +1,8 @@
-import { collectBlobs } from '../attachments/index.ts';
+import { collectBlobs, conversationBlobsSql } from '../attachments/index.ts';
 import { LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { expandMacros } from '../macros/index.ts';
+import { sandboxBlobsSql } from '../tools/index.ts';
 import { COUNT_LOCK, listNpcs, type Npc, npcRowSql } from '../village/index.ts';
 import { branchHead, setPath } from './branches.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
@@ -167,8 +168,7 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
         returning id, title),
       ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
       select id, array(
-        select blob_id from attachments where conversation_id = gone.id
-        union select blob_id from sandbox_files where conversation_id = gone.id and blob_id is not null
+        ${conversationBlobsSql(sql, sql`gone.id`)} union ${sandboxBlobsSql(sql, sql`gone.id`)}
       ) as "blobIds" from gone`;
     if (rows.length > 0) {
       // Its attachments went with it; their bytes go too unless another attachment uses the same content.

@@ -75,8 +75,8 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
   },
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
   'src/conversations/store.ts': {
-    tables: ['attachments', 'publications', 'sandbox_files'],
-    why: 'deleting a Conversation takes its files along; the list shows each one’s publication',
+    tables: ['publications'],
+    why: 'the list shows each Conversation’s publication',
   },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },

@@ -5,8 +5,15 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
-import { type Sql, transaction } from '../../db/index.ts';
+import { type Queryable, type Sql, transaction } from '../../db/index.ts';
 import { sandboxRoom } from '../../storage/index.ts';
+
+/**
+ * The blobs a Conversation's sandbox files hold, as a subquery: a statement deleting the Conversation reads them
+ * before its cascade takes the rows, then collects them (conversations/store.ts).
+ */
+export const sandboxBlobsSql = (q: Queryable, conversationId: ReturnType<Queryable>) =>
+  q`select blob_id from sandbox_files where conversation_id = ${conversationId} and blob_id is not null`;
 
 /** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
 export const MAX_WRITE_BACK_FILES = 1000;
