@@ -32,6 +32,7 @@ export {
   type Conversation,
   getConversation,
   getParticipants,
+  type PublicationStatusSql,
 } from './store.ts';
 export {
   beginPlayerTurn,

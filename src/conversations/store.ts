@@ -11,6 +11,8 @@ import { lockSpending } from './spending.ts';
 // Conversations and their transcripts as the Player reads and changes them. The turn's write side (claim, begin,
 // checkpoint, finish, interrupted) is in turnStore.ts.
 
+type PendingFragment = ReturnType<Queryable>;
+
 export interface Conversation {
   id: string;
   title: string | null;
@@ -99,17 +101,24 @@ type ListedConversation = Conversation & {
   publication: 'publishing' | 'published' | 'unpublishing' | 'failed' | null;
 };
 
+/**
+ * A Conversation's publication status (null: not published) as a scalar subquery on its id: publish/ owns
+ * publications and imports this room, so app.ts hands its builder in (publish's `publicationStatusSql`).
+ */
+export type PublicationStatusSql = (q: Queryable, conversationId: PendingFragment) => PendingFragment;
+
 export async function listConversations(
   sql: Sql,
   playerId: string,
   opts: { limit: number; before?: { updatedAt: Date; id: string } },
+  publicationStatus: PublicationStatusSql,
 ): Promise<ListedConversation[]> {
   const b = opts.before;
   return sql<ListedConversation[]>`
     select ${conversationColumns(sql)},
       coalesce((select array_agg(p.npc_id order by p.position) from conversation_participants p
         where p.conversation_id = c.id), '{}') as "npcIds",
-      (select pub.status from publications pub where pub.conversation_id = c.id) as publication
+      ${publicationStatus(sql, sql`c.id`)} as publication
     from conversations c
     where player_id = ${playerId}
       ${b ? sql`and (updated_at, id) < (${b.updatedAt}, ${b.id})` : sql``}
@@ -273,7 +282,6 @@ const keepUsage = (
     from messages m
     where m.conversation_id = ${conversation} and m.role = 'npc' and not m.imported and ${which}
       and (m.input_tokens is not null or m.output_tokens is not null or m.cost_usd is not null))`;
-type PendingFragment = ReturnType<Queryable>;
 
 /**
  * Shows another branch: the path becomes the one through `messageId`, down its newest replies to where that

@@ -62,6 +62,30 @@ describe('Conversations', () => {
     expect(read.participants).toEqual(expected);
   });
 
+  it('lists each Conversation with its publication’s state, null when never published', async () => {
+    // A Player of its own: the list is theirs alone.
+    const { cookie: cookie2, did } = await app.signIn();
+    const published = await setupConversation(app, cookie2);
+    const failed = await setupConversation(app, cookie2);
+    const never = await setupConversation(app, cookie2);
+    for (const [c, status] of [
+      [published, 'published'],
+      [failed, 'failed'],
+    ] as const)
+      await app.db.sql`
+        insert into publications (conversation_id, player_id, did, session_rkey, title, status)
+        select id, player_id, ${did}, ${`rkey${status}`}, 'Published', ${status} from conversations
+        where id = ${c.conversationId}`;
+    const list = await json<{ conversations: { id: string; publication: string | null }[] }>(
+      await app.api('/api/conversations', { cookie: cookie2 }),
+    );
+    expect(Object.fromEntries(list.conversations.map((c) => [c.id, c.publication]))).toEqual({
+      [published.conversationId]: 'published',
+      [failed.conversationId]: 'failed',
+      [never.conversationId]: null,
+    });
+  });
+
   it('refuses a cursor it never gave out', async () => {
     const res = await app.api('/api/conversations?cursor=bm9wZQ', { cookie });
     expect(res.status).toBe(400);

@@ -74,10 +74,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     why: 'an upload checks the Conversation is the Player’s',
   },
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
-  'src/conversations/store.ts': {
-    tables: ['publications'],
-    why: 'the list shows each Conversation’s publication',
-  },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
