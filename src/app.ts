@@ -5,7 +5,7 @@ import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
 import type { AppContext } from './context.ts';
-import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
+import { conversationRoutes, exchangeRoutes, isConversationOf } from './conversations/index.ts';
 import type { Leases, Sql } from './db/index.ts';
 import {
   errorHandler,
@@ -189,7 +189,7 @@ export function createApp(ctx: AppContext): Express {
   // conversations, so conversations is handed it here).
   api.use(conversationRoutes({ ...deps, pathMoved: onPath, publicationStatus: publicationStatusSql }));
   api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
-  api.use(attachmentRoutes({ ...deps, log: subsystemLog(deps.logger, 'attachments') }));
+  api.use(attachmentRoutes({ ...deps, isConversationOf, log: subsystemLog(deps.logger, 'attachments') }));
   api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
   api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));
   api.use(toolRoutes(deps));

@@ -8,6 +8,7 @@ export {
   everyMessageId,
   getReply,
   type HistoryRow,
+  isConversationOf,
   isMessageOf,
   lastPlayerText,
   messageIds,

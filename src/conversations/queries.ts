@@ -129,6 +129,13 @@ export async function streamingReplies(sql: Sql): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
+/** Whether the Conversation is the Player's: another Player's is as missing as one that never was. */
+export async function isConversationOf(sql: Sql, playerId: string, conversationId: string): Promise<boolean> {
+  const rows =
+    await sql`select 1 from conversations where id = ${conversationId} and player_id = ${playerId}`;
+  return rows.length > 0;
+}
+
 /** Whether `messageId` is a Message of this Conversation of this Player's. */
 export async function isMessageOf(
   sql: Sql,

@@ -69,10 +69,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['npcs', 'sandbox_files'],
     why: 'a blob is collected once nothing refers to it: avatars and sandbox files refer to blobs',
   },
-  'src/attachments/routes.ts': {
-    tables: ['conversations'],
-    why: 'an upload checks the Conversation is the Player’s',
-  },
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
