@@ -5,7 +5,9 @@ export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export {
   allMessages,
+  conversationExistsSql,
   everyMessageId,
+  existingConversations,
   getReply,
   type HistoryRow,
   isConversationOf,
