@@ -5,7 +5,7 @@ import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
 import type { AppContext } from './context.ts';
-import { conversationRoutes, exchangeRoutes } from './conversations/index.ts';
+import { conversationRoutes, exchangeRoutes, isConversationOf } from './conversations/index.ts';
 import type { Leases, Sql } from './db/index.ts';
 import {
   errorHandler,
@@ -20,7 +20,7 @@ import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import { countRefusals, metricsRoute } from './metrics/index.ts';
 import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
-import { publishRoutes, turnEnded } from './publish/index.ts';
+import { publicationStatusSql, publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
@@ -188,9 +188,11 @@ export function createApp(ctx: AppContext): Express {
   // publishing starts their hold-back window (ADR 0043, 0046).
   const onPath = (ids: string | string[]) =>
     turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
-  api.use(conversationRoutes({ ...deps, pathMoved: onPath }));
+  // The list shows each Conversation's publication: publish/ builds that part of its statement (publish imports
+  // conversations, so conversations is handed it here).
+  api.use(conversationRoutes({ ...deps, pathMoved: onPath, publicationStatus: publicationStatusSql }));
   api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
-  api.use(attachmentRoutes({ ...deps, log: subsystemLog(deps.logger, 'attachments') }));
+  api.use(attachmentRoutes({ ...deps, isConversationOf, log: subsystemLog(deps.logger, 'attachments') }));
   api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
   api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));
   api.use(toolRoutes(deps));

@@ -5,7 +5,7 @@ import { type Indexer, startIndexer } from './appview/index.ts';
 import { sweepAbandoned, sweepOrphans, sweepStaging } from './attachments/index.ts';
 import type { Config } from './config.ts';
 import { type AppContext, fromConfig, type StartOptions } from './context.ts';
-import { markInterrupted } from './conversations/index.ts';
+import { existingConversations, markInterrupted } from './conversations/index.ts';
 import type { Leases, Sql } from './db/index.ts';
 import { followLabelers } from './labels/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
@@ -123,7 +123,9 @@ function startSweeps(ctx: AppContext): () => void {
     Promise.all([sweepStaging(sql), sweepAbandoned(sql), sweepOrphans(sql)]).catch((e) =>
       log('could not sweep attachments', e),
     );
-    sweepSandboxCopies(sql, config.dataDir).catch((e) => log('could not sweep sandbox copies', e));
+    sweepSandboxCopies(sql, config.dataDir, existingConversations).catch((e) =>
+      log('could not sweep sandbox copies', e),
+    );
     // Keys another instance's admin page changed.
     refreshProviderKeys(sql, ctx.secrets, ctx.providers).catch((e) => log('could not read Provider keys', e));
   }, 30_000);

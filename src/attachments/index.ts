@@ -20,7 +20,10 @@ export { isTextType, sniffMediaType } from './sniff.ts';
 export {
   type AttachmentRow,
   blobsOf,
+  conversationBlobsSql,
   insertAttachment,
+  linkShared,
+  linkToMessageSql,
   pendingAttachments,
   QuotaFullError,
   storedBytes,

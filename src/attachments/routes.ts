@@ -33,6 +33,11 @@ export interface AttachmentDeps {
   log: (message: string, error?: unknown) => void;
   /** How long one upload may take, start to end (a slow client cannot hold a slot for ever). */
   uploadTimeoutMs: number;
+  /**
+   * Whether the Conversation is the Player's: conversations/ owns them and imports this room, so app.ts hands its
+   * query in (conversations' `isConversationOf`).
+   */
+  isConversationOf: (sql: Sql, playerId: string, conversationId: string) => Promise<boolean>;
 }
 
 const MB = 1024 * 1024;
@@ -204,9 +209,7 @@ async function admit(deps: AttachmentDeps, req: Request, playerId: string) {
   const id = req.params.id;
   if (!isUuid(id)) throw notFound('Conversation');
   const [owned, settings, pending, stored] = await Promise.all([
-    deps.sql`select 1 from conversations where id = ${id} and player_id = ${playerId}`.then(
-      (r) => r.length > 0,
-    ),
+    deps.isConversationOf(deps.sql, playerId, id),
     getVillageSettings(deps.sql),
     countPending(deps.sql, id),
     storedBytes(deps.sql, playerId),

@@ -1,4 +1,4 @@
-import { LOCKS, type Sql } from '../db/index.ts';
+import { LOCKS, type Queryable, type Sql } from '../db/index.ts';
 import type { AttachmentPart } from '../parts/index.ts';
 import { assertStorageRoom } from '../storage/index.ts';
 import { collectBlobs } from './blobs.ts';
@@ -77,6 +77,13 @@ export async function getAttachment(
   return row;
 }
 
+/**
+ * The blobs a Conversation's attachments hold, as a subquery: a statement deleting the Conversation reads them
+ * before its cascade takes the rows, then collects them (conversations/store.ts).
+ */
+export const conversationBlobsSql = (q: Queryable, conversationId: ReturnType<Queryable>) =>
+  q`select blob_id from attachments where conversation_id = ${conversationId}`;
+
 /** Which blob holds each of `ids` still stored in this Conversation (a turn reads what its history names). */
 export async function blobsOf(sql: Sql, conversationId: string, ids: string[]): Promise<Map<string, string>> {
   const rows = await sql<{ id: string; blobId: string }[]>`
@@ -97,6 +104,26 @@ export async function pendingAttachments(
     select ${columns(sql)} from attachments
     where id = any(${[...ids]}::uuid[]) and player_id = ${playerId} and conversation_id = ${conversationId}
       and message_id is null`;
+}
+
+/**
+ * Hands the Message `messageId` (a fragment: the caller's statement may write the Message too) the Conversation's
+ * attachments among `ids` that no Message has yet, when `when` holds. A statement, or the body of a caller's CTE:
+ * the Player's Message and its uploads are written in one statement (conversations/turnStore.ts).
+ */
+export const linkToMessageSql = (
+  q: Queryable,
+  conversationId: string,
+  ids: readonly string[],
+  messageId: ReturnType<Queryable>,
+  when: ReturnType<Queryable> = q`true`,
+) => q`
+  update attachments set message_id = ${messageId}
+  where id = any(${[...ids]}::uuid[]) and conversation_id = ${conversationId} and message_id is null and ${when}`;
+
+/** Files an NPC shared in a reply belong to it: deleting or regenerating the reply takes them along. */
+export async function linkShared(sql: Queryable, conversationId: string, messageId: string, ids: string[]) {
+  await sql`${linkToMessageSql(sql, conversationId, ids, sql`${messageId}::uuid`)}`;
 }
 
 export async function countPending(sql: Sql, conversationId: string): Promise<number> {

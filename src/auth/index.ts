@@ -17,6 +17,7 @@ export {
   endSessions,
   findSession,
   type Player,
+  playerNamed,
   SESSION_COOKIE,
   SESSION_TTL_MS,
   upsertPlayer,

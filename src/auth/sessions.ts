@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
 
 export const SESSION_COOKIE = 'av_session';
 export const SESSION_TTL_MS = 30 * 24 * 60 * 60 * 1000;
@@ -20,6 +20,13 @@ export async function upsertPlayer(sql: Sql, did: string, handle: string | null)
     returning id, did, handle`;
   return row!;
 }
+
+/**
+ * A Player's DID and handle, as a subquery another room's statement joins laterally on its own Player id
+ * (`cross join lateral (…) p`): a row only for a Player who exists.
+ */
+export const playerNamed = (q: Queryable, playerId: ReturnType<Queryable>) =>
+  q`select did, handle from players where id = ${playerId}`;
 
 /** Starts a web session: returns the opaque token for the cookie; only its hash is stored. */
 export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_TTL_MS): Promise<string> {

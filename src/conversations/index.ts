@@ -5,9 +5,12 @@ export { exchangeRoutes } from './exchangeRoutes.ts';
 export { type Message, type MessageStatus, titleFrom, type Usage } from './messages.ts';
 export {
   allMessages,
+  conversationExistsSql,
   everyMessageId,
+  existingConversations,
   getReply,
   type HistoryRow,
+  isConversationOf,
   isMessageOf,
   lastPlayerText,
   messageIds,
@@ -32,6 +35,7 @@ export {
   type Conversation,
   getConversation,
   getParticipants,
+  type PublicationStatusSql,
 } from './store.ts';
 export {
   beginPlayerTurn,
@@ -40,7 +44,6 @@ export {
   checkpointMessages,
   finishMessage,
   insertNpcMessage,
-  linkShared,
   markInterrupted,
   markUnfinished,
   releaseTurn,

@@ -129,6 +129,26 @@ export async function streamingReplies(sql: Sql): Promise<string[]> {
   return rows.map((r) => r.id);
 }
 
+/**
+ * Whether the Conversation exists, as a condition of the caller's statement: a sandbox's pull reads its version and
+ * this together (tools/ imports nothing of this room; the turn hands it in).
+ */
+export const conversationExistsSql = (q: Queryable, conversationId: string): ReturnType<Queryable> =>
+  q`exists (select 1 from conversations where id = ${conversationId})`;
+
+/** Which of `ids` are Conversations still stored (the sandbox copies of the others are swept). */
+export async function existingConversations(sql: Sql, ids: readonly string[]): Promise<string[]> {
+  const rows = await sql<{ id: string }[]>`select id from conversations where id = any(${[...ids]}::uuid[])`;
+  return rows.map((r) => r.id);
+}
+
+/** Whether the Conversation is the Player's: another Player's is as missing as one that never was. */
+export async function isConversationOf(sql: Sql, playerId: string, conversationId: string): Promise<boolean> {
+  const rows =
+    await sql`select 1 from conversations where id = ${conversationId} and player_id = ${playerId}`;
+  return rows.length > 0;
+}
+
 /** Whether `messageId` is a Message of this Conversation of this Player's. */
 export async function isMessageOf(
   sql: Sql,

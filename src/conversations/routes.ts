@@ -25,6 +25,7 @@ import {
   listConversations,
   listMessages,
   PAGE_MAX_BYTES,
+  type PublicationStatusSql,
   renameConversation,
   setReplyMode,
   switchBranch,
@@ -90,11 +91,14 @@ export function conversationRoutes({
   sql,
   dataDir,
   pathMoved,
+  publicationStatus,
 }: {
   sql: Sql;
   dataDir: string;
   /** Told before another branch is shown (live publishing restarts its hold-back window). Never throws. */
   pathMoved?: (conversationId: string) => Promise<void>;
+  /** The list's publication status of each Conversation, in its statement (publish's, wired by app.ts). */
+  publicationStatus: PublicationStatusSql;
 }): Router {
   const router = Router();
 
@@ -127,10 +131,12 @@ export function conversationRoutes({
   router.get('/conversations', async (req, res) => {
     const player = currentPlayer(res);
     const q = parseQuery(req, ListQuery);
-    const rows = await listConversations(sql, player.id, {
-      limit: q.limit,
-      before: q.cursor ? decodeCursor(q.cursor) : undefined,
-    });
+    const rows = await listConversations(
+      sql,
+      player.id,
+      { limit: q.limit, before: q.cursor ? decodeCursor(q.cursor) : undefined },
+      publicationStatus,
+    );
     const last = rows.at(-1);
     respond(res, ConversationListResponse, {
       conversations: rows,

@@ -1,3 +1,4 @@
+import { playerNamed } from '../auth/index.ts';
 import { LIVE_INSTANCES, LOCKS, type Queryable } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { storageFull, storageQuotaSql, storedSql } from '../storage/index.ts';
@@ -150,15 +151,19 @@ export interface PlayerSpending {
 
 /**
  * Every Player who spent this month, biggest spender first (at most `limit`), from `daily_spend`: one row per
- * Player and day, so a month is at most 31 rows each.
+ * Player and day, so a month is at most 31 rows each. Each is named by auth's `playerNamed`, in the same statement.
  */
 export function spendingByPlayer(sql: Queryable, limit = 200) {
   return sql<PlayerSpending[]>`
-    with days as (select (now() at time zone 'utc')::date as today)
-    select p.did, p.handle,
-      coalesce(sum(d.tokens) filter (where d.day = days.today), 0)::float8 as today,
-      coalesce(sum(d.tokens), 0)::float8 as month
-    from daily_spend d cross join days join players p on p.id = d.player_id
-    where d.day >= date_trunc('month', days.today)::date and d.player_id <> ${VILLAGE}
-    group by p.did, p.handle order by month desc, p.did limit ${limit}`;
+    with days as (select (now() at time zone 'utc')::date as today),
+    spent as (
+      select d.player_id,
+        coalesce(sum(d.tokens) filter (where d.day = days.today), 0)::float8 as today,
+        coalesce(sum(d.tokens), 0)::float8 as month
+      from daily_spend d cross join days
+      where d.day >= date_trunc('month', days.today)::date and d.player_id <> ${VILLAGE}
+      group by d.player_id)
+    select p.did, p.handle, s.today, s.month
+    from spent s cross join lateral (${playerNamed(sql, sql`s.player_id`)}) p
+    order by s.month desc, p.did limit ${limit}`;
 }

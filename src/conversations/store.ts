@@ -1,14 +1,17 @@
-import { collectBlobs } from '../attachments/index.ts';
+import { collectBlobs, conversationBlobsSql } from '../attachments/index.ts';
 import { LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { expandMacros } from '../macros/index.ts';
-import { COUNT_LOCK, listNpcs, type Npc, npcColumns } from '../village/index.ts';
+import { sandboxBlobsSql } from '../tools/index.ts';
+import { COUNT_LOCK, listNpcs, type Npc, npcRowSql } from '../village/index.ts';
 import { branchHead, setPath } from './branches.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 import { lockSpending } from './spending.ts';
 
 // Conversations and their transcripts as the Player reads and changes them. The turn's write side (claim, begin,
 // checkpoint, finish, interrupted) is in turnStore.ts.
+
+type PendingFragment = ReturnType<Queryable>;
 
 export interface Conversation {
   id: string;
@@ -98,17 +101,24 @@ type ListedConversation = Conversation & {
   publication: 'publishing' | 'published' | 'unpublishing' | 'failed' | null;
 };
 
+/**
+ * A Conversation's publication status (null: not published) as a scalar subquery on its id: publish/ owns
+ * publications and imports this room, so app.ts hands its builder in (publish's `publicationStatusSql`).
+ */
+export type PublicationStatusSql = (q: Queryable, conversationId: PendingFragment) => PendingFragment;
+
 export async function listConversations(
   sql: Sql,
   playerId: string,
   opts: { limit: number; before?: { updatedAt: Date; id: string } },
+  publicationStatus: PublicationStatusSql,
 ): Promise<ListedConversation[]> {
   const b = opts.before;
   return sql<ListedConversation[]>`
     select ${conversationColumns(sql)},
       coalesce((select array_agg(p.npc_id order by p.position) from conversation_participants p
         where p.conversation_id = c.id), '{}') as "npcIds",
-      (select pub.status from publications pub where pub.conversation_id = c.id) as publication
+      ${publicationStatus(sql, sql`c.id`)} as publication
     from conversations c
     where player_id = ${playerId}
       ${b ? sql`and (updated_at, id) < (${b.updatedAt}, ${b.id})` : sql``}
@@ -130,8 +140,7 @@ export async function getConversation(
 /** The Conversation's NPCs, in the order they joined. */
 export async function getParticipants(sql: Sql, conversationId: string): Promise<Npc[]> {
   return sql<Npc[]>`
-    select ${npcColumns(sql)}
-    from conversation_participants p join npcs on npcs.id = p.npc_id
+    select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`)}) n
     where p.conversation_id = ${conversationId} order by p.position`;
 }
 
@@ -168,8 +177,7 @@ export async function deleteConversation(sql: Sql, playerId: string, id: string)
         returning id, title),
       ${keepUsage(sql, playerId, sql`(select id from gone)`, sql`(select title from gone)`, sql`true`)}
       select id, array(
-        select blob_id from attachments where conversation_id = gone.id
-        union select blob_id from sandbox_files where conversation_id = gone.id and blob_id is not null
+        ${conversationBlobsSql(sql, sql`gone.id`)} union ${sandboxBlobsSql(sql, sql`gone.id`)}
       ) as "blobIds" from gone`;
     if (rows.length > 0) {
       // Its attachments went with it; their bytes go too unless another attachment uses the same content.
@@ -274,7 +282,6 @@ const keepUsage = (
     from messages m
     where m.conversation_id = ${conversation} and m.role = 'npc' and not m.imported and ${which}
       and (m.input_tokens is not null or m.output_tokens is not null or m.cost_usd is not null))`;
-type PendingFragment = ReturnType<Queryable>;
 
 /**
  * Shows another branch: the path becomes the one through `messageId`, down its newest replies to where that

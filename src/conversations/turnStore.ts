@@ -1,3 +1,4 @@
+import { linkToMessageSql } from '../attachments/index.ts';
 import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type AttachmentPart, type Part, readParts } from '../parts/index.ts';
@@ -139,10 +140,13 @@ async function branchAt(tx: Queryable, conversationId: string, playerId: string,
 
 /** The admission statement's step that hands the Message its uploads (only when it has some). */
 const linkAttachments = (q: Queryable, conversationId: string, attached: readonly AttachmentPart[]) => q`
-  linked as (
-    update attachments set message_id = (select id from player)
-    where id = any(${attached.map((a) => a.id)}::uuid[]) and conversation_id = ${conversationId}
-      and message_id is null and exists (select 1 from player)),`;
+  linked as (${linkToMessageSql(
+    q,
+    conversationId,
+    attached.map((a) => a.id),
+    q`(select id from player)`,
+    q`exists (select 1 from player)`,
+  )}),`;
 
 /**
  * Claims the Conversation to answer its last Player Message again: deletes the NPC Messages after it.
@@ -350,10 +354,4 @@ export async function saveSummary(
 ): Promise<void> {
   await sql`update conversations set summary = ${summary}, summary_through = ${through}
     where id = ${conversationId} and summary_through < ${through}`;
-}
-
-/** Files an NPC shared in a reply belong to it: deleting or regenerating the reply takes them along. */
-export async function linkShared(sql: Sql, conversationId: string, messageId: string, ids: string[]) {
-  await sql`update attachments set message_id = ${messageId}
-    where id = any(${ids}::uuid[]) and conversation_id = ${conversationId} and message_id is null`;
 }

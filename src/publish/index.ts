@@ -11,6 +11,7 @@ export { type PublishDeps, resume } from './service.ts';
 export {
   PUBLICATION_LEASE,
   publicationLease,
+  publicationStatusSql,
   unfinishedPublications,
   withPublicationLock,
 } from './store.ts';

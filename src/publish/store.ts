@@ -57,6 +57,16 @@ export async function getDraft(sql: Queryable, conversationId: string): Promise<
   return row;
 }
 
+/**
+ * A Conversation's publication status (null: not published), as a scalar subquery on an id the caller's statement
+ * holds: the Conversation list shows it in its one statement (wired into conversations/ by app.ts).
+ */
+export const publicationStatusSql = (
+  q: Queryable,
+  conversationId: ReturnType<Queryable>,
+): ReturnType<Queryable> =>
+  q`(select pub.status from publications pub where pub.conversation_id = ${conversationId})`;
+
 export async function getPublication(
   sql: Queryable,
   conversationId: string,

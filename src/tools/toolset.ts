@@ -7,7 +7,7 @@ import { mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
 import { DEFAULT_SANDBOX_LIMITS, SANDBOX_WAIT_MS, sandboxFolder, sandboxTools } from './sandbox/host.ts';
-import { SandboxStore } from './sandbox/store.ts';
+import { type ConversationExistsSql, SandboxStore } from './sandbox/store.ts';
 import { type ShareLimits, shareFileTool } from './share.ts';
 import { loadSkillTool } from './skills.ts';
 import { grantedTools } from './store.ts';
@@ -29,6 +29,8 @@ export interface ToolContext {
   others: string[];
   /** What the Player asked, for recalling Memory. */
   question: string;
+  /** Whether the Conversation still exists, as a condition (conversations' `conversationExistsSql`). */
+  conversationExists: ConversationExistsSql;
 }
 
 export interface TurnTools {
@@ -49,7 +51,12 @@ const stores = new WeakMap<ToolContext, SandboxStore>();
 function sandboxStore(ctx: ToolContext): SandboxStore {
   let store = stores.get(ctx);
   if (!store) {
-    store = new SandboxStore(ctx.sql, ctx.conversationId, sandboxFolder(ctx.dataDir, ctx.conversationId));
+    store = new SandboxStore(
+      ctx.sql,
+      ctx.conversationId,
+      sandboxFolder(ctx.dataDir, ctx.conversationId),
+      ctx.conversationExists,
+    );
     stores.set(ctx, store);
   }
   return store;

@@ -1,5 +1,11 @@
+import { linkShared } from '../attachments/index.ts';
 import { booksOf } from '../cards/index.ts';
-import { finishMessage, insertNpcMessage, linkShared, readHistoryTail } from '../conversations/index.ts';
+import {
+  conversationExistsSql,
+  finishMessage,
+  insertNpcMessage,
+  readHistoryTail,
+} from '../conversations/index.ts';
 import type { StartFrame } from '../parts/index.ts';
 import { buildTurnTools } from '../tools/index.ts';
 import { costUsd } from '../village/index.ts';
@@ -32,6 +38,8 @@ function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
     npc: speaker.npc,
     others: plan.participants.filter((p) => p.id !== speaker.npc.id).map((p) => p.name),
     question: handoff?.message ?? plan.playerMessage.text,
+    // The sandbox's pull asks whether the Conversation is still there in the statement that reads its version.
+    conversationExists: conversationExistsSql,
     shareLimits: {
       maxBytes: settings.maxAttachmentMb * 1024 * 1024,
       types: settings.attachmentTypes,

@@ -24,7 +24,7 @@ export {
   type Npc,
   NpcInput,
   type NpcWrite,
-  npcColumns,
+  npcRowSql,
   updateNpc,
 } from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';

@@ -143,8 +143,8 @@ export type NpcInput = z.infer<typeof NpcInput>;
 export const NpcPatch = z.object(npcFields).partial().strict();
 export type NpcPatch = z.infer<typeof NpcPatch>;
 
-/** An NPC's columns, as `Npc` names them (getParticipants reads them too). */
-export const npcColumns = (sql: Queryable) => sql`
+/** An NPC's columns, as `Npc` names them. */
+const npcColumns = (sql: Queryable) => sql`
   npcs.id, npcs.player_id as "playerId", npcs.name, job_title as "jobTitle", description, prompt, provider, model,
   thinking, personality, scenario, greeting, alternate_greetings as "alternateGreetings",
   example_messages as "exampleMessages", post_history_instructions as "postHistoryInstructions", creator,
@@ -154,6 +154,13 @@ export const npcColumns = (sql: Queryable) => sql`
     else '/api/npcs/' || npcs.id || '/avatar?v=' || left(md5(avatar_blob_id::text), 8) end as "avatarUrl",
   npcs.created_at as "createdAt", npcs.updated_at as "updatedAt"`;
 const columns = npcColumns;
+
+/**
+ * One NPC's row, as `Npc` names it, by an id the caller's statement holds: a subquery to join laterally
+ * (`cross join lateral (…) n`), so a list of the caller's ids reads their NPCs in its own order, in one statement.
+ */
+export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>) =>
+  q`select ${npcColumns(q)} from npcs where npcs.id = ${id}`;
 
 export async function listNpcs(sql: Sql, playerId: string): Promise<Npc[]> {
   return sql<Npc[]>`select ${columns(sql)} from npcs where player_id = ${playerId} order by created_at, id`;

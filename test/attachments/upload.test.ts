@@ -217,6 +217,11 @@ describe('whose it is', () => {
     expect(send.status).toBe(400);
     expect((await error(send)).code).toBe('ATTACHMENT_NOT_FOUND');
     expect((await upload(app, other, conversationId, 'x.png', png())).status).toBe(404);
+    const page = await app.api(`/api/conversations/${conversationId}/attachments/url`, {
+      cookie: other,
+      body: { url: 'https://example.com/' },
+    });
+    expect(page.status).toBe(404);
     expect((await app.api('/api/attachments/not-a-uuid', { cookie })).status).toBe(404);
     // Still the owner's.
     expect((await app.api(`/api/attachments/${mine.id}`, { cookie })).status).toBe(200);

@@ -37,6 +37,55 @@ describe('Conversations', () => {
     expect(page2.conversations.map((x) => x.id)).toEqual([b.conversationId]);
   });
 
+  it('a Party’s NPCs come in the order they joined, whole, on creating and reading it', async () => {
+    const made = [];
+    for (const npc of [
+      { name: 'Ada', jobTitle: 'Librarian' },
+      { name: 'Bo', jobTitle: 'Baker' },
+    ])
+      made.push(
+        (await json<{ npc: { id: string } }>(await app.api('/api/npcs', { cookie, body: npc }), 201)).npc,
+      );
+    const [ada, bo] = made;
+    const created = await json<{ conversation: { id: string }; participants: Record<string, unknown>[] }>(
+      await app.api('/api/conversations', { cookie, body: { npcIds: [bo!.id, ada!.id] } }),
+      201,
+    );
+    const expected = [
+      expect.objectContaining({ id: bo!.id, name: 'Bo', jobTitle: 'Baker', createdAt: expect.any(String) }),
+      expect.objectContaining({ id: ada!.id, name: 'Ada', jobTitle: 'Librarian' }),
+    ];
+    expect(created.participants).toEqual(expected);
+    const read = await json<{ participants: Record<string, unknown>[] }>(
+      await app.api(`/api/conversations/${created.conversation.id}`, { cookie }),
+    );
+    expect(read.participants).toEqual(expected);
+  });
+
+  it('lists each Conversation with its publication’s state, null when never published', async () => {
+    // A Player of its own: the list is theirs alone.
+    const { cookie: cookie2, did } = await app.signIn();
+    const published = await setupConversation(app, cookie2);
+    const failed = await setupConversation(app, cookie2);
+    const never = await setupConversation(app, cookie2);
+    for (const [c, status] of [
+      [published, 'published'],
+      [failed, 'failed'],
+    ] as const)
+      await app.db.sql`
+        insert into publications (conversation_id, player_id, did, session_rkey, title, status)
+        select id, player_id, ${did}, ${`rkey${status}`}, 'Published', ${status} from conversations
+        where id = ${c.conversationId}`;
+    const list = await json<{ conversations: { id: string; publication: string | null }[] }>(
+      await app.api('/api/conversations', { cookie: cookie2 }),
+    );
+    expect(Object.fromEntries(list.conversations.map((c) => [c.id, c.publication]))).toEqual({
+      [published.conversationId]: 'published',
+      [failed.conversationId]: 'failed',
+      [never.conversationId]: null,
+    });
+  });
+
   it('refuses a cursor it never gave out', async () => {
     const res = await app.api('/api/conversations?cursor=bm9wZQ', { cookie });
     expect(res.status).toBe(400);

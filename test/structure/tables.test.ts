@@ -69,23 +69,7 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['npcs', 'sandbox_files'],
     why: 'a blob is collected once nothing refers to it: avatars and sandbox files refer to blobs',
   },
-  'src/attachments/routes.ts': {
-    tables: ['conversations'],
-    why: 'an upload checks the Conversation is the Player’s',
-  },
   'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
-  'src/conversations/store.ts': {
-    tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
-    why: 'deleting a Conversation takes its files along; the list shows each one’s publication, and its NPCs',
-  },
-  'src/conversations/turnStore.ts': {
-    tables: ['attachments'],
-    why: 'the statement that writes a Message hands it its uploads (or a reply the files its NPC shared)',
-  },
-  'src/conversations/spending.ts': {
-    tables: ['players'],
-    why: 'the admin’s per-Player spending names each Player by handle',
-  },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
@@ -93,7 +77,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['conversations', 'messages', 'village_settings'],
     why: 'the storage quota counts what every room stores',
   },
-  'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
   'src/village/grants.ts': { tables: ['mcp_servers', 'skills'], why: 'a grant names a Skill or MCP Server' },
 };
 

@@ -103,6 +103,7 @@ it('a file written by a command on one instance is there for the next command on
   // B's working copy is swept as a leftover of a Conversation that is gone.
   expect((await readdir(path.join(dirs[1]!, 'sandboxes'))).length).toBeGreaterThan(0);
   const { sweepSandboxCopies } = await import('../../src/tools/index.ts');
-  expect(await sweepSandboxCopies(db.sql, dirs[1]!)).toBe(1);
+  const { existingConversations } = await import('../../src/conversations/index.ts');
+  expect(await sweepSandboxCopies(db.sql, dirs[1]!, existingConversations)).toBe(1);
   expect(await readdir(path.join(dirs[1]!, 'sandboxes'))).toEqual([]);
 });

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { upsertPlayer } from '../../src/auth/index.ts';
+import { conversationExistsSql } from '../../src/conversations/index.ts';
 import { sandboxFolder, sandboxTools } from '../../src/tools/sandbox/host.ts';
 import { SandboxStore } from '../../src/tools/sandbox/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -34,7 +35,7 @@ it('stops between batches when its signal aborts, and the next write-back takes 
   const id = await conversation();
   const root = sandboxFolder(dir, id);
   await mkdir(root, { recursive: true });
-  const store = new SandboxStore(db.sql, id, root);
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
   await store.pull();
   for (let i = 0; i < 250; i++) await writeFile(path.join(root, `f${i}`), `file ${i}`);
   const stop = new AbortController();
@@ -57,7 +58,7 @@ it('stops between batches when its signal aborts, and the next write-back takes 
 it('a command that changes more files than one may write back fails clearly and its changes are undone', async () => {
   const id = await conversation();
   const root = sandboxFolder(dir, id);
-  const store = new SandboxStore(db.sql, id, root);
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
   const tools = await sandboxTools(
     dir,
     id,
@@ -77,3 +78,17 @@ it('a command that changes more files than one may write back fails clearly and 
   expect((await run('ls')).stdout.trim()).toBe('kept.txt');
   expect(await readdir(root)).toEqual(['kept.txt']);
 }, 120_000);
+
+it('a Conversation deleted meanwhile: the next pull removes the working copy and makes nothing again', async () => {
+  const id = await conversation();
+  const root = sandboxFolder(dir, id);
+  await mkdir(root, { recursive: true });
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
+  await store.pull();
+  await writeFile(path.join(root, 'notes.txt'), 'kept');
+  await store.push();
+  expect(await stored(id)).toBe(1);
+  await db.sql`delete from conversations where id = ${id}`;
+  await expect(store.pull()).rejects.toThrow('This Conversation has been deleted.');
+  expect((await readdir(dir)).filter((f) => f.startsWith(id))).toEqual([]);
+});

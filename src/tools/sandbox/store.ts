@@ -5,8 +5,15 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
-import { type Sql, transaction } from '../../db/index.ts';
+import { type Queryable, type Sql, transaction } from '../../db/index.ts';
 import { sandboxRoom } from '../../storage/index.ts';
+
+/**
+ * The blobs a Conversation's sandbox files hold, as a subquery: a statement deleting the Conversation reads them
+ * before its cascade takes the rows, then collects them (conversations/store.ts).
+ */
+export const sandboxBlobsSql = (q: Queryable, conversationId: ReturnType<Queryable>) =>
+  q`select blob_id from sandbox_files where conversation_id = ${conversationId} and blob_id is not null`;
 
 /** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
 export const MAX_WRITE_BACK_FILES = 1000;
@@ -30,11 +37,18 @@ interface Manifest {
  * as blobs, and the version bumped. Two instances never run commands for one Conversation at once: a turn
  * claims its Conversation (ADR 0020), and one instance runs one command per folder at a time.
  */
+/**
+ * Whether a Conversation exists, as a condition of a statement: conversations/ owns them and imports this room,
+ * so it is handed in (conversations' `conversationExistsSql`, through the turn's ToolContext).
+ */
+export type ConversationExistsSql = (q: Queryable, conversationId: string) => ReturnType<Queryable>;
+
 export class SandboxStore {
   constructor(
     private readonly sql: Sql,
     private readonly conversationId: string,
     private readonly root: string,
+    private readonly conversationExists: ConversationExistsSql,
   ) {}
 
   get #manifestPath() {
@@ -67,7 +81,7 @@ export class SandboxStore {
   async #pull(): Promise<void> {
     const [row] = await this.sql<{ version: string | null; alive: boolean }[]>`
       select (select version::text from sandbox_versions where conversation_id = ${this.conversationId}) as version,
-        exists (select 1 from conversations where id = ${this.conversationId}) as alive`;
+        ${this.conversationExists(this.sql, this.conversationId)} as alive`;
     // A Conversation deleted meanwhile (through any instance): its copy goes, and nothing is made again.
     if (!row?.alive) {
       await rm(this.root, { recursive: true, force: true });
@@ -254,9 +268,14 @@ async function hashOf(file: string): Promise<string> {
 
 /**
  * Working copies on this instance's disk whose Conversation is gone (deleted through another instance): removed.
- * The files themselves went with the Conversation's rows.
+ * The files themselves went with the Conversation's rows. `existing` says which Conversations are still stored
+ * (conversations' `existingConversations`, handed in by server.ts).
  */
-export async function sweepSandboxCopies(sql: Sql, dataDir: string): Promise<number> {
+export async function sweepSandboxCopies(
+  sql: Sql,
+  dataDir: string,
+  existing: (sql: Sql, ids: string[]) => Promise<string[]>,
+): Promise<number> {
   const folder = path.join(dataDir, 'sandboxes');
   const ids = [
     ...new Set(
@@ -266,11 +285,7 @@ export async function sweepSandboxCopies(sql: Sql, dataDir: string): Promise<num
     ),
   ];
   if (!ids.length) return 0;
-  const alive = new Set(
-    (await sql<{ id: string }[]>`select id from conversations where id = any(${ids}::uuid[])`).map(
-      (r) => r.id,
-    ),
-  );
+  const alive = new Set(await existing(sql, ids));
   const gone = ids.filter((id) => !alive.has(id));
   for (const id of gone) {
     await rm(path.join(folder, id), { recursive: true, force: true });
