@@ -87,8 +87,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     why: 'the admin’s per-Player spending names each Player by handle',
   },
   'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
-  'src/moderation/routes.ts': { tables: ['players'], why: 'a block names a Player by DID' },
-  'src/moderation/store.ts': { tables: ['players'], why: 'a block names a Player by DID' },
   'src/storage/quota.ts': {
     tables: ['conversations', 'messages', 'village_settings'],
     why: 'the storage quota counts what every room stores',
