@@ -25,6 +25,7 @@ export {
   NpcInput,
   type NpcWrite,
   npcColumns,
+  replaceAvatar,
   updateNpc,
 } from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';

@@ -181,6 +181,17 @@ export async function avatarBlobIds(sql: Sql, ids: readonly string[]): Promise<M
   return new Map(rows.map((r) => [r.id, r.blobId]));
 }
 
+/**
+ * A picture (a card's) becomes the NPC's avatar: the avatar it replaces, for the caller to collect once nothing
+ * refers to it (null when it had none, or had this one). Run in the transaction that adopts the blob.
+ */
+export async function replaceAvatar(tx: Queryable, npcId: string, blobId: string): Promise<string | null> {
+  const [row] = await tx<{ old: string | null }[]>`
+    select avatar_blob_id as old from npcs where id = ${npcId} for update`;
+  await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
+  return row?.old && row.old !== blobId ? row.old : null;
+}
+
 /** Arbitrary but fixed: the advisory lock class under which one Player's NPCs and Conversations are counted. */
 export const COUNT_LOCK = LOCKS.counts;
 

@@ -73,7 +73,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['conversations'],
     why: 'an upload checks the Conversation is the Player’s',
   },
-  'src/cards/routes.ts': { tables: ['npcs'], why: 'a card’s picture becomes the NPC’s avatar' },
   'src/conversations/store.ts': {
     tables: ['attachments', 'npcs', 'publications', 'sandbox_files'],
     why: 'deleting a Conversation takes its files along; the list shows each one’s publication, and its NPCs',
