@@ -34,6 +34,13 @@ export async function takeDown(sql: Sql, subject: string, reason: string, by: st
   return row ?? null;
 }
 
+/**
+ * True in the caller's statement when an admin took down one of `subjects` (columns or values of that statement,
+ * as a list: a thread's URI, its author's DID) and has not lifted it: appview/ serves such a thread to no one.
+ */
+export const takenDown = (sql: Queryable, subjects: ReturnType<Queryable>) =>
+  sql`exists (select 1 from takedowns t where t.lifted_at is null and t.subject in (${subjects}))`;
+
 export async function liftTakedown(sql: Sql, id: string, reason: string, by: string) {
   const [row] = await sql<
     Takedown[]
