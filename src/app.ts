@@ -22,9 +22,15 @@ import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
-import { toolRoutes } from './tools/index.ts';
+import { grantTargets, toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
-import { type ProviderRegistry, providerKeyRoutes, type SecretBox, villageRoutes } from './village/index.ts';
+import {
+  type GrantTargets,
+  type ProviderRegistry,
+  providerKeyRoutes,
+  type SecretBox,
+  villageRoutes,
+} from './village/index.ts';
 import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
@@ -80,6 +86,8 @@ export interface AppDeps {
   logger: Logger;
   /** The bearer token /metrics asks for (unset: /metrics is not served). */
   metricsToken?: string;
+  /** What tools/ gives village/ to check a grant's Skill or MCP Server is the Player's. */
+  grantTargets: GrantTargets;
 }
 
 /**
@@ -122,6 +130,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     log: subsystemLog(ctx.logger, 'http'),
     logger: ctx.logger,
     metricsToken: config.metricsToken,
+    grantTargets,
   };
 }
 

@@ -8,5 +8,5 @@ export { toolRoutes } from './routes.ts';
 export { removeSandbox, SANDBOX_HOME, sandboxFolder, stopSandboxes } from './sandbox/host.ts';
 export { sweepSandboxCopies } from './sandbox/store.ts';
 export { sharedFile } from './share.ts';
-export { skillNames } from './store.ts';
+export { grantTargets, skillNames } from './store.ts';
 export { buildTurnTools, type ToolContext, type TurnTools } from './toolset.ts';

@@ -9,7 +9,7 @@ export {
 } from './capabilities.ts';
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
-export { type GrantKind, listGrants } from './grants.ts';
+export { type GrantKind, type GrantTargets, listGrants } from './grants.ts';
 export { providerKeyRoutes } from './keyRoutes.ts';
 export {
   avatarBlobIds,

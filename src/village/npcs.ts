@@ -4,7 +4,7 @@ import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { checkJsonLimits } from '../json/index.ts';
 import { plainName } from '../parts/index.ts';
-import { GrantList, toGrant, writeGrants } from './grants.ts';
+import { GrantList } from './grants.ts';
 
 export interface Npc {
   id: string;
@@ -197,7 +197,7 @@ export const COUNT_LOCK = LOCKS.counts;
 
 /** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
 /** What an import stores besides the NPC API's fields. */
-export type NpcWrite = Omit<NpcInput, keyof typeof CARD_DEFAULTS> &
+export type NpcWrite = Omit<NpcInput, keyof typeof CARD_DEFAULTS | 'grants'> &
   Partial<Pick<NpcInput, keyof typeof CARD_DEFAULTS>> & { cardExtra?: Record<string, unknown> };
 
 export async function createNpc(
@@ -237,7 +237,6 @@ export async function insertNpc(tx: Queryable, playerId: string, write: NpcWrite
       `You have ${max.toLocaleString('en')} NPCs, the most this Village allows. Delete one to make another.`,
     );
   }
-  if (input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
   return created;
 }
 
@@ -245,14 +244,13 @@ export async function updateNpc(
   sql: Sql,
   playerId: string,
   id: string,
-  patch: NpcPatch & { cardExtra?: Record<string, unknown> },
+  patch: Omit<NpcPatch, 'grants'> & { cardExtra?: Record<string, unknown> },
   /** More to store with the NPC, in the same transaction (a card imported again: its lorebook). */
   also?: (tx: Queryable, npc: Npc) => Promise<void>,
 ): Promise<Npc | undefined> {
   const current = await getNpc(sql, playerId, id);
   if (!current) return undefined;
-  const { grants, ...fields } = patch;
-  const n = { ...current, ...fields };
+  const n = { ...current, ...patch };
   return transaction(sql, async (tx) => {
     const [row] = await tx<Npc[]>`
       update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
@@ -265,7 +263,6 @@ export async function updateNpc(
         updated_at = now()
       where id = ${id} and player_id = ${playerId}
       returning ${columns(tx)}`;
-    if (row && grants) await writeGrants(tx, playerId, id, grants.map(toGrant));
     if (row && also) await also(tx, row);
     return row;
   });

@@ -87,7 +87,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     why: 'the storage quota counts what every room stores',
   },
   'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
-  'src/village/grants.ts': { tables: ['mcp_servers', 'skills'], why: 'a grant names a Skill or MCP Server' },
 };
 
 const tablesOfMigrations = () =>
