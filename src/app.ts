@@ -1,6 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { type Network, readerRoutes, readerSource } from './appview/index.ts';
+import { type Network, readerRoutes, readerSource, readIndexerFigures } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
@@ -143,7 +143,10 @@ export function createApp(ctx: AppContext): Express {
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
   app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
-  app.use(countRefusals, metricsRoute({ sql: deps.sql, token: deps.metricsToken }));
+  app.use(
+    countRefusals,
+    metricsRoute({ sql: deps.sql, token: deps.metricsToken, figures: [readIndexerFigures] }),
+  );
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several

@@ -81,7 +81,6 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     tables: ['players'],
     why: 'the admin’s per-Player spending names each Player by handle',
   },
-  'src/metrics/route.ts': { tables: ['index_state'], why: 'the indexer’s cursor as a gauge' },
   'src/storage/quota.ts': {
     tables: ['conversations', 'messages', 'village_settings'],
     why: 'the storage quota counts what every room stores',
