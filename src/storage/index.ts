@@ -8,6 +8,7 @@ export {
   sandboxRoom,
   storageFull,
   storageQuotaSql,
+  storageRoom,
   storageUse,
   storedSql,
   withMessagesCountedAtEnd,

@@ -41,6 +41,7 @@ export { localSecretsKey, parseSecretsKey, SecretBox } from './secrets.ts';
 export {
   ATTACHMENT_TYPES,
   getVillageSettings,
+  playerStorageQuotaSql,
   seedVillageDefaults,
   type VillageSettings,
 } from './settings.ts';

@@ -82,8 +82,8 @@ const ALLOWED: Record<string, { tables: string[]; why: string }> = {
     why: 'the admin’s per-Player spending names each Player by handle',
   },
   'src/storage/quota.ts': {
-    tables: ['conversations', 'messages', 'village_settings'],
-    why: 'the storage quota counts what every room stores',
+    tables: ['conversations'],
+    why: 'a sandbox’s room is its Conversation’s Player’s (sandboxRoom; storageRoom takes the Player instead)',
   },
   'src/tools/sandbox/store.ts': { tables: ['conversations'], why: 'a sandbox is a Conversation’s' },
 };
