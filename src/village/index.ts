@@ -13,6 +13,7 @@ export { type GrantKind, type GrantTargets, listGrants } from './grants.ts';
 export { providerKeyRoutes } from './keyRoutes.ts';
 export {
   avatarBlobIds,
+  avatarRefersTo,
   CARD_DEFAULTS,
   COUNT_LOCK,
   createNpc,

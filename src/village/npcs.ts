@@ -181,6 +181,10 @@ export async function avatarBlobIds(sql: Sql, ids: readonly string[]): Promise<M
   return new Map(rows.map((r) => [r.id, r.blobId]));
 }
 
+/** An NPC's avatar refers to the blob `blobId` (a column of the caller's statement): attachments/ keeps it. */
+export const avatarRefersTo = (sql: Queryable, blobId: ReturnType<Queryable>) =>
+  sql`exists (select 1 from npcs n where n.avatar_blob_id = ${blobId})`;
+
 /**
  * A picture (a card's) becomes the NPC's avatar: the avatar it replaces, for the caller to collect once nothing
  * refers to it (null when it had none, or had this one). Run in the transaction that adopts the blob.
