@@ -1,8 +1,7 @@
 import type { Queryable, Sql } from '../db/index.ts';
+import { HIDING, type Label } from './label.ts';
 
 type Fragment = ReturnType<Queryable>;
-
-import { HIDING, type Label } from './label.ts';
 
 /** Where this labeler's stream was read to (undefined: from its beginning). */
 export async function readLabelerCursor(sql: Queryable, did: string): Promise<number | undefined> {
