@@ -1,6 +1,6 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express } from 'express';
-import { type Network, readerRoutes, readerSource } from './appview/index.ts';
+import { type Network, readerRoutes, readerSource, readIndexerFigures } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
@@ -22,9 +22,15 @@ import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
 import { publicationStatusSql, publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
-import { toolRoutes } from './tools/index.ts';
+import { grantTargets, toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
-import { type ProviderRegistry, providerKeyRoutes, type SecretBox, villageRoutes } from './village/index.ts';
+import {
+  type GrantTargets,
+  type ProviderRegistry,
+  providerKeyRoutes,
+  type SecretBox,
+  villageRoutes,
+} from './village/index.ts';
 import { type DemoAccountInfo, webRoutes } from './web/index.ts';
 
 export interface AppDeps {
@@ -83,6 +89,8 @@ export interface AppDeps {
   logger: Logger;
   /** The bearer token /metrics asks for (unset: /metrics is not served). */
   metricsToken?: string;
+  /** What tools/ gives village/ to check a grant's Skill or MCP Server is the Player's. */
+  grantTargets: GrantTargets;
 }
 
 /**
@@ -125,6 +133,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     log: subsystemLog(ctx.logger, 'http'),
     logger: ctx.logger,
     metricsToken: config.metricsToken,
+    grantTargets,
   };
 }
 
@@ -137,7 +146,10 @@ export function createApp(ctx: AppContext): Express {
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
   app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
-  app.use(countRefusals, metricsRoute({ sql: deps.sql, token: deps.metricsToken }));
+  app.use(
+    countRefusals,
+    metricsRoute({ sql: deps.sql, token: deps.metricsToken, figures: [readIndexerFigures] }),
+  );
   app.use(securityHeaders);
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several

@@ -2,6 +2,7 @@ import http from 'node:http';
 import path from 'node:path';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { Network, setLookupTtl } from './appview/index.ts';
+import { referBlobsFrom } from './attachments/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
@@ -12,7 +13,7 @@ import { createOutbound, type Outbound, type Resolve, type SocketPolicy } from '
 import { ensurePortFree, portError } from './portCheck.ts';
 import { turnEnded } from './publish/index.ts';
 import { ReplyHub, ReplyMirror } from './replies/index.ts';
-import { stopSandboxes } from './tools/index.ts';
+import { sandboxFileRefersTo, stopSandboxes } from './tools/index.ts';
 import {
   DEMO_MODEL,
   DEMO_PROVIDER,
@@ -105,6 +106,8 @@ export async function fromConfig(
   options: StartOptions = {},
 ): Promise<AppContext> {
   const log = subsystemLog(logger, 'server');
+  // What refers to blobs from a room attachments/ may not import: a blob is collected once nothing does.
+  referBlobsFrom(sandboxFileRefersTo);
   const closers: Closer[] = [];
   const close = async () => {
     for (let c = closers.pop(); c; c = closers.pop()) await c();

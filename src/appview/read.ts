@@ -2,7 +2,9 @@ import { createHash } from 'node:crypto';
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { hiddenByLabel, hidingLabelsBetween } from '../labels/index.ts';
 import { MESSAGE, type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
+import { takenDown } from '../moderation/index.ts';
 import { backfillActor } from './backfill.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
@@ -62,12 +64,11 @@ export async function resolveActor(sql: Sql, network: Network, actor: string): P
 /**
  * Not served: an author whose account is not active, a thread or author an admin took down on this instance
  * (moderation/'s `takedowns`), or one a followed labeler labelled `!takedown` or `!hide` (labels/'s `labels`: a
- * negated or expired label no longer counts). Over `s` (index_sessions) and `a` (index_actors).
+ * negated or expired label no longer counts), in the statement that reads it: those rooms' fragments name their
+ * tables. Over `s` (index_sessions) and `a` (index_actors).
  */
-const hidden = (sql: Sql) => sql`(a.status is not null or exists (select 1 from takedowns t
-  where t.lifted_at is null and t.subject in (s.did, s.uri)) or exists (select 1 from labels l
-  where l.uri in (s.did, s.uri) and l.val in ('!takedown', '!hide') and not l.neg
-    and (l.exp is null or l.exp > now())))`;
+const hidden = (sql: Sql) => sql`(a.status is not null or ${takenDown(sql, sql`s.did, s.uri`)}
+  or ${hiddenByLabel(sql, sql`s.did, s.uri`)})`;
 
 /**
  * An agent's avatar that a served session of this author references (ADR 0065), as the reader may show it: the
@@ -95,8 +96,7 @@ export async function indexedAvatar(
  * A turn (`m`, index_messages) a followed labeler labelled `!takedown` or `!hide`: served as a hole, the shape a
  * withheld turn has (holeView), while the rest of its thread is served. A negated or expired label no longer counts.
  */
-const turnHidden = (sql: Sql) => sql`exists (select 1 from labels l where l.uri = m.uri
-  and l.val in ('!takedown', '!hide') and not l.neg and (l.exp is null or l.exp > now()))`;
+const turnHidden = (sql: Sql) => hiddenByLabel(sql, sql`m.uri`);
 
 /** A turn served as a hole: only what a withheld turn's record says (who spoke, and when), none of its content. */
 const holeView = (sql: Sql) => sql`json_build_object('uri', m.uri, 'cid', m.cid, 'record', json_strip_nulls(
@@ -109,13 +109,13 @@ const holeView = (sql: Sql) => sql`json_build_object('uri', m.uri, 'cid', m.cid,
  * drops) each change it. Found as the range of the author's turn URIs (labels_by_uri), usually empty; a label on
  * a turn not indexed yet needs no stamp: indexing the turn moves the thread's version.
  */
-const turnLabels = (sql: Sql) => sql`lateral (
-  select max(l.received_at)::text || '/' || count(*) filter (where not l.neg and (l.exp is null or l.exp > now()))
-      as stamp,
-    count(*) filter (where not l.neg and (l.exp is null or l.exp > now())) as held
-  from labels l join index_messages m on m.uri = l.uri and m.session_uri = s.uri and m.did = s.did
-  where l.uri ~>=~ ('at://' || s.did || ${`/${MESSAGE}/`}) and l.uri ~<~ ('at://' || s.did || ${`/${MESSAGE}0`})
-    and l.val in ('!takedown', '!hide'))`;
+const turnLabels = (sql: Sql) =>
+  hidingLabelsBetween(
+    sql,
+    sql`('at://' || s.did || ${`/${MESSAGE}/`})`,
+    sql`('at://' || s.did || ${`/${MESSAGE}0`})`,
+    sql`join index_messages m on m.uri = l.uri and m.session_uri = s.uri and m.did = s.did`,
+  );
 
 /** How long a verified handle is shown before it is verified again. */
 const REVERIFY_MS = 24 * 60 * 60 * 1000;

@@ -1,6 +1,7 @@
 import { isValidHandle } from '@atproto/syntax';
 import { type JsonValue, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
+import { metrics } from '../metrics/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { shapeProblem } from './shape.ts';
 
@@ -308,6 +309,19 @@ export async function readCursor(sql: Sql, source: IngestSource = 'relay'): Prom
   const [row] = await sql<{ cursor: string | null }[]>`select
     (case when ${source} = 'jetstream' then jetstream_cursor else cursor end)::text as cursor from index_state where id`;
   return row?.cursor ? Number(row.cursor) : undefined;
+}
+
+/**
+ * The indexer's figure kept in the database, read when /metrics is scraped (metrics/ is handed this by app.ts):
+ * how old its cursor is (Jetstream's time when it follows Jetstream, else when the relay's cursor last moved).
+ * One row, one statement.
+ */
+export async function readIndexerFigures(sql: Sql): Promise<void> {
+  const [row] = await sql<{ age: number | null }[]>`select extract(epoch from now() - case
+        when jetstream_cursor is not null then to_timestamp(jetstream_cursor / 1e6)
+        else updated_at end)::float8 as age
+      from index_state where id`;
+  if (row?.age != null) metrics.indexerCursorAge.set(row.age);
 }
 
 /** Where Jetstream stopped: its time, and its own event number on the instance (`host`) that sent it. */

@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { finished } from 'node:stream/promises';
-import { type Sql, transaction } from '../db/index.ts';
+import { type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { avatarRefersTo } from '../village/index.ts';
 
 /** Bytes are written and read in chunks of this size: no file is held whole to store or to serve it. */
 export const CHUNK_BYTES = 1024 * 1024;
@@ -222,8 +223,35 @@ export async function blobFacts(
 /** The blob of an NPC's avatar with these bytes' sha-256 (a published avatar is uploaded from it), or null. */
 export async function avatarBlobBySha256(sql: Sql, sha256: Uint8Array): Promise<string | null> {
   const [row] = await sql<{ id: string }[]>`
-    select b.id from blobs b join npcs n on n.avatar_blob_id = b.id where b.sha256 = ${Buffer.from(sha256)} limit 1`;
+    select b.id from blobs b where b.sha256 = ${Buffer.from(sha256)} and ${avatarRefersTo(sql, sql`b.id`)} limit 1`;
   return row?.id ?? null;
+}
+
+/**
+ * Another room's rows that refer to blobs, as a condition in a statement over `blobs b`: true when one of them
+ * names the blob `blobId` (a column of that statement). A blob is collected once nothing refers to it.
+ */
+export type BlobReference = (sql: Queryable, blobId: ReturnType<Queryable>) => ReturnType<Queryable>;
+
+/**
+ * The references of rooms this one may not import (tools/' sandbox files: tools/ stores its files as blobs),
+ * registered once when the instance is assembled (context.ts). NPC avatars are village/'s, read directly.
+ */
+const registered = new Set<BlobReference>();
+export function referBlobsFrom(...references: BlobReference[]): void {
+  for (const r of references) registered.add(r);
+}
+
+/** `and not …` for each reference outside this room, over `b` (blobs): nothing there refers to the blob. */
+function unreferenced(sql: Sql) {
+  // Not registered, every collection would fail on the sandbox files' foreign key: say why instead.
+  if (registered.size === 0)
+    throw new Error('The rooms referring to blobs are not registered (referBlobsFrom).');
+  return [...registered, avatarRefersTo].reduce(
+    (conditions, refersTo) => sql`${conditions}
+      and not ${refersTo(sql, sql`b.id`)}`,
+    sql``,
+  );
 }
 
 /**
@@ -234,9 +262,7 @@ export async function collectBlobs(sql: Sql, blobIds: readonly string[]): Promis
   if (blobIds.length === 0) return 0;
   const gone = await sql`
     delete from blobs b where b.id = any(${[...new Set(blobIds)]}::uuid[]) and b.sha256 is not null
-      and not exists (select 1 from attachments a where a.blob_id = b.id)
-      and not exists (select 1 from sandbox_files s where s.blob_id = b.id)
-      and not exists (select 1 from npcs n where n.avatar_blob_id = b.id)`;
+      and not exists (select 1 from attachments a where a.blob_id = b.id)${unreferenced(sql)}`;
   return gone.count;
 }
 
@@ -249,9 +275,7 @@ export async function sweepOrphans(sql: Sql, batch = 100): Promise<number> {
     delete from blobs where id in (
       select b.id from blobs b
       where b.sha256 is not null and b.created_at < now() - interval '1 hour'
-        and not exists (select 1 from attachments a where a.blob_id = b.id)
-      and not exists (select 1 from sandbox_files s where s.blob_id = b.id)
-      and not exists (select 1 from npcs n where n.avatar_blob_id = b.id)
+        and not exists (select 1 from attachments a where a.blob_id = b.id)${unreferenced(sql)}
       limit ${batch} for update skip locked)`;
   return gone.count;
 }

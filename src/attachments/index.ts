@@ -4,10 +4,12 @@
 export {
   adoptBlob,
   avatarBlobBySha256,
+  type BlobReference,
   blobFacts,
   collectBlobs,
   readBlob,
   readBlobBytes,
+  referBlobsFrom,
   storeSmallBlobs,
   sweepOrphans,
   sweepStaging,

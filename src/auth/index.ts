@@ -9,6 +9,7 @@ export {
   PlayerCallsBusyError,
   playerCallFetch,
 } from './playerCalls.ts';
+export { playerDid, playerIdOfDid } from './players.ts';
 export { currentPlayer, playerKey, requireSession } from './requireSession.ts';
 export { type PlayerSession, restoreSession } from './restore.ts';
 export { type AuthDeps, publicAuthRoutes, sessionAuthRoutes } from './routes.ts';

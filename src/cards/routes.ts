@@ -19,11 +19,13 @@ import {
 import { wellFormed } from '../parts/index.ts';
 import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
 import {
+  avatarBlobIds,
   createNpc,
   getNpc,
   getVillageSettings,
   listNpcs,
   type ProviderRegistry,
+  replaceAvatar,
   updateNpc,
 } from '../village/index.ts';
 import { ImportedLorebookResponse, ImportedNpcResponse, LorebookListResponse } from '../wire/index.ts';
@@ -79,18 +81,11 @@ async function keepAvatar(sql: Sql, npcId: string, bytes: unknown, notes: string
     })(),
     MAX_CARD_BYTES,
   );
-  const old = await adoptBlob(sql, written, async (tx, blobId) => {
-    const [row] = await tx<{ old: string | null }[]>`
-      select avatar_blob_id as old from npcs where id = ${npcId} for update`;
-    await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
-    return row?.old && row.old !== blobId ? row.old : null;
-  });
+  const old = await adoptBlob(sql, written, (tx, blobId) => replaceAvatar(tx, npcId, blobId));
   if (old) await collectBlobs(sql, [old]).catch(() => {});
 }
 
-const avatarOf = async (sql: Sql, npcId: string) =>
-  (await sql<{ id: string | null }[]>`select avatar_blob_id as id from npcs where id = ${npcId}`)[0]?.id ??
-  null;
+const avatarOf = async (sql: Sql, npcId: string) => (await avatarBlobIds(sql, [npcId])).get(npcId) ?? null;
 
 const asAppError = (e: unknown) =>
   e instanceof CardError ? new AppError(e.code, e.message, { cause: e }) : e;

@@ -166,7 +166,7 @@ async function storeMessages(
   await tx`update conversations set created_at = ${new Date(file.conversation.createdAt)} where id = ${conversationId}`;
   // Counted with everything else the Player stores, once, at the end (ADR 0053): past the quota, nothing of it is
   // kept.
-  await withMessagesCountedAtEnd(tx, playerId, conversationId, async () => {
+  const insert = async () => {
     for (let i = 0; i < rows.length; i += 1000) {
       inTime();
       const chunk = rows
@@ -174,7 +174,13 @@ async function storeMessages(
         .map((r) => ({ ...r, conversation_id: conversationId, parts: tx.json(r.parts as never) }));
       await tx`insert into messages ${tx(chunk)}`;
     }
-  });
+  };
+  await withMessagesCountedAtEnd(
+    tx,
+    playerId,
+    tx`(select coalesce(sum(stored_bytes), 0) from messages where conversation_id = ${conversationId})`,
+    insert,
+  );
   return rows.length;
 }
 

@@ -1,6 +1,8 @@
 import type { Queryable, Sql } from '../db/index.ts';
 import { HIDING, type Label } from './label.ts';
 
+type Fragment = ReturnType<Queryable>;
+
 /** Where this labeler's stream was read to (undefined: from its beginning). */
 export async function readLabelerCursor(sql: Queryable, did: string): Promise<number | undefined> {
   const [row] = await sql<{ cursor: string }[]>`select cursor::text from labeler_cursors where did = ${did}`;
@@ -60,3 +62,31 @@ export async function turnLabels(
     where uri = any(${uris}) and not neg and (exp is null or exp > now()) and val <> '!no-unauthenticated'
     order by uri, val, src limit 10000`;
 }
+
+// appview/ reads the labels that hide within its own statements (a thread labelled hidden is read as absent in
+// the query that reads it): these fragments name this room's table for it. A negated or expired label no longer
+// counts.
+
+/** A label in effect on `l`, the labels row of the fragments below. */
+const inEffect = (sql: Queryable) => sql`not l.neg and (l.exp is null or l.exp > now())`;
+
+/** True in the caller's statement when a followed labeler hides one of `subjects` (a list of its columns). */
+export const hiddenByLabel = (sql: Queryable, subjects: Fragment) =>
+  sql`exists (select 1 from labels l where l.uri in (${subjects}) and l.val in ('!takedown', '!hide')
+    and ${inEffect(sql)})`;
+
+/**
+ * The hiding labels on the URIs from `from` (inclusive) to `to` (exclusive) that `join` (the caller's join to its
+ * own rows, over `l`) keeps, as a lateral row: `stamp` (the newest one's receipt and the count in effect, which a
+ * label, its negation and its expiry each change) and `held` (the count in effect). Read by the labels_by_uri range.
+ */
+export const hidingLabelsBetween = (
+  sql: Queryable,
+  from: Fragment,
+  to: Fragment,
+  join: Fragment,
+) => sql`lateral (
+  select max(l.received_at)::text || '/' || count(*) filter (where ${inEffect(sql)}) as stamp,
+    count(*) filter (where ${inEffect(sql)}) as held
+  from labels l ${join}
+  where l.uri ~>=~ ${from} and l.uri ~<~ ${to} and l.val in ('!takedown', '!hide'))`;

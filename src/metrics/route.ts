@@ -14,25 +14,22 @@ const bearer = (req: Request) => /^Bearer\s+(\S+)$/i.exec(req.get('authorization
 /**
  * GET /metrics: the registry in Prometheus text format, for a scraper holding `token`. Without a token configured
  * the route does not exist (404), as it does not for a caller without the token: nothing says it is there.
- * Figures kept in the database (the index's cursor) are read at scrape time: one row, one statement.
+ * Figures kept in the database (the index's cursor) are read at scrape time by `figures`: each room reads its own
+ * tables and sets its gauges (app.ts hands them over; this room imports none).
  */
-export function metricsRoute(deps: { sql: Sql; token?: string }): RequestHandler {
+export function metricsRoute(deps: {
+  sql: Sql;
+  token?: string;
+  figures: readonly ((sql: Sql) => Promise<void>)[];
+}): RequestHandler {
   return async (req, res, next) => {
     if (req.method !== 'GET' || req.path !== '/metrics') return next();
     if (!deps.token || !sameToken(bearer(req), deps.token)) return next();
-    await readDatabaseFigures(deps.sql).catch(() => {});
+    await Promise.all(deps.figures.map((read) => read(deps.sql).catch(() => {})));
     res.set('Content-Type', registry.contentType);
     res.set('Cache-Control', 'no-store');
     res.send(await registry.metrics());
   };
-}
-
-async function readDatabaseFigures(sql: Sql) {
-  const [row] = await sql<{ age: number | null }[]>`select extract(epoch from now() - case
-        when jetstream_cursor is not null then to_timestamp(jetstream_cursor / 1e6)
-        else updated_at end)::float8 as age
-      from index_state where id`;
-  if (row?.age != null) metrics.indexerCursorAge.set(row.age);
 }
 
 /** Counts every 429 the app answers (rate limits, spending limits, busy) by its error code. */

@@ -1,6 +1,6 @@
-// moderation/: the operator's moderation: takedowns of threads and authors on this instance (read by appview/'s
-// statements through the `takedowns` table), blocks of Players from starting turns, readers' reports; the admin
+// moderation/: the operator's moderation: takedowns of threads and authors on this instance (read within
+// appview/'s statements through the `takenDown` fragment), blocks of Players from starting turns, readers' reports; the admin
 // routes and the public report route. Every action is kept with who, when and why, and can be lifted.
 
 export { moderationRoutes, reportRoutes } from './routes.ts';
-export { isBlocked } from './store.ts';
+export { isBlocked, takenDown } from './store.ts';

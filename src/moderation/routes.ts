@@ -1,7 +1,7 @@
 import { type Request, type Response, Router } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import { z } from 'zod';
-import { currentPlayer } from '../auth/index.ts';
+import { currentPlayer, playerIdOfDid } from '../auth/index.ts';
 import { spendingByPlayer } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, forbidden, isUuid, keyedRateLimit, notFound, parseBody, respond } from '../http/index.ts';
@@ -81,9 +81,9 @@ export function moderationRoutes({ sql, adminDids }: ModerationDeps): Router {
   router.post('/admin/blocks', async (req, res) => {
     const by = admin(res);
     const body = parseBody(req, BlockBody);
-    const [player] = await sql`select 1 from players where did = ${body.did}`;
-    if (!player) throw notFound('Player');
-    const blocked = await block(sql, body.did, body.reason, by);
+    const playerId = await playerIdOfDid(sql, body.did);
+    if (!playerId) throw notFound('Player');
+    const blocked = await block(sql, playerId, body.did, body.reason, by);
     if (!blocked) throw new AppError('ALREADY_BLOCKED', 'That Player is already blocked.');
     respond(res, BlockResponse, { block: blocked }, 201);
   });

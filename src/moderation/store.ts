@@ -1,3 +1,4 @@
+import { playerDid } from '../auth/index.ts';
 import type { Queryable, Sql } from '../db/index.ts';
 
 export interface Takedown {
@@ -33,6 +34,13 @@ export async function takeDown(sql: Sql, subject: string, reason: string, by: st
   return row ?? null;
 }
 
+/**
+ * True in the caller's statement when an admin took down one of `subjects` (columns or values of that statement,
+ * as a list: a thread's URI, its author's DID) and has not lifted it: appview/ serves such a thread to no one.
+ */
+export const takenDown = (sql: Queryable, subjects: ReturnType<Queryable>) =>
+  sql`exists (select 1 from takedowns t where t.lifted_at is null and t.subject in (${subjects}))`;
+
 export async function liftTakedown(sql: Sql, id: string, reason: string, by: string) {
   const [row] = await sql<
     Takedown[]
@@ -46,9 +54,10 @@ export function listTakedowns(sql: Sql) {
     order by created_at desc limit ${LIST_LIMIT}`;
 }
 
-export async function block(sql: Sql, did: string, reason: string, by: string) {
+/** Stops the Player `playerId` (whose DID is `did`); an active block of them already there is kept (null then). */
+export async function block(sql: Sql, playerId: string, did: string, reason: string, by: string) {
   const [row] = await sql<Block[]>`insert into player_blocks (player_id, reason, created_by)
-    select id, ${reason}, ${by} from players where did = ${did}
+    values (${playerId}, ${reason}, ${by})
     on conflict (player_id) where lifted_at is null do nothing
     returning id, ${did} as did, ${audit(sql)}`;
   return row ?? null;
@@ -58,16 +67,18 @@ export async function liftBlock(sql: Sql, id: string, reason: string, by: string
   const [row] = await sql<
     Block[]
   >`update player_blocks b set lifted_by = ${by}, lifted_at = now(), lift_reason = ${reason}
-    from players p where b.id = ${id} and b.lifted_at is null and p.id = b.player_id
-    returning b.id, p.did, b.reason, b.created_by as "createdBy", b.created_at as "createdAt",
+    where b.id = ${id} and b.lifted_at is null
+    returning b.id, ${playerDid(sql, sql`b.player_id`)} as did, b.reason, b.created_by as "createdBy", b.created_at as "createdAt",
       b.lifted_by as "liftedBy", b.lifted_at as "liftedAt", b.lift_reason as "liftReason"`;
   return row ?? null;
 }
 
 export function listBlocks(sql: Sql) {
-  return sql<Block[]>`select b.id, p.did, b.reason, b.created_by as "createdBy", b.created_at as "createdAt",
-      b.lifted_by as "liftedBy", b.lifted_at as "liftedAt", b.lift_reason as "liftReason"
-    from player_blocks b join players p on p.id = b.player_id order by b.created_at desc limit ${LIST_LIMIT}`;
+  return sql<
+    Block[]
+  >`select b.id, ${playerDid(sql, sql`b.player_id`)} as did, b.reason, b.created_by as "createdBy",
+      b.created_at as "createdAt", b.lifted_by as "liftedBy", b.lifted_at as "liftedAt", b.lift_reason as "liftReason"
+    from player_blocks b order by b.created_at desc limit ${LIST_LIMIT}`;
 }
 
 /** True when an admin has stopped this Player from starting turns. */

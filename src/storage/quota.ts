@@ -1,5 +1,6 @@
 import type { Queryable } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { playerStorageQuotaSql } from '../village/index.ts';
 
 const MB = 1024 * 1024;
 
@@ -18,9 +19,8 @@ export const storedSql = (q: Queryable, playerId: string) => q`
   (select coalesce((select message_bytes + attachment_bytes + sandbox_bytes + memory_bytes
     from player_storage where player_id = ${playerId}), 0)::float8)`;
 
-/** The Village's quota for one Player, in bytes, as a scalar subquery. */
-export const storageQuotaSql = (q: Queryable) =>
-  q`(select player_storage_mb::float8 * ${MB} from village_settings where id)`;
+/** The Village's quota for one Player, in bytes, as a scalar subquery (a Village setting: village/'s). */
+export const storageQuotaSql = (q: Queryable) => playerStorageQuotaSql(q);
 
 /**
  * What the Player stores now. Read after a write in the write's transaction, it counts that write and every
@@ -68,24 +68,22 @@ export async function assertStorageRoom(tx: Queryable, playerId: string): Promis
 export async function withMessagesCountedAtEnd<T>(
   tx: Queryable,
   playerId: string,
-  conversationId: string,
+  /** The new Messages' bytes, as a scalar subquery (conversations/' table, summed by that room). */
+  messageBytes: ReturnType<Queryable>,
   insert: () => Promise<T>,
 ): Promise<T> {
   await tx`select set_config('agentsville.defer_message_storage', 'on', true)`;
   const out = await insert();
   await tx`select set_config('agentsville.defer_message_storage', 'off', true)`;
   await tx`select storage_add(jsonb_build_array(jsonb_build_object('player_id', ${playerId}::uuid,
-    'm', (select coalesce(sum(stored_bytes), 0) from messages where conversation_id = ${conversationId}),
-    'a', 0, 's', 0, 'r', 0)))`;
+    'm', ${messageBytes}, 'a', 0, 's', 0, 'r', 0)))`;
   await assertStorageRoom(tx, playerId);
   return out;
 }
 
-/** Bytes the Player owning this Conversation may still store (0 when full): what its sandbox may add. */
-export async function sandboxRoom(q: Queryable, conversationId: string): Promise<number> {
+/** Bytes the Player may still store (0 when full): what their sandbox may add. One statement. */
+export async function storageRoom(q: Queryable, playerId: string): Promise<number> {
   const [row] = await q<{ room: number }[]>`
-    select greatest(0, ${storageQuotaSql(q)} - coalesce((select s.message_bytes + s.attachment_bytes
-      + s.sandbox_bytes + s.memory_bytes from player_storage s where s.player_id = c.player_id), 0))::float8 as room
-    from conversations c where c.id = ${conversationId}`;
+    select greatest(0, ${storageQuotaSql(q)} - ${storedSql(q, playerId)})::float8 as room`;
   return row?.room ?? 0;
 }

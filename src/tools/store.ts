@@ -1,5 +1,5 @@
-import type { Sql } from '../db/index.ts';
-import { listGrants } from '../village/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
+import { type GrantTargets, listGrants } from '../village/index.ts';
 import type { McpServer } from './mcp.ts';
 import type { Skill } from './skills.ts';
 
@@ -48,3 +48,14 @@ export async function skillNames(sql: Sql, playerId: string): Promise<string[]> 
   const rows = await sql<{ name: string }[]>`select name from skills where player_id = ${playerId}`;
   return rows.map((r) => r.name);
 }
+
+/**
+ * A grant names a Skill or MCP Server of the Player's only: the condition village/'s statement that writes the
+ * grant checks (handed to it by app.ts, since village/ cannot import this room).
+ */
+export const grantTargets: GrantTargets = {
+  skill: (sql: Queryable, skillId: string, playerId: string) =>
+    sql`exists (select 1 from skills where id = ${skillId} and player_id = ${playerId})`,
+  mcpServer: (sql: Queryable, mcpServerId: string, playerId: string) =>
+    sql`exists (select 1 from mcp_servers where id = ${mcpServerId} and player_id = ${playerId})`,
+};

@@ -56,6 +56,7 @@ function sandboxStore(ctx: ToolContext): SandboxStore {
       ctx.conversationId,
       sandboxFolder(ctx.dataDir, ctx.conversationId),
       ctx.conversationExists,
+      ctx.playerId,
     );
     stores.set(ctx, store);
   }

@@ -30,12 +30,25 @@ export async function listGrants(sql: Queryable, npcId: string): Promise<Grant[]
     where npc_id = ${npcId} order by created_at`;
 }
 
+type Fragment = ReturnType<Queryable>;
+
+/**
+ * Whether a Skill or an MCP Server is the Player's, as a condition in the statement that writes its grant.
+ * tools/ owns those tables and gives these (tools/ reads grants, so village/ may not import it: app.ts hands
+ * them over).
+ */
+export interface GrantTargets {
+  skill: (sql: Queryable, skillId: string, playerId: string) => Fragment;
+  mcpServer: (sql: Queryable, mcpServerId: string, playerId: string) => Fragment;
+}
+
 /**
  * Replaces an NPC's grants inside the caller's transaction. Skills and servers must be the same Player's
  * (checked by the insert), so a refused grant rolls back everything saved with it.
  */
 export async function writeGrants(
   tx: Queryable,
+  targets: GrantTargets,
   playerId: string,
   npcId: string,
   grants: Grant[],
@@ -45,11 +58,14 @@ export async function writeGrants(
   await tx`delete from grants where npc_id = ${npcId}`;
   const unique = new Map(grants.map((g) => [`${g.kind}:${g.skillId ?? ''}:${g.mcpServerId ?? ''}`, g]));
   for (const g of unique.values()) {
+    const theirs = g.skillId
+      ? targets.skill(tx, g.skillId, playerId)
+      : g.mcpServerId
+        ? targets.mcpServer(tx, g.mcpServerId, playerId)
+        : tx`true`;
     const rows = await tx`
       insert into grants (npc_id, kind, skill_id, mcp_server_id)
-      select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId}
-      where (${g.skillId}::uuid is null or exists (select 1 from skills where id = ${g.skillId} and player_id = ${playerId}))
-        and (${g.mcpServerId}::uuid is null or exists (select 1 from mcp_servers where id = ${g.mcpServerId} and player_id = ${playerId}))
+      select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId} where ${theirs}
       on conflict do nothing returning id`;
     if (rows.length === 0 && (g.skillId || g.mcpServerId)) {
       throw new AppError('UNKNOWN_GRANT', 'That Skill or MCP Server is not one of yours.');

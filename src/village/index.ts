@@ -9,10 +9,11 @@ export {
 } from './capabilities.ts';
 export { costUsd } from './cost.ts';
 export { DEMO_MODEL, DEMO_PROVIDER, demoModel } from './demo.ts';
-export { type GrantKind, listGrants } from './grants.ts';
+export { type GrantKind, type GrantTargets, listGrants } from './grants.ts';
 export { providerKeyRoutes } from './keyRoutes.ts';
 export {
   avatarBlobIds,
+  avatarRefersTo,
   CARD_DEFAULTS,
   COUNT_LOCK,
   createNpc,
@@ -25,6 +26,7 @@ export {
   NpcInput,
   type NpcWrite,
   npcRowSql,
+  replaceAvatar,
   updateNpc,
 } from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';
@@ -40,6 +42,7 @@ export { localSecretsKey, parseSecretsKey, SecretBox } from './secrets.ts';
 export {
   ATTACHMENT_TYPES,
   getVillageSettings,
+  playerStorageQuotaSql,
   seedVillageDefaults,
   type VillageSettings,
 } from './settings.ts';

@@ -4,7 +4,7 @@ import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { checkJsonLimits } from '../json/index.ts';
 import { plainName } from '../parts/index.ts';
-import { GrantList, toGrant, writeGrants } from './grants.ts';
+import { GrantList } from './grants.ts';
 
 export interface Npc {
   id: string;
@@ -188,12 +188,27 @@ export async function avatarBlobIds(sql: Sql, ids: readonly string[]): Promise<M
   return new Map(rows.map((r) => [r.id, r.blobId]));
 }
 
+/** An NPC's avatar refers to the blob `blobId` (a column of the caller's statement): attachments/ keeps it. */
+export const avatarRefersTo = (sql: Queryable, blobId: ReturnType<Queryable>) =>
+  sql`exists (select 1 from npcs n where n.avatar_blob_id = ${blobId})`;
+
+/**
+ * A picture (a card's) becomes the NPC's avatar: the avatar it replaces, for the caller to collect once nothing
+ * refers to it (null when it had none, or had this one). Run in the transaction that adopts the blob.
+ */
+export async function replaceAvatar(tx: Queryable, npcId: string, blobId: string): Promise<string | null> {
+  const [row] = await tx<{ old: string | null }[]>`
+    select avatar_blob_id as old from npcs where id = ${npcId} for update`;
+  await tx`update npcs set avatar_blob_id = ${blobId} where id = ${npcId}`;
+  return row?.old && row.old !== blobId ? row.old : null;
+}
+
 /** Arbitrary but fixed: the advisory lock class under which one Player's NPCs and Conversations are counted. */
 export const COUNT_LOCK = LOCKS.counts;
 
 /** Creates an NPC unless the Player already has `max` (counted under a lock per Player, so never more). */
 /** What an import stores besides the NPC API's fields. */
-export type NpcWrite = Omit<NpcInput, keyof typeof CARD_DEFAULTS> &
+export type NpcWrite = Omit<NpcInput, keyof typeof CARD_DEFAULTS | 'grants'> &
   Partial<Pick<NpcInput, keyof typeof CARD_DEFAULTS>> & { cardExtra?: Record<string, unknown> };
 
 export async function createNpc(
@@ -233,7 +248,6 @@ export async function insertNpc(tx: Queryable, playerId: string, write: NpcWrite
       `You have ${max.toLocaleString('en')} NPCs, the most this Village allows. Delete one to make another.`,
     );
   }
-  if (input.grants) await writeGrants(tx, playerId, created.id, input.grants.map(toGrant));
   return created;
 }
 
@@ -241,14 +255,13 @@ export async function updateNpc(
   sql: Sql,
   playerId: string,
   id: string,
-  patch: NpcPatch & { cardExtra?: Record<string, unknown> },
+  patch: Omit<NpcPatch, 'grants'> & { cardExtra?: Record<string, unknown> },
   /** More to store with the NPC, in the same transaction (a card imported again: its lorebook). */
   also?: (tx: Queryable, npc: Npc) => Promise<void>,
 ): Promise<Npc | undefined> {
   const current = await getNpc(sql, playerId, id);
   if (!current) return undefined;
-  const { grants, ...fields } = patch;
-  const n = { ...current, ...fields };
+  const n = { ...current, ...patch };
   return transaction(sql, async (tx) => {
     const [row] = await tx<Npc[]>`
       update npcs set name = ${n.name}, job_title = ${n.jobTitle}, description = ${n.description},
@@ -261,7 +274,6 @@ export async function updateNpc(
         updated_at = now()
       where id = ${id} and player_id = ${playerId}
       returning ${columns(tx)}`;
-    if (row && grants) await writeGrants(tx, playerId, id, grants.map(toGrant));
     if (row && also) await also(tx, row);
     return row;
   });

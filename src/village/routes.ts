@@ -1,7 +1,7 @@
 import { Router } from 'express';
 import { z } from 'zod';
 import { currentPlayer } from '../auth/index.ts';
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
 import { transaction } from '../db/index.ts';
 import { AppError, forbidden, isUuid, notFound, parseBody, parseQuery, respond } from '../http/index.ts';
 import {
@@ -13,7 +13,7 @@ import {
   VillageView,
 } from '../wire/index.ts';
 import { inputSupport, thinkingSupport } from './capabilities.ts';
-import { GrantList, listGrants, toGrant, writeGrants } from './grants.ts';
+import { type GrantInput, GrantList, type GrantTargets, listGrants, toGrant, writeGrants } from './grants.ts';
 import { createNpc, deleteNpc, getNpc, listNpcs, NpcInput, NpcPatch, updateNpc } from './npcs.ts';
 import type { ProviderRegistry } from './providers.ts';
 import { getVillageSettings, updateVillageSettings, VillageSettingsPatch } from './settings.ts';
@@ -27,11 +27,18 @@ export interface VillageDeps {
   sql: Sql;
   providers: ProviderRegistry;
   adminDids: string[];
+  /** Whether a grant's Skill or MCP Server is the Player's (tools/' tables). */
+  grantTargets: GrantTargets;
 }
 
 /** Village settings and NPC CRUD. Mounted behind requireSession. */
-export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Router {
+export function villageRoutes({ sql, providers, adminDids, grantTargets }: VillageDeps): Router {
   const router = Router();
+  /** An NPC's grants, saved in the transaction that saves the NPC (left out: they stay as they are). */
+  const saveGrants = (playerId: string, grants: GrantInput[] | undefined) =>
+    grants &&
+    ((tx: Queryable, npc: { id: string }) =>
+      writeGrants(tx, grantTargets, playerId, npc.id, grants.map(toGrant)));
 
   const checkProvider = (provider: string | null | undefined) => {
     if (provider && !providers.has(provider)) {
@@ -83,10 +90,11 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
 
   router.post('/npcs', async (req, res) => {
     const player = currentPlayer(res);
-    const input = parseBody(req, NpcInput);
+    const { grants, ...input } = parseBody(req, NpcInput);
     checkProvider(input.provider);
     const { maxNpcs } = await getVillageSettings(sql);
-    respond(res, NpcResponse, { npc: await createNpc(sql, player.id, input, maxNpcs) }, 201);
+    const npc = await createNpc(sql, player.id, input, maxNpcs, saveGrants(player.id, grants));
+    respond(res, NpcResponse, { npc }, 201);
   });
 
   router.get('/npcs/:id', async (req, res) => {
@@ -98,10 +106,10 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
 
   router.patch('/npcs/:id', async (req, res) => {
     const player = currentPlayer(res);
-    const patch = parseBody(req, NpcPatch);
+    const { grants, ...patch } = parseBody(req, NpcPatch);
     if (!isUuid(req.params.id)) throw notFound('NPC');
     checkProvider(patch.provider);
-    const npc = await updateNpc(sql, player.id, req.params.id, patch);
+    const npc = await updateNpc(sql, player.id, req.params.id, patch, saveGrants(player.id, grants));
     if (!npc) throw notFound('NPC');
     respond(res, NpcResponse, { npc });
   });
@@ -120,7 +128,9 @@ export function villageRoutes({ sql, providers, adminDids }: VillageDeps): Route
     const player = currentPlayer(res);
     const body = parseBody(req, GrantsBody);
     const npc = await ownNpc(player.id, req.params.id);
-    await transaction(sql, (tx) => writeGrants(tx, player.id, npc.id, body.grants.map(toGrant)));
+    await transaction(sql, (tx) =>
+      writeGrants(tx, grantTargets, player.id, npc.id, body.grants.map(toGrant)),
+    );
     respond(res, GrantListResponse, { grants: await listGrants(sql, npc.id) });
   });
 

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
 
 export interface VillageSettings {
   defaultProvider: string | null;
@@ -80,6 +80,13 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
     from village_settings where id`;
   return row!;
 }
+
+/**
+ * The Village's storage quota for each Player, in bytes, as a scalar subquery of the caller's statement: storage/
+ * and the spending check compare it with what a Player stores in the statement that reads that (ADR 0053).
+ */
+export const playerStorageQuotaSql = (q: Queryable) =>
+  q`(select player_storage_mb::float8 * ${1024 * 1024} from village_settings where id)`;
 
 export async function updateVillageSettings(
   sql: Sql,

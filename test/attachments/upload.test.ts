@@ -318,6 +318,30 @@ describe('deleting', () => {
     expect((await app.api(`/api/attachments/${used.id}`, { cookie })).status).toBe(200);
   });
 
+  it("bytes a sandbox file or an NPC's avatar uses are never collected or swept", async () => {
+    const { collectBlobs, sweepOrphans } = await import('../../src/attachments/index.ts');
+    const blob = async () => {
+      const [row] = await app.db.sql<{ id: string }[]>`
+        insert into blobs (sha256, size, created_at) values (${randomBytes(32)}, 0, now() - interval '2 hours')
+        returning id`;
+      return row!.id;
+    };
+    const [inSandbox, asAvatar] = [await blob(), await blob()];
+    await app.db.sql`insert into sandbox_files (conversation_id, path, blob_id)
+      values (${conversationId}, 'kept.txt', ${inSandbox})`;
+    const [npc] = await app.db.sql<{ id: string }[]>`
+      update npcs set avatar_blob_id = ${asAvatar}
+      where id = (select id from npcs where avatar_blob_id is null limit 1) returning id`;
+    expect(npc).toBeDefined();
+    expect(await collectBlobs(app.db.sql, [inSandbox, asAvatar])).toBe(0);
+    await sweepOrphans(app.db.sql, 10_000);
+    expect(await app.db.sql`select 1 from blobs where id in (${inSandbox}, ${asAvatar})`).toHaveLength(2);
+    // Once nothing refers to them, they go.
+    await app.db.sql`delete from sandbox_files where blob_id = ${inSandbox}`;
+    await app.db.sql`update npcs set avatar_blob_id = null where id = ${npc!.id}`;
+    expect(await collectBlobs(app.db.sql, [inSandbox, asAvatar])).toBe(2);
+  });
+
   it('deleting a Conversation deletes the bytes no other attachment uses', async () => {
     const shared = png(3, 3, [1, 2, 3]);
     const own = Buffer.from(`only here ${Date.now()}`);

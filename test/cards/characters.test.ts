@@ -305,6 +305,22 @@ it("a PNG card's picture becomes the NPC's avatar, served alone and exported bac
   expect((await app.api(npc.avatarUrl, { cookie: other })).status).toBe(404);
 });
 
+it("a card updated with another picture replaces the NPC's avatar, and the old picture is collected", async () => {
+  const pngCard = (pic: Uint8Array) =>
+    withText(pic, { chara: b64({ ...card, data: { ...card.data, name: 'Ottilie' } }) });
+  const first = (await (await upload(pngCard(picture(64)))).json()) as { npc: Npc };
+  const avatar = async () =>
+    (await app.db.sql<{ id: string }[]>`select avatar_blob_id as id from npcs where id = ${first.npc.id}`)[0]!
+      .id;
+  const old = await avatar();
+  const next = picture(128);
+  expect((await upload(pngCard(next), `?update=${first.npc.id}`)).status).toBe(200);
+  expect(await avatar()).not.toBe(old);
+  const served = await app.api(`/api/npcs/${first.npc.id}/avatar`, { cookie });
+  expect(new Uint8Array(await served.arrayBuffer())).toEqual(next);
+  expect(await app.db.sql`select 1 from blobs where id = ${old}`).toHaveLength(0);
+});
+
 it('group chats: "Tomas, …" is for Brother Tomas; in "each" mode every NPC answers in turn', async () => {
   const make = async (name: string) =>
     ((await (await app.api('/api/npcs', { cookie, body: { name } })).json()) as { npc: Npc }).npc;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { MIGRATIONS_DIR, migrate, type Sql, transaction } from '../../src/db/index.ts';
-import { withMessagesCountedAtEnd } from '../../src/storage/index.ts';
+import { storageRoom, withMessagesCountedAtEnd } from '../../src/storage/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTestDatabase } from '../support/db.ts';
 import type { Reply } from '../support/fakeProvider.ts';
@@ -183,6 +183,8 @@ it('counts Messages, imports, attachments, sandbox files and Memory against one 
 
     // Filled to all but a few KB: a Message that would not leave room is refused before it reaches a Provider…
     const room = s.quota - s.used;
+    // What a sandbox may still add: the room left to its Conversation's Player.
+    expect(await storageRoom(app.db.sql, playerId)).toBe(room);
     const filler = await importFile(cookie, exportFile(room - 6_000));
     expect(filler.status).toBe(201);
     s = await expectTotalsTrue();
@@ -254,11 +256,16 @@ it("an import's Messages leave the Player's storage row free until they are coun
     });
   let freeWhileInserting: boolean | undefined;
   await transaction(app.db.sql, (tx) =>
-    withMessagesCountedAtEnd(tx, playerId, c!.id, async () => {
-      for (let i = 0; i < 3; i++)
-        await tx`insert into messages (conversation_id, role, parts) values (${c!.id}, 'npc', ${tx.json([{ type: 'text', text: 'x'.repeat(1000) }])})`;
-      freeWhileInserting = await rowFree();
-    }).then(async () => expect(await rowFree()).toBe(false)),
+    withMessagesCountedAtEnd(
+      tx,
+      playerId,
+      tx`(select coalesce(sum(stored_bytes), 0) from messages where conversation_id = ${c!.id})`,
+      async () => {
+        for (let i = 0; i < 3; i++)
+          await tx`insert into messages (conversation_id, role, parts) values (${c!.id}, 'npc', ${tx.json([{ type: 'text', text: 'x'.repeat(1000) }])})`;
+        freeWhileInserting = await rowFree();
+      },
+    ).then(async () => expect(await rowFree()).toBe(false)),
   );
   expect(freeWhileInserting).toBe(true);
   const s = await storage(cookie);

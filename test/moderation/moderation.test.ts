@@ -119,7 +119,12 @@ describe('an admin blocks a Player from starting turns', () => {
       reason: 'Abuse of the Village budget',
     });
     expect(blocked.status).toBe(201);
-    const { block } = (await blocked.json()) as { block: { id: string } };
+    const { block } = (await blocked.json()) as { block: { id: string; did: string } };
+    expect(block.did).toBe(player.did);
+    // A Player never signed in is named by no block; one already blocked is blocked once.
+    expect((await asAdmin('/api/admin/blocks', { did: 'did:plc:nobodyhere', reason: 'x' })).status).toBe(404);
+    const again = await asAdmin('/api/admin/blocks', { did: player.did, reason: 'Again' });
+    expect(((await again.json()) as { error: { code: string } }).error.code).toBe('ALREADY_BLOCKED');
     const calls = app.fake.requests.length;
     const refused = await app.api(`/api/conversations/${conversationId}/messages`, {
       cookie: player.cookie,
@@ -129,9 +134,9 @@ describe('an admin blocks a Player from starting turns', () => {
     expect(((await refused.json()) as { error: { code: string } }).error.code).toBe('PLAYER_BLOCKED');
     expect(app.fake.requests.length).toBe(calls);
 
-    expect((await asAdmin(`/api/admin/blocks/${block.id}/lift`, { reason: 'Talked it over' })).status).toBe(
-      200,
-    );
+    const lifted = await asAdmin(`/api/admin/blocks/${block.id}/lift`, { reason: 'Talked it over' });
+    expect(lifted.status).toBe(200);
+    expect(((await lifted.json()) as { block: { did: string } }).block.did).toBe(player.did);
     app.fake.enqueue(textScript('Welcome back.'));
     const frames = await collectFrames(
       await app.api(`/api/conversations/${conversationId}/messages`, {

@@ -35,7 +35,7 @@ it('stops between batches when its signal aborts, and the next write-back takes 
   const id = await conversation();
   const root = sandboxFolder(dir, id);
   await mkdir(root, { recursive: true });
-  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql, playerId);
   await store.pull();
   for (let i = 0; i < 250; i++) await writeFile(path.join(root, `f${i}`), `file ${i}`);
   const stop = new AbortController();
@@ -58,7 +58,7 @@ it('stops between batches when its signal aborts, and the next write-back takes 
 it('a command that changes more files than one may write back fails clearly and its changes are undone', async () => {
   const id = await conversation();
   const root = sandboxFolder(dir, id);
-  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql, playerId);
   const tools = await sandboxTools(
     dir,
     id,
@@ -83,7 +83,7 @@ it('a Conversation deleted meanwhile: the next pull removes the working copy and
   const id = await conversation();
   const root = sandboxFolder(dir, id);
   await mkdir(root, { recursive: true });
-  const store = new SandboxStore(db.sql, id, root, conversationExistsSql);
+  const store = new SandboxStore(db.sql, id, root, conversationExistsSql, playerId);
   await store.pull();
   await writeFile(path.join(root, 'notes.txt'), 'kept');
   await store.push();

@@ -6,7 +6,7 @@ import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
 import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
 import { type Queryable, type Sql, transaction } from '../../db/index.ts';
-import { sandboxRoom } from '../../storage/index.ts';
+import { storageRoom } from '../../storage/index.ts';
 
 /**
  * The blobs a Conversation's sandbox files hold, as a subquery: a statement deleting the Conversation reads them
@@ -49,6 +49,8 @@ export class SandboxStore {
     private readonly conversationId: string,
     private readonly root: string,
     private readonly conversationExists: ConversationExistsSql,
+    /** The Player whose Conversation this is: the sandbox's room is their storage quota's. */
+    private readonly playerId: string,
   ) {}
 
   get #manifestPath() {
@@ -116,7 +118,7 @@ export class SandboxStore {
 
   /** Bytes the Conversation's Player may still store (the storage quota, ADR 0053). */
   room(): Promise<number> {
-    return sandboxRoom(this.sql, this.conversationId);
+    return storageRoom(this.sql, this.playerId);
   }
 
   /**
