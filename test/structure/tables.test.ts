@@ -56,12 +56,6 @@ const OWNER: Record<string, string> = {
   labeler_cursors: 'labels',
 };
 
-/**
- * Today's crossings, each with its reason, to be moved into the owner's store (issue 26) and taken off this
- * list. A crossing listed here that is gone fails the test too, so the list only shrinks.
- */
-const ALLOWED: Record<string, { tables: string[]; why: string }> = {};
-
 const tablesOfMigrations = () =>
   new Set(
     readdirSync(path.join(ROOT, 'migrations')).flatMap((f) =>
@@ -98,24 +92,19 @@ it('finds a table named in a query, and not one named in prose', () => {
   expect(tablesNamed("// read from messages\nimport { x } from 'messages';", known)).toEqual(new Set());
 });
 
-it('every table has an owner, and a room’s SQL names only its own tables (or a listed crossing)', () => {
+it('every table has an owner, and a room’s SQL names only its own tables', () => {
   const tables = tablesOfMigrations();
   expect([...tables].filter((t) => !OWNER[t])).toEqual([]);
   const crossings: string[] = [];
-  const used = new Set<string>();
   for (const file of sourceFiles(path.join(ROOT, 'src'))) {
     const rel = path.relative(ROOT, file).split(path.sep).join('/');
     const room = rel.split('/')[1]!.replace(/\.ts$/, '');
     for (const table of tablesNamed(readFileSync(file, 'utf8'), tables)) {
-      if (OWNER[table] === room) continue;
-      if (ALLOWED[rel]?.tables.includes(table)) used.add(`${rel} ${table}`);
-      else
-        crossings.push(`${rel} names ${table} (${OWNER[table]}'s): call a query of ${OWNER[table]}/ instead`);
+      if (OWNER[table] !== room)
+        crossings.push(
+          `${rel} names ${table} (${OWNER[table]}'s): call a query or compose a fragment of ${OWNER[table]}/ instead`,
+        );
     }
   }
   expect(crossings).toEqual([]);
-  const stale = Object.entries(ALLOWED).flatMap(([f, a]) =>
-    a.tables.filter((t) => !used.has(`${f} ${t}`)).map((t) => `${f} ${t}`),
-  );
-  expect(stale, 'crossings no longer made: take them off ALLOWED').toEqual([]);
 });
