@@ -53,6 +53,16 @@ export class Network {
     }
   }
 
+  /** The PDS a DID's document names (https but offline), or null. */
+  private async pdsOf(did: string): Promise<string | null> {
+    try {
+      const data = await this.resolver().did.resolveAtprotoData(did);
+      return this.o.local || data.pds.startsWith('https://') ? data.pds : null;
+    } catch {
+      return null;
+    }
+  }
+
   /** Who a handle says it is: DNS and the well-known file (the local PDS offline, where `.test` lives). */
   private async handleDid(handle: string): Promise<string | null> {
     if (this.o.local) return this.didOf(handle);
@@ -90,10 +100,11 @@ export class Network {
    * read, and the bytes must be the declared image type, size and CID (a PDS could serve anything). Null else.
    */
   async avatar(did: string, a: PublishedAvatar, signal?: AbortSignal): Promise<Uint8Array | null> {
-    const id = isDid(did) ? await this.identity(did) : null;
-    if (!id) return null;
+    // Only the PDS is needed: the handle's check (DNS, a well-known file) would hold the fetch's slot for nothing.
+    const pds = isDid(did) ? await this.pdsOf(did) : null;
+    if (!pds || signal?.aborted) return null;
     try {
-      const url = new URL('/xrpc/com.atproto.sync.getBlob', id.pds);
+      const url = new URL('/xrpc/com.atproto.sync.getBlob', pds);
       url.searchParams.set('did', did);
       url.searchParams.set('cid', a.cid);
       const res = await this.o.fetch(url, { signal });

@@ -105,11 +105,14 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
       throw notFound('Avatar');
     const avatar = await indexedAvatar(sql, did, cid);
     if (!avatar) throw notFound('Avatar');
-    const bytes = await avatars.get(cid, () => reader.avatar(did, avatar, AbortSignal.timeout(10_000)));
+    const bytes = await avatars.get(did, avatar, () =>
+      reader.avatar(did, avatar, AbortSignal.timeout(10_000)),
+    );
     if (!bytes) throw notFound('Avatar');
     res
       .set({
-        'Cache-Control': 'public, max-age=31536000, immutable',
+        // A CID's bytes never change, but a takedown must reach browsers and caches within a day, not a year.
+        'Cache-Control': 'public, max-age=86400',
         'Content-Security-Policy': "default-src 'none'",
         'X-Content-Type-Options': 'nosniff',
         'Content-Type': avatar.mimeType,

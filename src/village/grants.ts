@@ -58,11 +58,9 @@ export async function writeGrants(
   await tx`delete from grants where npc_id = ${npcId}`;
   const unique = new Map(grants.map((g) => [`${g.kind}:${g.skillId ?? ''}:${g.mcpServerId ?? ''}`, g]));
   for (const g of unique.values()) {
-    const theirs = g.skillId
-      ? targets.skill(tx, g.skillId, playerId)
-      : g.mcpServerId
-        ? targets.mcpServer(tx, g.mcpServerId, playerId)
-        : tx`true`;
+    // Each id the grant names must be the Player's (the input allows one kind, but the check holds for both).
+    const theirs = tx`${g.skillId ? targets.skill(tx, g.skillId, playerId) : tx`true`}
+      and ${g.mcpServerId ? targets.mcpServer(tx, g.mcpServerId, playerId) : tx`true`}`;
     const rows = await tx`
       insert into grants (npc_id, kind, skill_id, mcp_server_id)
       select ${npcId}, ${g.kind}, ${g.skillId}, ${g.mcpServerId} where ${theirs}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { AvatarCache } from '../../src/appview/avatars.ts';
+import { AvatarCache, type AvatarRef } from '../../src/appview/avatars.ts';
 import { AppError } from '../../src/http/index.ts';
 
 /** A fetch that settles when the test says so, counting its calls. */
@@ -13,64 +13,104 @@ function deferred() {
   return { fetchIt, calls: () => calls, settle: (b: Uint8Array | null) => resolvers.shift()!(b) };
 }
 
+const ref = (cid: string, size = 3, mimeType = 'image/png'): AvatarRef => ({ cid, mimeType, size });
+const limits = { fetches: 8, perAuthor: 2, bytes: 1000, retryMs: 60_000 };
+const busy = { code: 'BUSY', status: 503, retryAfter: 5 };
+
 describe('AvatarCache', () => {
   it('fetches a picture once however many ask for it at the same moment, then serves it from memory', async () => {
     const cache = new AvatarCache();
     const d = deferred();
-    const asks = [
-      cache.get('bafyone', d.fetchIt),
-      cache.get('bafyone', d.fetchIt),
-      cache.get('bafyone', d.fetchIt),
-    ];
+    const asks = [1, 2, 3].map(() => cache.get('did:plc:a', ref('one'), d.fetchIt));
     d.settle(new Uint8Array([1, 2, 3]));
     for (const got of await Promise.all(asks)) expect([...got!]).toEqual([1, 2, 3]);
     expect(d.calls()).toBe(1);
-    expect([...(await cache.get('bafyone', d.fetchIt))!]).toEqual([1, 2, 3]);
+    // Another author's record naming the same content, type and size: the checked bytes serve it too.
+    expect([...(await cache.get('did:plc:b', ref('one'), d.fetchIt))!]).toEqual([1, 2, 3]);
     expect(d.calls()).toBe(1);
   });
 
-  it('refuses a fetch past the instance-wide limit with 503 BUSY, and takes one again once a fetch ends', async () => {
-    const cache = new AvatarCache({ fetches: 2, bytes: 1000 });
+  it('shares a fetch in flight only with asks for the same author: another author’s stalling PDS is no one else’s', async () => {
+    const cache = new AvatarCache(limits);
     const d = deferred();
-    const first = cache.get('a', d.fetchIt);
-    const second = cache.get('b', d.fetchIt);
-    const refused = await cache.get('c', d.fetchIt).catch((e: unknown) => e);
-    expect(refused).toBeInstanceOf(AppError);
-    expect(refused).toMatchObject({ code: 'BUSY', status: 503, retryAfter: 5 });
+    const attacker = cache.get('did:plc:attacker', ref('victims'), d.fetchIt);
+    const victim = cache.get('did:plc:victim', ref('victims'), d.fetchIt);
     expect(d.calls()).toBe(2);
-    // Asking again for one already in flight is not a new fetch: it waits for it.
-    const again = cache.get('a', d.fetchIt);
+    d.settle(null); // the attacker's PDS gave nothing
+    d.settle(new Uint8Array(3));
+    expect(await attacker).toBeNull();
+    expect((await victim)?.length).toBe(3);
+  });
+
+  it('serves kept bytes only to a record that declares the same type and size', async () => {
+    const cache = new AvatarCache(limits);
+    await cache.get('did:plc:a', ref('x', 3, 'image/png'), async () => new Uint8Array(3));
+    const d = deferred();
+    const other = cache.get('did:plc:b', ref('x', 3, 'image/gif'), d.fetchIt);
+    expect(d.calls()).toBe(1);
     d.settle(null);
-    expect(await first).toBeNull();
-    expect(await again).toBeNull();
-    const third = cache.get('c', d.fetchIt);
+    expect(await other).toBeNull();
+  });
+
+  it('refuses past the instance’s limit and past one author’s with 503 BUSY, and takes one again once a fetch ends', async () => {
+    const cache = new AvatarCache({ ...limits, fetches: 3 });
+    const d = deferred();
+    const first = cache.get('did:plc:a', ref('a1'), d.fetchIt);
+    const second = cache.get('did:plc:a', ref('a2'), d.fetchIt);
+    // One author: two at once.
+    expect(await cache.get('did:plc:a', ref('a3'), d.fetchIt).catch((e: unknown) => e)).toMatchObject(busy);
+    const third = cache.get('did:plc:b', ref('b1'), d.fetchIt);
+    // The instance: three at once.
+    const refused = await cache.get('did:plc:c', ref('c1'), d.fetchIt).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(AppError);
+    expect(refused).toMatchObject(busy);
     expect(d.calls()).toBe(3);
-    d.settle(new Uint8Array(1));
-    d.settle(new Uint8Array(2));
-    await Promise.all([second, third]);
+    // Asking again for one already in flight is not a new fetch: it waits for it.
+    const again = cache.get('did:plc:a', ref('a1'), d.fetchIt);
+    d.settle(new Uint8Array(3));
+    expect((await first)?.length).toBe(3);
+    expect((await again)?.length).toBe(3);
+    const fourth = cache.get('did:plc:a', ref('a3'), d.fetchIt);
+    expect(d.calls()).toBe(4);
+    for (let i = 0; i < 3; i++) d.settle(new Uint8Array(3));
+    await Promise.all([second, third, fourth]);
     expect(cache.size.inFlight).toBe(0);
   });
 
-  it('keeps no miss, and drops the least recently used pictures past its byte bound', async () => {
-    const cache = new AvatarCache({ fetches: 8, bytes: 10 });
+  it('remembers a failed fetch for a minute, then asks again; a throwing fetch is a failure, not a stuck slot', async () => {
+    let t = 0;
+    const cache = new AvatarCache(limits, () => t);
+    let calls = 0;
+    const failing = async () => {
+      calls++;
+      throw new Error('PDS down');
+    };
+    expect(await cache.get('did:plc:a', ref('gone'), failing)).toBeNull();
+    expect(await cache.get('did:plc:a', ref('gone'), failing)).toBeNull();
+    expect(calls).toBe(1);
+    expect(cache.size.inFlight).toBe(0);
+    t = 60_001;
+    expect(await cache.get('did:plc:a', ref('gone'), failing)).toBeNull();
+    expect(calls).toBe(2);
+  });
+
+  it('drops the least recently used pictures past its byte bound, and keeps none larger than it', async () => {
+    const cache = new AvatarCache({ ...limits, bytes: 10 });
     const bytes = (n: number) => async () => new Uint8Array(n);
-    expect(await cache.get('missing', async () => null)).toBeNull();
-    expect(cache.size.kept).toBe(0);
-    await cache.get('a', bytes(4));
-    await cache.get('b', bytes(4));
-    await cache.get('a', bytes(4)); // a hit: a is now the most recent
-    await cache.get('c', bytes(4)); // 12 bytes: b, the least recent, goes
+    await cache.get('did:plc:a', ref('a', 4), bytes(4));
+    await cache.get('did:plc:a', ref('b', 4), bytes(4));
+    await cache.get('did:plc:a', ref('a', 4), bytes(4)); // a hit: a is now the most recent
+    await cache.get('did:plc:a', ref('c', 4), bytes(4)); // 12 bytes: b, the least recent, goes
     expect(cache.size).toEqual({ kept: 2, bytes: 8, inFlight: 0 });
     let fetched = 0;
     const counted = async () => {
       fetched++;
       return new Uint8Array(4);
     };
-    await cache.get('a', counted);
-    await cache.get('b', counted);
+    await cache.get('did:plc:a', ref('a', 4), counted);
+    await cache.get('did:plc:a', ref('b', 4), counted);
     expect(fetched).toBe(1);
-    // A picture larger than the whole bound is served but not kept.
-    await cache.get('huge', bytes(11));
+    await cache.get('did:plc:a', ref('huge', 11), bytes(11));
     expect(cache.size.bytes).toBeLessThanOrEqual(10);
   });
 });
