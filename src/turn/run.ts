@@ -1,4 +1,4 @@
-import { streamText } from 'ai';
+import { experimental_streamTextLowMemory as streamTextOnce } from 'ai';
 import type { booksOf } from '../cards/index.ts';
 import { type Conversation, getConversation, type readHistoryTail } from '../conversations/index.ts';
 import type { Frame, Part } from '../parts/index.ts';
@@ -204,7 +204,9 @@ async function streamReply(
     tools.descriptions,
   );
   const withTools = Object.keys(tools.tools).length > 0;
-  const result = streamText(callOptions(deps, plan, context, withTools ? tools.tools : undefined, r));
+  // One consumer (this loop) and no result promises read: the single-consumer form, which neither tees every
+  // part into a second branch kept for later readers nor gathers the text a second time.
+  const result = streamTextOnce(callOptions(deps, plan, context, withTools ? tools.tools : undefined, r));
   const { bounds } = r;
   if (!withTools) bounds.watchQuiet(deps.chunkTimeoutMs);
   for await (const chunk of result.stream) {
