@@ -11,7 +11,7 @@ export interface ReplyLimits {
 export const DEFAULT_REPLY_LIMITS: ReplyLimits = { maxChars: 1_000_000, maxMs: 15 * 60_000 };
 
 export interface LimitReached {
-  code: 'REPLY_TOO_LONG' | 'REPLY_TIME_LIMIT';
+  code: 'REPLY_TOO_LONG' | 'REPLY_TIME_LIMIT' | 'PROVIDER_TIMEOUT';
   message: string;
 }
 
@@ -25,6 +25,10 @@ export class ReplyBounds {
   reached: LimitReached | undefined;
   private readonly controller = new AbortController();
   private readonly timer: NodeJS.Timeout;
+  /** The quiet-time watch (`heard`): one timer re-armed about once per quiet time, not one per chunk. */
+  private quietTimer: NodeJS.Timeout | undefined;
+  private lastHeard = 0;
+  private quietMs: number | undefined;
 
   constructor(private readonly limits: ReplyLimits) {
     this.signal = this.controller.signal;
@@ -50,8 +54,42 @@ export class ReplyBounds {
       });
   }
 
+  /**
+   * From now on, the Provider falling quiet for `ms` between chunks ends the reply (PROVIDER_TIMEOUT). In place
+   * of the AI SDK's `chunkMs`, which clears and sets a timer for every chunk (thousands a reply, each a Timeout
+   * and its async hooks): here a chunk only notes the time (`heard`), and the one timer, when it fires early, is
+   * set again for what is left. Only for a call without tools: with tools, the SDK stops the clock while they
+   * run, between the Model's chunks, which the stream we read does not show.
+   */
+  watchQuiet(ms: number): void {
+    this.quietMs = ms;
+  }
+
+  /** A chunk came from the Provider: the quiet time counts again from now. */
+  heard(): void {
+    if (this.quietMs === undefined) return;
+    this.lastHeard = performance.now();
+    this.quietTimer ??= setTimeout(() => this.checkQuiet(), this.quietMs);
+  }
+
   close(): void {
     clearTimeout(this.timer);
+    clearTimeout(this.quietTimer);
+    this.quietTimer = undefined;
+  }
+
+  private checkQuiet(): void {
+    const quietMs = this.quietMs!;
+    const left = this.lastHeard + quietMs - performance.now();
+    if (left > 0) {
+      this.quietTimer = setTimeout(() => this.checkQuiet(), left);
+      return;
+    }
+    this.quietTimer = undefined;
+    this.end({
+      code: 'PROVIDER_TIMEOUT',
+      message: `The Provider sent nothing for ${Math.round(quietMs / 1000)} s, so the reply was ended.`,
+    });
   }
 
   private end(reached: LimitReached): void {

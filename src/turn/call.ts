@@ -25,7 +25,8 @@ export function callOptions(
   deps: TurnDeps,
   plan: TurnPlan,
   context: { system: { head: string; tail: string }; messages: ModelMessage[] },
-  tools: ToolSet,
+  /** None at all when the NPC has none: an empty set still costs the SDK a transform on every chunk. */
+  tools: ToolSet | undefined,
   r: { state: ReplyState; call: ProviderCall; budget: TurnBudget },
 ): Parameters<typeof streamText>[0] {
   const { speaker } = plan;
@@ -62,7 +63,9 @@ export function callOptions(
       think && speaker.kind === 'anthropic',
     ),
     providerOptions: thinkingOptions(speaker.kind, think),
-    timeout: { chunkMs: deps.chunkTimeoutMs, firstChunkMs: deps.chunkTimeoutMs },
+    // Without tools, the quiet time between chunks is the reply's bounds' (ReplyBounds.watchQuiet: a timestamp
+    // per chunk, not a timer); the SDK times each step's first chunk, from the Provider's answer on.
+    timeout: { chunkMs: tools ? deps.chunkTimeoutMs : undefined, firstChunkMs: deps.chunkTimeoutMs },
     telemetry: telemetryFor(deps.telemetry, 'agentsville.turn'),
     // Errors arrive as stream parts and are reduced; the SDK's default would log them again.
     onError: () => {},

@@ -1,4 +1,4 @@
-import { streamText } from 'ai';
+import { experimental_streamTextLowMemory as streamTextOnce } from 'ai';
 import type { booksOf } from '../cards/index.ts';
 import { type Conversation, getConversation, type readHistoryTail } from '../conversations/index.ts';
 import type { Frame, Part } from '../parts/index.ts';
@@ -138,7 +138,7 @@ async function runReply(
   };
   let cause: Cause;
   try {
-    cause = await streamReply(deps, plan, { state, call, budget, handoff, tail, books, toolsReady });
+    cause = await streamReply(deps, plan, { state, call, bounds, budget, handoff, tail, books, toolsReady });
   } catch (e) {
     // AI SDK 7 throws out of the loop when the Provider's socket breaks mid-stream.
     cause = { type: 'thrown', error: e, halt: call.halt() };
@@ -162,6 +162,7 @@ async function streamReply(
   r: {
     state: ReplyState;
     call: ProviderCall;
+    bounds: ReplyBounds;
     budget: TurnBudget;
     handoff: Handoff | undefined;
     tail: ReturnType<typeof readHistoryTail>;
@@ -202,11 +203,27 @@ async function streamReply(
     system.head.length + system.tail.length + JSON.stringify(messages).length,
     tools.descriptions,
   );
-  const result = streamText(callOptions(deps, plan, context, tools.tools, r));
-  for await (const chunk of result.stream)
+  const withTools = Object.keys(tools.tools).length > 0;
+  // One consumer (this loop) and no result promises read: the single-consumer form, which neither tees every
+  // part into a second branch kept for later readers nor gathers the text a second time.
+  const result = streamTextOnce(callOptions(deps, plan, context, withTools ? tools.tools : undefined, r));
+  const { bounds } = r;
+  if (!withTools) bounds.watchQuiet(deps.chunkTimeoutMs);
+  for await (const chunk of result.stream) {
+    // As the SDK's clock: Model output, from its first on (before it, the SDK's first-chunk time runs).
+    if (OUTPUT[chunk.type]) bounds.heard();
     reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
+  }
   return { type: 'ended', halt: call.halt() };
 }
+
+/** The stream parts of a call without tools that are the Model's output: what restarts its quiet time. */
+const OUTPUT: Partial<Record<string, true>> = {
+  'text-delta': true,
+  'reasoning-delta': true,
+  file: true,
+  'reasoning-file': true,
+};
 
 /** In "each" mode, the first NPC after `current` (in joining order, wrapping round) not yet heard this turn. */
 function nextToAnswer(

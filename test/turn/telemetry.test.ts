@@ -15,6 +15,13 @@ vi.mock('ai', async (original) => {
       calls.push(options as unknown as Record<string, unknown>);
       return ai.streamText(options);
     },
+    // A reply's call (turn/run.ts: one consumer, the single-consumer form).
+    experimental_streamTextLowMemory: (
+      options: Parameters<typeof ai.experimental_streamTextLowMemory>[0],
+    ) => {
+      calls.push(options as unknown as Record<string, unknown>);
+      return ai.experimental_streamTextLowMemory(options);
+    },
   };
 });
 
