@@ -177,15 +177,19 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
       fold_turn_ratio: round(fold.ratio),
     };
 
-    // writes_per_reply
-    const id = await newConversation(app, cookie);
-    app.fake.enqueue(paced(DELTAS));
-    statements = [];
-    const t0 = performance.now();
-    await turn(app, cookie, id);
-    const ms = performance.now() - t0;
-    const counted = statements;
-    statements = undefined;
+    // writes_per_reply: the fewest of three replies. The instance's 30-s sweep and its pollers write too, and
+    // their statements land in one reply's window now and then (six of them made 16 read as 22).
+    const replies: { counted: string[]; ms: number }[] = [];
+    for (let i = 0; i < 3; i++) {
+      const id = await newConversation(app, cookie);
+      app.fake.enqueue(paced(DELTAS));
+      statements = [];
+      const t0 = performance.now();
+      await turn(app, cookie, id);
+      replies.push({ counted: statements, ms: performance.now() - t0 });
+      statements = undefined;
+    }
+    const { counted, ms } = replies.reduce((a, b) => (b.counted.length < a.counted.length ? b : a));
     const checkpoints = counted.filter(
       (q) => /^update messages m set parts/.test(q.trim()) && /status = 'streaming'/.test(q),
     ).length;
@@ -198,6 +202,7 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
       constant: counted.length - checkpoints,
       deltas: DELTAS,
       reply_ms: round(ms, 0),
+      counts_of_three: replies.map((r) => r.counted.length),
     };
   } finally {
     await app.close();
