@@ -159,7 +159,7 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
         figure: 'start_frame_ratio',
         value: round(start.ratio),
         unit: 'ratio',
-        target: '<= 2',
+        target: '<= 1.5',
         spread: start.spread,
         pairs: start.pairs,
         server_start_p50_ms: round(start.server, 2),
