@@ -6,8 +6,12 @@ export { addMemories, MAX_MEMORIES } from './memory.ts';
 export { DESCRIPTION_CHARS, MCP_SEPARATOR, TOOL_NAMES } from './names.ts';
 export { toolRoutes } from './routes.ts';
 export { removeSandbox, SANDBOX_HOME, sandboxFolder, stopSandboxes } from './sandbox/host.ts';
-export { sandboxFileRefersTo } from './sandbox/references.ts';
-export { type ConversationExistsSql, sandboxBlobsSql, sweepSandboxCopies } from './sandbox/store.ts';
+export {
+  type ConversationExistsSql,
+  sandboxBlobsSql,
+  sandboxFileRefersTo,
+  sweepSandboxCopies,
+} from './sandbox/store.ts';
 export { sharedFile } from './share.ts';
 export { grantTargets, skillNames } from './store.ts';
 export { buildTurnTools, type ToolContext, type TurnTools } from './toolset.ts';

@@ -20,6 +20,12 @@ export interface LimitReached {
  * past `maxChars` or run past `maxMs`; `reached` then says which, in words for the Player. What arrived before is
  * kept, as on Stop.
  */
+/** A Provider silent for `ms` between chunks, as the reply says it: the SDK's clock (with tools) or ours. */
+export const providerQuiet = (ms: number): LimitReached => ({
+  code: 'PROVIDER_TIMEOUT',
+  message: `The Provider sent nothing for ${Math.round(ms / 1000)} s, so the reply was ended.`,
+});
+
 export class ReplyBounds {
   readonly signal: AbortSignal;
   reached: LimitReached | undefined;
@@ -86,10 +92,7 @@ export class ReplyBounds {
       return;
     }
     this.quietTimer = undefined;
-    this.end({
-      code: 'PROVIDER_TIMEOUT',
-      message: `The Provider sent nothing for ${Math.round(quietMs / 1000)} s, so the reply was ended.`,
-    });
+    this.end(providerQuiet(quietMs));
   }
 
   private end(reached: LimitReached): void {

@@ -2,7 +2,7 @@ import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '../conversations/index.ts';
 import { appendRun, type Frame, foldPart, type Part, wellFormed, wellFormedText } from '../parts/index.ts';
 import { sharedFile, TOOL_NAMES } from '../tools/index.ts';
-import { charsOf, type LimitReached } from './bounds.ts';
+import { charsOf, type LimitReached, providerQuiet } from './bounds.ts';
 import type { BudgetSpent } from './budget.ts';
 import { counted, endingOf } from './endings.ts';
 import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
@@ -210,11 +210,7 @@ function finish(state: ReplyState, chunk: Extract<ReplyChunk, { type: 'finish' }
 function halted(state: ReplyState, halt: Halt | undefined): void {
   if (typeof halt === 'string') state.status = halt;
   else if (halt) fail(state, halt);
-  else
-    fail(state, {
-      code: 'PROVIDER_TIMEOUT',
-      message: `The Provider sent nothing for ${Math.round(state.chunkTimeoutMs / 1000)} s, so the reply was ended.`,
-    });
+  else fail(state, providerQuiet(state.chunkTimeoutMs));
 }
 
 function fail(state: ReplyState, failure: { code: ReplyErrorCode; message: string }): void {

@@ -4,7 +4,14 @@ import { mkdir, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises'
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { adoptBlob, collectBlobs, readBlob, storeSmallBlobs, writeBlob } from '../../attachments/index.ts';
+import {
+  adoptBlob,
+  type BlobReference,
+  collectBlobs,
+  readBlob,
+  storeSmallBlobs,
+  writeBlob,
+} from '../../attachments/index.ts';
 import { type Queryable, type Sql, transaction } from '../../db/index.ts';
 import { storageRoom } from '../../storage/index.ts';
 
@@ -14,6 +21,13 @@ import { storageRoom } from '../../storage/index.ts';
  */
 export const sandboxBlobsSql = (q: Queryable, conversationId: ReturnType<Queryable>) =>
   q`select blob_id from sandbox_files where conversation_id = ${conversationId} and blob_id is not null`;
+
+/**
+ * A sandbox file refers to the blob `blobId` (a column of the caller's statement): attachments/ collects a blob
+ * only once nothing refers to it, and is handed this at assembly (context.ts: attachments/ may not import tools/).
+ */
+export const sandboxFileRefersTo: BlobReference = (sql, blobId) =>
+  sql`exists (select 1 from sandbox_files s where s.blob_id = ${blobId})`;
 
 /** Files one command may change (each is a blob and a row to write back); more and its changes are undone. */
 export const MAX_WRITE_BACK_FILES = 1000;
