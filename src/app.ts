@@ -188,6 +188,12 @@ export function createApp(ctx: AppContext): Express {
     res.set('Cache-Control', 'no-store');
     next();
   });
+  // Turns came onto the path (a turn ended, a reply was settled interrupted, another branch was shown): live
+  // publishing starts their hold-back window (ADR 0043, 0046).
+  const onPath = (ids: string | string[]) =>
+    turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
+  // The hot path reads its session with its first reads (turn/admit.ts); its JSON bodies are requireIntent's ask.
+  api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
   api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
@@ -196,14 +202,9 @@ export function createApp(ctx: AppContext): Express {
   api.use(villageRoutes(deps));
   api.use(providerKeyRoutes(deps));
   api.use(exchangeRoutes(deps));
-  // Turns came onto the path (a turn ended, a reply was settled interrupted, another branch was shown): live
-  // publishing starts their hold-back window (ADR 0043, 0046).
-  const onPath = (ids: string | string[]) =>
-    turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
   // The list shows each Conversation's publication: publish/ builds that part of its statement (publish imports
   // conversations, so conversations is handed it here).
   api.use(conversationRoutes({ ...deps, pathMoved: onPath, publicationStatus: publicationStatusSql }));
-  api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
   api.use(attachmentRoutes({ ...deps, isConversationOf, log: subsystemLog(deps.logger, 'attachments') }));
   api.use(replyRoutes({ ...deps, afterInterrupted: onPath, log: subsystemLog(deps.logger, 'replies') }));
   api.use(publishRoutes({ ...deps, log: subsystemLog(deps.logger, 'publish') }));

@@ -10,7 +10,7 @@ export {
   playerCallFetch,
 } from './playerCalls.ts';
 export { playerDid, playerIdOfDid } from './players.ts';
-export { currentPlayer, playerKey, requireSession } from './requireSession.ts';
+export { currentPlayer, playerKey, requireSession, sessionToken } from './requireSession.ts';
 export { type PlayerSession, restoreSession } from './restore.ts';
 export { type AuthDeps, publicAuthRoutes, sessionAuthRoutes } from './routes.ts';
 export {
@@ -21,6 +21,7 @@ export {
   playerNamed,
   SESSION_COOKIE,
   SESSION_TTL_MS,
+  sessionPlayerSql,
   upsertPlayer,
 } from './sessions.ts';
 export { OAUTH_LEASE } from './stores.ts';

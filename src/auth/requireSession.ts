@@ -4,10 +4,14 @@ import type { Sql } from '../db/index.ts';
 import { unauthenticated } from '../http/index.ts';
 import { findSession, type Player, SESSION_COOKIE } from './sessions.ts';
 
+/** The session cookie's token, if the request carries one. */
+export const sessionToken = (req: Request): string | undefined =>
+  parseCookie(req.headers.cookie ?? '')[SESSION_COOKIE];
+
 /** Resolves the session cookie to its Player (res.locals.player), or answers 401. */
 export function requireSession(sql: Sql): RequestHandler {
   return async (req: Request, res: Response, next: NextFunction) => {
-    const token = parseCookie(req.headers.cookie ?? '')[SESSION_COOKIE];
+    const token = sessionToken(req);
     const player = token ? await findSession(sql, token) : undefined;
     if (!player) throw unauthenticated();
     res.locals.player = player;

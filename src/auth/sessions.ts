@@ -28,6 +28,14 @@ export async function upsertPlayer(sql: Sql, did: string, handle: string | null)
 export const playerNamed = (q: Queryable, playerId: ReturnType<Queryable>) =>
   q`select did, handle from players where id = ${playerId}`;
 
+/**
+ * The Player id of a live session, as a scalar subquery (null for a token with no live session): for a statement
+ * that resolves the session itself, in the same round trip as its own reads (the turn's first batch), where
+ * `requireSession` would take a round trip of its own before them.
+ */
+export const sessionPlayerSql = (q: Queryable, token: string) =>
+  q`(select s.player_id from sessions s where s.token_hash = ${hash(token)} and s.expires_at > now())`;
+
 /** Starts a web session: returns the opaque token for the cookie; only its hash is stored. */
 export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_TTL_MS): Promise<string> {
   const token = randomBytes(32).toString('base64url');

@@ -1,4 +1,4 @@
-import { LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
+import { type Fragment, LIVE_INSTANCES, type Queryable, type Sql } from '../db/index.ts';
 import { type AttachmentPart, attachmentsOf, readParts } from '../parts/index.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 
@@ -66,7 +66,12 @@ export async function readHistoryTail(
 }
 
 /** The text of the Player's last Message in a Conversation of theirs ('' when there is none). */
-export async function lastPlayerText(sql: Sql, playerId: string, conversationId: string): Promise<string> {
+export async function lastPlayerText(
+  sql: Sql,
+  /** The Player's id, or a subquery that gives it. */
+  playerId: string | Fragment,
+  conversationId: string,
+): Promise<string> {
   const [row] = await sql<{ text: string }[]>`
     select m.text from messages m join conversations c on c.id = m.conversation_id
     where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player' and m.on_path

@@ -39,6 +39,15 @@ export function lockSpending(tx: Queryable, playerId: string): Promise<unknown> 
 }
 
 /**
+ * True while this transaction holds the Player's spending lock (taken again, as a lock already held is); alone, outside
+ * it, true only when no one else holds it. A claim sent behind its COMMIT in one round trip (`inOneTrip`) is
+ * conditioned on it: should postgres.js re-send the statement after the COMMIT, it still never runs beside another
+ * claim of the same Player.
+ */
+export const holdsSpendingLock = (q: Queryable, playerId: string) =>
+  q`pg_try_advisory_xact_lock(${LOCKS.spending}, hashtext(${playerId}))`;
+
+/**
  * CTEs for a turn's statement: `spend` (one row, the figures `judgeSpending` reads) and `admitted` (a row
  * only when the turn is within every limit), so a claim can be conditioned on `admitted` in the same
  * statement.

@@ -1,5 +1,5 @@
 import { collectBlobs, conversationBlobsSql } from '../attachments/index.ts';
-import { LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
+import { type Fragment, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { expandMacros } from '../macros/index.ts';
 import { sandboxBlobsSql } from '../tools/index.ts';
@@ -129,7 +129,8 @@ export async function listConversations(
 /** Scoped by the caller: another Player's Conversation is indistinguishable from a missing one. */
 export async function getConversation(
   sql: Sql,
-  playerId: string,
+  /** The Player's id, or a subquery that gives it (the turn's session, read in the same round trip). */
+  playerId: string | Fragment,
   id: string,
 ): Promise<Conversation | undefined> {
   const [row] = await sql<Conversation[]>`

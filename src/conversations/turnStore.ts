@@ -1,5 +1,12 @@
 import { linkToMessageSql } from '../attachments/index.ts';
-import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
+import {
+  inOneTrip,
+  type JsonValue,
+  LIVE_INSTANCES,
+  type Queryable,
+  type Sql,
+  transaction,
+} from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type AttachmentPart, type Part, readParts } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
@@ -15,6 +22,7 @@ import {
   type Usage,
 } from './messages.ts';
 import {
+  holdsSpendingLock,
   judgeSpending,
   lockSpending,
   logTurn,
@@ -61,6 +69,8 @@ export interface Begun {
   playerMessage: Message;
   replyId: string;
   summary: Pick<Conversation, 'summary' | 'summaryThrough'>;
+  /** What the Player and the Village had spent today, read by the claim under the Player's lock. */
+  spentToday: { mine: number; village: number };
 }
 
 /**
@@ -88,44 +98,68 @@ export async function beginPlayerTurn(
   const title = titleFrom(
     args.text || (first ? (first.type === 'file' ? first.name : (first.title ?? first.url)) : ''),
   );
-  return transaction(sql, async (tx) => {
-    // Two round trips: BEGIN, the Player's lock and one statement pipelined, then COMMIT. The statement reads
-    // what the Player has spent, and only when that admits the turn claims the Conversation, counts the turn,
-    // and writes the Player's Message and the reply's row after it. COMMIT waits for it: postgres.js re-sends a
-    // prepared statement whose plan went stale, and behind a COMMIT the re-sent one would run outside the
-    // transaction and the lock. A refusal thrown here rolls back, so nothing is claimed.
-    const locked = lockSpending(tx, args.playerId);
-    // A branch moves the path first; a refused turn rolls it back with everything else.
-    if (args.branchFrom) await branchAt(tx, args.conversationId, args.playerId, args.branchFrom.parentId);
-    const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
-    const parts = tx.json(list as JsonValue);
-    // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
-    const incoming = Buffer.byteLength(JSON.stringify(list));
-    const [row] = await tx<
-      (Spent &
-        Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string })[]
-    >`
+  const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
+  // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
+  // Sent as text, not `sql.json`: postgres.js encodes a json parameter again when it re-sends a statement whose
+  // prepared form the server lost, and the Message would be stored as one JSON string.
+  const parts = JSON.stringify(list);
+  const incoming = Buffer.byteLength(parts);
+  // One statement reads what the Player has spent and, only when that admits the turn, claims the Conversation,
+  // counts the turn, and writes the Player's Message and the reply's row after it.
+  const claim = (tx: Queryable, when: PendingFragment) => tx<ClaimRow[]>`
       with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits, incoming)},
-      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`exists (select 1 from admitted)`)}),
+      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, when)}),
       ${logTurn(tx, args.playerId)},
       player as (
         insert into messages (conversation_id, role, parts, text, parent_id)
-        select id, 'player', ${parts}, ${args.text}, ${pathLeaf(tx, args.conversationId)} from claimed
+        select id, 'player', ${parts}::text::jsonb, ${args.text}, ${pathLeaf(tx, args.conversationId)}
+        from claimed
         returning ${messageColumns(tx)}),
       ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`, tx`player.id`)})
       select spend.*, player.*, (select id from reply) as reply_id,
         (select summary from claimed) as claimed_summary, (select summary_through from claimed) as claimed_through
       from spend left join player on true`;
-    await locked;
-    judgeSpending(row!, args.limits);
-    if (!row?.id || !row.reply_id) throw turnInProgress();
-    return {
-      playerMessage: toMessage(row as MessageRow),
-      replyId: row.reply_id,
-      summary: { summary: row.claimed_summary, summaryThrough: row.claimed_through },
-    };
+  const { branchFrom } = args;
+  if (branchFrom) {
+    // A branch moves the path first, and a refused turn must roll that back: two round trips (BEGIN, the lock,
+    // the move; then the statement, read before COMMIT).
+    return transaction(sql, async (tx) => {
+      const locked = lockSpending(tx, args.playerId);
+      await branchAt(tx, args.conversationId, args.playerId, branchFrom.parentId);
+      const [row] = await claim(tx, tx`exists (select 1 from admitted)`);
+      await locked;
+      return begunOrRefused(row, args.limits);
+    });
+  }
+  // The hot path, one round trip: BEGIN, the Player's lock, the statement and COMMIT written together. The
+  // statement writes only what it admits, so nothing it answers calls for a rollback.
+  const row = await inOneTrip(sql, async (tx) => {
+    lockSpending(tx, args.playerId);
+    const [r] = await claim(
+      tx,
+      tx`exists (select 1 from admitted) and ${holdsSpendingLock(tx, args.playerId)}`,
+    ).execute();
+    return r;
   });
+  return begunOrRefused(row, args.limits);
+}
+
+type ClaimRow = Spent &
+  Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string };
+
+/** The turn the statement admitted and wrote — or, when it wrote nothing, why: a limit reached, or a turn under way. */
+function begunOrRefused(row: ClaimRow | undefined, limits: SpendingLimits): Begun {
+  if (!row?.id || !row.reply_id) {
+    if (row) judgeSpending(row, limits);
+    throw turnInProgress();
+  }
+  return {
+    playerMessage: toMessage(row as MessageRow),
+    replyId: row.reply_id,
+    summary: { summary: row.claimed_summary, summaryThrough: row.claimed_through },
+    spentToday: { mine: row.mine, village: row.village },
+  };
 }
 
 /** Moves the path so the next Message follows `parentId`, which must be a Message of this Conversation. */
@@ -197,6 +231,7 @@ export async function beginRegenerate(
       playerMessage: toMessage(last),
       replyId: row.reply_id,
       summary: { summary: row.summary, summaryThrough: row.summary_through },
+      spentToday: { mine: spent!.mine, village: spent!.village },
     };
   });
 }

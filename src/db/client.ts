@@ -21,6 +21,8 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
 /** Either the pool or a transaction: what column helpers and queries inside `transaction` accept. */
 export type Queryable = postgres.Sql | postgres.TransactionSql;
 export type JsonValue = postgres.JSONValue;
+/** A piece of SQL composed into another statement (`sql\`…\`` not awaited itself). */
+export type Fragment = postgres.PendingQuery<postgres.Row[]>;
 
 /** A connection a transaction runs on (see `transaction`). */
 export type Tx = postgres.ReservedSql;
@@ -48,6 +50,34 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
     return out;
   } catch (e) {
     if (open) await tx`rollback`.catch(() => {});
+    throw e;
+  } finally {
+    tx.release();
+  }
+}
+
+/**
+ * BEGIN, the statements `issue` sends, and COMMIT, written together: one round trip where `transaction` takes two.
+ * Only for statements that may be committed whatever they return — each writes only when its own conditions
+ * hold, so nothing read from their results can call for a rollback. `issue` must send its statements before it
+ * returns (`.execute()`), so they go out ahead of the COMMIT. A statement that fails aborts the transaction: the
+ * COMMIT then rolls it back, and the failure is thrown. postgres.js re-sends a prepared statement whose plan went
+ * stale (a migration meanwhile), and behind this COMMIT it would run outside the transaction: each statement must
+ * also be safe run alone (the turn's claim checks it holds its lock, see conversations/turnStore.ts).
+ */
+export async function inOneTrip<T>(sql: Sql, issue: (tx: Tx) => Promise<T>): Promise<T> {
+  const tx = await sql.reserve();
+  try {
+    const begun = tx`begin`.execute();
+    const out = issue(tx);
+    const committed = tx`commit`.execute();
+    const all = Promise.all([begun, out, committed]);
+    // Each is awaited through `all`; the others' rejections are not unhandled.
+    for (const p of [begun, out, committed]) (p as Promise<unknown>).catch(() => {});
+    return (await all)[1];
+  } catch (e) {
+    // A failure before COMMIT was read leaves nothing open: the COMMIT rolled it back, or the connection is gone.
+    await tx`rollback`.catch(() => {});
     throw e;
   } finally {
     tx.release();

@@ -1,6 +1,14 @@
 // db/: the postgres.js client, the migration runner, the embedded PostgreSQL, instance liveness, and leases
 // (locks held without a connection, ADR 0054) with the in-process slots in front of them.
-export { connect, type JsonValue, type Queryable, type Sql, transaction } from './client.ts';
+export {
+  connect,
+  type Fragment,
+  inOneTrip,
+  type JsonValue,
+  type Queryable,
+  type Sql,
+  transaction,
+} from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
 export {

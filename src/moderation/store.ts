@@ -1,5 +1,5 @@
 import { playerDid } from '../auth/index.ts';
-import type { Queryable, Sql } from '../db/index.ts';
+import type { Fragment, Queryable, Sql } from '../db/index.ts';
 
 export interface Takedown {
   id: string;
@@ -82,7 +82,11 @@ export function listBlocks(sql: Sql) {
 }
 
 /** True when an admin has stopped this Player from starting turns. */
-export async function isBlocked(sql: Queryable, playerId: string): Promise<boolean> {
+export async function isBlocked(
+  sql: Queryable,
+  /** The Player's id, or a subquery that gives it. */
+  playerId: string | Fragment,
+): Promise<boolean> {
   const rows = await sql`select 1 from player_blocks where player_id = ${playerId} and lifted_at is null`;
   return rows.length > 0;
 }

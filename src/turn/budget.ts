@@ -18,11 +18,15 @@ export class TurnBudget {
     private readonly sql: Sql,
     private readonly playerId: string,
     private readonly settings: Pick<VillageSettings, 'playerDailyTokens' | 'villageDailyTokens'>,
+    /** Totals just read (by the claim): the first ask uses them instead of a read; later asks read afresh. */
+    private known?: { mine: number; village: number },
   ) {}
 
   /** Undefined while the Player and the Village have tokens left today; else why the turn stops. */
   async spent(): Promise<BudgetSpent | undefined> {
-    return this.judge(await todaysSpend(this.sql, this.playerId));
+    const known = this.known;
+    this.known = undefined;
+    return this.judge(known ?? (await todaysSpend(this.sql, this.playerId)));
   }
 
   /**
@@ -30,6 +34,7 @@ export class TurnBudget {
    * (from the totals the charge returns: no second read).
    */
   async charge(tokens: number): Promise<BudgetSpent | undefined> {
+    this.known = undefined;
     const totals = await chargeTokens(this.sql, this.playerId, tokens);
     return totals ? this.judge(totals) : this.spent();
   }

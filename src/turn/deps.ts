@@ -46,6 +46,11 @@ export interface TurnPlan {
   replyId: string;
   settings: VillageSettings;
   playerId: string;
+  /**
+   * What the Player and the Village had spent today when the claim admitted the turn (under the Player's lock, a
+   * moment before): the first Provider call is judged on it, with no read of its own; every later one reads afresh.
+   */
+  spentToday?: { mine: number; village: number };
   /** Who `{{user}}` is in an NPC's text (the Player's handle). */
   playerName?: string;
   /** The Model for another NPC of the Party, or a reason it has none (checked when it is handed over to). */

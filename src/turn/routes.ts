@@ -1,20 +1,15 @@
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { pendingAttachments, toPart } from '../attachments/index.ts';
-import { currentPlayer } from '../auth/index.ts';
 import {
   beginPlayerTurn,
   beginRegenerate,
   checkpointMessages,
-  getConversation,
-  getParticipants,
-  lastPlayerText,
   markUnfinished,
   releaseTurn,
 } from '../conversations/index.ts';
-import { AppError, isUuid, notFound, parseBody, SseWriter } from '../http/index.ts';
+import { AppError, isUuid, parseBody, SseWriter } from '../http/index.ts';
 import { turnMeter } from '../metrics/index.ts';
-import { isBlocked } from '../moderation/index.ts';
 import {
   type AttachmentPart,
   type Frame,
@@ -25,10 +20,10 @@ import {
   wellFormed,
 } from '../parts/index.ts';
 import type { ReplyHub } from '../replies/index.ts';
-import { getVillageSettings, type Npc, type ProviderRegistry, resolveModel } from '../village/index.ts';
+import type { ProviderRegistry } from '../village/index.ts';
+import { judge, readFirst } from './admit.ts';
 import { CheckpointBatch } from './checkpoint.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
-import { chooseSpeaker } from './speaker.ts';
 
 const MessageBody = z
   .object({
@@ -66,7 +61,10 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
-/** The hot path: POST messages and regenerate. Mounted behind requireSession. */
+/**
+ * The hot path: POST messages and regenerate. Mounted before requireSession: each resolves its session in its first
+ * round trip of reads (admit.ts).
+ */
 export function turnRoutes(routeDeps: TurnRouteDeps): Router {
   const router = Router();
   const deps: Deps = {
@@ -86,12 +84,10 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
   };
 
   router.post('/conversations/:id/messages', async (req, res) => {
-    const player = currentPlayer(res);
+    const first = await readFirst(deps, req, res);
     const body = parseBody(req, MessageBody);
-    const [prepared, attachments] = await Promise.all([
-      prepare(deps, req, player.id, body.text, body.npcId, true),
-      attachmentsFor(deps, req, player.id, body.attachments),
-    ]);
+    const prepared = judge(deps, req, first, body.text, body.npcId, true);
+    const attachments = await attachmentsFor(deps, req, first.player.id, body.attachments);
     if (attachments.length > prepared.settings.maxAttachmentsPerMessage)
       throw new AppError(
         'TOO_MANY_ATTACHMENTS',
@@ -99,7 +95,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       );
     const begun = await beginPlayerTurn(deps.sql, {
       conversationId: prepared.conversation.id,
-      playerId: player.id,
+      playerId: first.player.id,
       instanceId: deps.instanceId,
       text: body.text,
       attachments,
@@ -109,24 +105,33 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     });
     // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
     const conversation = { ...prepared.conversation, ...begun.summary };
-    await stream(deps, res, { ...prepared, ...begun, conversation, playerName: player.handle ?? undefined });
+    await stream(deps, res, {
+      ...prepared,
+      ...begun,
+      conversation,
+      playerName: first.player.handle ?? undefined,
+    });
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
-    const player = currentPlayer(res);
+    const first = await readFirst(deps, req, res, { lastText: true });
     const body = parseBody(req, RegenerateBody);
-    const lastText = isUuid(req.params.id) ? await lastPlayerText(deps.sql, player.id, req.params.id) : '';
-    const prepared = await prepare(deps, req, player.id, lastText, body.npcId);
+    const prepared = judge(deps, req, first, first.lastText, body.npcId);
     const begun = await beginRegenerate(deps.sql, {
       conversationId: prepared.conversation.id,
-      playerId: player.id,
+      playerId: first.player.id,
       instanceId: deps.instanceId,
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
     });
     // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
     const conversation = { ...prepared.conversation, ...begun.summary };
-    await stream(deps, res, { ...prepared, ...begun, conversation, playerName: player.handle ?? undefined });
+    await stream(deps, res, {
+      ...prepared,
+      ...begun,
+      conversation,
+      playerName: first.player.handle ?? undefined,
+    });
   });
 
   return router;
@@ -157,72 +162,6 @@ async function attachmentsFor(
 }
 
 const firstReply = (s: Speaker) => ({ npc: s.npc, provider: s.resolved.provider, model: s.resolved.model });
-
-/** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */
-async function prepare(
-  deps: Deps,
-  req: Request,
-  playerId: string,
-  text: string,
-  npcId?: string,
-  /** A new Message (its size is checked); a regenerate answers one already accepted. */
-  fresh = false,
-) {
-  const id = req.params.id;
-  if (deps.draining?.())
-    throw new AppError('SHUTTING_DOWN', 'This server is restarting. Send your Message again in a moment.', {
-      retryAfter: 2,
-    });
-  if (!isUuid(id)) throw notFound('Conversation');
-  // Read together, judged in order: participants of a Conversation that is not the caller's are never used.
-  // Pipelined on one connection: one round trip, and one pool slot instead of three (at load, slots are
-  // what the start frame waits for).
-  const [conversation, participants, settings, blocked] = await Promise.all([
-    getConversation(deps.sql, playerId, id),
-    getParticipants(deps.sql, id),
-    getVillageSettings(deps.sql),
-    isBlocked(deps.sql, playerId),
-  ]);
-  if (blocked)
-    throw new AppError(
-      'PLAYER_BLOCKED',
-      "This instance's admins have stopped this account from starting replies.",
-    );
-  if (!conversation) throw notFound('Conversation');
-  if (fresh && text.length > settings.maxMessageChars) {
-    throw new AppError(
-      'MESSAGE_TOO_LONG',
-      `A Message may be at most ${settings.maxMessageChars.toLocaleString('en')} characters; this one has ${text.length.toLocaleString('en')}.`,
-    );
-  }
-  if (participants.length === 0) {
-    throw new AppError('NO_NPC', 'There is no NPC in this Conversation to answer. Add one first.');
-  }
-  const npc = chooseSpeaker(participants, text, npcId);
-  if (!npc) throw new AppError('NPC_NOT_IN_CONVERSATION', 'That NPC is not in this Conversation.');
-  // Step 5 of the refusal order: the first speaker's Model must resolve (throws the 400 otherwise).
-  const speakerFor = (n: Npc): Speaker => {
-    const resolved = resolveModel(n, settings);
-    const model = deps.providers.languageModel(resolved);
-    return { npc: n, resolved: resolved!, model, kind: deps.providers.kindOf(resolved!.provider) };
-  };
-  const speaker = speakerFor(npc);
-  return {
-    conversation,
-    participants,
-    settings,
-    speaker,
-    playerId,
-    // NPCs handed over to later are checked then; a failure ends the turn with an error frame.
-    speakerFor: (n: Npc) => {
-      try {
-        return speakerFor(n);
-      } catch (e) {
-        return e instanceof Error ? e.message : 'That NPC has no Model.';
-      }
-    },
-  };
-}
 
 async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   const sse = new SseWriter<Frame>(res, mergeFrames);

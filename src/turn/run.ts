@@ -47,7 +47,7 @@ export async function runTurn(
   let speaker = plan.speaker;
   let conversation = plan.conversation;
   let handoff: Handoff | undefined;
-  const budget = new TurnBudget(deps.sql, plan.playerId, plan.settings);
+  const budget = new TurnBudget(deps.sql, plan.playerId, plan.settings, plan.spentToday);
   // Who has answered this turn (each in turn: every NPC once, in the order they joined).
   const answered = new Set<string>();
   for (let hops = 0; ; hops++) {

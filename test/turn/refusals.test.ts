@@ -38,6 +38,33 @@ describe('refusals before the stream opens, in the seed order', () => {
     );
   });
 
+  it('401 on both turn routes once the session has ended or expired (they read it with their first reads)', async () => {
+    const player = await app.signIn();
+    const { conversationId } = await setupConversation(app, player.cookie);
+    const token = player.cookie.replace(/^av_session=/, '');
+    const hash = (await import('node:crypto')).createHash('sha256').update(token).digest();
+    await app.db.sql`update sessions set expires_at = now() - interval '1 second' where token_hash = ${hash}`;
+    await expectError(
+      await post(conversationId, { cookie: player.cookie, body: { text: 'hi' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    const regenerate = (c: string) =>
+      app.api(`/api/conversations/${conversationId}/regenerate`, { method: 'POST', cookie: c, body: {} });
+    await expectError(await regenerate(player.cookie), 401, 'UNAUTHENTICATED');
+    // A session signed out (its row gone), not only one expired.
+    await app.db.sql`delete from sessions where token_hash = ${hash}`;
+    await expectError(
+      await post(conversationId, { cookie: player.cookie, body: { text: 'hi' } }),
+      401,
+      'UNAUTHENTICATED',
+    );
+    await expectError(await regenerate(player.cookie), 401, 'UNAUTHENTICATED');
+    const [written] = await app.db
+      .sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`;
+    expect(written!.n).toBe(0);
+  });
+
   it('400 INVALID_BODY for a bad body before looking at the Conversation', async () => {
     // The Conversation does not exist either: the body is refused first.
     const missing = '00000000-0000-4000-8000-000000000000';
