@@ -135,11 +135,12 @@ export async function beginPlayerTurn(
   // The hot path, one round trip: BEGIN, the Player's lock, the statement and COMMIT written together. The
   // statement writes only what it admits, so nothing it answers calls for a rollback.
   const row = await inOneTrip(sql, async (tx) => {
-    lockSpending(tx, args.playerId);
-    const [r] = await claim(
-      tx,
-      tx`exists (select 1 from admitted) and ${holdsSpendingLock(tx, args.playerId)}`,
-    ).execute();
+    // Both awaited: should the lock fail (a timeout, a cancel), its error is the one thrown, not the claim's
+    // "transaction is aborted".
+    const [, [r]] = await Promise.all([
+      lockSpending(tx, args.playerId),
+      claim(tx, tx`exists (select 1 from admitted) and ${holdsSpendingLock(tx, args.playerId)}`).execute(),
+    ]);
     return r;
   });
   return begunOrRefused(row, args.limits);

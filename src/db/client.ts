@@ -40,16 +40,18 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
   try {
     // Pipelined: BEGIN goes out with `fn`'s first statement (one round trip fewer). BEGIN cannot fail on a
     // working connection, and on a broken one the statements behind it fail too.
-    const begun = tx`begin`.execute();
+    // BEGIN and COMMIT go as simple queries, never prepared: postgres.js re-sends a prepared statement the server
+    // has lost (DISCARD, a pooler), and a COMMIT re-sent after its failure would answer ROLLBACK with no error.
+    const begun = tx`begin`.simple().execute();
     begun.catch(() => {});
     open = true;
     const out = await fn(tx);
     await begun;
     open = false;
-    await tx`commit`;
+    await tx`commit`.simple();
     return out;
   } catch (e) {
-    if (open) await tx`rollback`.catch(() => {});
+    if (open) await tx`rollback`.simple().catch(() => {});
     throw e;
   } finally {
     tx.release();
@@ -68,16 +70,16 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
 export async function inOneTrip<T>(sql: Sql, issue: (tx: Tx) => Promise<T>): Promise<T> {
   const tx = await sql.reserve();
   try {
-    const begun = tx`begin`.execute();
+    const begun = tx`begin`.simple().execute();
     const out = issue(tx);
-    const committed = tx`commit`.execute();
+    const committed = tx`commit`.simple().execute();
     const all = Promise.all([begun, out, committed]);
     // Each is awaited through `all`; the others' rejections are not unhandled.
     for (const p of [begun, out, committed]) (p as Promise<unknown>).catch(() => {});
     return (await all)[1];
   } catch (e) {
     // A failure before COMMIT was read leaves nothing open: the COMMIT rolled it back, or the connection is gone.
-    await tx`rollback`.catch(() => {});
+    await tx`rollback`.simple().catch(() => {});
     throw e;
   } finally {
     tx.release();

@@ -82,13 +82,24 @@ export function listBlocks(sql: Sql) {
 }
 
 /** True when an admin has stopped this Player from starting turns. */
-export async function isBlocked(
-  sql: Queryable,
-  /** The Player's id, or a subquery that gives it. */
-  playerId: string | Fragment,
-): Promise<boolean> {
+export async function isBlocked(sql: Queryable, playerId: string): Promise<boolean> {
   const rows = await sql`select 1 from player_blocks where player_id = ${playerId} and lifted_at is null`;
   return rows.length > 0;
+}
+
+/**
+ * Whether the Player a subquery names is blocked — and whether it named one at all: a session that ended between a
+ * caller's statements names no Player, and that must not read as "not blocked" (the caller answers 401).
+ */
+export async function blockOf(
+  sql: Queryable,
+  player: Fragment,
+): Promise<{ found: boolean; blocked: boolean }> {
+  const [row] = await sql<{ found: boolean; blocked: boolean }[]>`
+    select p.id is not null as found,
+      exists (select 1 from player_blocks b where b.player_id = p.id and b.lifted_at is null) as blocked
+    from (select ${player} as id) p`;
+  return row!;
 }
 
 export async function report(sql: Sql, subject: string, reason: string, reporterDid: string | null) {

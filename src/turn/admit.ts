@@ -8,7 +8,7 @@ import {
 } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError, isUuid, notFound, unauthenticated } from '../http/index.ts';
-import { isBlocked } from '../moderation/index.ts';
+import { blockOf } from '../moderation/index.ts';
 import {
   getVillageSettings,
   type Npc,
@@ -53,17 +53,19 @@ export async function readFirst(
   const id = req.params.id;
   const known = isUuid(id);
   const player = () => sessionPlayerSql(deps.sql, token);
-  const [session, conversation, participants, settings, blocked, lastText] = await Promise.all([
+  const [session, conversation, participants, settings, block, lastText] = await Promise.all([
     findSession(deps.sql, token),
     known ? getConversation(deps.sql, player(), id) : undefined,
     known ? getParticipants(deps.sql, id) : [],
     getVillageSettings(deps.sql),
-    isBlocked(deps.sql, player()),
+    blockOf(deps.sql, player()),
     known && options.lastText ? lastPlayerText(deps.sql, player(), id) : '',
   ]);
-  if (!session) throw unauthenticated();
+  // Each read has its own snapshot: a session ended between them (signed out, expired) can be found by one and
+  // not by another. The block's read must have found it too, or "not blocked" would mean nothing: 401.
+  if (!session || !block.found) throw unauthenticated();
   res.locals.player = session;
-  return { player: session, conversation, participants, settings, blocked, lastText };
+  return { player: session, conversation, participants, settings, blocked: block.blocked, lastText };
 }
 
 /** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */

@@ -65,6 +65,37 @@ describe('refusals before the stream opens, in the seed order', () => {
     expect(written!.n).toBe(0);
   });
 
+  it('a blocked Player signing out while the turn reads gets 401, never a turn: the block is read with the session', async () => {
+    const player = await app.signIn();
+    const { conversationId } = await setupConversation(app, player.cookie);
+    await app.db
+      .sql`insert into player_blocks (player_id, reason, created_by) values (${player.playerId}, 'spam', 'admin')`;
+    const token = player.cookie.replace(/^av_session=/, '');
+    const hash = (await import('node:crypto')).createHash('sha256').update(token).digest();
+    // The block's read waits behind a lock on its table; the session ends meanwhile (the Player signs out with
+    // the same cookie), so the reads before it found the session and the block's read does not.
+    const requests = () => app.fake.requests.length;
+    const before = requests();
+    let answer: Promise<Response> | undefined;
+    await app.db.sql.begin(async (tx) => {
+      await tx`lock table player_blocks in access exclusive mode`;
+      answer = post(conversationId, { cookie: player.cookie, body: { text: 'hi' } });
+      for (let i = 0; i < 200; i++) {
+        const [waiting] = await app.db
+          .sql`select count(*)::int as n from pg_locks l join pg_class c on c.oid = l.relation
+          where c.relname = 'player_blocks' and not l.granted`;
+        if (waiting!.n > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      await app.db.sql`delete from sessions where token_hash = ${hash}`;
+    });
+    await expectError(await answer!, 401, 'UNAUTHENTICATED');
+    expect(requests()).toBe(before);
+    const [written] = await app.db
+      .sql`select count(*)::int as n from messages where conversation_id = ${conversationId}`;
+    expect(written!.n).toBe(0);
+  });
+
   it('400 INVALID_BODY for a bad body before looking at the Conversation', async () => {
     // The Conversation does not exist either: the body is refused first.
     const missing = '00000000-0000-4000-8000-000000000000';
