@@ -2,7 +2,8 @@
 // in-process (inspector) around the phases only, so setup (sign-ins, the warm-up) is not in them:
 //   PROFILE_DIR=/tmp/prof node --import tsx scripts/bench/profileStreams.ts
 // writes server.cpuprofile and pipe.cpuprofile (open in Chrome DevTools) and prints each side's CPU per delta.
-// N streams (200), REPS phases per side (3), 100 deltas every 20 ms as the latency section sends them.
+// N streams (200), REPS phases per side (3), DELTAS deltas (100) every 20 ms as the latency section sends them;
+// N=10 DELTAS=20 profiles the start-frame phase.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -14,7 +15,7 @@ import { startBarePipe } from './turn.ts';
 
 const N = Number(process.env.N ?? 200);
 const REPS = Number(process.env.REPS ?? 3);
-const DELTAS = 100;
+const DELTAS = Number(process.env.DELTAS ?? 100);
 const dir = process.env.PROFILE_DIR ?? path.join(os.tmpdir(), 'av-profile-streams');
 const driver = await startDriver();
 const app = await startTestApp(
