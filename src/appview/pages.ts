@@ -1,7 +1,7 @@
 import type { Sql } from '../db/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
-import { listSessions, resolveActor } from './read.ts';
+import { isTombstoned, listSessions, resolveActor } from './read.ts';
 import { readThread, type ThreadView } from './thread.ts';
 
 /** How a reading page describes itself (src/web/readerPage.ts's PageMeta, by shape). */
@@ -65,19 +65,14 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string 
   const { sql, reader } = deps;
   return {
     async thread(actor: string, rkey: string) {
-      // A delete the index holds first: publishing again clears it (store.ts), and a deleted thread is not
-      // looked for in its author's repo.
       const did = await resolveActor(sql, reader, actor);
       if (!did) return null;
-      // A thread the index holds now is served whatever delete came before it (published again under the same
-      // key, the earlier delete may reach the index after the new record's write-through).
-      const uri = `at://${did}/${SESSION}/${rkey}`;
-      const [state] = await sql<{ live: boolean; stone: boolean }[]>`
-        select exists (select 1 from index_sessions where uri = ${uri}) as live,
-          exists (select 1 from index_tombstones where uri = ${uri}) as stone`;
-      if (state && !state.live && state.stone) return 'gone' as const;
+      // A thread the index holds is served whatever delete came before it (published again under the same key,
+      // the earlier delete may reach the index after the new record's write-through); one it does not hold is not
+      // looked for in its author's repo when the index holds its delete (read.ts), and is "gone".
       const thread = await readThread(sql, reader, did, rkey);
-      return thread && { meta: threadMeta(deps.baseUrl, thread, rkey), thread, card: cardOf(thread) };
+      if (thread) return { meta: threadMeta(deps.baseUrl, thread, rkey), thread, card: cardOf(thread) };
+      return (await isTombstoned(sql, `at://${did}/${SESSION}/${rkey}`)) ? ('gone' as const) : null;
     },
     async list(actor: string | null) {
       const base = deps.baseUrl;

@@ -246,6 +246,8 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
   if (!session) {
     const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
     if (!did || !isDid(did)) return null;
+    // A thread the index holds a delete of is not looked for in its author's repo.
+    if (await isTombstoned(sql, uri)) return null;
     const finished = await backfillActor(sql, network, did);
     session = await read();
     if (!session && !finished) throw indexing();
@@ -254,6 +256,12 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
   if (session.status) return null;
   await ensureHandles(sql, network, [session]);
   return toSessionView(session);
+}
+
+/** The index holds a delete of this record (and, had it been published again since, would hold the record). */
+export async function isTombstoned(sql: Sql, uri: string): Promise<boolean> {
+  const [row] = await sql`select 1 from index_tombstones where uri = ${uri}`;
+  return row !== undefined;
 }
 
 /** The author's repo is still being read (a backfill outlasted the request): what is indexed, and when to ask. */

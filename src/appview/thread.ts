@@ -50,22 +50,23 @@ export async function readThread(
     (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
   );
   const UNCHECKED = Symbol('unchecked');
-  const refsNow = await lookUpAll<string, RefNow | null | typeof UNCHECKED>(
-    records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
-    (uri) => recordNow(network, uri),
-    UNCHECKED,
-  );
-  const handlesNow = await lookUpAll(
-    [did, ...records.flatMap((r) => r.mentions ?? [])],
-    (d) => handleNow(network, d),
-    null,
-  );
+  // All at once: the lookups (each within the per-read bound) and the two label reads.
+  const [refsNow, handlesNow, turnLabelRows, labels] = await Promise.all([
+    lookUpAll<string, RefNow | null | typeof UNCHECKED>(
+      records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
+      (uri) => recordNow(network, uri),
+      UNCHECKED,
+    ),
+    lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d), null),
+    turnLabels(
+      sql,
+      thread.messages.map((m) => m.uri),
+    ),
+    noticeLabels(sql, [did, thread.session.uri]),
+  ]);
   // Each turn's labels, by its URI: notices to click through, and which holes a labeler made.
   const onTurn = new Map<string, { notices: { src: string; val: string }[]; hides: boolean }>();
-  for (const l of await turnLabels(
-    sql,
-    thread.messages.map((m) => m.uri),
-  )) {
+  for (const l of turnLabelRows) {
     const turn = onTurn.get(l.uri) ?? { notices: [], hides: false };
     if ((HIDING as readonly string[]).includes(l.val)) turn.hides = true;
     else turn.notices.push({ src: l.src, val: l.val });
@@ -91,7 +92,6 @@ export async function readThread(
     // Said only of a hole (a label that arrived after the thread was read hides the turn at the next read).
     ...(m.record.withheld === true && onTurn.get(m.uri)?.hides ? { hidden: true as const } : {}),
   }));
-  const labels = await noticeLabels(sql, [did, thread.session.uri]);
   return {
     labels: labels.map((l) => ({ src: l.src, val: l.val })),
     uri: thread.session.uri,

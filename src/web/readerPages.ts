@@ -92,10 +92,14 @@ class RenderedPages {
   }
 }
 
-function send(res: Response, status: number, html: string): void {
-  const etag = `"${hashOf(html)}"`;
+/** `etag`: a key already drawn from everything the page shows (no second hash of its bytes); else the bytes'. */
+function send(res: Response, status: number, html: string, etag = hashOf(html)): void {
   // Express answers 304 itself when the request's If-None-Match holds this ETag.
-  res.status(status).set({ 'Cache-Control': PAGE_CACHE, ETag: etag }).type('html').send(html);
+  res
+    .status(status)
+    .set({ 'Cache-Control': PAGE_CACHE, ETag: `"${etag}"` })
+    .type('html')
+    .send(html);
 }
 
 /** A page for a thread that is not there: readable, no script, with the status that says which. */
@@ -130,6 +134,7 @@ export function readerPages(deps: {
 }): Router {
   const router = Router();
   const assets = assetsOf(deps.dir);
+  const assetsKey = JSON.stringify(assets);
   const cards = deps.cards ?? new LinkCards();
   const rendered = new RenderedPages();
   // Loaded now rather than by the first reader after a start (the components and Markdown take a second or so).
@@ -176,9 +181,10 @@ export function readerPages(deps: {
     if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
     const data = { page: 'thread', actor, rkey, thread: found.thread };
     const render = await loadRenderer();
-    const key = hashOf(JSON.stringify([data, found.meta]));
+    // What the page shows, and the bundle it loads (a new build's page is a new page): its key and its ETag.
+    const key = hashOf(assetsKey + JSON.stringify([data, found.meta]));
     const html = rendered.get(key, () => readerPage({ meta: found.meta, body: render(data), data, assets }));
-    send(res, 200, html);
+    send(res, 200, html, key);
   });
 
   const list = async (actor: string | null, res: Response) => {

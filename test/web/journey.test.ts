@@ -29,7 +29,8 @@ it('a Player builds an NPC, talks with it, renames and deletes the Conversation,
 
   // A new Conversation with that NPC, entirely from the keyboard.
   await page.getByRole('link', { name: 'Conversations' }).click();
-  await page.getByLabel('Ada').focus();
+  // Exactly 'Ada': the NPCs page's "Edit Ada" matches a loose label, and may still be showing.
+  await page.getByLabel('Ada', { exact: true }).focus();
   await page.keyboard.press('Space');
   await page.keyboard.press('Tab');
   await page.keyboard.press('Enter');

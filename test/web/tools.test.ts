@@ -74,7 +74,7 @@ it('a Player grants Tools in the NPC editor and watches them used; a Party hands
 
   // A Party of Ada and Bo; Ada runs a command, then hands over to Bo.
   await page.goto(`${app.url}/`);
-  await page.getByLabel('Ada').check();
+  await page.getByLabel('Ada', { exact: true }).check();
   await page.getByLabel('Bo').check();
   await page.getByRole('button', { name: 'Start conversation' }).click();
   await page.waitForURL(/\/c\//);
