@@ -69,8 +69,8 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string 
       if (!did) return null;
       // A thread the index holds is served whatever delete came before it (published again under the same key,
       // the earlier delete may reach the index after the new record's write-through); one it does not hold is not
-      // looked for in its author's repo when the index holds its delete (read.ts), and is "gone".
-      const thread = await readThread(sql, reader, did, rkey);
+      // looked for in its author's repo when the index holds its delete, and is "gone".
+      const thread = await readThread(sql, reader, did, rkey, { deletedStaysGone: true });
       if (thread) return { meta: threadMeta(deps.baseUrl, thread, rkey), thread, card: cardOf(thread) };
       return (await isTombstoned(sql, `at://${did}/${SESSION}/${rkey}`)) ? ('gone' as const) : null;
     },

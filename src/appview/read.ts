@@ -159,8 +159,13 @@ const sessionColumns = (sql: Sql) => sql`
  * The XRPC getThread answer as JSON text, built by PostgreSQL in one statement: a 1,000-turn thread is not
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
-export async function getThreadJson(sql: Sql, network: Network, uri: string): Promise<string | null> {
-  return (await getThreadBody(sql, network, uri))?.body.toString() ?? null;
+export async function getThreadJson(
+  sql: Sql,
+  network: Network,
+  uri: string,
+  options: ThreadReadOptions = {},
+): Promise<string | null> {
+  return (await getThreadBody(sql, network, uri, options))?.body.toString() ?? null;
 }
 
 /** getThread's answer as the bytes sent, with an ETag drawn from the thread's version (nothing hashes the body). */
@@ -169,7 +174,21 @@ export interface ThreadBody {
   etag: string;
 }
 
-export async function getThreadBody(sql: Sql, network: Network, uri: string): Promise<ThreadBody | null> {
+/**
+ * `deletedStaysGone`: a thread the index does not hold but holds a delete of is not looked for in its author's repo
+ * (the reading pages, which say "deleted"). The reader's API and getThread look, and serve a thread published again
+ * whose delete reached the index after it.
+ */
+export interface ThreadReadOptions {
+  deletedStaysGone?: boolean;
+}
+
+export async function getThreadBody(
+  sql: Sql,
+  network: Network,
+  uri: string,
+  options: ThreadReadOptions = {},
+): Promise<ThreadBody | null> {
   // Hot threads are served from memory while their version (session CID, author handle, and the thread's
   // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
   // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
@@ -212,7 +231,7 @@ export async function getThreadBody(sql: Sql, network: Network, uri: string): Pr
   let row = await read();
   // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
   if (!row?.handle) {
-    if (!(await getSessionView(sql, network, uri))) return null;
+    if (!(await getSessionView(sql, network, uri, options))) return null;
     row = await read();
   }
   if (!row) return null;
@@ -236,7 +255,12 @@ function remember(uri: string, answer: ThreadBody & { version: string }) {
   if (threadCache.size > CACHED_THREADS) threadCache.delete(threadCache.keys().next().value!);
 }
 
-async function getSessionView(sql: Sql, network: Network, uri: string): Promise<SessionView | null> {
+async function getSessionView(
+  sql: Sql,
+  network: Network,
+  uri: string,
+  options: ThreadReadOptions = {},
+): Promise<SessionView | null> {
   const read = async () => {
     const [session] = await sql<SessionRow[]>`
       select ${sessionColumns(sql)} from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri}`;
@@ -246,8 +270,7 @@ async function getSessionView(sql: Sql, network: Network, uri: string): Promise<
   if (!session) {
     const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
     if (!did || !isDid(did)) return null;
-    // A thread the index holds a delete of is not looked for in its author's repo.
-    if (await isTombstoned(sql, uri)) return null;
+    if (options.deletedStaysGone && (await isTombstoned(sql, uri))) return null;
     const finished = await backfillActor(sql, network, did);
     session = await read();
     if (!session && !finished) throw indexing();
@@ -281,8 +304,9 @@ export async function getThread(
   sql: Sql,
   network: Network,
   uri: string,
+  options: ThreadReadOptions = {},
 ): Promise<{ session: SessionView; messages: MessageView[] } | null> {
-  const json = await getThreadJson(sql, network, uri);
+  const json = await getThreadJson(sql, network, uri, options);
   return json ? (JSON.parse(json) as { session: SessionView; messages: MessageView[] }) : null;
 }
 

@@ -3,7 +3,7 @@ import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
-import { getThread, resolveActor } from './read.ts';
+import { getThread, resolveActor, type ThreadReadOptions } from './read.ts';
 
 export interface ThreadView {
   uri: string;
@@ -40,10 +40,11 @@ export async function readThread(
   network: Network,
   actor: string,
   rkey: string,
+  options: ThreadReadOptions = {},
 ): Promise<ThreadView | null> {
   const did = await resolveActor(sql, network, actor);
   if (!did) return null;
-  const thread = await getThread(sql, network, `at://${did}/${SESSION}/${rkey}`);
+  const thread = await getThread(sql, network, `at://${did}/${SESSION}/${rkey}`, options);
   if (!thread) return null;
   // Every ref and mention of the thread, looked up once each, within the per-read bound (lookups.ts).
   const records = thread.messages.map(

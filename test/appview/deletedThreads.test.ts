@@ -6,8 +6,9 @@ import { getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
-// A thread the index holds a delete of is not looked for in its author's repo — by the XRPC read and the reader's
-// page alike — and the page says it is gone (410), not missing. One the index never saw is looked for.
+// A thread the index holds a delete of is not looked for in its author's repo by the reading page, which says it
+// is gone (410), not missing. One the index never saw is looked for; and getThread (XRPC, the reader's API) looks
+// even for a deleted one: published again, its delete may have reached the index after the new record.
 let db: TestDatabase;
 beforeAll(async () => {
   db = await createTestDatabase();
@@ -45,14 +46,18 @@ it('a deleted thread is not looked for in its repo; one never seen is', async ()
   await removeRecord(db.sql, uri);
 
   const deleted = counting();
-  expect(await getThreadJson(db.sql, deleted.network, uri)).toBeNull();
   const source = readerSource({ sql: db.sql, reader: deleted.network, baseUrl: 'http://localhost' });
   expect(await source.thread(did, rkey)).toBe('gone');
   expect(deleted.calls).toEqual([]);
 
-  // The same reads of a key the index never saw go to the author's repo (and fail here: there is no network).
+  // getThread looks even for the deleted one.
+  const xrpc = counting();
+  await getThreadJson(db.sql, xrpc.network, uri).catch(() => null);
+  expect(xrpc.calls.length).toBeGreaterThan(0);
+  // The page looks for a key the index never saw (and fails here: there is no network).
   const unseen = counting();
-  const other = `at://${did}/click.aligned.chat.session/${TID.nextStr()}`;
-  await getThreadJson(db.sql, unseen.network, other).catch(() => null);
+  const pages = readerSource({ sql: db.sql, reader: unseen.network, baseUrl: 'http://localhost' });
+  await pages.thread('did:plc:deletedthreads0000000001', TID.nextStr()).catch(() => null);
   expect(unseen.calls.length).toBeGreaterThan(0);
+
 });

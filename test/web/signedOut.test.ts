@@ -43,9 +43,10 @@ it('when the session ends, the page says so once with a Sign in button, and sign
   await page.goto(`${app.url}/c/${conversationId}?at=nowhere#end`);
   await page.getByLabel('Message').waitFor();
 
-  // The session ends on the server (signed out elsewhere, expired): the next call answers 401.
-  await app.db.sql`delete from sessions`;
+  // The words are typed; then the session ends on the server (signed out elsewhere, expired): the next call
+  // answers 401. (Typed after, the fill could meet a composer a background call's 401 had already replaced.)
   await page.getByLabel('Message').fill('Where are the maps?');
+  await app.db.sql`delete from sessions`;
   // A background call (the live stream's reconnect, a poll) may meet the 401 first and replace the app
   // before Enter lands; either way the notice must show and the draft survive, so the key goes to
   // whatever has focus instead of waiting on a composer that may be gone.
