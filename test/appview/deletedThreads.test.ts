@@ -59,5 +59,4 @@ it('a deleted thread is not looked for in its repo; one never seen is', async ()
   const pages = readerSource({ sql: db.sql, reader: unseen.network, baseUrl: 'http://localhost' });
   await pages.thread('did:plc:deletedthreads0000000001', TID.nextStr()).catch(() => null);
   expect(unseen.calls.length).toBeGreaterThan(0);
-
 });
