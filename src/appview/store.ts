@@ -223,11 +223,6 @@ async function afterTombstones<T extends { uri: string; rev?: string }>(
   });
 }
 
-/**
- * A deleted record goes at once, and its delete is kept (with the deleting commit's rev, when known) so that a
- * stale copy — a backfill's, or an older event replayed — cannot bring it back. Run under the author's lock
- * (see `underAuthorLock`) where a backfill could be writing beside it.
- */
 /** The URIs the index holds of one session: its session record and its turns. */
 export async function indexedUris(sql: Queryable, sessionUri: string): Promise<string[]> {
   const rows = await sql<{ uri: string }[]>`
@@ -236,13 +231,21 @@ export async function indexedUris(sql: Queryable, sessionUri: string): Promise<s
   return rows.map((r) => r.uri);
 }
 
+/**
+ * A deleted record goes at once, and its delete is kept (with the deleting commit's rev, when known) so that a
+ * stale copy — a backfill's, or an older event replayed — cannot bring it back. A delete older than the row's
+ * own version (a late event, after the thread was published again) leaves the row. Run under the author's lock
+ * (see `underAuthorLock`) where a backfill could be writing beside it.
+ */
 export async function removeRecord(sql: Queryable, uri: string, rev?: string) {
-  await sql`insert into index_tombstones (uri, rev) values (${uri}, ${rev ?? null})
+  const r = rev ?? null;
+  await sql`insert into index_tombstones (uri, rev) values (${uri}, ${r})
     on conflict (uri) do update set deleted_at = now(),
       rev = case when index_tombstones.rev is null or excluded.rev > index_tombstones.rev
         then excluded.rev else index_tombstones.rev end`;
-  await sql`delete from index_sessions where uri = ${uri}`;
-  await sql`delete from index_messages where uri = ${uri}`;
+  const older = sql`(${r}::text is null or rev is null or rev <= ${r}::text)`;
+  await sql`delete from index_sessions where uri = ${uri} and ${older}`;
+  await sql`delete from index_messages where uri = ${uri} and ${older}`;
 }
 
 /**

@@ -29,28 +29,31 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
  * Writes every pending record of a publication, in reading order, in as few applyWrites calls as the PDS
  * limits allow. Each batch is atomic on the PDS, which is what makes a retry safe: after a failure whose
  * outcome is unknown (a dropped socket, a 5xx), one look at the batch's first record says whether the whole
- * batch landed. Returns the number of write calls made.
+ * batch landed. Returns the number of write calls made and the rev of the last commit that wrote (null when the
+ * PDS never said: the write-through index then takes its records as newest, as before revs were kept).
  */
 export async function executePending(
   sql: Sql,
   repo: Repo,
   conversationId: string,
   o: ExecuteOptions = {},
-): Promise<number> {
+): Promise<{ calls: number; rev: string | null }> {
   const wait = o.sleep ?? sleep;
   const attempts = o.attempts ?? 5;
   const writes = await pendingWrites(sql, conversationId);
   const plan = batches(writes);
   let calls = 0;
+  let rev: string | null = null;
   for (const [n, batch] of plan.entries()) {
     for (let attempt = 1; ; attempt++) {
       try {
         calls++;
         // The blobs the batch's records reference first: a PDS refuses a record whose blob it does not hold.
         await uploadAvatars(sql, repo, batch);
-        const cids = await repo.applyWrites(batch);
+        const written = await repo.applyWrites(batch);
         metrics.applyWrites.inc({ outcome: 'ok' });
-        await markWritten(sql, conversationId, batch, cids);
+        await markWritten(sql, conversationId, batch, written);
+        rev = written.rev ?? rev;
         break;
       } catch (e) {
         metrics.applyWrites.inc({ outcome: 'error' });
@@ -69,7 +72,8 @@ export async function executePending(
         }
         if (failure === 'refused' || attempt >= attempts) throw e;
         if (await landed(repo, batch)) {
-          await markWritten(sql, conversationId, batch, await currentCids(repo, batch));
+          // The commit's rev was in the answer that was lost: these records' revs stay unknown.
+          await markWritten(sql, conversationId, batch, { cids: await currentCids(repo, batch), rev: null });
           break;
         }
         await wait(Math.min(250 * 2 ** attempt, 5000));
@@ -77,7 +81,7 @@ export async function executePending(
     }
     o.onBatch?.(n + 1, plan.length);
   }
-  return calls;
+  return { calls, rev };
 }
 
 /** Whether an atomic batch whose answer was lost did land: its first write says for all of them. */

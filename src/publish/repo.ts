@@ -4,11 +4,20 @@ export type RepoWrite =
   | { action: 'create' | 'update'; collection: string; rkey: string; value: Record<string, unknown> }
   | { action: 'delete'; collection: string; rkey: string };
 
+/** What one applyWrites call wrote: each write's CID, and the commit's rev. */
+export interface Written {
+  cids: (string | null)[];
+  rev: string | null;
+}
+
 /** The slice of a Player's repo the publisher uses. Backed by their OAuth session (see agentRepo). */
 export interface Repo {
   did: string;
-  /** Atomic: all of `writes` land, or none. Returns the CID of each create/update, in order (null for deletes). */
-  applyWrites(writes: RepoWrite[]): Promise<(string | null)[]>;
+  /**
+   * Atomic: all of `writes` land, or none. Returns the CID of each create/update, in order (null for deletes), and
+   * the rev of the commit that wrote them (when the PDS says).
+   */
+  applyWrites(writes: RepoWrite[]): Promise<Written>;
   getRecordCid(collection: string, rkey: string): Promise<string | null>;
   /** Stores a blob a record about to be written references (an NPC's avatar: ADR 0065). */
   uploadBlob(bytes: Uint8Array, mimeType: string): Promise<void>;
@@ -31,7 +40,7 @@ export function agentRepo(agent: Agent, did: string): Repo {
         writes: writes.map(({ action, ...write }) => ({ $type: TYPE[action], ...write }) as never),
       });
       const results = (res.data.results ?? []) as { cid?: string }[];
-      return writes.map((_, i) => results[i]?.cid ?? null);
+      return { cids: writes.map((_, i) => results[i]?.cid ?? null), rev: res.data.commit?.rev ?? null };
     },
     async uploadBlob(bytes, mimeType) {
       await agent.com.atproto.repo.uploadBlob(bytes, { encoding: mimeType });

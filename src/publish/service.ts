@@ -210,20 +210,22 @@ export async function resume(deps: PublishDeps, did: string, conversationId: str
 async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promise<number> {
   const publication = await getPublication(deps.sql, conversationId);
   try {
-    const calls = await executePending(deps.sql, repo, conversationId);
+    let { calls, rev } = await executePending(deps.sql, repo, conversationId);
     const sessionUri = `at://${repo.did}/${SESSION}/${publication?.sessionRkey}`;
     if (publication?.status === 'unpublishing') {
-      await verifyGone(repo, sessionUri);
+      rev = (await verifyGone(repo, sessionUri)) ?? rev;
       await dropPublication(deps.sql, conversationId);
     } else await setStatus(deps.sql, conversationId, 'published', null);
     publishOutcome(publication?.status === 'unpublishing' ? 'unpublished' : 'published');
     // Write-through to our own AppView index, so the Player's link works at once (the event stream brings
-    // the same records a moment later; indexing is idempotent).
+    // the same records a moment later; indexing is idempotent, and by rev, so an older event arriving after
+    // this cannot undo it).
     await syncIndex(
       deps.sql,
       repo.did,
       sessionUri,
       await getPublishedRecords(deps.sql, conversationId),
+      rev,
     ).catch((e) => deps.log('index write-through failed', e));
     return calls;
   } catch (e) {
@@ -259,7 +261,8 @@ export async function unpublish(
   await run(deps, repo, conversationId);
 }
 
-async function verifyGone(repo: Repo, sessionUri: string) {
+/** Deletes whatever of the session is still on the PDS; the deleting commit's rev, if it deleted any. */
+async function verifyGone(repo: Repo, sessionUri: string): Promise<string | null> {
   const leftovers: { collection: string; rkey: string }[] = [];
   for await (const r of repo.listRecords(MESSAGE)) {
     if ((r.value as { session?: string }).session === sessionUri)
@@ -268,17 +271,36 @@ async function verifyGone(repo: Repo, sessionUri: string) {
   const sessionRkey = sessionUri.split('/').pop()!;
   if (await repo.getRecordCid(SESSION, sessionRkey))
     leftovers.push({ collection: SESSION, rkey: sessionRkey });
-  if (leftovers.length) await repo.applyWrites(leftovers.map((l) => ({ action: 'delete', ...l })));
+  if (!leftovers.length) return null;
+  return (await repo.applyWrites(leftovers.map((l) => ({ action: 'delete', ...l })))).rev;
 }
 
-async function syncIndex(sql: Sql, did: string, sessionUri: string, records: PublishedRecord[]) {
+/**
+ * The index made to hold what the PDS holds. Each record carries the rev of the commit that wrote it and each
+ * delete the run's last rev (no earlier than the deleting commit's), so the stream's events of older versions,
+ * which may arrive after this, are refused; a rev the PDS never gave leaves the record newest whatever comes.
+ */
+async function syncIndex(
+  sql: Sql,
+  did: string,
+  sessionUri: string,
+  records: PublishedRecord[],
+  lastRev: string | null,
+) {
   const live = records.filter((r) => r.cid && r.pending === null);
   const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
-  for (const uri of await indexedUris(sql, sessionUri)) if (!keep.has(uri)) await removeRecord(sql, uri);
+  for (const uri of await indexedUris(sql, sessionUri))
+    if (!keep.has(uri)) await removeRecord(sql, uri, lastRev ?? undefined);
   await indexRecords(
     sql,
     did,
-    live.map((r) => ({ collection: r.collection, rkey: r.rkey, cid: r.cid!, record: r.record })),
+    live.map((r) => ({
+      collection: r.collection,
+      rkey: r.rkey,
+      cid: r.cid!,
+      record: r.record,
+      ...(r.rev ? { rev: r.rev } : {}),
+    })),
     { written: true },
   );
 }

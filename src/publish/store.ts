@@ -10,7 +10,7 @@ import {
 } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { AgentChoices, Choices } from '../redaction/index.ts';
-import type { RepoWrite } from './repo.ts';
+import type { RepoWrite, Written } from './repo.ts';
 
 export interface Publication {
   conversationId: string;
@@ -36,6 +36,8 @@ export interface PublishedRecord {
   record: Record<string, unknown>;
   cid: string | null;
   pending: RepoWrite['action'] | null;
+  /** The rev of the commit that last wrote it, when known: the index's write-through carries it (migration 047). */
+  rev?: string | null;
 }
 
 /** The Player's choices for a Conversation, kept across unpublishing (see migration 009). */
@@ -90,7 +92,7 @@ export async function getPublishedRecords(
   conversationId: string,
 ): Promise<PublishedRecord[]> {
   return sql<PublishedRecord[]>`
-    select rkey, collection, message_id as "messageId", position, choice, record, cid, pending
+    select rkey, collection, message_id as "messageId", position, choice, record, cid, pending, rev
     from publication_records where conversation_id = ${conversationId} order by position`;
 }
 
@@ -167,7 +169,7 @@ export async function markWritten(
   sql: Sql,
   conversationId: string,
   writes: RepoWrite[],
-  cids: (string | null)[],
+  { cids, rev }: Written,
 ) {
   const deleted = writes.filter((w) => w.action === 'delete').map((w) => w.rkey);
   const written = writes.flatMap((w, i) =>
@@ -178,7 +180,7 @@ export async function markWritten(
       await tx`delete from publication_records where conversation_id = ${conversationId} and rkey = any(${deleted})`;
     }
     if (written.length) {
-      await tx`update publication_records p set pending = null, cid = w.cid
+      await tx`update publication_records p set pending = null, cid = w.cid, rev = ${rev}
         from (select * from jsonb_to_recordset(${tx.json(written as unknown as JsonValue)}) as x(rkey text, cid text)) w
         where p.conversation_id = ${conversationId} and p.rkey = w.rkey`;
     }

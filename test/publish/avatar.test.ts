@@ -1,7 +1,9 @@
 import { AtpAgent, XRPCError } from '@atproto/api';
+import { TID } from '@atproto/common-web';
 import { CID } from 'multiformats/cid';
 import { sha256 } from 'multiformats/hashes/sha2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { indexRecords, removeRecord } from '../../src/appview/index.ts';
 import { Network } from '../../src/appview/network.ts';
 import {
   AVATAR_MAX_BYTES,
@@ -287,5 +289,74 @@ describe('the avatar on the dev-env PDS', () => {
     expect(off.status).toBe(200);
     expect((await sessionOnPds(uri)).agents).toEqual([{ name: 'Ada', role: 'Librarian' }]);
     expect((await served(a.cid)).status).toBe(404);
+  }, 60_000);
+
+  // The stream may bring a commit's event after a later publish's write-through (CI saw the untick's event undo
+  // the tick). Each record written through carries its commit's rev, so the older event is refused.
+  it('an event of an older version arriving after a publish does not undo it, nor bring back an unpublished thread', async () => {
+    const { app } = local;
+    const sql = app.db.sql;
+    const alice = await local.signInAs('alice.test');
+    const { conversationId, npcId } = await insertConversation(sql, alice.playerId, {
+      title: 'Late events',
+      npc: { name: 'Ada', jobTitle: 'Librarian' },
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Who are you?' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'The librarian.' }] },
+      ],
+    });
+    await giveAvatar(sql, npcId, picture());
+    const a = (await avatarBlob(picture()))!;
+    const publish = (body: unknown, method = 'PUT') =>
+      app.api(`/api/conversations/${conversationId}/publication`, { method, cookie: alice.cookie, body });
+    const stored = async () =>
+      (
+        await sql<{ rkey: string; cid: string; record: unknown; rev: string | null }[]>`
+          select rkey, cid, record, rev from publication_records
+          where conversation_id = ${conversationId} and collection = ${SESSION}`
+      )[0]!;
+    const indexed = async (uri: string) =>
+      (await sql<{ cid: string }[]>`select cid from index_sessions where uri = ${uri}`)[0]?.cid ?? null;
+
+    const plain = await publish({});
+    expect(plain.status).toBe(200);
+    const { uri } = (await plain.json()) as { uri: string };
+    const first = await stored();
+    expect(first.rev).toMatch(/^[a-z2-7]{13}$/);
+    expect((await publish({ agents: { [npcId]: { avatar: true } } })).status).toBe(200);
+    const second = await stored();
+    expect(second.rev! > first.rev!).toBe(true);
+    expect(await indexed(uri)).toBe(second.cid);
+
+    // The untick's event, late: as the stream's batcher indexes it.
+    const late = {
+      did: alice.did,
+      collection: SESSION,
+      rkey: first.rkey,
+      cid: first.cid,
+      record: first.record,
+    };
+    await indexRecords(sql, null, [{ ...late, rev: first.rev! }]);
+    expect(await indexed(uri)).toBe(second.cid);
+    expect((await served(a.cid)).status).toBe(200);
+
+    // Unpublished, then the tick's own event arrives: the thread stays gone.
+    expect((await publish(undefined, 'DELETE')).status).toBe(204);
+    expect(await indexed(uri)).toBeNull();
+    await indexRecords(sql, null, [{ ...late, cid: second.cid, record: second.record, rev: second.rev! }]);
+    expect(await indexed(uri)).toBeNull();
+    // A newer commit of the same record (the author wrote it again elsewhere) is taken.
+    const newer = TID.nextStr();
+    await indexRecords(sql, null, [{ ...late, cid: second.cid, record: second.record, rev: newer }]);
+    expect(await indexed(uri)).toBe(second.cid);
+    // A delete older than that version, arriving late, leaves it; a newer one takes it.
+    await removeRecord(sql, uri, second.rev!);
+    expect(await indexed(uri)).toBe(second.cid);
+    await removeRecord(sql, uri, TID.nextStr());
+    expect(await indexed(uri)).toBeNull();
+
+    function served(cid: string) {
+      return fetch(`${app.url}/api/reader/avatars/${alice.did}/${cid}`);
+    }
   }, 60_000);
 });
