@@ -182,23 +182,29 @@ export async function runAbuse(o: {
               )
             : [];
       children.push(
-        spawn(process.execPath, ['--import', 'tsx', 'test/load/attacker.ts'], {
-          cwd: ROOT,
-          env: {
-            PATH: process.env.PATH ?? '',
-            ATTACK: JSON.stringify({
-              ...a,
-              url: app.running.listenUrl,
-              cookie: attacker.cookie,
-              conversationIds,
-            }),
-          },
-          stdio: ['ignore', 'pipe', 'inherit'],
-        }),
+        watchAttacker(
+          spawn(process.execPath, ['--import', 'tsx', 'test/load/attacker.ts'], {
+            cwd: ROOT,
+            env: {
+              PATH: process.env.PATH ?? '',
+              ATTACK: JSON.stringify({
+                ...a,
+                url: app.running.listenUrl,
+                cookie: attacker.cookie,
+                conversationIds,
+              }),
+            },
+            stdio: ['ignore', 'pipe', 'inherit'],
+          }),
+        ),
       );
     }
-    // The attacks get going (the bombs are built, the slow holders take what they can) before the victim starts.
+    // The attacks get going (the bombs are built, the slow holders take what they can) before the victim starts:
+    // at least 5 s, and until each attack has had its first answer (a 9 MB card on a loaded machine can take a
+    // while), at most 2 minutes.
+    const reached = children.map((child) => output.get(child)!.reached);
     await new Promise((r) => setTimeout(r, 5_000));
+    await Promise.race([Promise.all(reached), new Promise((r) => setTimeout(r, 120_000))]);
     const loop = monitorEventLoopDelay({ resolution: 10 });
     loop.enable();
     const cpu0 = process.cpuUsage();
@@ -240,15 +246,27 @@ async function ok(res: Response): Promise<void> {
   if (!res.ok) throw new Error(`${res.url}: ${res.status} ${body.slice(0, 300)}`);
 }
 
-async function report(child: ChildProcess): Promise<Record<string, number>> {
+/** An attacker's output, read from its start: it says `reached` at its first answer, and its counts as it ends. */
+function watchAttacker(child: ChildProcess): ChildProcess {
   let out = '';
+  let reached: () => void = () => {};
+  const heard = { out: () => out, reached: new Promise<void>((r) => (reached = r)) };
   child.stdout!.on('data', (d) => {
     out += d;
+    if (out.includes('reached\n')) reached();
   });
+  output.set(child, heard);
+  return child;
+}
+const output = new WeakMap<ChildProcess, { out: () => string; reached: Promise<void> }>();
+
+async function report(child: ChildProcess): Promise<Record<string, number>> {
   const exited = new Promise((r) => child.once('exit', r));
   child.kill('SIGTERM');
   await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
-  return out.trim() ? (JSON.parse(out.trim().split('\n').at(-1)!) as Record<string, number>) : {};
+  const out = output.get(child)?.out().trim() ?? '';
+  const last = out.split('\n').at(-1) ?? '';
+  return last.startsWith('{') ? (JSON.parse(last) as Record<string, number>) : {};
 }
 
 async function conversationWith(

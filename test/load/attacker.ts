@@ -17,8 +17,14 @@ export interface Attack {
 
 const attack = JSON.parse(process.env.ATTACK ?? '{}') as Attack;
 const counts: Record<string, number> = {};
+let reached = false;
 const count = (key: string) => {
   counts[key] = (counts[key] ?? 0) + 1;
+  // The harness starts the victim's loaded round once every attack has had its first answer (or a bound passed).
+  if (!reached && key !== 'error') {
+    reached = true;
+    process.stdout.write('reached\n');
+  }
 };
 let stopping = false;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
