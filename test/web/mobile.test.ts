@@ -157,6 +157,13 @@ it('at 390×844 the transcript has most of the screen, every action is in reach,
   await page.setViewportSize({ width: 390, height: 520 });
   await page.getByLabel('Message').focus();
   await expect.poll(() => atEnd(page)).toBe(true);
+  // The resize is laid out over the next frames (under load, more than one): measured once it has settled.
+  await expect
+    .poll(async () => {
+      const l = await layout(page);
+      return { scrolls: l.documentScrolls, composerInView: l.composer.bottom <= 520 };
+    })
+    .toEqual({ scrolls: false, composerInView: true });
   const keyboard = await layout(page);
   await snap(page, 'mobile-chat-390x520');
   expect(keyboard.composer.bottom).toBeLessThanOrEqual(520);
