@@ -100,8 +100,7 @@ export async function beginPlayerTurn(
   );
   const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
   // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
-  // Sent as text, not `sql.json`: postgres.js encodes a json parameter again when it re-sends a statement whose
-  // prepared form the server lost, and the Message would be stored as one JSON string.
+  // Sent as text (cast to jsonb), and counted from that text.
   const parts = JSON.stringify(list);
   const incoming = Buffer.byteLength(parts);
   // One statement reads what the Player has spent and, only when that admits the turn, claims the Conversation,

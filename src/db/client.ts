@@ -12,8 +12,18 @@ export function connect(url: string, options: ConnectOptions = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
-    // Keep bigints exact: message sequence numbers travel as strings.
-    types: {},
+    types: {
+      // postgres.js 3.4.9 serialises a statement's parameters in place, and re-sending a prepared statement the
+      // server has lost (a migration changed its result, a pooler or DISCARD dropped it) serialises them again:
+      // `sql.json({…})` went the second time as a JSON string of its text, and was stored so. JSON text already
+      // made is sent as it is. (No caller passes a bare string as a JSON value: sql.json takes objects and arrays.)
+      json: {
+        to: 3802,
+        from: [114, 3802],
+        serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)),
+        parse: (x: string) => JSON.parse(x),
+      },
+    },
     debug: options.onQuery ? (_conn, query) => options.onQuery?.(query) : undefined,
   });
 }
