@@ -8,22 +8,38 @@ export interface ConnectOptions {
   onQuery?: (query: string) => void;
 }
 
+const REPEATABLE_SERIALISERS = {
+  json: {
+    to: 3802,
+    from: [114, 3802],
+    serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)),
+    parse: (x: string) => JSON.parse(x),
+  },
+  boolean: {
+    to: 16,
+    from: [16],
+    serialize: (x: unknown) => (x === true || x === 't' ? 't' : 'f'),
+    parse: (x: string) => x === 't',
+  },
+  bytea: {
+    to: 17,
+    from: [17],
+    serialize: (x: unknown) =>
+      typeof x === 'string' ? x : `\\x${Buffer.from(x as Uint8Array).toString('hex')}`,
+    parse: (x: string) => Buffer.from(x.slice(2), 'hex'),
+  },
+};
+
 export function connect(url: string, options: ConnectOptions = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
     onnotice: () => {},
-    types: {
-      // postgres.js 3.4.9 serialises a statement's parameters in place, and re-sending a prepared statement the
-      // server has lost (a migration changed its result, a pooler or DISCARD dropped it) serialises them again:
-      // `sql.json({…})` went the second time as a JSON string of its text, and was stored so. JSON text already
-      // made is sent as it is. (No caller passes a bare string as a JSON value: sql.json takes objects and arrays.)
-      json: {
-        to: 3802,
-        from: [114, 3802],
-        serialize: (x: unknown) => (typeof x === 'string' ? x : JSON.stringify(x)),
-        parse: (x: string) => JSON.parse(x),
-      },
-    },
+    // postgres.js 3.4.9 serialises a statement's parameters in place, and when it re-sends a prepared statement the
+    // server has lost (a migration changed its result, a pooler or DISCARD dropped it) it serialises them again
+    // (porsager/postgres#1197; fixed upstream, not released). The three serialisers that are not idempotent are
+    // made so (ADR 0073): a JSON value went as a JSON string of its own text, `true` went as false, bytes as the
+    // hex of their hex. So a string given as JSON is sent as JSON text (sql.json takes objects and arrays here).
+    types: REPEATABLE_SERIALISERS,
     debug: options.onQuery ? (_conn, query) => options.onQuery?.(query) : undefined,
   });
 }

@@ -329,7 +329,7 @@ describe('a PDS that cannot be reached for a moment', () => {
     // Due for a refresh, at an authorization server that does not answer (a closed port).
     const gone = `http://127.0.0.1:${await freePort()}`;
     await app.db.sql`update oauth_sessions set value = jsonb_set(jsonb_set(value,
-        '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"'), '{tokenSet,iss}', ${app.db.sql.json(gone)})
+        '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"'), '{tokenSet,iss}', to_jsonb(${gone}::text))
       where did = ${alice.did}`;
     const [sessions, oauthSessions] = [await count('sessions'), await count('oauth_sessions')];
 

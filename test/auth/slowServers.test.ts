@@ -89,7 +89,7 @@ describe('a Player whose own servers hang', () => {
       const [saved] = await sql()`select value from oauth_sessions where did = ${alice.did}`;
       // Due for a refresh, at an authorization server that never answers.
       await sql()`update oauth_sessions set value = jsonb_set(jsonb_set(value,
-          '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"'), '{tokenSet,iss}', ${sql().json(as.base)})
+          '{tokenSet,expires_at}', '"2000-01-01T00:00:00.000Z"'), '{tokenSet,iss}', to_jsonb(${as.base}::text))
         where did = ${alice.did}`;
       const stuck = [0, 1, 2, 3].map(() => local.app.api('/api/me', { cookie: alice.cookie }));
       await until('the refresh reaches the hanging server', async () => as.held() > 0);
@@ -123,7 +123,7 @@ describe('a Player whose own servers hang', () => {
       const mine = await Promise.all([0, 1, 2, 3].map(() => conversation(alice.playerId)));
       const theirs = await conversation(bob.playerId);
       // Alice's repo calls go to a PDS that hangs.
-      await sql()`update oauth_sessions set value = jsonb_set(value, '{tokenSet,aud}', ${sql().json(pds.base)})
+      await sql()`update oauth_sessions set value = jsonb_set(value, '{tokenSet,aud}', to_jsonb(${pds.base}::text))
         where did = ${alice.did}`;
       const publish = (cookie: string, id: string) =>
         local.app.api(`/api/conversations/${id}/publication`, {
