@@ -20,7 +20,7 @@ import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import { countRefusals, metricsRoute } from './metrics/index.ts';
 import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
-import { publicationStatusSql, publishRoutes, turnEnded } from './publish/index.ts';
+import { liveTurnEnd, publicationStatusSql, publishRoutes, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { grantTargets, toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
@@ -172,12 +172,7 @@ export function createApp(ctx: AppContext): Express {
     const ready = db && !deps.draining();
     res.status(ready ? 200 : 503).json({ ready, database: db, draining: deps.draining() });
   });
-  app.use(
-    webRoutes({
-      ...deps,
-      reader: readerSource(deps),
-    }),
-  );
+  app.use(webRoutes({ ...deps, reader: readerSource(deps) }));
   app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
   app.use(readerRoutes(deps));
   app.use(reportRoutes(deps));
@@ -188,12 +183,17 @@ export function createApp(ctx: AppContext): Express {
     res.set('Cache-Control', 'no-store');
     next();
   });
-  // Turns came onto the path (a turn ended, a reply was settled interrupted, another branch was shown): live
-  // publishing starts their hold-back window (ADR 0043, 0046).
+  // Turns came onto the path (a reply settled interrupted, a branch shown): their live hold-back (ADR 0043, 0046).
   const onPath = (ids: string | string[]) =>
     turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
   // The hot path reads its session with its first reads (turn/admit.ts); its JSON bodies are requireIntent's ask.
-  api.use(turnRoutes({ ...deps, afterTurn: onPath, log: subsystemLog(deps.logger, 'turn') }));
+  api.use(
+    turnRoutes({
+      ...deps,
+      turnEnded: liveTurnEnd(deps.sql, deps.log),
+      log: subsystemLog(deps.logger, 'turn'),
+    }),
+  );
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
   api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));

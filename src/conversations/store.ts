@@ -139,9 +139,10 @@ export async function getConversation(
 }
 
 /** The Conversation's NPCs, in the order they joined. */
-export async function getParticipants(sql: Sql, conversationId: string): Promise<Npc[]> {
+/** A Conversation's NPCs in order; `forTurn` adds what a turn reads of them (`hasGrants`). */
+export async function getParticipants(sql: Sql, conversationId: string, forTurn = false): Promise<Npc[]> {
   return sql<Npc[]>`
-    select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`)}) n
+    select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`, forTurn)}) n
     where p.conversation_id = ${conversationId} order by p.position`;
 }
 

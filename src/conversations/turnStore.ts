@@ -1,5 +1,6 @@
 import { linkToMessageSql } from '../attachments/index.ts';
 import {
+  type Fragment,
   inOneTrip,
   type JsonValue,
   LIVE_INSTANCES,
@@ -255,8 +256,13 @@ const claimSql = (
     and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
   returning id, summary, summary_through::text as summary_through`;
 
-export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number): Promise<void> {
-  await sql`update conversations set turn_owner = null where id = ${conversationId} and turn_owner = ${instanceId}`;
+/** The turn's claim released, in one statement with `told` (what must land with it); returns `told`'s rows. */
+export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number, told?: Fragment) {
+  const release = sql`update conversations set turn_owner = null where id = ${conversationId}
+    and turn_owner = ${instanceId}`;
+  if (told) return sql<{ id: string }[]>`with told as (${told}), r as (${release}) select id from told`;
+  await release;
+  return [];
 }
 
 /** The NPC's Message row, inserted before the first token so the start frame carries its real id. */

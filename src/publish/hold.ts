@@ -18,13 +18,29 @@ import { getDraft } from './store.ts';
 export async function turnEnded(sql: Sql, conversationIds: string | readonly string[]): Promise<void> {
   const ids = [...new Set(typeof conversationIds === 'string' ? [conversationIds] : conversationIds)];
   if (ids.length === 0) return;
-  const live = await sql<{ id: string }[]>`
-    update publications set live_due_at = now() + make_interval(secs => live_delay_seconds),
+  await heldBack(sql, await sql<{ id: string }[]>`${turnEndedSql(sql, ids)}`);
+}
+
+/**
+ * turnEnded's statement, to be composed into another (the turn's release of its claim: one round trip at the end
+ * of every turn, not two). Returns the live Conversations (`id`), for `heldBack` to finish with.
+ */
+export const turnEndedSql = (q: Queryable, ids: readonly string[]) =>
+  q`update publications set live_due_at = now() + make_interval(secs => live_delay_seconds),
       live_turn_ended_at = now()
     where conversation_id = any(${ids}::uuid[]) and live
     returning conversation_id as id`;
+
+/** The rest of turnEnded for the live Conversations its statement returned: their replies held with their question. */
+async function heldBack(sql: Queryable, live: readonly { id: string }[]): Promise<void> {
   for (const { id } of live) await holdReplies(sql, id);
 }
+
+/** turnEnded for one Conversation as the turn's release takes it: its statement, and what follows it (never throws). */
+export const liveTurnEnd = (sql: Sql, log: (message: string, error: unknown) => void) => ({
+  sql: (q: Queryable, id: string) => turnEndedSql(q, [id]),
+  after: (live: { id: string }[]) => heldBack(sql, live).catch((e) => log('could not hold replies back', e)),
+});
 
 /**
  * Holds a turn back before it goes out: it will be published withheld (a visible hole) until the Player

@@ -2,7 +2,7 @@
 // the stored plan, the batched writer with resume, reference resolution, and the routes.
 export { batches, MAX_BYTES, MAX_WRITES, POINTS_PER_HOUR } from './batches.ts';
 export { executePending } from './execute.ts';
-export { turnEnded } from './hold.ts';
+export { liveTurnEnd, turnEnded } from './hold.ts';
 export { startLiveAppends } from './live.ts';
 export { defaultTitle, projectSession, projectTurn, publishedTexts } from './projection.ts';
 export { agentRepo, type Repo, type RepoWrite } from './repo.ts';

@@ -10,6 +10,14 @@ export interface GrantedTools {
   mcpServers: McpServer[];
 }
 
+/** What an NPC with no grant may use. */
+export const NOTHING_GRANTED: GrantedTools = Object.freeze({
+  sandbox: false,
+  memory: false,
+  skills: [],
+  mcpServers: [],
+});
+
 /** What one NPC may use: its grants (village's), with the Skills and MCP Servers they name, in grant order. */
 export async function grantedTools(sql: Sql, npcId: string): Promise<GrantedTools> {
   const grants = await listGrants(sql, npcId);

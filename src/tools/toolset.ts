@@ -10,7 +10,7 @@ import { DEFAULT_SANDBOX_LIMITS, SANDBOX_WAIT_MS, sandboxFolder, sandboxTools } 
 import { type ConversationExistsSql, SandboxStore } from './sandbox/store.ts';
 import { type ShareLimits, shareFileTool } from './share.ts';
 import { loadSkillTool } from './skills.ts';
-import { grantedTools } from './store.ts';
+import { grantedTools, NOTHING_GRANTED } from './store.ts';
 
 export interface ToolContext {
   sql: Sql;
@@ -24,7 +24,8 @@ export interface ToolContext {
   shareLimits?: ShareLimits;
   playerId: string;
   conversationId: string;
-  npc: { id: string; name: string };
+  /** `hasGrants` false (known from the turn's reads): no grants to read. */
+  npc: { id: string; name: string; hasGrants?: boolean };
   /** The other NPCs of a Party, by name: they can be handed the Conversation. */
   others: string[];
   /** What the Player asked, for recalling Memory. */
@@ -68,7 +69,7 @@ function sandboxStore(ctx: ToolContext): SandboxStore {
  * Every Tool runs under the time and output limits; Stop aborts running ones.
  */
 export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
-  const granted = await grantedTools(ctx.sql, ctx.npc.id);
+  const granted = ctx.npc.hasGrants === false ? NOTHING_GRANTED : await grantedTools(ctx.sql, ctx.npc.id);
   const limits = ctx.limits ?? DEFAULT_LIMITS;
   const tools: ToolSet = {};
   const closers: (() => Promise<void>)[] = [];

@@ -56,7 +56,7 @@ export async function readFirst(
   const [session, conversation, participants, settings, block, lastText] = await Promise.all([
     findSession(deps.sql, token),
     known ? getConversation(deps.sql, player(), id) : undefined,
-    known ? getParticipants(deps.sql, id) : [],
+    known ? getParticipants(deps.sql, id, true) : [],
     getVillageSettings(deps.sql),
     blockOf(deps.sql, player()),
     known && options.lastText ? lastPlayerText(deps.sql, player(), id) : '',

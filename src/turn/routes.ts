@@ -8,6 +8,7 @@ import {
   markUnfinished,
   releaseTurn,
 } from '../conversations/index.ts';
+import type { Fragment, Queryable } from '../db/index.ts';
 import { AppError, isUuid, parseBody, SseWriter } from '../http/index.ts';
 import { turnMeter } from '../metrics/index.ts';
 import {
@@ -56,8 +57,14 @@ export interface TurnRouteDeps extends Omit<TurnDeps, 'checkpoints'> {
    * after the routes are built, and each request must see it as it is then.
    */
   draining?: () => boolean;
-  /** Told when a turn has ended, before its claim is released (live publishing: see publish/live.ts). Never throws. */
-  afterTurn?: (conversationId: string) => Promise<void>;
+  /**
+   * Told when a turn has ended, with its claim's release (live publishing: see publish/live.ts): `sql` is sent in the
+   * release's statement, and `after` finishes with what it returned. `after` never throws.
+   */
+  turnEnded?: {
+    sql: (sql: Queryable, conversationId: string) => Fragment;
+    after: (rows: { id: string }[]) => Promise<void>;
+  };
 }
 type Deps = TurnRouteDeps & TurnDeps;
 
@@ -206,12 +213,19 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       message: 'The reply could not be completed.',
     });
   } finally {
-    // Told before the claim goes (live publishing dates the turn's end here): whoever sees the Conversation
-    // free also sees that a turn has just ended.
-    await deps.afterTurn?.(plan.conversation.id);
-    await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId).catch((e) =>
-      deps.log('turn claim not released', e),
-    );
+    // Told in the claim's release (live publishing dates the turn's end here): whoever sees the Conversation
+    // free also sees that a turn has just ended. One statement, one round trip before the last frame.
+    const { turnEnded } = deps;
+    const told = await releaseTurn(
+      deps.sql,
+      plan.conversation.id,
+      deps.instanceId,
+      turnEnded?.sql(deps.sql, plan.conversation.id),
+    ).catch((e) => {
+      deps.log('turn claim not released', e);
+      return [];
+    });
+    if (told.length) await turnEnded?.after(told);
     if (held) out(held);
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
     // marked interrupted, with its last checkpoint, before its followers are told it ended.

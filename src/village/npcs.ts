@@ -34,6 +34,8 @@ export interface Npc {
   cardExtra: Record<string, unknown>;
   /** Where its picture is served (a card's PNG), or null. */
   avatarUrl: string | null;
+  /** Whether it has any grant: read only for a turn (`npcRowSql`'s `forTurn`); unknown elsewhere. */
+  hasGrants?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -159,8 +161,12 @@ const columns = npcColumns;
  * One NPC's row, as `Npc` names it, by an id the caller's statement holds: a subquery to join laterally
  * (`cross join lateral (…) n`), so a list of the caller's ids reads their NPCs in its own order, in one statement.
  */
-export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>) =>
-  q`select ${npcColumns(q)} from npcs where npcs.id = ${id}`;
+export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>, forTurn = false) =>
+  q`select ${npcColumns(q)}${forTurn ? hasGrants(q) : q``} from npcs where npcs.id = ${id}`;
+
+/** For a turn: whether the NPC has any grant, so a turn of one that has none reads no grants (most NPCs). */
+const hasGrants = (q: Queryable) =>
+  q`, exists (select 1 from grants where grants.npc_id = npcs.id) as "hasGrants"`;
 
 export async function listNpcs(sql: Sql, playerId: string): Promise<Npc[]> {
   return sql<Npc[]>`select ${columns(sql)} from npcs where player_id = ${playerId} order by created_at, id`;

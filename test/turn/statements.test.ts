@@ -1,0 +1,55 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { textScript } from '../support/fakeProvider.ts';
+import { collectFrames } from '../support/sse.ts';
+
+// What a turn sends to PostgreSQL (issue 32): every statement is CPU on both sides of a busy two-core machine.
+// An NPC with no grant reads no grants (the turn's NPC read says so), and the claim's release carries live
+// publishing's end-of-turn dating in the same statement.
+let app: TestApp;
+let cookie: string;
+let statements: string[] | undefined;
+
+beforeAll(async () => {
+  app = await startTestApp({}, {}, { onQuery: (q) => statements?.push(q) });
+  ({ cookie } = await app.signIn());
+});
+afterAll(() => app?.close());
+
+async function turnOf(body: Record<string, unknown>) {
+  const npc = await app.api('/api/npcs', { cookie, body: { name: 'Ada', ...body } });
+  const { npc: made } = (await npc.json()) as { npc: { id: string } };
+  const c = await app.api('/api/conversations', { cookie, body: { npcIds: [made.id] } });
+  const { conversation } = (await c.json()) as { conversation: { id: string } };
+  app.fake.enqueue(textScript('Hello.', { prompt_tokens: 3, completion_tokens: 1 }));
+  statements = [];
+  const res = await app.api(`/api/conversations/${conversation.id}/messages`, {
+    cookie,
+    body: { text: 'Hi' },
+  });
+  const frames = await collectFrames(res);
+  const sent = statements;
+  statements = undefined;
+  expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+  return { sent, tools: (app.fake.requests.at(-1)!.body as { tools?: unknown[] }).tools ?? [] };
+}
+
+const readsGrants = (s: string) => /from grants\s+where npc_id/.test(s);
+
+it('an NPC with no grant reads no grants; one with a grant reads them and gets its Tools', async () => {
+  const plain = await turnOf({});
+  expect(plain.sent.filter(readsGrants)).toEqual([]);
+  expect(plain.tools).toEqual([]);
+
+  const granted = await turnOf({ grants: [{ kind: 'memory' }] });
+  expect(granted.sent.filter(readsGrants)).toHaveLength(1);
+  expect(granted.tools.length).toBeGreaterThan(0);
+});
+
+it('the claim is released in the statement that dates the turn’s end for live publishing', async () => {
+  const { sent } = await turnOf({});
+  const release = sent.filter((s) => /update conversations set turn_owner = null/.test(s));
+  expect(release).toHaveLength(1);
+  expect(release[0]).toMatch(/with told as \(update publications set live_due_at/);
+  expect(sent.filter((s) => /^\s*update publications set live_due_at = now\(\)/.test(s))).toEqual([]);
+});
