@@ -138,8 +138,7 @@ export async function getConversation(
   return row;
 }
 
-/** The Conversation's NPCs, in the order they joined. */
-/** A Conversation's NPCs in order; `forTurn` adds what a turn reads of them (`hasGrants`). */
+/** The Conversation's NPCs, in the order they joined; `forTurn` adds what a turn reads of them (`hasGrants`). */
 export async function getParticipants(sql: Sql, conversationId: string, forTurn = false): Promise<Npc[]> {
   return sql<Npc[]>`
     select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`, forTurn)}) n

@@ -1,4 +1,5 @@
 import type { Agent } from '@atproto/api';
+import { isValidTid } from '@atproto/syntax';
 
 export type RepoWrite =
   | { action: 'create' | 'update'; collection: string; rkey: string; value: Record<string, unknown> }
@@ -40,7 +41,9 @@ export function agentRepo(agent: Agent, did: string): Repo {
         writes: writes.map(({ action, ...write }) => ({ $type: TYPE[action], ...write }) as never),
       });
       const results = (res.data.results ?? []) as { cid?: string }[];
-      return { cids: writes.map((_, i) => results[i]?.cid ?? null), rev: res.data.commit?.rev ?? null };
+      // The PDS may be anyone's: a rev that is not a TID is no rev (it orders the index's copies of these records).
+      const rev = res.data.commit?.rev;
+      return { cids: writes.map((_, i) => results[i]?.cid ?? null), rev: isValidTid(rev) ? rev : null };
     },
     async uploadBlob(bytes, mimeType) {
       await agent.com.atproto.repo.uploadBlob(bytes, { encoding: mimeType });
