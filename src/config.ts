@@ -1,3 +1,4 @@
+import os from 'node:os';
 import ipaddr from 'ipaddr.js';
 import { z } from 'zod';
 import { type ProviderConfig, parseSecretsKey } from './village/index.ts';
@@ -47,6 +48,11 @@ const Env = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(3000),
   HOST: z.string().default('127.0.0.1'),
   DATABASE_URL: z.string().optional(),
+  /**
+   * Connections this process sends its queries over (ADR 0074): unset, twice its cores (at least 4). Beyond that,
+   * queries are pipelined onto the open ones, which on a few cores is faster than waking more backends.
+   */
+  DATABASE_POOL_SIZE: z.coerce.number().int().min(1).max(500).optional(),
   DATA_DIR: z.string().default('./data'),
   ADMIN_DIDS: commaList,
   OPENAI_API_KEY: z.string().optional(),
@@ -168,6 +174,8 @@ export interface Config {
   port: number;
   host: string;
   databaseUrl?: string;
+  /** Connections for queries (the few held for the life of the process come on top: db/client.ts). */
+  databasePoolSize: number;
   dataDir: string;
   adminDids: string[];
   providers: ProviderConfig[];
@@ -216,6 +224,9 @@ export interface AtprotoConfig {
 
 export class ConfigError extends Error {}
 
+/** PostgreSQL's own rule of thumb for a pool is twice the database's cores; ours stand in for them (ADR 0074). */
+export const defaultPoolSize = () => Math.max(4, 2 * os.availableParallelism());
+
 /** Reads the environment once, through zod, into the typed config everything else is built from. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const e = parseEnv(env);
@@ -227,6 +238,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     port: e.PORT,
     host: e.HOST,
     databaseUrl: e.DATABASE_URL,
+    databasePoolSize: e.DATABASE_POOL_SIZE ?? defaultPoolSize(),
     dataDir: e.DATA_DIR,
     adminDids: e.ADMIN_DIDS,
     providers,

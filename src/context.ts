@@ -6,7 +6,15 @@ import { referBlobsFrom } from './attachments/index.ts';
 import { createOAuthClient } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { markInterrupted } from './conversations/index.ts';
-import { connect, Leases, migrate, registerInstance, type Sql, startEmbeddedPostgres } from './db/index.ts';
+import {
+  connect,
+  HELD_CONNECTIONS,
+  Leases,
+  migrate,
+  registerInstance,
+  type Sql,
+  startEmbeddedPostgres,
+} from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
 import { createLogger, type Logger, subsystemLog } from './log/index.ts';
 import { createOutbound, type Outbound, type Resolve, type SocketPolicy } from './outbound/index.ts';
@@ -203,7 +211,10 @@ async function openDatabase(
     url = embedded.url;
     log(`Embedded PostgreSQL running (data in ${embedded.dataDir})`);
   }
-  const sql = connect(url, { onQuery: options.onQuery });
+  const sql = connect(url, {
+    max: config.databasePoolSize + HELD_CONNECTIONS,
+    onQuery: options.onQuery,
+  });
   closers.push(() => sql.end({ timeout: 5 }));
   await migrate(sql);
   // Locks held while a Player's own servers are waited on are leases: rows with an expiry, holding no

@@ -3,7 +3,10 @@ import postgres from 'postgres';
 export type Sql = postgres.Sql;
 
 export interface ConnectOptions {
+  /** Connections in all (the server's: its query pool and HELD_CONNECTIONS). */
   max?: number;
+  /** Shown in pg_stat_activity, so an operator can tell whose connections are whose. */
+  name?: string;
   /** Called for every statement sent; the benchmark counts writes through it. */
   onQuery?: (query: string) => void;
 }
@@ -30,9 +33,17 @@ const REPEATABLE_SERIALISERS = {
   },
 };
 
+/**
+ * Connections reserved for as long as the process runs, each holding a session lock: this instance's (db/instance.ts),
+ * the AppView indexer's leadership and the labelers' follower's (or waiting for it). They would otherwise be taken
+ * out of the pool the queries share (ADR 0074).
+ */
+export const HELD_CONNECTIONS = 3;
+
 export function connect(url: string, options: ConnectOptions = {}): Sql {
   return postgres(url, {
     max: options.max ?? 10,
+    connection: { application_name: options.name ?? 'agentsville' },
     onnotice: () => {},
     // postgres.js 3.4.9 serialises a statement's parameters in place, and when it re-sends a prepared statement the
     // server has lost (a migration changed its result, a pooler or DISCARD dropped it) it serialises them again

@@ -3,6 +3,7 @@
 export {
   connect,
   type Fragment,
+  HELD_CONNECTIONS,
   inOneTrip,
   type JsonValue,
   type Queryable,

@@ -17,7 +17,8 @@ export async function createDatabase(
   await admin.unsafe(`create database ${name}`);
   const url = new URL(adminUrl);
   url.pathname = `/${name}`;
-  const sql = connect(url.toString());
+  // Told apart from the server's own connections (test/db/pool.test.ts counts those).
+  const sql = connect(url.toString(), { name: 'agentsville-test' });
   if (options.migrate !== false) await migrate(sql);
   return {
     url: url.toString(),
