@@ -14,4 +14,4 @@ export {
 export { lorebookRoutes } from './lorebookRoutes.ts';
 export { isPng, pngTextChunks, pngWithText } from './png.ts';
 export { cardRoutes } from './routes.ts';
-export { booksOf, embeddedBook, setEmbeddedBook } from './store.ts';
+export { booksOf, embeddedBook, hasBooksColumn, setEmbeddedBook } from './store.ts';

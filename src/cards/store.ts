@@ -38,6 +38,13 @@ export async function embeddedBook(sql: Queryable, npcId: string): Promise<Loreb
   return row?.book ?? null;
 }
 
+/**
+ * For a turn's NPC read (village's `TurnColumns`): whether any lorebook is attached, so a turn of an NPC with none
+ * (most) does not read them.
+ */
+export const hasBooksColumn = (q: Queryable) =>
+  q`, exists (select 1 from npc_lorebooks b where b.npc_id = npcs.id) as "hasBooks"`;
+
 /** Every lorebook attached to an NPC, its own first, for the prompt. */
 export async function booksOf(sql: Sql, npcId: string): Promise<Lorebook[]> {
   const rows = await sql<{ book: Lorebook }[]>`

@@ -3,7 +3,7 @@ import { type Fragment, LIVE_INSTANCES, type Queryable, type Sql, transaction } 
 import { AppError } from '../http/index.ts';
 import { expandMacros } from '../macros/index.ts';
 import { sandboxBlobsSql } from '../tools/index.ts';
-import { COUNT_LOCK, listNpcs, type Npc, npcRowSql } from '../village/index.ts';
+import { COUNT_LOCK, listNpcs, type Npc, npcRowSql, type TurnColumns } from '../village/index.ts';
 import { branchHead, setPath } from './branches.ts';
 import { type Message, type MessageRow, messageColumns, toMessage } from './messages.ts';
 import { lockSpending } from './spending.ts';
@@ -138,8 +138,12 @@ export async function getConversation(
   return row;
 }
 
-/** The Conversation's NPCs, in the order they joined; `forTurn` adds what a turn reads of them (`hasGrants`). */
-export async function getParticipants(sql: Sql, conversationId: string, forTurn = false): Promise<Npc[]> {
+/** The Conversation's NPCs, in the order they joined; `forTurn` adds what a turn reads of them (`TurnColumns`). */
+export async function getParticipants(
+  sql: Sql,
+  conversationId: string,
+  forTurn?: TurnColumns,
+): Promise<Npc[]> {
   return sql<Npc[]>`
     select n.* from conversation_participants p cross join lateral (${npcRowSql(sql, sql`p.npc_id`, forTurn)}) n
     where p.conversation_id = ${conversationId} order by p.position`;

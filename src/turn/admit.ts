@@ -1,5 +1,6 @@
 import type { Request, Response } from 'express';
 import { findSession, type Player, sessionPlayerSql, sessionToken } from '../auth/index.ts';
+import { hasBooksColumn } from '../cards/index.ts';
 import {
   type Conversation,
   getConversation,
@@ -56,7 +57,7 @@ export async function readFirst(
   const [session, conversation, participants, settings, block, lastText] = await Promise.all([
     findSession(deps.sql, token),
     known ? getConversation(deps.sql, player(), id) : undefined,
-    known ? getParticipants(deps.sql, id, true) : [],
+    known ? getParticipants(deps.sql, id, { more: hasBooksColumn(deps.sql) }) : [],
     getVillageSettings(deps.sql),
     blockOf(deps.sql, player()),
     known && options.lastText ? lastPlayerText(deps.sql, player(), id) : '',

@@ -25,7 +25,8 @@ function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
   const { conversation, speaker, settings } = plan;
   const tail = readHistoryTail(deps.sql, conversation.id, conversation.summaryThrough);
   tail.catch(() => {});
-  const books = booksOf(deps.sql, speaker.npc.id);
+  // An NPC known to have no lorebook (the turn's NPC read says so) reads none.
+  const books = speaker.npc.hasBooks === false ? Promise.resolve([]) : booksOf(deps.sql, speaker.npc.id);
   books.catch(() => {});
   const toolsReady = buildTurnTools({
     sql: deps.sql,

@@ -27,6 +27,7 @@ export {
   type NpcWrite,
   npcRowSql,
   replaceAvatar,
+  type TurnColumns,
   updateNpc,
 } from './npcs.ts';
 export { refreshProviderKeys } from './providerKeys.ts';

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { JsonValue, Queryable, Sql } from '../db/index.ts';
+import type { Fragment, JsonValue, Queryable, Sql } from '../db/index.ts';
 import { LOCKS, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { checkJsonLimits } from '../json/index.ts';
@@ -36,6 +36,8 @@ export interface Npc {
   avatarUrl: string | null;
   /** Whether it has any grant: read only for a turn (`npcRowSql`'s `forTurn`); unknown elsewhere. */
   hasGrants?: boolean;
+  /** Whether any lorebook is attached (cards' `hasBooksColumn`, handed in for a turn); unknown elsewhere. */
+  hasBooks?: boolean;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -161,8 +163,16 @@ const columns = npcColumns;
  * One NPC's row, as `Npc` names it, by an id the caller's statement holds: a subquery to join laterally
  * (`cross join lateral (…) n`), so a list of the caller's ids reads their NPCs in its own order, in one statement.
  */
-export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>, forTurn = false) =>
-  q`select ${npcColumns(q)}${forTurn ? hasGrants(q) : q``} from npcs where npcs.id = ${id}`;
+export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>, forTurn?: TurnColumns) =>
+  q`select ${npcColumns(q)}${forTurn ? q`${hasGrants(q)}${forTurn.more}` : q``} from npcs where npcs.id = ${id}`;
+
+/**
+ * What a turn reads of its NPCs beyond their rows: `hasGrants`, and `more` — other rooms' columns about the NPC
+ * (each `, <expression> as "<name>"`, naming the row as `npcs`), handed in by whoever reads for the turn.
+ */
+export interface TurnColumns {
+  more: Fragment;
+}
 
 /** For a turn: whether the NPC has any grant, so a turn of one that has none reads no grants (most NPCs). */
 const hasGrants = (q: Queryable) =>
