@@ -197,6 +197,10 @@ it('at 390×844 the transcript has most of the screen, every action is in reach,
   await expect.poll(() => side.isVisible()).toBe(true);
   expect(await side.locator('a[aria-current=page]').textContent()).toBe('Maps of the north');
   expect(await page.getByRole('button', { name: 'Your conversations' }).isVisible()).toBe(false);
+  // The media queries apply at once; the visible height follows on the resize event a frame or more later.
+  await expect
+    .poll(() => page.evaluate(() => document.documentElement.style.getPropertyValue('--app-height')))
+    .toBe('800px');
   const wide = await layout(page);
   await snap(page, 'mobile-chat-1280x800');
   expect(wide.documentScrolls).toBe(false);
