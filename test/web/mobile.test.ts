@@ -199,7 +199,7 @@ it('at 390×844 the transcript has most of the screen, every action is in reach,
   expect(await page.getByRole('button', { name: 'Your conversations' }).isVisible()).toBe(false);
   // The media queries apply at once; the visible height follows on the resize event a frame or more later.
   await expect
-    .poll(() => page.evaluate(() => document.documentElement.style.getPropertyValue('--app-height')))
+    .poll(() => page.evaluate(`document.documentElement.style.getPropertyValue('--app-height')`))
     .toBe('800px');
   const wide = await layout(page);
   await snap(page, 'mobile-chat-1280x800');
