@@ -42,6 +42,14 @@ if (!adminUrl) {
   };
 }
 
+// Stopped (Ctrl-C, a CI timeout): the database goes, and exiting kills every server the bench spawned
+// (test/support/process.ts kills them on exit, which a signal alone would skip).
+for (const [signal, code] of [
+  ['SIGINT', 130],
+  ['SIGTERM', 143],
+] as const)
+  process.once(signal, () => void cleanup().finally(() => process.exit(code)));
+
 // BENCH_ONLY=ingest,appview runs some sections, in the order named.
 const only = process.env.BENCH_ONLY?.split(',');
 const sections: [string, () => AsyncGenerator<Figure>][] = [

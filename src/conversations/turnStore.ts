@@ -34,8 +34,9 @@ import {
 } from './spending.ts';
 import { type Conversation, turnInProgress } from './store.ts';
 
-// The turn's write side: the claim and the turn begun (the Player's Message and the reply's row), the reply's
-// checkpoints and end, what it cost, the claim released, and replies left streaming marked interrupted.
+// The turn's write side: the claim and the turn begun (the Player's Message and the reply's row, after the
+// spending check), the reply's checkpoints and its end, what it cost, the claim released, and replies left
+// streaming marked interrupted.
 
 type PendingFragment = ReturnType<Queryable>;
 
@@ -131,20 +132,17 @@ export async function beginPlayerTurn(
       return begunOrRefused(row, args.limits);
     });
   }
-  // The hot path, one round trip: BEGIN, the Player's lock, the statement and COMMIT written together; nothing it
-  // answers calls for a rollback. The COMMIT does not wait for the disk: the reply's next write does (ADR 0075).
-  const row = await inOneTrip(
-    sql,
-    async (tx) => {
-      // Both awaited: a failed lock's error is the one thrown, not the claim's "transaction is aborted".
-      const [, [r]] = await Promise.all([
-        lockSpending(tx, args.playerId),
-        claim(tx, tx`exists (select 1 from admitted) and ${holdsSpendingLock(tx, args.playerId)}`).execute(),
-      ]);
-      return r;
-    },
-    { flush: false },
-  );
+  // The hot path, one round trip: BEGIN, the Player's lock, the statement and COMMIT written together. The
+  // statement writes only what it admits, so nothing it answers calls for a rollback.
+  const row = await inOneTrip(sql, async (tx) => {
+    // Both awaited: should the lock fail (a timeout, a cancel), its error is the one thrown, not the claim's
+    // "transaction is aborted".
+    const [, [r]] = await Promise.all([
+      lockSpending(tx, args.playerId),
+      claim(tx, tx`exists (select 1 from admitted) and ${holdsSpendingLock(tx, args.playerId)}`).execute(),
+    ]);
+    return r;
+  });
   return begunOrRefused(row, args.limits);
 }
 

@@ -103,20 +103,11 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
  * COMMIT then rolls it back, and the failure is thrown. postgres.js re-sends a prepared statement whose plan went
  * stale (a migration meanwhile), and behind this COMMIT it would run outside the transaction: each statement must
  * also be safe run alone (the turn's claim checks it holds its lock, see conversations/turnStore.ts).
- * `flush: false` answers once the COMMIT is done, without waiting for its WAL to reach the disk (ADR 0075):
- * visible to every later statement at once, durable with the next commit that waits — for what the next
- * statement will make durable anyway. `SET LOCAL`, so the connection's other transactions still wait.
  */
-export async function inOneTrip<T>(
-  sql: Sql,
-  issue: (tx: Tx) => Promise<T>,
-  options: { flush?: boolean } = {},
-): Promise<T> {
+export async function inOneTrip<T>(sql: Sql, issue: (tx: Tx) => Promise<T>): Promise<T> {
   const tx = await sql.reserve();
   try {
-    const begun = (options.flush === false ? tx`begin; set local synchronous_commit = off` : tx`begin`)
-      .simple()
-      .execute();
+    const begun = tx`begin`.simple().execute();
     const out = issue(tx);
     const committed = tx`commit`.simple().execute();
     const all = Promise.all([begun, out, committed]);

@@ -68,3 +68,47 @@ it('the bench reports a server that never starts as a failed section, runs the r
     blackHole.close();
   }
 }, 300_000);
+
+// Stopped from outside (Ctrl-C, a CI job's timeout) while its servers are starting: it exits, and takes them along.
+it('the bench stopped by a signal mid-section exits and leaves nothing running', async () => {
+  const sockets: net.Socket[] = [];
+  const blackHole = net.createServer((s) => sockets.push(s));
+  await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
+  const port = (blackHole.address() as net.AddressInfo).port;
+  const mark = `AV_BENCH_MARK_${randomUUID().replaceAll('-', '')}`;
+  try {
+    const run = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts'], {
+      cwd: ROOT,
+      env: {
+        ...process.env,
+        [mark]: '1',
+        TEST_DATABASE_URL: inject('adminDatabaseUrl'),
+        BENCH_ONLY: 'instances',
+        BENCH_SERVER_START_MS: '120000',
+        BENCH_SERVER_ENV: JSON.stringify({ DATABASE_URL: `postgres://x@127.0.0.1:${port}/x`, [mark]: '1' }),
+      },
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    const exited = new Promise<number | null>((r) => run.once('exit', r));
+    // At least one of its servers is running (hanging on the black hole).
+    const servers = async () => {
+      const cmdlines = await Promise.all(
+        (await processesMarked(mark)).map((pid) => readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')),
+      );
+      return cmdlines.filter((c) => c.includes('src/main.ts')).length;
+    };
+    await expect.poll(servers, { timeout: 60_000 }).toBeGreaterThan(0);
+    run.kill('SIGTERM');
+    expect(await exited).toBe(143);
+    await expect.poll(() => processesMarked(mark), { timeout: 10_000 }).toEqual([]);
+  } finally {
+    // Should it have failed, what it left goes here, not into the rest of the suite.
+    for (const pid of await processesMarked(mark)) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {}
+    }
+    for (const s of sockets) s.destroy();
+    blackHole.close();
+  }
+}, 120_000);

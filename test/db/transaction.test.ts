@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { inOneTrip, transaction } from '../../src/db/index.ts';
+import { transaction } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -55,35 +55,6 @@ it('transactions under a full, busy pool: every one commits on a connection of i
     const open = await sql`select 1 from pg_stat_activity
       where datname = current_database() and state like 'idle in transaction%'`;
     expect(open.length).toBe(0);
-  } finally {
-    await sql.end({ timeout: 5 });
-  }
-});
-
-// ADR 0075: the turn's claim commits without waiting for the disk. That must stay the claim's own: the connection
-// goes back to the pool and carries checkpoints and replies' ends next, which must wait.
-it('inOneTrip with flush: false commits without waiting for the disk, and the connection waits again after, even when it failed', async () => {
-  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
-  // Sent at once (`execute`), as inOneTrip asks: ahead of its COMMIT.
-  const setting = async (q: postgres.Sql | postgres.ReservedSql) => {
-    const sent = q`select current_setting('synchronous_commit') as s`.execute();
-    return ((await sent) as unknown as [{ s: string }])[0].s;
-  };
-  try {
-    const before = await setting(sql);
-    expect(before).not.toBe('off');
-    expect(await inOneTrip(sql, (tx) => setting(tx), { flush: false })).toBe('off');
-    expect(await inOneTrip(sql, (tx) => setting(tx))).toBe(before);
-    // Committed, and visible to the next statement at once.
-    await inOneTrip(sql, (tx) => tx`insert into marks values (-2, 1)`.execute(), { flush: false });
-    expect((await sql`select 1 from marks where tx = -2`).length).toBe(1);
-    // One connection in all: whatever ran after ran where the setting was made.
-    expect(await setting(sql)).toBe(before);
-    await expect(
-      inOneTrip(sql, (tx) => tx`insert into marks values (null, 1)`.execute(), { flush: false }),
-    ).rejects.toThrow(/null/);
-    expect(await setting(sql)).toBe(before);
-    expect((await sql`select 1 from marks where tx is null`).length).toBe(0);
   } finally {
     await sql.end({ timeout: 5 });
   }
