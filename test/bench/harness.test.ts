@@ -17,33 +17,45 @@ async function processesMarked(mark: string): Promise<number[]> {
   return found;
 }
 
-// #32: a server that never starts is a clear failure of its figure; the bench goes on to the next section, exits
-// non-zero at the end, and leaves no process behind.
-it('the bench reports a server that never starts as a failed section, runs the rest, exits 1 and leaves nothing running', async () => {
-  // A "database" that takes connections and never answers: the server hangs before it listens.
+/**
+ * A "database" that takes connections and never answers (the bench's servers hang on it before they listen), and
+ * the bench run against it with `sections`: every process it starts is marked, so what is left can be found.
+ */
+async function benchOnBlackHole(sections: string, startMs: number, stdio: 'pipe' | 'ignore') {
   const sockets: net.Socket[] = [];
   const blackHole = net.createServer((s) => sockets.push(s));
   await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
   const port = (blackHole.address() as net.AddressInfo).port;
   const mark = `AV_BENCH_MARK_${randomUUID().replaceAll('-', '')}`;
+  const run = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts'], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      [mark]: '1',
+      TEST_DATABASE_URL: inject('adminDatabaseUrl'),
+      BENCH_ONLY: sections,
+      BENCH_SERVER_START_MS: String(startMs),
+      BENCH_SERVER_ENV: JSON.stringify({ DATABASE_URL: `postgres://x@127.0.0.1:${port}/x`, [mark]: '1' }),
+    },
+    stdio: ['ignore', stdio, stdio],
+  });
+  const close = () => {
+    for (const s of sockets) s.destroy();
+    blackHole.close();
+  };
+  return { run, mark, close };
+}
+
+// #32: a server that never starts is a clear failure of its figure; the bench goes on to the next section, exits
+// non-zero at the end, and leaves no process behind.
+it('the bench reports a server that never starts as a failed section, runs the rest, exits 1 and leaves nothing running', async () => {
+  const { run, mark, close } = await benchOnBlackHole('instances,sandbox', 20_000, 'pipe');
   try {
-    const run = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        [mark]: '1',
-        TEST_DATABASE_URL: inject('adminDatabaseUrl'),
-        BENCH_ONLY: 'instances,sandbox',
-        BENCH_SERVER_START_MS: '20000',
-        BENCH_SERVER_ENV: JSON.stringify({ DATABASE_URL: `postgres://x@127.0.0.1:${port}/x`, [mark]: '1' }),
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
     let out = '';
-    run.stdout.on('data', (d) => {
+    run.stdout!.on('data', (d) => {
       out += d;
     });
-    run.stderr.on('data', () => {});
+    run.stderr!.on('data', () => {});
     const code = await new Promise<number | null>((r) => run.once('exit', r));
     const lines = out
       .split('\n')
@@ -64,31 +76,14 @@ it('the bench reports a server that never starts as a failed section, runs the r
     expect(code).toBe(1);
     expect(await processesMarked(mark)).toEqual([]);
   } finally {
-    for (const s of sockets) s.destroy();
-    blackHole.close();
+    close();
   }
 }, 300_000);
 
 // Stopped from outside (Ctrl-C, a CI job's timeout) while its servers are starting: it exits, and takes them along.
 it('the bench stopped by a signal mid-section exits and leaves nothing running', async () => {
-  const sockets: net.Socket[] = [];
-  const blackHole = net.createServer((s) => sockets.push(s));
-  await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
-  const port = (blackHole.address() as net.AddressInfo).port;
-  const mark = `AV_BENCH_MARK_${randomUUID().replaceAll('-', '')}`;
+  const { run, mark, close } = await benchOnBlackHole('instances', 120_000, 'ignore');
   try {
-    const run = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts'], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        [mark]: '1',
-        TEST_DATABASE_URL: inject('adminDatabaseUrl'),
-        BENCH_ONLY: 'instances',
-        BENCH_SERVER_START_MS: '120000',
-        BENCH_SERVER_ENV: JSON.stringify({ DATABASE_URL: `postgres://x@127.0.0.1:${port}/x`, [mark]: '1' }),
-      },
-      stdio: ['ignore', 'ignore', 'ignore'],
-    });
     const exited = new Promise<number | null>((r) => run.once('exit', r));
     // At least one of its servers is running (hanging on the black hole).
     const servers = async () => {
@@ -108,7 +103,6 @@ it('the bench stopped by a signal mid-section exits and leaves nothing running',
         process.kill(pid, 'SIGKILL');
       } catch {}
     }
-    for (const s of sockets) s.destroy();
-    blackHole.close();
+    close();
   }
 }, 120_000);
