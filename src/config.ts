@@ -158,6 +158,11 @@ const Env = z.object({
    * which a staging blob counts as a crashed upload's leftover.
    */
   UPLOAD_TIMEOUT_MS: z.coerce.number().int().min(100).max(3_000_000).default(300_000),
+  /**
+   * How long a live append that failed waits before it is tried again, in seconds; the wait doubles with each
+   * failure in a row, up to an hour (ADR 0077).
+   */
+  LIVE_RETRY_SECONDS: z.coerce.number().int().min(1).max(3600).default(15),
   /** The least severe log lines written. */
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   /** JSON lines, or pino-pretty's; by default JSON when NODE_ENV=production, pretty otherwise. */
@@ -183,6 +188,8 @@ export interface Config {
   providerChunkTimeoutMs: number;
   replyLimits: { maxChars: number; maxMs: number };
   uploadTimeoutMs: number;
+  /** The first wait before a failed live append is tried again (ms). */
+  liveRetryMs: number;
   defaultProvider?: string;
   defaultModel?: string;
   /** Where openai/anthropic/google are reached when their key is added in the app (their *_BASE_URL). */
@@ -246,6 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
     replyLimits: { maxChars: e.REPLY_MAX_CHARS, maxMs: e.REPLY_MAX_MS },
     uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
+    liveRetryMs: e.LIVE_RETRY_SECONDS * 1000,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     providerBaseUrls: {

@@ -177,7 +177,7 @@ async function startPublishing(ctx: AppContext): Promise<() => void> {
   const deps = publishDeps(ctx);
   const log = subsystemLog(ctx.logger, 'server');
   const unfinished = await unfinishedPublications(ctx.sql);
-  const stopLiveAppends = startLiveAppends(deps);
+  const stopLiveAppends = startLiveAppends(deps, { retryMs: ctx.config.liveRetryMs });
   for (const p of unfinished) {
     withPublicationLock(ctx.leases, p.conversationId, () => resume(deps, p.did, p.conversationId)).catch(
       (e) => log(`publication ${p.conversationId} still unfinished`, e),

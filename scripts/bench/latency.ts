@@ -154,8 +154,10 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     }
 
     if (want('start')) {
-      // Nine pairs: each phase is ten turns, and one phase's median swings with what else the machine did then.
-      const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50), undefined, 9);
+      // 41 pairs: each phase is ten turns, and one phase's median swings with what else the machine did then (the
+      // pairs' middle half spans 1.0-1.7); over nine pairs the figure moved by 0.3 from run to run, over 21 by up to
+      // 0.17 (1.35-1.51 in six runs), over 41 by 0.06. A pair takes about half a second.
+      const start = await sideBySide(10, 20, (r) => percentile(r.starts, 50), undefined, 41);
       yield {
         figure: 'start_frame_ratio',
         value: round(start.ratio),
@@ -190,8 +192,11 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
           await loop;
         };
       };
-      // Five repetitions: at this load a side can be CPU-bound on two cores, and its p99 then swings widely.
-      const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges, 5);
+      // Nine repetitions. At 10,000 deltas a second both sides need more than their one Node thread (the server
+      // 220-300 µs of CPU a delta, the pipe 150-210), so each queues and p99 measures how far its backlog grew:
+      // one run's pairs spanned 0.5-5.1, and over five pairs the figure went from 0.26 to 1.55 between runs.
+      // Pacing one delta every 100 ms did not get below saturation (a lone delta costs more: 650-710 µs).
+      const load = await sideBySide(200, 100, (r) => percentile(r.delays, 99), sampleAges, 9);
       yield {
         figure: 'concurrent_200_p99_ratio',
         value: round(load.ratio),
@@ -216,6 +221,7 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
         target: '<= 1.5',
         spread: [round(quantile(lags, 0.25)), round(quantile(lags, 0.75))],
         phases: lags.length,
+        per_phase: lags.map((l) => round(l, 2)),
         age_p50_ms: round(percentile(all, 50), 1),
         age_p99_ms: round(percentile(all, 99), 1),
         checkpoint_ms: CHECKPOINT_MS,

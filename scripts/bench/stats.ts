@@ -17,51 +17,55 @@ export const mean = (xs: number[]): number => xs.reduce((a, b) => a + b, 0) / xs
 export const MIN_PAIRS = 5;
 
 export interface Paired {
-  /** Each side's median (or mean) in ms. */
+  /** Each side's median in ms. */
   a: number;
   b: number;
-  /** The median of the pairs' ratios a÷b (or, for means, mean a ÷ mean b): the figure. */
+  /** The median of the pairs' ratios a÷b: the figure. */
   ratio: number;
   /** The ratios' spread: [25th, 75th percentile] of the pairs' ratios. */
   spread: [number, number];
   pairs: number;
+  /** Each side's times, in the order measured. */
+  times: { a: number[]; b: number[] };
 }
 
 /**
  * Runs a and b alternately (b a, a b, b a …) `runs` times (at least MIN_PAIRS) after `warmup` rounds; each round
- * is a pair, measured under the same moment's load. With `stat` = mean (where a rare slow run is part of what is
- * measured), the figure is the ratio of the means; otherwise the median of the pairs' ratios.
+ * is a pair, measured under the same moment's load; the figure is the median of the pairs' ratios. `before`
+ * runs untimed ahead of each side's run: the bench's own resets are not what either side measures.
  */
 export async function sideBySide(
   runs: number,
   warmup: number,
   a: () => Promise<void>,
   b: () => Promise<void>,
-  stat: (xs: number[]) => number = median,
+  before: { a?: () => Promise<void>; b?: () => Promise<void> } = {},
 ): Promise<Paired> {
   const ta: number[] = [];
   const tb: number[] = [];
   for (let i = 0; i < warmup + Math.max(runs, MIN_PAIRS); i++) {
     const order = i % 2 ? [a, b] : [b, a];
     for (const fn of order) {
+      await (fn === a ? before.a : before.b)?.();
       const t0 = performance.now();
       await fn();
       const dt = performance.now() - t0;
       if (i >= warmup) (fn === a ? ta : tb).push(dt);
     }
   }
-  return paired(ta, tb, stat);
+  return paired(ta, tb);
 }
 
 /** The figure and spread of pairs measured elsewhere (a[i] beside b[i]). */
-export function paired(a: number[], b: number[], stat: (xs: number[]) => number = median): Paired {
+export function paired(a: number[], b: number[]): Paired {
   const ratios = a.map((x, i) => x / b[i]!);
   return {
-    a: stat(a),
-    b: stat(b),
-    ratio: stat === median ? median(ratios) : stat(a) / stat(b),
+    a: median(a),
+    b: median(b),
+    ratio: median(ratios),
     spread: [round(quantile(ratios, 0.25)), round(quantile(ratios, 0.75))],
     pairs: ratios.length,
+    times: { a, b },
   };
 }
 

@@ -295,6 +295,16 @@ const indexing = () =>
     { retryAfter: 5 },
   );
 
+/** A thread as getThread answers it. */
+export interface ThreadObjects {
+  session: SessionView;
+  messages: MessageView[];
+}
+
+// Each cached answer's objects, parsed once (a hot thread's 1,000 turns are not parsed again on every read) and
+// frozen, as every reader of the thread shares them. An answer that was not cached is parsed for its one read.
+const parsedOf = new WeakMap<ThreadBody, ThreadObjects>();
+
 /**
  * The thread as objects, for the reader: the same cached, invalidated-on-change answer getThread's XRPC route
  * serves, parsed (so the reader and the network's readers never see two versions, and a hot thread is assembled
@@ -305,9 +315,33 @@ export async function getThread(
   network: Network,
   uri: string,
   options: ThreadReadOptions = {},
-): Promise<{ session: SessionView; messages: MessageView[] } | null> {
-  const json = await getThreadJson(sql, network, uri, options);
-  return json ? (JSON.parse(json) as { session: SessionView; messages: MessageView[] }) : null;
+): Promise<ThreadObjects | null> {
+  const answer = await getThreadBody(sql, network, uri, options);
+  if (!answer) return null;
+  let parsed = parsedOf.get(answer);
+  if (!parsed) {
+    parsed = JSON.parse(answer.body.toString()) as ThreadObjects;
+    if (threadCache.get(uri) === answer) parsedOf.set(answer, deepFreeze(parsed));
+  }
+  return parsed;
+}
+
+/**
+ * The turns' URIs of the thread as last cached, whatever its version now: a reader that needs something per turn
+ * (their labels) asks for it beside the version check, and asks again only if the turns turn out to have changed.
+ */
+export function cachedTurnUris(uri: string): string[] | undefined {
+  const answer = threadCache.get(uri);
+  const parsed = answer && parsedOf.get(answer);
+  return parsed?.messages.map((m) => m.uri);
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
 }
 
 /** A listSessions cursor back into its (indexedAt, uri); anything else is the client's mistake (400). */

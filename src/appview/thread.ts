@@ -3,7 +3,7 @@ import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
-import { getThread, resolveActor, type ThreadReadOptions } from './read.ts';
+import { cachedTurnUris, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
 
 export interface ThreadView {
   uri: string;
@@ -44,8 +44,17 @@ export async function readThread(
 ): Promise<ThreadView | null> {
   const did = await resolveActor(sql, network, actor);
   if (!did) return null;
-  const thread = await getThread(sql, network, `at://${did}/${SESSION}/${rkey}`, options);
+  const uri = `at://${did}/${SESSION}/${rkey}`;
+  // The label reads go out with the thread's version check, not a round trip after it: the thread's own, and its
+  // turns' by the turns it had when last read (asked again below only if they have changed since).
+  const known = cachedTurnUris(uri);
+  const early = known && turnLabels(sql, known);
+  const notices = noticeLabels(sql, [did, uri]);
+  for (const p of [early, notices]) p?.catch(() => {});
+  const thread = await getThread(sql, network, uri, options);
   if (!thread) return null;
+  const uris = thread.messages.map((m) => m.uri);
+  const sameTurns = !!known && known.length === uris.length && known.every((u, i) => u === uris[i]);
   // Every ref and mention of the thread, looked up once each, within the per-read bound (lookups.ts).
   const records = thread.messages.map(
     (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
@@ -59,11 +68,8 @@ export async function readThread(
       UNCHECKED,
     ),
     lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d), null),
-    turnLabels(
-      sql,
-      thread.messages.map((m) => m.uri),
-    ),
-    noticeLabels(sql, [did, thread.session.uri]),
+    sameTurns && early ? early : turnLabels(sql, uris),
+    notices,
   ]);
   // Each turn's labels, by its URI: notices to click through, and which holes a labeler made.
   const onTurn = new Map<string, { notices: { src: string; val: string }[]; hides: boolean }>();

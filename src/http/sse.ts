@@ -28,7 +28,12 @@ export class SseWriter<F> {
       'X-Accel-Buffering': 'no',
       Connection: 'keep-alive',
     });
-    this.res.flushHeaders();
+    // The headers go out with the first frame, in one write: a turn sends its start frame in this same tick, and a
+    // write of its own for the headers was one more system call per turn (and one more read for the client). A
+    // stream whose first frame is further off still shows its 200 at once, from the next turn of the loop.
+    setImmediate(() => {
+      if (!this.res.headersSent && !this.res.writableEnded && !this.res.destroyed) this.res.flushHeaders();
+    });
   }
 
   send(frame: F): void {

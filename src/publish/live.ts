@@ -2,6 +2,7 @@ import { markInterrupted, messageIds, turnAndPath } from '../conversations/index
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import type { Choices } from '../redaction/index.ts';
+import { PublishPausedError } from './execute.ts';
 import { holdReplies, turnEnded } from './hold.ts';
 import { extendsReviewed } from './review.ts';
 import { type PublishDeps, publish } from './service.ts';
@@ -35,31 +36,83 @@ export async function setLive(sql: Sql, playerId: string, conversationId: string
     );
 }
 
-/**
- * Takes one due append, if any, and publishes it: turns on the path not yet published and not chosen for get
- * the choice made in advance. `skip locked` and clearing the due time make one server take each append.
- */
-export async function runDueAppend(deps: PublishDeps): Promise<boolean> {
-  const [due] = await deps.sql<
-    { conversationId: string; playerId: string; did: string; withhold: boolean }[]
-  >`
-    update publications set live_due_at = null
-    where conversation_id = (
-      select conversation_id from publications where live and live_due_at <= now() and status = 'published'
-      order by live_due_at limit 1 for update skip locked)
-    returning conversation_id as "conversationId", player_id as "playerId", did, live_withhold as withhold`;
-  if (!due) return false;
-  await withPublicationLock(deps.leases, due.conversationId, () => append(deps, due));
-  return true;
+/** How failed live appends are tried again (ADR 0077). */
+export interface LiveRetry {
+  /** The first wait; each failure in a row doubles it, up to an hour. */
+  retryMs: number;
 }
 
-async function append(
-  deps: PublishDeps,
-  due: { conversationId: string; playerId: string; did: string; withhold: boolean },
-): Promise<void> {
+/** Past this many failures in a row, an append waits for the next turn (or a publish by hand), as before. */
+export const LIVE_MAX_FAILURES = 12;
+const LIVE_MAX_RETRY_MS = 3_600_000;
+
+interface DueAppend {
+  conversationId: string;
+  playerId: string;
+  did: string;
+  withhold: boolean;
+  /** Failures in a row before this append (live_failures). */
+  failures: number;
+}
+
+/**
+ * Takes one due append, if any, of a Player not in `busy`: `skip locked` and clearing the due time make one
+ * server take each append. A publication a failed append left part-way ('failed') is taken too: the append
+ * writes what it still needs.
+ */
+async function takeDue(deps: PublishDeps, busy: readonly string[]): Promise<DueAppend | undefined> {
+  const [due] = await deps.sql<DueAppend[]>`
+    update publications set live_due_at = null
+    where conversation_id = (
+      select conversation_id from publications
+      where live and live_due_at <= now() and status in ('published', 'failed')
+        and player_id <> all(${busy}::uuid[])
+      order by live_due_at limit 1 for update skip locked)
+    returning conversation_id as "conversationId", player_id as "playerId", did, live_withhold as withhold,
+      live_failures as failures`;
+  return due;
+}
+
+/**
+ * Publishes a due append: turns on the path not yet published and not chosen for get the choice made in
+ * advance. A failure makes it due again later.
+ */
+async function runAppend(deps: PublishDeps, due: DueAppend, retry: LiveRetry): Promise<void> {
+  try {
+    await withPublicationLock(deps.leases, due.conversationId, () => append(deps, due));
+  } catch (e) {
+    await failed(deps, due.conversationId, e, retry);
+  }
+}
+
+/**
+ * An append that failed (the PDS or its sign-in out of reach, a write refused, the lock busy) falls due again
+ * after a wait that doubles with each failure in a row; the due time a turn set meanwhile stands if sooner.
+ */
+async function failed(deps: PublishDeps, conversationId: string, e: unknown, retry: LiveRetry) {
+  // A PDS that said when it takes writes again (its rate limit) is not asked sooner.
+  const cause = e instanceof Error ? e.cause : undefined;
+  const notBefore = (cause instanceof PublishPausedError && cause.retryAt) || new Date(0);
+  const [row] = await deps.sql<{ failures: number; dueAt: Date | null }[]>`
+    update publications set live_failures = live_failures + 1,
+      live_due_at = case when live_failures + 1 < ${LIVE_MAX_FAILURES} then least(
+        coalesce(live_due_at, 'infinity'), greatest(${notBefore}::timestamptz,
+          now() + make_interval(secs => least(${retry.retryMs}::float8 * 2 ^ live_failures, ${LIVE_MAX_RETRY_MS})
+            / 1000))) else live_due_at end
+    where conversation_id = ${conversationId} and live
+    returning live_failures as failures, live_due_at as "dueAt"`;
+  deps.log(
+    `live publishing of ${conversationId} could not append (failure ${row?.failures ?? '?'} in a row; ${
+      row?.dueAt ? `tried again at ${row.dueAt.toISOString()}` : 'waits for the next turn'
+    })`,
+    e,
+  );
+}
+
+async function append(deps: PublishDeps, due: DueAppend): Promise<void> {
   // Under the lock, again: an unpublish or "live off" that came first wins, and nothing is brought back.
   const [still] = await deps.sql`select 1 from publications
-    where conversation_id = ${due.conversationId} and live and status = 'published'`;
+    where conversation_id = ${due.conversationId} and live and status in ('published', 'failed')`;
   if (!still) return;
   // A reply whose server died is settled first, and that starts its hold-back window as a turn's end does:
   // it is not sent out in the same step (ADR 0046).
@@ -105,29 +158,46 @@ async function append(
       choices,
       path: quiet.path,
     });
+    // Gone out: the next failure waits the shortest time again (a statement only after failures).
+    if (due.failures)
+      await deps.sql`update publications set live_failures = 0 where conversation_id = ${due.conversationId}`;
   } catch (e) {
-    // A turn still being written: try again shortly. Anything else waits for the next turn, and is said.
+    // A turn still being written: try again shortly. The path moved since it was read: whatever moved it made
+    // the append due again. Anything else is a failure, tried again after a while (runAppend).
     if (e instanceof AppError && e.code === 'TURN_IN_PROGRESS')
       await deps.sql`update publications set live_due_at = now() + interval '2 seconds'
         where conversation_id = ${due.conversationId} and live and live_due_at is null`;
-    else if (!(e instanceof AppError && e.code === 'CONVERSATION_CHANGED'))
-      deps.log(`live publishing of ${due.conversationId} could not append`, e);
+    else if (!(e instanceof AppError && e.code === 'CONVERSATION_CHANGED')) throw e;
   }
 }
 
-/** Every server looks for due appends every second (each taken by one). */
-export function startLiveAppends(deps: PublishDeps, everyMs = 1000): () => void {
-  let busy = false;
+/** Appends one server runs at once (each for a different Player). */
+export const LIVE_APPENDS_AT_ONCE = 8;
+
+/**
+ * Every server looks for due appends every second (each taken by one) and runs up to LIVE_APPENDS_AT_ONCE at
+ * once, one per Player: an append waits on the Player's own PDS, so a slow or hostile PDS holds up only its
+ * own Player's appends, never another's.
+ */
+export function startLiveAppends(deps: PublishDeps, retry: LiveRetry, everyMs = 1000): () => void {
+  const running = new Set<string>();
+  let taking = false;
   const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
+    if (taking) return;
+    taking = true;
     (async () => {
-      // Several due at once are taken one after another, within this tick.
-      for (let i = 0; i < 20 && (await runDueAppend(deps)); i++);
+      while (running.size < LIVE_APPENDS_AT_ONCE) {
+        const due = await takeDue(deps, [...running]);
+        if (!due) break;
+        running.add(due.playerId);
+        void runAppend(deps, due, retry)
+          .catch((e) => deps.log('live append failed', e))
+          .finally(() => running.delete(due.playerId));
+      }
     })()
       .catch((e) => deps.log('live publishing sweep failed', e))
       .finally(() => {
-        busy = false;
+        taking = false;
       });
   }, everyMs);
   timer.unref();

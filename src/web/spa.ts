@@ -43,9 +43,10 @@ export function webRoutes(deps: WebDeps): Router {
     next();
   });
 
-  router.use(express.static(dir, { index: false, maxAge: '1h' }));
-  // Reading pages are rendered here (readable with no script, then hydrated by the reader bundle).
+  // Reading pages are rendered here (readable with no script, then hydrated by the reader bundle). Before the
+  // static files: none is at their paths, and looking for one on every page read costs a disk lookup that fails.
   if (deps.reader) router.use(readerPages({ source: deps.reader, baseUrl: deps.baseUrl, dir }));
+  router.use(express.static(dir, { index: false, maxAge: '1h' }));
   // Any page a browser navigates to is the app (a handle such as alice.test has a dot, so the path's shape
   // cannot tell); a missing asset fetched by a script asks for something other than HTML and gets a 404.
   // The root is always the app, whatever the client accepts (`curl http://127.0.0.1:3000/` shows it too).

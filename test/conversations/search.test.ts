@@ -115,3 +115,26 @@ it('a snippet is the text around the first match, whole words, every match marke
       .join(''),
   ).toBe('Found three maps: the old one and the copy.');
 });
+
+it("a reply's words are found once it ends, not while it streams (its checkpoints make no search vector)", async () => {
+  const { checkpointMessages, finishMessage } = await import('../../src/conversations/index.ts');
+  const { conversationId } = await setupConversation(app, cookie);
+  const [row] = await app.db.sql<{ id: string }[]>`
+    insert into messages (conversation_id, role, text, parts, status)
+    values (${conversationId}, 'npc', '', '[]', 'streaming') returning id`;
+  const text = 'The quokka smiled at the quokka keeper.';
+  const parts = [{ type: 'text' as const, text }];
+  await checkpointMessages(app.db.sql, [{ id: row!.id, parts, text }]);
+  const [streaming] = await app.db.sql`select tsv is null as none, text from messages where id = ${row!.id}`;
+  // The checkpoint landed (its text is there); only the vector waits for the end.
+  expect(streaming).toEqual({ none: true, text });
+  expect((await search('quokka')).body.results).toHaveLength(0);
+  await finishMessage(app.db.sql, row!.id, {
+    parts,
+    status: 'stopped',
+    error: null,
+    usage: null,
+    costUsd: null,
+  });
+  expect((await search('quokka')).body.results.map((r) => r.messageId)).toEqual([row!.id]);
+});

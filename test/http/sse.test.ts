@@ -49,6 +49,41 @@ it('writes a lone frame at once, waiting on no timer', async () => {
   await reader.cancel();
 });
 
+it('sends the headers with a first frame sent at once, in one write; alone when no frame comes', async () => {
+  const writes: number[] = [];
+  const app = express();
+  app.get('/:send', (req, res) => {
+    // Writes that reach the socket's handle (one system call each): chunked encoding's pieces are corked into one.
+    let count = 0;
+    const socket = res.socket! as unknown as Record<'_write' | '_writev', (...a: unknown[]) => void>;
+    for (const name of ['_write', '_writev'] as const) {
+      const original = socket[name].bind(socket);
+      socket[name] = (...a: unknown[]) => {
+        count++;
+        original(...a);
+      };
+    }
+    const sse = new SseWriter<Delta>(res, join);
+    sse.open();
+    if (req.params.send === 'yes') {
+      sse.send({ text: 'start' });
+      setImmediate(() => writes.push(count));
+    }
+  });
+  server = http.createServer(app);
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const withFrame = await fetch(`${url}/yes`);
+  const reader = withFrame.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: {"text":"start"}\n\n');
+  await reader.cancel();
+  // No frame: the 200 and its headers still arrive (fetch resolves on them), on their own.
+  const bare = await fetch(`${url}/no`);
+  expect(bare.headers.get('content-type')).toContain('text/event-stream');
+  await bare.body!.cancel();
+  expect(writes).toEqual([1]);
+});
+
 const FRAMES = 200_000;
 it('under backpressure merges what queues, loses nothing, and ends with it', async () => {
   const { url, writer } = await serve();

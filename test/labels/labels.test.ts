@@ -251,4 +251,59 @@ describe("a followed labeler's labels on one turn", () => {
     await labeler.label({ uri: last, val: 'graphic-media', neg: true });
     await expect.poll(notices, SECONDS).toEqual([[], [], []]);
   });
+
+  it('a turn added after the thread was read is told with its own labels at the next read', async () => {
+    // The reader asks for the turns' labels by the turns it last read, beside the version check: a turn added
+    // since must be asked for too. A thread of its own, so the others' turns stay as they are.
+    const key = TID.nextStr();
+    const session = `at://${AUTHOR}/click.aligned.chat.session/${key}`;
+    const turn = (text: string) => {
+      const turnKey = TID.nextStr();
+      return {
+        uri: `at://${AUTHOR}/click.aligned.chat.message/${turnKey}`,
+        write: {
+          collection: 'click.aligned.chat.message',
+          rkey: turnKey,
+          cid: CID,
+          record: {
+            $type: 'click.aligned.chat.message',
+            session,
+            role: 'user',
+            text,
+            createdAt: '2026-11-01T00:00:00.000Z',
+          },
+        },
+      };
+    };
+    const first = turn('The first');
+    await indexRecords(app.db.sql, AUTHOR, [
+      {
+        collection: 'click.aligned.chat.session',
+        rkey: key,
+        cid: CID,
+        record: {
+          $type: 'click.aligned.chat.session',
+          title: 'Later',
+          createdAt: '2026-11-01T00:00:00.000Z',
+        },
+      },
+      first.write,
+    ]);
+    const notices = async () => {
+      const res = await app.api(`/api/reader/threads/${AUTHOR}/${key}`);
+      const body = (await res.json()) as { thread: { messages: { labels: { val: string }[] }[] } };
+      return body.thread.messages.map((m) => m.labels.map((l) => l.val));
+    };
+    expect(await notices()).toEqual([[]]);
+    expect(await notices()).toEqual([[]]);
+    const second = turn('The second');
+    await indexRecords(app.db.sql, AUTHOR, [second.write]);
+    await app.db
+      .sql`insert into labels (src, uri, val, cts) values (${labeler.did}, ${second.uri}, 'graphic-media', now())`;
+    try {
+      expect(await notices()).toEqual([[], ['graphic-media']]);
+    } finally {
+      await app.db.sql`delete from labels where uri = ${second.uri}`;
+    }
+  });
 });

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Leases } from '../../src/db/index.ts';
+import { LIVE_MAX_FAILURES } from '../../src/publish/live.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
 import { holdPublication } from '../support/leases.ts';
@@ -13,17 +14,50 @@ import { until } from '../support/until.ts';
 // complete, after a delay in which it can be held back; readers see it without reloading.
 let local: LocalApp;
 let alice: { cookie: string; did: string; playerId: string };
+/**
+ * The PDS answers the next `failNext` writes with a 503, as one being restarted would; `fired` counts them. The
+ * writes to `hangRepo` wait until `letGo` is called, as a PDS that hangs would; `hung` counts them.
+ */
+const hanging: (() => void)[] = [];
+const faults = {
+  failNext: 0,
+  fired: 0,
+  hangRepo: '',
+  hung: 0,
+  letGo: () => {
+    for (const go of hanging.splice(0)) go();
+  },
+};
+const oauthFetch: typeof fetch = async (input, init) => {
+  const req = new Request(input, init);
+  if (!req.url.includes('com.atproto.repo.applyWrites')) return fetch(req);
+  if (faults.failNext > 0) {
+    faults.failNext--;
+    faults.fired++;
+    return Response.json({ error: 'InternalServerError', message: 'injected: restarting' }, { status: 503 });
+  }
+  if (faults.hangRepo && (await req.clone().text()).includes(`"${faults.hangRepo}"`)) {
+    faults.hung++;
+    await new Promise<void>((r) => hanging.push(r));
+  }
+  return fetch(req);
+};
 beforeAll(async () => {
-  local = await startLocalApp();
+  local = await startLocalApp({ oauthFetch, env: { LIVE_RETRY_SECONDS: '2' } });
   alice = await local.signInAs('alice.test');
+  // This file sends more turns a minute than the Village allows a Player by default (20).
+  await local.app.db.sql`update village_settings set turns_per_minute = 1000`;
 }, 120_000);
 afterAll(() => local?.close());
 
-const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
-  local.app.api(path, { ...init, cookie: alice.cookie });
-const turn = async (c: string, text: string, reply: string) => {
+const api = (path: string, init: { method?: string; body?: unknown } = {}, cookie = alice.cookie) =>
+  local.app.api(path, { ...init, cookie });
+/** A turn of the Player (Alice unless another's cookie is given), checked to have been taken. */
+const turn = async (c: string, text: string, reply: string, cookie = alice.cookie) => {
   local.app.fake.enqueue(textScript(reply));
-  await collectFrames(await api(`/api/conversations/${c}/messages`, { body: { text } }));
+  const res = await api(`/api/conversations/${c}/messages`, { body: { text } }, cookie);
+  expect(res.status, await res.clone().text()).toBe(200);
+  await collectFrames(res);
 };
 const published = (uri: string) => publishedMessages(local.app.running.localnet!.pdsUrl, alice.did, uri);
 
@@ -284,4 +318,137 @@ it('a publication waiting for its lock never holds up another: each Conversation
   await Promise.all(holders.map((h) => h.release()));
   await elsewhere.close();
   expect((await Promise.all(waiting)).map((r) => r.status)).toEqual([204, 204, 204, 204]);
+}, 60_000);
+
+/** Publishes the Conversation as it stands and marks it live with no delay; its session's URI. */
+async function publishLive(c: string, cookie = alice.cookie) {
+  const res = await api(
+    `/api/conversations/${c}/publication`,
+    { method: 'PUT', body: { choices: {} } },
+    cookie,
+  );
+  expect(res.status, await res.clone().text()).toBe(200);
+  const { uri } = (await res.json()) as { uri: string };
+  await api(
+    `/api/conversations/${c}/publication/live`,
+    {
+      method: 'PUT',
+      body: { live: true, delaySeconds: 0 },
+    },
+    cookie,
+  );
+  return uri;
+}
+const explain = (c: string) => async () =>
+  JSON.stringify({
+    faults,
+    publications: await local.app.db.sql`select conversation_id = ${c} as this, status, error, live,
+      live_due_at, live_failures, now() from publications where live`,
+  });
+const liveRow = async (c: string) =>
+  (
+    await local.app.db.sql<{ status: string; failures: number; dueAt: Date | null }[]>`
+      select status, live_failures as failures, live_due_at as "dueAt" from publications
+      where conversation_id = ${c}`
+  )[0]!;
+
+it('an append the PDS refused while it restarted is tried again after a while: the last turn goes out without another', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Fe' }]);
+  await turn(c, 'One', 'Uno.');
+  const uri = await publishLive(c);
+  // Every attempt of the append's write fails (the writer's own five tries), so the append fails whole.
+  faults.fired = 0;
+  faults.failNext = 5;
+  await turn(c, 'Two', 'Dos.');
+  await until(
+    'the failed append, counted',
+    async () => (await liveRow(c)).failures === 1,
+    30_000,
+    explain(c),
+  );
+  expect(faults.fired).toBe(5);
+  const failedRow = await liveRow(c);
+  expect(failedRow.status).toBe('failed');
+  expect(failedRow.dueAt).not.toBeNull();
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.']);
+  // The Player is told, in the Conversation and on the publish page (the retry held off while they look).
+  await local.app.db.sql`update publications set live_due_at = now() + interval '10 minutes'
+    where conversation_id = ${c}`;
+  const { page } = local.browser;
+  await page.goto(`${local.app.url}/c/${c}`);
+  await page.locator('.live-banner .live-failed', { hasText: 'it is tried again then' }).waitFor();
+  expect(await page.locator('.live-banner').textContent()).toContain('2 new turns go out in 10 min.');
+  await shoot(page, 'live-append-failed-banner');
+  await page.goto(`${local.app.url}/c/${c}/publish`);
+  await page.getByText('live publishing tries again by itself').waitFor();
+  await shoot(page, 'live-append-failed-publish-page');
+  await page.goto('about:blank');
+  await local.app.db.sql`update publications set live_due_at = now() where conversation_id = ${c}`;
+  // No further turn: the retry alone sends it out, and the count starts again.
+  await until('the retried append', async () => (await published(uri)).length === 4, 30_000);
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.', 'Two', 'Dos.']);
+  await until('the publication settled', async () => (await liveRow(c)).failures === 0);
+  expect((await liveRow(c)).status).toBe('published');
+}, 60_000);
+
+it('past the most failures in a row an append waits for the next turn, which sends everything still due', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Gi' }]);
+  await turn(c, 'One', 'Uno.');
+  const uri = await publishLive(c);
+  await local.app.db.sql`update publications set live_failures = ${LIVE_MAX_FAILURES - 1}
+    where conversation_id = ${c}`;
+  faults.fired = 0;
+  faults.failNext = 5;
+  await turn(c, 'Two', 'Dos.');
+  await until(
+    'the last failure, counted',
+    async () => (await liveRow(c)).failures === LIVE_MAX_FAILURES,
+    30_000,
+  );
+  expect(faults.fired).toBe(5);
+  // Nothing is scheduled any more: no retry every hour for ever for a PDS that is gone.
+  expect((await liveRow(c)).dueAt).toBeNull();
+  await turn(c, 'Three', 'Tres.');
+  await until('both turns', async () => (await published(uri)).length === 6, 30_000);
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.', 'Two', 'Dos.', 'Three', 'Tres.']);
+  await until('the count reset', async () => (await liveRow(c)).failures === 0);
+}, 60_000);
+
+it('a Player whose PDS hangs holds up only their own live appends: another Player’s turn goes out meanwhile', async () => {
+  const bob = await local.signInAs('bob.test');
+  const pds = local.app.running.localnet!.pdsUrl;
+  const a = (await setupConversation(local.app, alice.cookie, [{ name: 'Hu' }])).conversationId;
+  const a2 = (await setupConversation(local.app, alice.cookie, [{ name: 'Ja' }])).conversationId;
+  const b = (await setupConversation(local.app, bob.cookie, [{ name: 'Io' }])).conversationId;
+  await turn(a, 'One', 'Uno.');
+  await turn(a2, 'One', 'Uno.');
+  await turn(b, 'One', 'Uno.', bob.cookie);
+  const [aliceUri, alice2Uri, bobUri] = [
+    await publishLive(a),
+    await publishLive(a2),
+    await publishLive(b, bob.cookie),
+  ];
+  faults.hung = 0;
+  faults.hangRepo = alice.did;
+  try {
+    await turn(a, 'Two', 'Dos.');
+    await until('Alice’s append to wait on her PDS', async () => faults.hung > 0);
+    // Alice's other Conversation falls due first, then Bob's: hers waits for her first; his goes out.
+    await turn(a2, 'Two', 'Dos.');
+    await turn(b, 'Two', 'Dos.', bob.cookie);
+    await until('Bob’s append', async () => (await publishedMessages(pds, bob.did, bobUri)).length === 4);
+    expect(faults.hung).toBe(1);
+    expect(await publishedMessages(pds, alice.did, aliceUri)).toHaveLength(2);
+    expect((await liveRow(a2)).dueAt).not.toBeNull();
+  } finally {
+    faults.hangRepo = '';
+    faults.letGo();
+  }
+  await until('Alice’s appends', async () => {
+    const [one, two] = await Promise.all([
+      publishedMessages(pds, alice.did, aliceUri),
+      publishedMessages(pds, alice.did, alice2Uri),
+    ]);
+    return one.length === 4 && two.length === 4;
+  });
 }, 60_000);

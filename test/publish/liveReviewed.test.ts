@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createLogger } from '../../src/log/index.ts';
 import { publicationLease } from '../../src/publish/index.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
@@ -13,8 +14,19 @@ import { until } from '../support/until.ts';
 // held-back question holds its replies; a reply whose server died gets its hold-back window like any other.
 let local: LocalApp;
 let alice: { cookie: string; did: string; playerId: string };
+/** The server's publishing lines (kept to say what happened should a wait time out). */
+const publishLog: string[] = [];
 beforeAll(async () => {
-  local = await startLocalApp();
+  local = await startLocalApp({
+    logger: createLogger({
+      level: 'warn',
+      destination: {
+        write: (line: string) => {
+          if (line.includes('"subsystem":"publish"')) publishLog.push(line.slice(0, 2000));
+        },
+      },
+    }),
+  });
   alice = await local.signInAs('alice.test');
 }, 120_000);
 afterAll(() => local?.close());
@@ -54,6 +66,14 @@ const goLive = async (c: string, delaySeconds: number) =>
     ).status,
   ).toBe(204);
 const published = (uri: string) => publishedMessages(local.app.running.localnet!.pdsUrl, alice.did, uri);
+/** What a live wait that timed out saw: the publication's live state and the records on the PDS. */
+const liveState = (c: string, uri: string) => async () =>
+  JSON.stringify({
+    publication: await local.app.db.sql`select status, error, live, live_due_at, live_turn_ended_at,
+      live_failures, now() as now from publications where conversation_id = ${c}`,
+    onPds: (await published(uri)).map((r) => r.text ?? (r.withheld ? '(withheld)' : '?')),
+    log: publishLog.slice(-5),
+  });
 const publication = async (c: string) =>
   (await (await api(`/api/conversations/${c}/publication`)).json()) as {
     publication: { livePaused: boolean };
@@ -119,7 +139,8 @@ it('looking at another branch pauses live publishing: nothing un-reviewed goes o
   )[0]!.id as string;
   expect((await api(`/api/conversations/${c}/branch`, { body: { messageId: back } })).status).toBe(204);
   expect((await publication(c)).publication.livePaused).toBe(false);
-  await until('the new turn', async () => (await published(uri)).length === 4);
+  // Within the delay and a retry's wait, should the PDS fail an append once (ADR 0077).
+  await until('the new turn', async () => (await published(uri)).length === 4, 45_000, liveState(c, uri));
   expect((await published(uri)).map((r) => r.text)).toEqual([
     'Where do tides come from?',
     'The moon pulls the sea.',
@@ -133,12 +154,17 @@ it('looking at another branch pauses live publishing: nothing un-reviewed goes o
   await publishReviewed(c, { [q!.id]: { withheld: true }, [a!.id]: { withheld: true } });
   expect((await publication(c)).publication.livePaused).toBe(false);
   await say(c, 'What is the weather?', 'Sunny.');
-  await until('the turn on the branch published again', async () => (await published(uri)).length === 4);
+  await until(
+    'the turn on the branch published again',
+    async () => (await published(uri)).length === 4,
+    45_000,
+    liveState(c, uri),
+  );
   const out = await published(uri);
   expect(out.map((r) => r.withheld ?? false)).toEqual([true, true, false, false]);
   expect(out.slice(2).map((r) => r.text)).toEqual(['What is the weather?', 'Sunny.']);
   expect(JSON.stringify(out)).not.toContain('078-05-1120');
-}, 90_000);
+}, 150_000);
 
 it('a held-back question holds its reply, until the Player releases the reply on the publish page', async () => {
   const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Bo' }]);

@@ -28,17 +28,17 @@ beforeAll(async () => {
   const [c] = await db.sql`insert into conversations (player_id) values (${player.id}) returning id`;
   conversationId = c!.id as string;
   await db.sql`insert into conversation_participants values (${conversationId}, ${npc!.id}, 0)`;
-  const start = async () => {
-    const dir = await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-store-'));
-    dirs.push(dir);
-    return spawnServer({
+  // Each server's folder is made before the two start together: pushed as each mkdtemp resolved, dirs[0] could
+  // be B's (two mkdtemps finish in either order), which is how this test once failed in CI.
+  for (let i = 0; i < 2; i++) dirs.push(await mkdtemp(path.join(os.tmpdir(), 'av-sandbox-store-')));
+  const start = (dir: string) =>
+    spawnServer({
       DATABASE_URL: db.url,
       DATA_DIR: dir,
       COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL }]),
       ATPROTO_NETWORK: 'public',
     });
-  };
-  [a, b] = await Promise.all([start(), start()]);
+  [a, b] = await Promise.all([start(dirs[0]!), start(dirs[1]!)]);
 }, 60_000);
 afterAll(async () => {
   await Promise.all([a?.kill(), b?.kill()]);

@@ -104,7 +104,8 @@ export function LiveBanner({
         <Link to={`/c/${conversationId}/publish`}>Review and publish</Link>
       </div>
     );
-  const out = new Set(p.turns.map((t) => t.messageId));
+  // A record planned but not yet written (a run that stopped part-way) is not out yet.
+  const out = new Set(p.turns.filter((t) => t.pending !== 'create').map((t) => t.messageId));
   const waiting = path.filter((t) => !out.has(t.id));
   const isHeld = (id: string) => Boolean(answer.data?.draft?.choices[id]?.withheld);
   const held = waiting.filter((t) => isHeld(t.id));
@@ -115,9 +116,15 @@ export function LiveBanner({
       <span className="live-dot" aria-hidden="true" /> Live
       {waiting.length === 0
         ? ' — every turn is published.'
-        : ` — ${waiting.length} new turn${waiting.length === 1 ? '' : 's'} ${due === null ? 'go out after the next reply' : `go out in ${due} s`}${
+        : ` — ${waiting.length} new turn${waiting.length === 1 ? '' : 's'} ${due === null ? 'go out after the next reply' : `go out in ${due < 120 ? `${due} s` : `${Math.ceil(due / 60)} min`}`}${
             held.length ? ` (${held.length} held back, published as withheld)` : ''
           }.`}{' '}
+      {p.status === 'failed' && waiting.length > 0 && (
+        <span className="live-failed">
+          The last try could not reach your PDS or was refused;{' '}
+          {due === null ? 'the next reply tries again' : 'it is tried again then'}.{' '}
+        </span>
+      )}
       {toHold.length > 1 && (
         <button type="button" className="link" onClick={() => hold.mutate(toHold)} disabled={hold.isPending}>
           Hold all back

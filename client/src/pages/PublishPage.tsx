@@ -19,8 +19,23 @@ const PUBLICATION_STATE: Record<string, string> = {
   published: 'Published.',
   publishing: 'Publishing is under way (it resumes by itself if interrupted).',
   unpublishing: 'Unpublishing is under way.',
-  failed: 'Publishing stopped part-way; publish again to finish.',
+  failed: 'Publishing stopped part-way.',
 };
+
+type Current = NonNullable<NonNullable<Publication['publication']['data']>['publication']>;
+
+/**
+ * Where the publication stands, said once: a failure by its own message (which names the cause), then what
+ * finishes it — a live one is tried again by itself (ADR 0077).
+ */
+function stateLine(c: Current): string {
+  if (c.status !== 'failed') return `${PUBLICATION_STATE[c.status]} `;
+  const next =
+    c.live && c.liveDueAt
+      ? 'Live publishing tries again by itself, or publish again to finish now.'
+      : 'Publish again to finish.';
+  return `${c.error ?? PUBLICATION_STATE.failed} ${next} `;
+}
 
 const plural = (n: number, word: string) => `${n} ${word}${n === 1 ? '' : 's'}`;
 
@@ -119,11 +134,9 @@ function PublishStatus({ p }: { p: Publication }) {
       {current ? (
         <p className="notice" role="status">
           {/* Just published: the outcome above already says so, this line only leads to the thread. */}
-          {publish.data && !publish.isPending && current.status === 'published'
-            ? ''
-            : `${PUBLICATION_STATE[current.status]} `}
+          {publish.data && !publish.isPending && current.status === 'published' ? '' : stateLine(current)}
           <Link to={readerPath(current.uri)}>Read it as readers will</Link>
-          {current.error ? ` — ${current.error}` : ''}{' '}
+          {current.error && current.status !== 'failed' ? ` — ${current.error}` : ''}{' '}
           <small>
             (<code>{current.uri}</code>)
           </small>
