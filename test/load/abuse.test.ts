@@ -5,7 +5,7 @@ import { abuseRatio, median, runAbuse } from './abuse.ts';
 // at once, a victim Player's requests each stay within 2× of their unloaded time, or within 2 s where that time
 // is tiny and the shared machine's noise dominates. The bench reports the same scenario's figure.
 it('a victim is served within 2× (or 2 s) while eight attacker processes run the known attacks', async () => {
-  const result = await runAbuse({ samples: 3, progress: (l) => process.stderr.write(`${l}\n`) });
+  const result = await runAbuse({ samples: 5, progress: (l) => process.stderr.write(`${l}\n`) });
   const seen = (kind: string, key: string) =>
     result.attackers.filter((a) => a.kind === kind).reduce((n, a) => n + (a.counts[key] ?? 0), 0);
   const answered = (kind: string) =>

@@ -192,6 +192,8 @@ process.once('SIGTERM', () => {
   stopping = true;
   process.stdout.write(`${JSON.stringify(counts)}\n`, () => process.exit(0));
 });
+// Loaded and compiled: the harness waits for every attacker's start before its settling time begins.
+process.stdout.write('started\n');
 await run();
 // An attack that ends on its own (it should not) still reports.
 await new Promise<void>(() => {});
