@@ -174,14 +174,14 @@ export async function* appviewFigures(adminDatabaseUrl: string): AsyncGenerator<
     };
     const select = async () => {
       await app.db
-        .sql`select uri, cid, record from index_messages where session_uri = ${turnsUri} order by rkey`;
+        .sql`select uri, cid, record from index_messages where session_uri = ${turnsUri} and did = ${bob.did} order by rkey`;
     };
     // The floor of the path a reader takes (ADR 0070): the same bare SELECT, its rows sent as JSON over HTTP from
     // this process and read by the same client code. Without the transfer, no answer sent over HTTP could meet
     // a ratio against rows that never leave the process.
     const floor = http.createServer(async (_req, res) => {
       const rows = await app.db
-        .sql`select uri, cid, record from index_messages where session_uri = ${turnsUri} order by rkey`;
+        .sql`select uri, cid, record from index_messages where session_uri = ${turnsUri} and did = ${bob.did} order by rkey`;
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ messages: rows }));
     });

@@ -2,10 +2,19 @@ import { createHash } from 'node:crypto';
 import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { hiddenByLabel, hidingLabelsBetween } from '../labels/index.ts';
-import { MESSAGE, type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
-import { takenDown } from '../moderation/index.ts';
+import { type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
+import {
+  hidden,
+  holeView,
+  MAX_THREAD_BYTES,
+  MAX_THREAD_TURNS,
+  REVERIFY_MS,
+  sessionColumns,
+  turnHidden,
+  turnLabels,
+  verifiedHandle,
+} from './fragments.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
 
@@ -62,15 +71,6 @@ export async function resolveActor(sql: Sql, network: Network, actor: string): P
 }
 
 /**
- * Not served: an author whose account is not active, a thread or author an admin took down on this instance
- * (moderation/'s `takedowns`), or one a followed labeler labelled `!takedown` or `!hide` (labels/'s `labels`: a
- * negated or expired label no longer counts), in the statement that reads it: those rooms' fragments name their
- * tables. Over `s` (index_sessions) and `a` (index_actors).
- */
-const hidden = (sql: Sql) => sql`(a.status is not null or ${takenDown(sql, sql`s.did, s.uri`)}
-  or ${hiddenByLabel(sql, sql`s.did, s.uri`)})`;
-
-/**
  * An agent's avatar that a served session of this author references (ADR 0065), as the reader may show it: the
  * reader's avatar route fetches no other blob (it is no open proxy to anyone's PDS).
  */
@@ -93,34 +93,6 @@ export async function indexedAvatar(
 }
 
 /**
- * A turn (`m`, index_messages) a followed labeler labelled `!takedown` or `!hide`: served as a hole, the shape a
- * withheld turn has (holeView), while the rest of its thread is served. A negated or expired label no longer counts.
- */
-const turnHidden = (sql: Sql) => hiddenByLabel(sql, sql`m.uri`);
-
-/** A turn served as a hole: only what a withheld turn's record says (who spoke, and when), none of its content. */
-const holeView = (sql: Sql) => sql`json_build_object('uri', m.uri, 'cid', m.cid, 'record', json_strip_nulls(
-  json_build_object('$type', m.record->'$type', 'session', m.record->'session', 'role', m.record->'role',
-    'createdAt', m.record->'createdAt', 'withheld', true)))::text`;
-
-/**
- * The hiding labels on the thread's turns (`s`: index_sessions), as a stamp and a count in effect. The stamp joins
- * the thread's cache version: a label, its negation (a newer row: received_at moves) and its expiry (the count
- * drops) each change it. Found as the range of the author's turn URIs (labels_by_uri), usually empty; a label on
- * a turn not indexed yet needs no stamp: indexing the turn moves the thread's version.
- */
-const turnLabels = (sql: Sql) =>
-  hidingLabelsBetween(
-    sql,
-    sql`('at://' || s.did || ${`/${MESSAGE}/`})`,
-    sql`('at://' || s.did || ${`/${MESSAGE}0`})`,
-    sql`join index_messages m on m.uri = l.uri and m.session_uri = s.uri and m.did = s.did`,
-  );
-
-/** How long a verified handle is shown before it is verified again. */
-const REVERIFY_MS = 24 * 60 * 60 * 1000;
-
-/**
  * Handles for authors the index knows only by DID, or whose handle is due to be verified again (never, after
  * an identity event that did not verify, or a day ago): looked up within the per-read bound and kept.
  */
@@ -139,24 +111,7 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
 }
 
 /**
- * One read of a thread is bounded whatever its author wrote: the first 5,000 turns, and no more than 16 MB of
- * them (a turn is at most 1 MB of JSON: see store.ts). Ours never come near; a repo built to be read to death stops
- * here. Bytes by `octet_length`, which PostgreSQL reads from a stored value's header without decompressing it.
- */
-export const MAX_THREAD_TURNS = 5000;
-const MAX_THREAD_BYTES = 16 * 1024 * 1024;
-
-/** Only a handle verified within the day is ever served: otherwise it is looked up again first (ensureHandles). */
-const verifiedHandle = (sql: Sql) =>
-  sql`case when a.verified_at > now() - make_interval(secs => ${REVERIFY_MS / 1000}) then a.handle end`;
-
-const sessionColumns = (sql: Sql) => sql`
-  s.uri, s.cid, s.did, ${verifiedHandle(sql)} as handle, a.verified_at,
-  case when ${hidden(sql)} then coalesce(a.status, 'takendown') end as status, s.record, s.indexed_at,
-  coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0) as turns`;
-
-/**
- * The XRPC getThread answer as JSON text, built by PostgreSQL in one statement: a 1,000-turn thread is not
+ * The XRPC getThread answer as JSON text, joined from each turn's view as indexed: a 1,000-turn thread is not
  * parsed into objects only to be serialised again. Backfills the author once when the index lacks the thread.
  */
 export async function getThreadJson(
@@ -189,62 +144,87 @@ export async function getThreadBody(
   uri: string,
   options: ThreadReadOptions = {},
 ): Promise<ThreadBody | null> {
-  // Hot threads are served from memory while their version (session CID, author handle, and the thread's
-  // version, moved by every change to its turns: index_thread_totals) is unchanged: one lookup by key instead of
-  // re-assembling a thousand turns. The same lookup says how large the thread is: most are far inside the bounds
-  // and are read whole, without the running sum the bounded read needs.
-  const [v] = await sql<{ version: string; bounded: boolean; hidden: boolean; holes: boolean }[]>`
-    select s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
+  let head = await threadHead(sql, uri);
+  if (head?.hidden) return null;
+  // Hot threads are served from memory while their version is unchanged: one lookup by key instead of
+  // re-assembling a thousand turns.
+  const cached = head && threadCache.get(uri);
+  if (cached && cached.version === head!.version) return cached;
+  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
+  if (!head?.handle) {
+    if (!(await getSessionView(sql, network, uri, options))) return null;
+    head = await threadHead(sql, uri);
+    if (!head || head.hidden) return null;
+  }
+  // Each turn's view as indexed (rendered when it was indexed: nothing is parsed here), but a hidden turn's as a
+  // hole (asked per turn only when the thread has one). The rows come as the bytes PostgreSQL sent, in key order
+  // from the (session_uri, did, rkey) index, and are joined here: no aggregate copies and sorts them in the
+  // database, and no string is decoded and encoded again on the way out.
+  const view = head.holes
+    ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
+    : sql`m.view`;
+  const rows = head.bounded
+    ? await sql`select t.view from (
+        select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
+        from index_messages m where m.session_uri = ${uri} and m.did = ${head.did}
+        order by m.rkey limit ${MAX_THREAD_TURNS}) t
+      where t.upto <= ${MAX_THREAD_BYTES} order by t.rkey`.raw()
+    : await sql`select ${view} as view from index_messages m
+        where m.session_uri = ${uri} and m.did = ${head.did} order by m.rkey`.raw();
+  const parts: Buffer[] = [Buffer.from(`{"session":${head.session},"messages":[`)];
+  for (const [i, [turn]] of rows.entries()) {
+    if (i) parts.push(COMMA);
+    parts.push(turn as Buffer);
+  }
+  parts.push(END);
+  const answer = {
+    version: head.version,
+    body: Buffer.concat(parts),
+    // Drawn from the version (nothing hashes the body).
+    etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
+  };
+  if (head.handle) remember(uri, answer);
+  return answer;
+}
+
+const COMMA = Buffer.from(',');
+const END = Buffer.from(']}');
+
+interface ThreadHead {
+  did: string;
+  /** The session CID, author handle, the thread's version (index_thread_totals) and its turns' hiding labels. */
+  version: string;
+  /** Past the bounds: read with the running sum that stops at them. */
+  bounded: boolean;
+  hidden: boolean;
+  /** A turn is hidden by a label: each turn is asked whether it is a hole. */
+  holes: boolean;
+  handle: string | null;
+  /** The session's view as JSON text. */
+  session: string;
+}
+
+/**
+ * What a thread read needs before its turns, in one lookup by key: whether it is served, whether it changed since
+ * it was cached (its version moves with every change to its turns: index_thread_totals), how large it is (most
+ * are far inside the bounds and are read whole, without the running sum), and its session's view.
+ */
+async function threadHead(sql: Sql, uri: string): Promise<ThreadHead | undefined> {
+  const [head] = await sql<ThreadHead[]>`
+    select s.did, s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
         || '|' || coalesce(tl.stamp, '') as version,
       coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
-      ${hidden(sql)} as hidden, tl.held > 0 as holes
+      ${hidden(sql)} as hidden, tl.held > 0 as holes, ${verifiedHandle(sql)} as handle,
+      json_build_object(
+        'uri', s.uri, 'cid', s.cid, 'record', s.record,
+        'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+        'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})),
+        'turns', coalesce(t.turns, 0))::text as session
     from index_sessions s left join index_actors a on a.did = s.did
       left join index_thread_totals t on t.session_uri = s.uri and t.did = s.did
       cross join ${turnLabels(sql)} tl
     where s.uri = ${uri}`;
-  if (v?.hidden) return null;
-  const cached = v && threadCache.get(uri);
-  if (cached && cached.version === v.version) return cached;
-  // Each turn's view as indexed, but a hidden turn's as a hole (asked per turn only when the thread has one, or
-  // when the thread is not indexed yet: then it is read once more after its backfill).
-  const view =
-    !v || v.holes ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end` : sql`m.view`;
-  const turns = v?.bounded
-    ? sql`(select string_agg(t.view, ',' order by t.rkey) from (
-        select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
-        from index_messages m
-        where m.session_uri = s.uri and m.did = s.did order by m.rkey limit ${MAX_THREAD_TURNS}) t
-      where t.upto <= ${MAX_THREAD_BYTES})`
-    : sql`(select string_agg(${view}, ',' order by m.rkey) from index_messages m
-        where m.session_uri = s.uri and m.did = s.did)`;
-  const read = async () => {
-    // Text all the way: each turn's view was rendered when it was indexed, so nothing is parsed here.
-    const [row] = await sql<{ json: string; handle: string | null }[]>`
-      select ${verifiedHandle(sql)} as handle, '{"session":' || json_build_object(
-          'uri', s.uri, 'cid', s.cid, 'record', s.record, 'indexedAt', to_char(s.indexed_at at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-          'author', json_strip_nulls(json_build_object('did', s.did, 'handle', ${verifiedHandle(sql)})),
-          'turns', coalesce((select t.turns from index_thread_totals t where t.session_uri = s.uri and t.did = s.did), 0))::text
-        || ',"messages":[' || coalesce(${turns}, '') || ']}' as json
-      from index_sessions s left join index_actors a on a.did = s.did where s.uri = ${uri} and not ${hidden(sql)}`;
-    return row;
-  };
-  let row = await read();
-  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
-  if (!row?.handle) {
-    if (!(await getSessionView(sql, network, uri, options))) return null;
-    row = await read();
-  }
-  if (!row) return null;
-  const answer = {
-    version: v?.version ?? '',
-    body: Buffer.from(row.json),
-    // Drawn from the version when there is one (nothing hashes the body); else from the body.
-    etag: `W/"${createHash('sha1')
-      .update(v?.version || row.json)
-      .digest('base64url')}"`,
-  };
-  if (v?.version && row.handle) remember(uri, answer);
-  return answer;
+  return head;
 }
 
 const threadCache = new Map<string, ThreadBody & { version: string }>();

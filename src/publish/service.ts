@@ -232,7 +232,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
     const message =
       e instanceof PublishPausedError
         ? e.message
-        : `Publishing stopped part-way: ${(e as Error).message}. It resumes where it stopped.`;
+        : `Publishing stopped part-way: ${(e as Error).message}. What reached your PDS stays there; the next try goes on from it.`;
     publishOutcome(e instanceof PublishPausedError ? 'paused' : 'failed');
     await setStatus(
       deps.sql,
