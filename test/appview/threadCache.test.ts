@@ -7,6 +7,7 @@ import type { Network } from '../../src/appview/network.ts';
 import { getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { userTurn } from '../support/records.ts';
 
 // #32: getThread and the reader serve a thread from each instance's memory while it is unchanged, and every
 // instance sees a change written through any other at its next read: the thread's version is read from the
@@ -72,13 +73,7 @@ it('a change written through one instance is served by every instance at its nex
         collection: 'click.aligned.chat.message',
         rkey: turnKeys[i]!,
         cid: CID,
-        record: {
-          $type: 'click.aligned.chat.message',
-          session: uri,
-          role: 'user',
-          text,
-          createdAt: '2026-11-01T00:00:00.000Z',
-        },
+        record: userTurn(uri, text),
       },
     ]);
   await session('First', CID);

@@ -7,6 +7,7 @@ import { getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords } from '../../src/appview/store.ts';
 import type { Sql } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { userTurn } from '../support/records.ts';
 
 // A thread is served in its turns' key order whatever order they were indexed and rewritten in, and whatever plan
 // PostgreSQL picks: here it may not walk the thread's index (an index scan gives key order by itself), so rows come
@@ -59,13 +60,7 @@ it('turns indexed in any order, some rewritten, are read in key order', async ()
               collection: 'click.aligned.chat.message',
               rkey: keys[i]!,
               cid: CID,
-              record: {
-                $type: 'click.aligned.chat.message',
-                session: uri,
-                role: 'user',
-                text,
-                createdAt: '2026-11-01T00:00:00.000Z',
-              },
+              record: userTurn(uri, text),
             },
           ]);
         await indexRecords(db.sql, DID, [

@@ -30,3 +30,12 @@ export async function writeTurns(agent: AtpAgent, did: string, session: string, 
     });
   }
 }
+
+/** A user turn's record of that session, as the index receives it. */
+export const userTurn = (session: string, text: string) => ({
+  $type: 'click.aligned.chat.message',
+  session,
+  role: 'user',
+  text,
+  createdAt: '2026-11-01T00:00:00.000Z',
+});
