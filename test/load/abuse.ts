@@ -253,17 +253,13 @@ async function ok(res: Response): Promise<void> {
 /** An attacker's output, read from its start: it says `reached` at its first answer, and its counts as it ends. */
 function watchAttacker(child: ChildProcess): ChildProcess {
   let out = '';
-  let reached: () => void = () => {};
-  let started: () => void = () => {};
-  const heard = {
-    out: () => out,
-    reached: new Promise<void>((r) => (reached = r)),
-    started: new Promise<void>((r) => (started = r)),
-  };
+  // Each line the harness waits for: resolved once the attacker has printed it.
+  const waiting: [string, () => void][] = [];
+  const said = (line: string) => new Promise<void>((r) => waiting.push([`${line}\n`, r]));
+  const heard = { out: () => out, reached: said('reached'), started: said('started') };
   child.stdout!.on('data', (d) => {
     out += d;
-    if (out.includes('started\n')) started();
-    if (out.includes('reached\n')) reached();
+    for (const [line, resolve] of waiting) if (out.includes(line)) resolve();
   });
   // The attackers stand for other machines on the network: their own CPU (building bombs, making requests) is not
   // the server's to share, so it yields to the server's. What they send still reaches the server in full; the

@@ -20,7 +20,7 @@ const counts: Record<string, number> = {};
 let reached = false;
 const count = (key: string) => {
   counts[key] = (counts[key] ?? 0) + 1;
-  // The harness starts the victim's loaded round once every attack has had its first answer (or a bound passed).
+  // The harness reads its reports once every attack has had its first answer (or a bound passed).
   if (!reached && key !== 'error') {
     reached = true;
     process.stdout.write('reached\n');
