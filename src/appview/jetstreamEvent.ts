@@ -66,6 +66,11 @@ function seqOf(json: unknown): number | undefined {
 const ours = new Set<string>(COLLECTIONS);
 const FUTURE_SKEW_MS = 10 * 60_000;
 
+/** A time far ahead would hold the cursor there for good (it only moves forward): never taken, whatever the event. */
+function inFuture(timeUs: number): boolean {
+  return timeUs > (Date.now() + FUTURE_SKEW_MS) * 1000;
+}
+
 /** Pure: parses one message's text. Never throws, whatever the text. */
 export function parseJetstreamMessage(text: string): Parsed {
   let json: unknown;
@@ -84,13 +89,12 @@ function parseEvent(json: unknown): Parsed {
   if (!parsed.success) {
     // A kind this code does not know (Jetstream may add some) still moves the cursor past it.
     const at = anyEvent.safeParse(json);
-    return { kind: 'invalid', at: at.success ? at.data.time_us : null, reason: 'not a Jetstream event' };
+    const t = at.success && !inFuture(at.data.time_us) ? at.data.time_us : null;
+    return { kind: 'invalid', at: t, reason: 'not a Jetstream event' };
   }
   const e = parsed.data;
   const at = e.time_us;
-  // A time far ahead would hold the cursor there for good (it only moves forward): not taken.
-  if (at > (Date.now() + FUTURE_SKEW_MS) * 1000)
-    return { kind: 'invalid', at: null, reason: 'a time in the future' };
+  if (inFuture(at)) return { kind: 'invalid', at: null, reason: 'a time in the future' };
   if (!isValidDid(e.did)) return { kind: 'invalid', at, reason: 'not a DID' };
   if (e.kind === 'identity') return { kind: 'identity', at, did: e.did };
   if (e.kind === 'account')
