@@ -9,6 +9,7 @@ import {
   setHandle,
   setStatus,
   underAuthorLock,
+  underAuthorsShared,
 } from './store.ts';
 
 export interface BatcherEvents {
@@ -137,7 +138,11 @@ async function apply(
 ): Promise<void> {
   let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
   const flushUpserts = async () => {
-    if (upserts.length) await indexRecords(sql, null, upserts, { onSkip });
+    const batch = upserts;
+    if (batch.length)
+      await underAuthorsShared(sql, [...new Set(batch.map((u) => u.did))], (tx) =>
+        indexRecords(tx, null, batch, { onSkip }),
+      );
     upserts = [];
   };
   for (const op of ops) {

@@ -8,5 +8,12 @@ export { Network, type NetworkOptions } from './network.ts';
 export { readerSource } from './pages.ts';
 export { getThread, listSessions } from './read.ts';
 export { readerRoutes } from './routes.ts';
-export { indexedUris, indexRecords, readIndexerFigures, removeRecord } from './store.ts';
+export {
+  indexedUris,
+  indexRecords,
+  readIndexerFigures,
+  removeRecord,
+  underAuthorLock,
+  underAuthorsShared,
+} from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

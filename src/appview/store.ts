@@ -259,6 +259,24 @@ export function underAuthorLock<T>(sql: Sql, did: string, fn: (tx: Queryable) =>
   });
 }
 
+/**
+ * The stream's upserts of a batch's authors, each author's lock held shared: a publish's write-through (which
+ * removes under the exclusive lock) cannot land between the batch's tombstone check and its write. Without it an
+ * older version read as not deleted was written back just after the unpublish removed it. Shared holders never
+ * wait on each other; an exclusive holder holds one author at a time, and the locks are taken in one order.
+ */
+export function underAuthorsShared<T>(
+  sql: Sql,
+  dids: string[],
+  fn: (tx: Queryable) => Promise<T>,
+): Promise<T> {
+  return transaction(sql, async (tx) => {
+    await tx`select pg_advisory_xact_lock_shared(${LOCKS.indexAuthor}, h)
+      from (select distinct hashtext(d) as h from unnest(${dids}::text[]) as d order by h) as authors`;
+    return fn(tx);
+  });
+}
+
 /** How long a delete is remembered: longer than any backfill or replay can lag behind it. */
 export const TOMBSTONE_DAYS = 7;
 

@@ -1,6 +1,6 @@
 import { Agent } from '@atproto/api';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { indexedUris, indexRecords, removeRecord } from '../appview/index.ts';
+import { indexedUris, indexRecords, removeRecord, underAuthorLock } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
 import {
   allMessages,
@@ -289,18 +289,22 @@ async function syncIndex(
 ) {
   const live = records.filter((r) => r.cid && r.pending === null);
   const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
-  for (const uri of await indexedUris(sql, sessionUri))
-    if (!keep.has(uri)) await removeRecord(sql, uri, lastRev ?? undefined);
-  await indexRecords(
-    sql,
-    did,
-    live.map((r) => ({
-      collection: r.collection,
-      rkey: r.rkey,
-      cid: r.cid!,
-      record: r.record,
-      ...(r.rev ? { rev: r.rev } : {}),
-    })),
-    { written: true },
-  );
+  // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
+  // removals and write after them (see `underAuthorsShared`).
+  await underAuthorLock(sql, did, async (tx) => {
+    for (const uri of await indexedUris(tx, sessionUri))
+      if (!keep.has(uri)) await removeRecord(tx, uri, lastRev ?? undefined);
+    await indexRecords(
+      tx,
+      did,
+      live.map((r) => ({
+        collection: r.collection,
+        rkey: r.rkey,
+        cid: r.cid!,
+        record: r.record,
+        ...(r.rev ? { rev: r.rev } : {}),
+      })),
+      { written: true },
+    );
+  });
 }

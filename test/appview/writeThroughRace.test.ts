@@ -1,0 +1,96 @@
+import { TID } from '@atproto/common-web';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Batcher } from '../../src/appview/batcher.ts';
+import { indexRecords, removeRecord, underAuthorLock } from '../../src/appview/store.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+
+// An unpublish's write-through removes the thread from the index under the author's lock while the stream's
+// batch of an older version of it (the publish's own event, late) is being written. The batch must not check
+// the tombstones before the removal and write after it: the thread would come back after the Player took it
+// down. The interleaving is forced: the removal holds its transaction open until the batch is seen waiting.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.drop());
+
+const DID = 'did:plc:bbbbbbbbbbbbbbbbbbbbbbbb';
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+const record = (title: string) => ({
+  $type: 'click.aligned.chat.session',
+  title,
+  createdAt: '2026-11-01T00:00:00.000Z',
+});
+
+async function someoneWaits(): Promise<void> {
+  for (let i = 0; i < 400; i++) {
+    const [row] = await db.sql<{ n: number }[]>`select count(*)::int as n from pg_stat_activity
+      where datname = current_database() and wait_event_type = 'Lock'`;
+    if (row!.n > 0) return;
+    await new Promise((r) => setTimeout(r, 25));
+  }
+  throw new Error('the batch never waited on the removal');
+}
+
+it("a stream batch of an older version, written while an unpublish's removal is under way, does not bring the thread back", async () => {
+  const rkey = TID.nextStr();
+  const uri = `at://${DID}/click.aligned.chat.session/${rkey}`;
+  const [first, second, deleting] = [TID.nextStr(), TID.nextStr(), TID.nextStr()];
+  // Published (the write-through), then changed: the second version's event is still on its way.
+  await indexRecords(db.sql, DID, [
+    { collection: record('').$type, rkey, cid: CID, record: record('v1'), rev: first },
+  ]);
+  const indexed = async () => (await db.sql`select 1 from index_sessions where uri = ${uri}`).length > 0;
+  expect(await indexed()).toBe(true);
+
+  let open!: () => void;
+  const gate = new Promise<void>((r) => {
+    open = r;
+  });
+  let removed!: () => void;
+  const removedInTx = new Promise<void>((r) => {
+    removed = r;
+  });
+  const removal = underAuthorLock(db.sql, DID, async (tx) => {
+    await removeRecord(tx, uri, deleting);
+    removed();
+    await gate;
+  });
+  await removedInTx;
+
+  const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
+  const [{ cursor }] = await db.sql<
+    { cursor: number }[]
+  >`select coalesce(cursor, 0)::int as cursor from index_state`;
+  await batcher.add({
+    kind: 'upsert',
+    at: cursor + 1,
+    did: DID,
+    collection: 'click.aligned.chat.session',
+    rkey,
+    cid: CID,
+    record: record('v2'),
+    rev: second,
+  });
+  const written = batcher.flush();
+  // The fault the test is about has happened: the batch is under way and blocked by the open removal.
+  await someoneWaits();
+  open();
+  await removal;
+  await written;
+  expect(await indexed()).toBe(false);
+  // The stream still indexes a version newer than the delete (the author wrote the record again).
+  await batcher.add({
+    kind: 'upsert',
+    at: cursor + 2,
+    did: DID,
+    collection: 'click.aligned.chat.session',
+    rkey,
+    cid: CID,
+    record: record('v3'),
+    rev: TID.nextStr(),
+  });
+  await batcher.flush();
+  expect(await indexed()).toBe(true);
+});
