@@ -60,9 +60,10 @@ it("a stream batch of an older version, written while an unpublish's removal is 
   await removedInTx;
 
   const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
-  const [{ cursor }] = await db.sql<
+  const [state] = await db.sql<
     { cursor: number }[]
   >`select coalesce(cursor, 0)::int as cursor from index_state`;
+  const cursor = state!.cursor;
   await batcher.add({
     kind: 'upsert',
     at: cursor + 1,
