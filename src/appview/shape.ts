@@ -16,39 +16,53 @@ export const RECORD_SHAPE: ShapeLimits = { depth: 32, nodes: 50_000, chars: 2 * 
 
 /**
  * Null when `value` is within the limits, else which limit it passed. Byte strings and CIDs (the relay's lex
- * values) are leaves. Stops at the first limit passed, so a hostile record costs at most `nodes` steps.
+ * values) are leaves. Stops at the first limit passed, so a hostile record costs at most `nodes` steps. Leaves are
+ * counted where they are met and only containers are stacked (values and depths apart): a wide array of numbers
+ * costs a loop, not a pair allocated, pushed and popped for each item. The stream runs this on every record.
  */
 export function shapeProblem(value: unknown, limits: ShapeLimits = RECORD_SHAPE): string | null {
-  const stack: [unknown, number][] = [[value, 1]];
-  // Counted as they are pushed, so a million-item array is refused before it fills the stack.
+  const own = leafChars(value);
+  if (own !== undefined) return own > limits.chars ? 'too large' : null;
+  const values: object[] = [value as object];
+  const depths: number[] = [1];
+  // Counted as they are met, so a million-item array is refused before it is walked.
   let nodes = 1;
   let chars = 0;
-  const push = (item: unknown, depth: number) => {
+  /** One child: a leaf counted, a container stacked; false once a limit is passed. */
+  const child = (item: unknown, depth: number) => {
     if (++nodes > limits.nodes) return false;
-    stack.push([item, depth]);
+    const c = leafChars(item);
+    if (c === undefined) {
+      values.push(item as object);
+      depths.push(depth);
+    } else chars += c;
     return true;
   };
-  while (stack.length) {
-    const [v, depth] = stack.pop()!;
-    if (typeof v === 'string') chars += v.length + 3;
-    else if (v === null || typeof v !== 'object') chars += 24;
-    else if (v instanceof Uint8Array) chars += Math.ceil(v.byteLength * 1.4) + 24;
-    else if (isCid(v)) chars += 80;
-    else {
-      if (depth > limits.depth) return 'nested too deeply';
-      chars += 2;
-      if (Array.isArray(v)) {
-        for (const item of v) if (!push(item, depth + 1)) return 'too many values';
-      } else
-        for (const key in v) {
-          if (!Object.hasOwn(v, key)) continue;
-          chars += key.length + 4;
-          if (!push((v as Record<string, unknown>)[key], depth + 1)) return 'too many values';
-        }
-    }
+  while (values.length) {
+    const v = values.pop()!;
+    const depth = depths.pop()!;
+    if (depth > limits.depth) return 'nested too deeply';
+    chars += 2;
+    if (Array.isArray(v)) {
+      for (const item of v) if (!child(item, depth + 1)) return 'too many values';
+    } else
+      for (const key in v) {
+        if (!Object.hasOwn(v, key)) continue;
+        chars += key.length + 4;
+        if (!child((v as Record<string, unknown>)[key], depth + 1)) return 'too many values';
+      }
     if (chars > limits.chars) return 'too large';
   }
   return null;
+}
+
+/** A leaf's share of the JSON length, or undefined for a container (an array or a plain object). */
+function leafChars(v: unknown): number | undefined {
+  if (typeof v === 'string') return v.length + 3;
+  if (v === null || typeof v !== 'object') return 24;
+  if (v instanceof Uint8Array) return Math.ceil(v.byteLength * 1.4) + 24;
+  if (isCid(v)) return 80;
+  return undefined;
 }
 
 // multiformats' CID marks itself so (`asCID`), whichever copy of the package made it.
