@@ -13,7 +13,7 @@ export {
   indexRecords,
   readIndexerFigures,
   removeRecord,
+  removeRecords,
   underAuthorLock,
-  underAuthorsShared,
 } from './store.ts';
 export { readThread, type ThreadView } from './thread.ts';

@@ -237,15 +237,22 @@ export async function indexedUris(sql: Queryable, sessionUri: string): Promise<s
  * own version (a late event, after the thread was published again) leaves the row. Run under the author's lock
  * (see `underAuthorLock`) where a backfill could be writing beside it.
  */
-export async function removeRecord(sql: Queryable, uri: string, rev?: string) {
+export function removeRecord(sql: Queryable, uri: string, rev?: string): Promise<void> {
+  return removeRecords(sql, [uri], rev);
+}
+
+/** `removeRecord` of many, in three statements whatever their number (an unpublish removes a whole thread). */
+export async function removeRecords(sql: Queryable, uris: string[], rev?: string): Promise<void> {
+  if (!uris.length) return;
   const r = rev ?? null;
-  await sql`insert into index_tombstones (uri, rev) values (${uri}, ${r})
+  await sql`insert into index_tombstones (uri, rev)
+    select distinct u, ${r}::text from unnest(${uris}::text[]) as u order by u
     on conflict (uri) do update set deleted_at = now(),
       rev = case when index_tombstones.rev is null or excluded.rev > index_tombstones.rev
         then excluded.rev else index_tombstones.rev end`;
   const older = sql`(${r}::text is null or rev is null or rev <= ${r}::text)`;
-  await sql`delete from index_sessions where uri = ${uri} and ${older}`;
-  await sql`delete from index_messages where uri = ${uri} and ${older}`;
+  await sql`delete from index_sessions where uri = any(${uris}::text[]) and ${older}`;
+  await sql`delete from index_messages where uri = any(${uris}::text[]) and ${older}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { Agent } from '@atproto/api';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import { indexedUris, indexRecords, removeRecord, underAuthorLock } from '../appview/index.ts';
+import { indexedUris, indexRecords, removeRecords, underAuthorLock } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
 import {
   allMessages,
@@ -292,8 +292,8 @@ async function syncIndex(
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
   // removals and write after them (see `underAuthorsShared`).
   await underAuthorLock(sql, did, async (tx) => {
-    for (const uri of await indexedUris(tx, sessionUri))
-      if (!keep.has(uri)) await removeRecord(tx, uri, lastRev ?? undefined);
+    const gone = (await indexedUris(tx, sessionUri)).filter((uri) => !keep.has(uri));
+    await removeRecords(tx, gone, lastRev ?? undefined);
     await indexRecords(
       tx,
       did,

@@ -1,8 +1,9 @@
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Batcher } from '../../src/appview/batcher.ts';
-import { indexRecords, removeRecord, underAuthorLock } from '../../src/appview/store.ts';
+import { indexRecords, removeRecord, removeRecords, underAuthorLock } from '../../src/appview/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { holdOpen } from '../support/hold.ts';
 
 // An unpublish's write-through removes the thread from the index under the author's lock while the stream's
 // batch of an older version of it (the publish's own event, late) is being written. The batch must not check
@@ -44,20 +45,12 @@ it("a stream batch of an older version, written while an unpublish's removal is 
   const indexed = async () => (await db.sql`select 1 from index_sessions where uri = ${uri}`).length > 0;
   expect(await indexed()).toBe(true);
 
-  let open!: () => void;
-  const gate = new Promise<void>((r) => {
-    open = r;
-  });
-  let removed!: () => void;
-  const removedInTx = new Promise<void>((r) => {
-    removed = r;
-  });
-  const removal = underAuthorLock(db.sql, DID, async (tx) => {
-    await removeRecord(tx, uri, deleting);
-    removed();
-    await gate;
-  });
-  await removedInTx;
+  const removal = await holdOpen((body) =>
+    underAuthorLock(db.sql, DID, async (tx) => {
+      await removeRecord(tx, uri, deleting);
+      await body();
+    }),
+  );
 
   const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
   const [state] = await db.sql<
@@ -77,8 +70,7 @@ it("a stream batch of an older version, written while an unpublish's removal is 
   const written = batcher.flush();
   // The fault the test is about has happened: the batch is under way and blocked by the open removal.
   await someoneWaits();
-  open();
-  await removal;
+  await removal.release();
   await written;
   expect(await indexed()).toBe(false);
   // The stream still indexes a version newer than the delete (the author wrote the record again).
@@ -94,4 +86,42 @@ it("a stream batch of an older version, written while an unpublish's removal is 
   });
   await batcher.flush();
   expect(await indexed()).toBe(true);
+});
+
+it("an unpublish's removal takes the whole thread in one go: every record older than the delete, none newer", async () => {
+  const session = TID.nextStr();
+  const sessionUri = `at://${DID}/click.aligned.chat.session/${session}`;
+  const turn = (rkey: string, rev: string) => ({
+    collection: 'click.aligned.chat.message',
+    rkey,
+    cid: CID,
+    rev,
+    record: {
+      $type: 'click.aligned.chat.message',
+      session: sessionUri,
+      role: 'user',
+      text: rkey,
+      createdAt: '2026-11-01T00:00:00.000Z',
+    },
+  });
+  const keys = Array.from({ length: 30 }, () => TID.nextStr());
+  const before = TID.nextStr();
+  await indexRecords(db.sql, DID, [
+    { collection: 'click.aligned.chat.session', rkey: session, cid: CID, record: record('t'), rev: before },
+    ...keys.slice(0, 29).map((k) => turn(k, before)),
+  ]);
+  const deleting = TID.nextStr();
+  // The last turn was written again after the delete's commit (elsewhere, by its author): it stays.
+  await indexRecords(db.sql, DID, [turn(keys[29]!, TID.nextStr())]);
+  const uris = [sessionUri, ...keys.map((k) => `at://${DID}/click.aligned.chat.message/${k}`)];
+  // A URI named twice is one tombstone.
+  await removeRecords(db.sql, [...uris, uris[1]!], deleting);
+  const left = await db.sql<
+    { uri: string }[]
+  >`select uri from index_messages where session_uri = ${sessionUri}
+    union all select uri from index_sessions where uri = ${sessionUri}`;
+  expect(left.map((r) => r.uri)).toEqual([uris[30]]);
+  const [tombs] = await db.sql<{ n: number; revs: string[] }[]>`
+    select count(*)::int as n, array_agg(distinct rev) as revs from index_tombstones where uri = any(${uris}::text[])`;
+  expect(tombs).toEqual({ n: 31, revs: [deleting] });
 });
