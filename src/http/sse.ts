@@ -2,10 +2,11 @@ import type { Response } from 'express';
 
 /**
  * Writes Server-Sent Events, coalescing only under pressure (DESIGN: don't pay I/O per token, and don't make
- * the reader wait either). A frame sent while the socket is idle is written at once. While Node still holds
- * bytes the socket has not taken, frames queue and go out together when the event loop comes round; once a
- * write returned false (backed up), together on 'drain'. An optional `merge` joins a frame into the one queued
- * before it (adjacent text deltas), so they are serialised once too.
+ * the reader wait either). A frame sent while the socket is idle is written when the current chain of
+ * microtasks ends, with whatever else was sent meanwhile. While Node still holds bytes the socket has not taken,
+ * frames queue and go out together when the event loop comes round; once a write returned false (backed up),
+ * together on 'drain'. An optional `merge` joins a frame into the one queued before it (adjacent text deltas),
+ * so they are serialised once too.
  */
 export class SseWriter<F> {
   private queue: F[] = [];
@@ -43,19 +44,20 @@ export class SseWriter<F> {
     if (merged !== undefined) this.queue[this.queue.length - 1] = merged;
     else this.queue.push(frame);
     if (this.draining || this.scheduled) return;
-    // Idle (the socket took everything written so far): written at once. Not deferred to a later tick when it
-    // need not be: under load one event-loop turn can be a long chain of stream microtasks, and a deferred
-    // write would wait for all of it. Bytes still unsent: what arrives merges until the loop comes round.
-    if (this.res.writableLength === 0) {
-      this.flush();
-      return;
-    }
     this.scheduled = true;
-    setImmediate(() => {
-      this.scheduled = false;
-      this.flush();
-    });
+    // Idle (the socket took everything written so far): written when this chain of microtasks ends, as a write
+    // now would leave then too (Node corks a response's write until the next tick). Frames sent meanwhile, the
+    // other deltas of one Provider chunk, merge into it: one frame, one system call. Not deferred to the loop's
+    // next turn: under load that turn is a long chain of other streams' work. Bytes still unsent: what arrives
+    // merges until the loop comes round.
+    if (this.res.writableLength === 0) process.nextTick(this.scheduledFlush);
+    else setImmediate(this.scheduledFlush);
   }
+
+  private readonly scheduledFlush = () => {
+    this.scheduled = false;
+    this.flush();
+  };
 
   /** Writes what is queued, unless the socket is still draining (then 'drain' writes it). */
   flush(): void {

@@ -84,6 +84,41 @@ it('sends the headers with a first frame sent at once, in one write; alone when 
   expect(writes).toEqual([1]);
 });
 
+it('frames sent in one chain of microtasks go out merged, in one write, when the chain ends', async () => {
+  const counts: number[] = [];
+  const app = express();
+  app.get('/', (_req, res) => {
+    let count = 0;
+    const socket = res.socket! as unknown as Record<'_write' | '_writev', (...a: unknown[]) => void>;
+    for (const name of ['_write', '_writev'] as const) {
+      const original = socket[name].bind(socket);
+      socket[name] = (...a: unknown[]) => {
+        count++;
+        original(...a);
+      };
+    }
+    const sse = new SseWriter<Delta>(res, join);
+    sse.open();
+    // The deltas of one Provider chunk, each a microtask after the last, as a stream's reader hands them on
+    // (the first too: a stream's parts reach the turn in promise jobs, not in the socket's callback itself).
+    void (async () => {
+      await Promise.resolve();
+      for (const text of ['a', 'b', 'c', 'd']) {
+        sse.send({ text });
+        await Promise.resolve();
+      }
+      setImmediate(() => counts.push(count));
+    })();
+  });
+  server = http.createServer(app);
+  await new Promise<void>((r) => server!.listen(0, '127.0.0.1', r));
+  const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`);
+  const reader = res.body!.getReader();
+  expect(new TextDecoder().decode((await reader.read()).value)).toBe('data: {"text":"abcd"}\n\n');
+  await reader.cancel();
+  expect(counts).toEqual([1]);
+});
+
 const FRAMES = 200_000;
 it('under backpressure merges what queues, loses nothing, and ends with it', async () => {
   const { url, writer } = await serve();
