@@ -2,50 +2,49 @@
  * A fetch whose response body keeps what it received when the connection breaks. Node's fetch errors the
  * body stream when its socket dies, and erroring a web stream discards the chunks queued in it that the
  * reader has not taken yet: a Provider's last deltas, received, then lost (reproduced: 2,000 events sent, a
- * slow reader got 1,727). Here the body is read eagerly as it arrives into a queue of our own, and the reader
- * gets every chunk that came before the error, then the error. Memory is bounded by what the Provider sent.
+ * slow reader got 1,727). Here the body is read eagerly as it arrives into a stream of our own, and its error is
+ * passed on only once the reader has taken every chunk that came before it. Memory is bounded by what the
+ * Provider sent.
  */
 export function drainingFetch(base: typeof fetch = globalThis.fetch): typeof fetch {
   return async (input, init) => {
     const res = await base(input, init);
     if (!res.body) return res;
     const source = res.body.getReader();
-    const queue: Uint8Array[] = [];
-    let ended = false;
-    let failure: unknown;
-    let wake: (() => void) | undefined;
-    const pump = async () => {
-      try {
-        for (;;) {
-          const { value, done } = await source.read();
-          if (done) break;
-          queue.push(value);
-          wake?.();
-        }
-      } catch (e) {
-        failure = e;
-      } finally {
-        ended = true;
-        wake?.();
-      }
-    };
-    void pump();
-    const body = new ReadableStream<Uint8Array>({
-      async pull(controller) {
-        while (!queue.length && !ended) {
-          await new Promise<void>((resolve) => {
-            wake = resolve;
-          });
-        }
-        wake = undefined;
-        // Everything that has arrived, at once (one pull per burst, not per chunk). Safe against loss: pull
-        // runs again only when the reader has taken all of it, so the error below never discards a chunk.
-        if (queue.length) for (const chunk of queue.splice(0)) controller.enqueue(chunk);
-        else if (failure !== undefined) controller.error(failure);
-        else controller.close();
+    let failure: { error: unknown } | undefined;
+    let cancelled = false;
+    const body = new ReadableStream<Uint8Array>(
+      {
+        start(controller) {
+          // Each chunk straight into this stream's queue (or to the read waiting for it): no queue or promise
+          // of our own per chunk, on a path every delta of every reply takes.
+          void (async () => {
+            try {
+              for (;;) {
+                const { value, done } = await source.read();
+                if (cancelled) return;
+                if (done) return controller.close(); // a close, unlike an error, keeps what is queued
+                controller.enqueue(value);
+              }
+            } catch (error) {
+              if (cancelled) return;
+              // Nothing queued (a high-water mark of 0: desiredSize is minus the chunks queued): nothing lost.
+              if (controller.desiredSize === 0) controller.error(error);
+              else failure = { error };
+            }
+          })();
+        },
+        // Called when a read waits on an empty queue: every chunk before the error has been taken.
+        pull(controller) {
+          if (failure) controller.error(failure.error);
+        },
+        cancel(reason) {
+          cancelled = true;
+          return source.cancel(reason);
+        },
       },
-      cancel: (reason) => source.cancel(reason),
-    });
+      { highWaterMark: 0 },
+    );
     return new Response(body, { status: res.status, statusText: res.statusText, headers: res.headers });
   };
 }
