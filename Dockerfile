@@ -22,5 +22,6 @@ USER agentsville
 EXPOSE 3000
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s \
   CMD node -e "fetch('http://127.0.0.1:3000/readyz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"
-# The client is built above: start the server alone (`npm start` would build it again).
-CMD ["node", "--import", "tsx", "src/main.ts"]
+# The client is built above: start the server alone (`npm start` would build it again). The flag is
+# scripts/node-flags.mjs's on Node 22 (ADR 0079).
+CMD ["node", "--experimental-async-context-frame", "--import", "tsx", "src/main.ts"]

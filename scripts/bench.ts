@@ -73,6 +73,8 @@ const machine = (when: string) => ({
   unit: 'load average (1 min)',
   target: 'for reading the figures',
   cores: os.availableParallelism(),
+  // The server's Node flags (npm run bench runs with npm start's): figures taken without them are not comparable.
+  node: `${process.version} ${process.execArgv.filter((a) => a !== '--import' && a !== 'tsx').join(' ')}`.trim(),
   loadavg_1_5_15: os.loadavg().map((l) => round(l, 2)),
   free_memory_gb: round(os.freemem() / 1024 ** 3, 1),
 });

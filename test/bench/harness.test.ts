@@ -4,6 +4,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import net from 'node:net';
 import path from 'node:path';
 import { expect, inject, it } from 'vitest';
+import { nodeFlags } from '../../scripts/node-flags.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -27,7 +28,7 @@ async function benchOnBlackHole(sections: string, startMs: number, stdio: 'pipe'
   await new Promise<void>((r) => blackHole.listen(0, '127.0.0.1', r));
   const port = (blackHole.address() as net.AddressInfo).port;
   const mark = `AV_BENCH_MARK_${randomUUID().replaceAll('-', '')}`;
-  const run = spawn(process.execPath, ['--import', 'tsx', 'scripts/bench.ts'], {
+  const run = spawn(process.execPath, [...nodeFlags(), '--import', 'tsx', 'scripts/bench.ts'], {
     cwd: ROOT,
     env: {
       ...process.env,

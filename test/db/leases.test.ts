@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { nodeFlags } from '../../scripts/node-flags.mjs';
 import { connect, type Lease, LeaseBusyError, Leases, type Sql } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -165,7 +166,7 @@ describe('leases', () => {
   it('a holder killed mid-work leaves a lease that expires and is taken over', async () => {
     const child = spawn(
       process.execPath,
-      ['--import', 'tsx', path.join(import.meta.dirname, '../support/leaseHolder.ts')],
+      [...nodeFlags(), '--import', 'tsx', path.join(import.meta.dirname, '../support/leaseHolder.ts')],
       {
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: db.url, LEASE: 'killed', TTL_MS: '1500' },
         stdio: ['ignore', 'pipe', 'inherit'],

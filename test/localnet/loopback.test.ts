@@ -4,6 +4,7 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { nodeFlags } from '../../scripts/node-flags.mjs';
 import { type LocalNetwork, startLocalNetwork } from '../../src/localnet/index.ts';
 import { createDatabase, type TestDatabase } from '../support/database.ts';
 import { freePort } from '../support/ports.ts';
@@ -80,7 +81,7 @@ it('names the variable to change when a port is in use, and exits without a stac
   const port = await freePort();
   await new Promise<void>((resolve) => taken.listen(port, '127.0.0.1', resolve));
   try {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    const child = spawn(process.execPath, [...nodeFlags(), '--import', 'tsx', 'src/main.ts'], {
       cwd: ROOT,
       env: {
         PATH: process.env.PATH ?? '',

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
+import { nodeFlags } from '../../scripts/node-flags.mjs';
 
 const ROOT = path.resolve(import.meta.dirname, '../..');
 
@@ -17,14 +18,14 @@ process.once('exit', () => {
 });
 
 /**
- * The real server as its own OS process (`node --import tsx src/main.ts`), so a test can kill -9 it. A server that
+ * The real server as its own OS process (`node --import tsx src/main.ts`, with npm start's flags), so a test can kill -9 it. A server that
  * has not said it is listening within `startTimeoutMs` is killed and the promise rejects: none is left behind.
  */
 export async function spawnServer(
   env: Record<string, string>,
   { startTimeoutMs = 30_000 } = {},
 ): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(process.execPath, [...nodeFlags(), '--import', 'tsx', 'src/main.ts'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '', PORT: '0', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
