@@ -37,6 +37,21 @@ async function serve(
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, writer, closed };
 }
 
+/** Counts the writes that reach a response's socket handle (one system call each; chunked encoding's pieces
+ * are corked into one). */
+function countWrites(res: http.ServerResponse): () => number {
+  let count = 0;
+  const socket = res.socket! as unknown as Record<'_write' | '_writev', (...a: unknown[]) => void>;
+  for (const name of ['_write', '_writev'] as const) {
+    const original = socket[name].bind(socket);
+    socket[name] = (...a: unknown[]) => {
+      count++;
+      original(...a);
+    };
+  }
+  return () => count;
+}
+
 it('writes a lone frame at once, waiting on no timer', async () => {
   // Timers frozen: a frame held for a coalescing window would never arrive.
   vi.useFakeTimers({ toFake: ['setTimeout', 'setInterval'] });
@@ -53,21 +68,12 @@ it('sends the headers with a first frame sent at once, in one write; alone when 
   const writes: number[] = [];
   const app = express();
   app.get('/:send', (req, res) => {
-    // Writes that reach the socket's handle (one system call each): chunked encoding's pieces are corked into one.
-    let count = 0;
-    const socket = res.socket! as unknown as Record<'_write' | '_writev', (...a: unknown[]) => void>;
-    for (const name of ['_write', '_writev'] as const) {
-      const original = socket[name].bind(socket);
-      socket[name] = (...a: unknown[]) => {
-        count++;
-        original(...a);
-      };
-    }
+    const count = countWrites(res);
     const sse = new SseWriter<Delta>(res, join);
     sse.open();
     if (req.params.send === 'yes') {
       sse.send({ text: 'start' });
-      setImmediate(() => writes.push(count));
+      setImmediate(() => writes.push(count()));
     }
   });
   server = http.createServer(app);
@@ -88,15 +94,7 @@ it('frames sent in one chain of microtasks go out merged, in one write, when the
   const counts: number[] = [];
   const app = express();
   app.get('/', (_req, res) => {
-    let count = 0;
-    const socket = res.socket! as unknown as Record<'_write' | '_writev', (...a: unknown[]) => void>;
-    for (const name of ['_write', '_writev'] as const) {
-      const original = socket[name].bind(socket);
-      socket[name] = (...a: unknown[]) => {
-        count++;
-        original(...a);
-      };
-    }
+    const count = countWrites(res);
     const sse = new SseWriter<Delta>(res, join);
     sse.open();
     // The deltas of one Provider chunk, each a microtask after the last, as a stream's reader hands them on
@@ -107,7 +105,7 @@ it('frames sent in one chain of microtasks go out merged, in one write, when the
         sse.send({ text });
         await Promise.resolve();
       }
-      setImmediate(() => counts.push(count));
+      setImmediate(() => counts.push(count()));
     })();
   });
   server = http.createServer(app);
