@@ -10,6 +10,7 @@ import { TurnBudget } from './budget.ts';
 import { callOptions, type ProviderCall } from './call.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
+import { promptChars } from './history.ts';
 import {
   type Cause,
   called,
@@ -198,11 +199,7 @@ async function streamReply(
   const spent = context.summarised ? await budget.spent() : await asked;
   if (spent) return { type: 'budget', spent };
   const { system, messages } = context;
-  called(
-    state,
-    system.head.length + system.tail.length + JSON.stringify(messages).length,
-    tools.descriptions,
-  );
+  called(state, system.head.length + system.tail.length + promptChars(messages), tools.descriptions);
   const withTools = Object.keys(tools.tools).length > 0;
   // One consumer (this loop) and no result promises read: the single-consumer form, which neither tees every
   // part into a second branch kept for later readers nor gathers the text a second time.

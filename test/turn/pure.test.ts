@@ -6,6 +6,7 @@ import {
   chooseSpeaker,
   estimateTokens,
   instructionsFor,
+  promptChars,
   rosterLine,
   systemPromptParts,
   toModelMessages,
@@ -217,5 +218,52 @@ describe('titles', () => {
         }
       }),
     );
+  });
+});
+
+describe('the prompt size an unreported reply is charged for', () => {
+  const text = fc.string({ maxLength: 200 });
+  const turn = fc.record({
+    role: fc.constantFrom('player' as const, 'npc' as const),
+    text,
+    npcName: fc.constant('Ada'),
+  });
+
+  it('counts the text of every message sent, in a Party with its authors, and nothing of their JSON', () => {
+    fc.assert(
+      fc.property(fc.array(turn, { maxLength: 30 }), fc.boolean(), (turns, party) => {
+        const messages = toModelMessages(turns, party);
+        const texts = messages.map((m) => m.content as string);
+        expect(promptChars(messages)).toBe(texts.reduce((n, x) => n + x.length, 0));
+      }),
+    );
+  });
+
+  it('counts an attachment at its size in bytes, a tool step as its JSON', () => {
+    fc.assert(
+      fc.property(fc.uint8Array({ maxLength: 5_000 }), text, (bytes, said) => {
+        const sent = promptChars([
+          {
+            role: 'user',
+            content: [
+              { type: 'text', text: said },
+              { type: 'file', mediaType: 'image/png', data: { type: 'data', data: bytes } },
+              { type: 'image', image: bytes },
+            ],
+          },
+        ]);
+        // JSON would count a byte as up to eleven characters ("1234":255,).
+        expect(sent).toBe(said.length + 2 * bytes.byteLength);
+      }),
+    );
+    const input = { text: 'remember this' };
+    expect(
+      promptChars([
+        {
+          role: 'assistant',
+          content: [{ type: 'tool-call', toolCallId: 'c1', toolName: 'remember', input }],
+        },
+      ]),
+    ).toBe(JSON.stringify({ type: 'tool-call', toolCallId: 'c1', toolName: 'remember', input }).length);
   });
 });
