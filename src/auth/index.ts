@@ -21,6 +21,7 @@ export {
   playerNamed,
   SESSION_COOKIE,
   SESSION_TTL_MS,
+  sessionPlayerJsonSql,
   sessionPlayerSql,
   upsertPlayer,
 } from './sessions.ts';

@@ -36,6 +36,11 @@ export const playerNamed = (q: Queryable, playerId: ReturnType<Queryable>) =>
 export const sessionPlayerSql = (q: Queryable, token: string) =>
   q`(select s.player_id from sessions s where s.token_hash = ${hash(token)} and s.expires_at > now())`;
 
+/** The live session's Player as JSON (null when there is none), for a statement that reads more beside it. */
+export const sessionPlayerJsonSql = (q: Queryable, token: string) =>
+  q`(select jsonb_build_object('id', p.id, 'did', p.did, 'handle', p.handle)
+    from sessions s join players p on p.id = s.player_id where s.token_hash = ${hash(token)} and s.expires_at > now())`;
+
 /** Starts a web session: returns the opaque token for the cookie; only its hash is stored. */
 export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_TTL_MS): Promise<string> {
   const token = randomBytes(32).toString('base64url');

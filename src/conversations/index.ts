@@ -12,7 +12,7 @@ export {
   type HistoryRow,
   isConversationOf,
   isMessageOf,
-  lastPlayerText,
+  lastPlayerTextSql,
   messageIds,
   messageText,
   pathRoles,
@@ -33,9 +33,12 @@ export {
 } from './spending.ts';
 export {
   type Conversation,
+  conversationFromJson,
+  conversationJsonSql,
   getConversation,
   getParticipants,
   type PublicationStatusSql,
+  participantsJsonSql,
 } from './store.ts';
 export {
   beginPlayerTurn,

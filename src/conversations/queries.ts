@@ -65,19 +65,12 @@ export async function readHistoryTail(
   }));
 }
 
-/** The text of the Player's last Message in a Conversation of theirs ('' when there is none). */
-export async function lastPlayerText(
-  sql: Sql,
-  /** The Player's id, or a subquery that gives it. */
-  playerId: string | Fragment,
-  conversationId: string,
-): Promise<string> {
-  const [row] = await sql<{ text: string }[]>`
-    select m.text from messages m join conversations c on c.id = m.conversation_id
+/** The text of the Player's last Message on the path of a Conversation of theirs (what a regenerate answers
+ * again; '' when there is none), as an expression of a larger statement. */
+export const lastPlayerTextSql = (q: Queryable, playerId: string | Fragment, conversationId: string) =>
+  q`coalesce((select m.text from messages m join conversations c on c.id = m.conversation_id
     where c.id = ${conversationId} and c.player_id = ${playerId} and m.role = 'player' and m.on_path
-    order by m.seq desc limit 1`;
-  return row?.text ?? '';
-}
+    order by m.seq desc limit 1), '')`;
 
 /** The Messages on a Conversation's path, oldest first: what publishing reads (the current branch). */
 export async function allMessages(sql: Sql, conversationId: string): Promise<Message[]> {

@@ -138,6 +138,22 @@ export async function getConversation(
   return row;
 }
 
+/**
+ * `getConversation` and `getParticipants` as JSON expressions, for a statement that reads a turn's all in one
+ * (turn/admit.ts); `conversationFromJson` and `npcFromJson` give their dates back.
+ */
+export const conversationJsonSql = (q: Queryable, playerId: Fragment, id: string) =>
+  q`(select to_jsonb(c) from (select ${conversationColumns(q)} from conversations
+    where id = ${id} and player_id = ${playerId}) c)`;
+
+export const participantsJsonSql = (q: Queryable, conversationId: string, forTurn?: TurnColumns) =>
+  q`(select coalesce(jsonb_agg(to_jsonb(n) order by p.position), '[]')
+    from conversation_participants p cross join lateral (${npcRowSql(q, q`p.npc_id`, forTurn)}) n
+    where p.conversation_id = ${conversationId})`;
+
+export const conversationFromJson = (c: Conversation | null): Conversation | undefined =>
+  c ? { ...c, createdAt: new Date(c.createdAt), updatedAt: new Date(c.updatedAt) } : undefined;
+
 /** The Conversation's NPCs, in the order they joined; `forTurn` adds what a turn reads of them (`TurnColumns`). */
 export async function getParticipants(
   sql: Sql,

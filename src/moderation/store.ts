@@ -91,16 +91,9 @@ export async function isBlocked(sql: Queryable, playerId: string): Promise<boole
  * Whether the Player a subquery names is blocked — and whether it named one at all: a session that ended between a
  * caller's statements names no Player, and that must not read as "not blocked" (the caller answers 401).
  */
-export async function blockOf(
-  sql: Queryable,
-  player: Fragment,
-): Promise<{ found: boolean; blocked: boolean }> {
-  const [row] = await sql<{ found: boolean; blocked: boolean }[]>`
-    select p.id is not null as found,
-      exists (select 1 from player_blocks b where b.player_id = p.id and b.lifted_at is null) as blocked
-    from (select ${player} as id) p`;
-  return row!;
-}
+/** Whether the Player (an id or a subquery giving it) is blocked, as an expression of a larger statement. */
+export const blockedSql = (q: Queryable, player: Fragment) =>
+  q`exists (select 1 from player_blocks b where b.player_id = ${player} and b.lifted_at is null)`;
 
 export async function report(sql: Sql, subject: string, reason: string, reporterDid: string | null) {
   const [row] = await sql<Report[]>`insert into thread_reports (subject, reason, reporter_did)

@@ -25,6 +25,7 @@ export {
   type Npc,
   NpcInput,
   type NpcWrite,
+  npcFromJson,
   npcRowSql,
   replaceAvatar,
   type TurnColumns,
@@ -46,4 +47,5 @@ export {
   playerStorageQuotaSql,
   seedVillageDefaults,
   type VillageSettings,
+  villageSettingsJsonSql,
 } from './settings.ts';

@@ -166,6 +166,13 @@ const columns = npcColumns;
 export const npcRowSql = (q: Queryable, id: ReturnType<Queryable>, forTurn?: TurnColumns) =>
   q`select ${npcColumns(q)}${forTurn ? q`${hasGrants(q)}${forTurn.more}` : q``} from npcs where npcs.id = ${id}`;
 
+/** An NPC read as JSON (`to_jsonb` of `npcRowSql`'s row): its dates come back as strings. */
+export const npcFromJson = (n: Npc): Npc => ({
+  ...n,
+  createdAt: new Date(n.createdAt),
+  updatedAt: new Date(n.updatedAt),
+});
+
 /**
  * What a turn reads of its NPCs beyond their rows: `hasGrants`, and `more` — other rooms' columns about the NPC
  * (each `, <expression> as "<name>"`, naming the row as `npcs`), handed in by whoever reads for the turn.

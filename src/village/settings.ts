@@ -68,7 +68,14 @@ export const VillageSettingsPatch = z
 export type VillageSettingsPatch = z.infer<typeof VillageSettingsPatch>;
 
 export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
-  const [row] = await sql<VillageSettings[]>`
+  const [row] = await sql<VillageSettings[]>`${settingsRow(sql)}`;
+  return row!;
+}
+
+/** The settings as JSON, for a statement that reads more beside them (every field is a JSON type as it is). */
+export const villageSettingsJsonSql = (q: Queryable) => q`(select to_jsonb(v) from (${settingsRow(q)}) v)`;
+
+const settingsRow = (q: Queryable) => q`
     select default_provider as "defaultProvider", default_model as "defaultModel",
       hop_limit as "hopLimit", history_budget as "historyBudget", sandbox_quota_mb as "sandboxQuotaMb",
       turns_per_minute as "turnsPerMinute", concurrent_streams as "concurrentStreams",
@@ -78,8 +85,6 @@ export async function getVillageSettings(sql: Sql): Promise<VillageSettings> {
       player_attachment_mb as "playerAttachmentMb", attachment_types as "attachmentTypes",
       max_output_tokens as "maxOutputTokens", player_storage_mb as "playerStorageMb"
     from village_settings where id`;
-  return row!;
-}
 
 /**
  * The Village's storage quota for each Player, in bytes, as a scalar subquery of the caller's statement: storage/

@@ -188,3 +188,16 @@ it('a page tells each Message its place among its siblings in a few fields, howe
   expect(rows[0]!.branch).toEqual({ index: 0, count: 3001, previous: null, next: next!.id });
   expect(rows[1]!.branch).toEqual({ index: 0, count: 1, previous: null, next: null });
 });
+
+it('in a Party, Regenerate is answered by the NPC the Player’s Message addressed, as the first reply was', async () => {
+  const { conversationId: c } = await setupConversation(app, cookie, [{ name: 'Ada' }, { name: 'Grace' }]);
+  await say(c, '@Grace what do you make of it?', 'A puzzle.');
+  await regenerate(c, 'A riddle.');
+  const rows = (await (await app.api(`/api/conversations/${c}?limit=200`, { cookie })).json()) as {
+    messages: { text: string; npcName: string | null }[];
+  };
+  expect(rows.messages.map((m) => [m.text, m.npcName])).toEqual([
+    ['@Grace what do you make of it?', null],
+    ['A riddle.', 'Grace'],
+  ]);
+});
