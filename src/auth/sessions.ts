@@ -30,16 +30,20 @@ export const playerNamed = (q: Queryable, playerId: ReturnType<Queryable>) =>
 
 /**
  * The Player id of a live session, as a scalar subquery (null for a token with no live session): for a statement
- * that resolves the session itself, in the same round trip as its own reads (the turn's first batch), where
+ * that resolves the session itself, in the same statement as its own reads (the turn's first), where
  * `requireSession` would take a round trip of its own before them.
  */
 export const sessionPlayerSql = (q: Queryable, token: string) =>
   q`(select s.player_id from sessions s where s.token_hash = ${hash(token)} and s.expires_at > now())`;
 
-/** The live session's Player as JSON (null when there is none), for a statement that reads more beside it. */
+/** The live session's Player (`findSession`'s row) as JSON, null when there is none: for a statement that reads
+ * more beside it. */
 export const sessionPlayerJsonSql = (q: Queryable, token: string) =>
-  q`(select jsonb_build_object('id', p.id, 'did', p.did, 'handle', p.handle)
-    from sessions s join players p on p.id = s.player_id where s.token_hash = ${hash(token)} and s.expires_at > now())`;
+  q`(select to_jsonb(x) from (${sessionPlayerRow(q, token)}) x)`;
+
+const sessionPlayerRow = (q: Queryable, token: string) =>
+  q`select p.id, p.did, p.handle from sessions s join players p on p.id = s.player_id
+    where s.token_hash = ${hash(token)} and s.expires_at > now()`;
 
 /** Starts a web session: returns the opaque token for the cookie; only its hash is stored. */
 export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_TTL_MS): Promise<string> {
@@ -50,9 +54,7 @@ export async function createSession(sql: Sql, playerId: string, ttlMs = SESSION_
 }
 
 export async function findSession(sql: Sql, token: string): Promise<Player | undefined> {
-  const [row] = await sql<Player[]>`
-    select p.id, p.did, p.handle from sessions s join players p on p.id = s.player_id
-    where s.token_hash = ${hash(token)} and s.expires_at > now()`;
+  const [row] = await sql<Player[]>`${sessionPlayerRow(sql, token)}`;
   return row;
 }
 

@@ -87,10 +87,6 @@ export async function isBlocked(sql: Queryable, playerId: string): Promise<boole
   return rows.length > 0;
 }
 
-/**
- * Whether the Player a subquery names is blocked — and whether it named one at all: a session that ended between a
- * caller's statements names no Player, and that must not read as "not blocked" (the caller answers 401).
- */
 /** Whether the Player (an id or a subquery giving it) is blocked, as an expression of a larger statement. */
 export const blockedSql = (q: Queryable, player: Fragment) =>
   q`exists (select 1 from player_blocks b where b.player_id = ${player} and b.lifted_at is null)`;
