@@ -3,30 +3,11 @@ import type { AddressInfo } from 'node:net';
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { streamText } from 'ai';
 import { startTestApp, type TestApp } from '../../test/support/app.ts';
-import type { Script } from '../../test/support/fakeProvider.ts';
 import type { Figure } from '../bench.ts';
+import { startFakeHost } from './fakeHost.ts';
 import { mean, round, sideBySide, spreadOf } from './stats.ts';
 
 const DELTAS = 2000;
-
-/** The fake Provider streams `n` deltas as fast as the socket takes them. */
-const burst =
-  (n: number): Script =>
-  (r) => {
-    for (let i = 0; i < n; i++) r.text(`t${i % 10} `);
-    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
-  };
-
-/** The same, paced over about a second, as a real Provider streams. */
-const paced =
-  (n: number): Script =>
-  async (r) => {
-    for (let i = 0; i < n; i++) {
-      r.text(`t${i % 10} `);
-      if (i % 4 === 3) await r.wait(1);
-    }
-    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
-  };
 
 async function newConversation(app: TestApp, cookie: string): Promise<string> {
   const npc = (await (await app.api('/api/npcs', { cookie, body: { name: 'Bench' } })).json()) as {
@@ -79,9 +60,10 @@ export async function startBarePipe(baseURL: string) {
 
 export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
   let statements: string[] | undefined;
+  const fake = await startFakeHost();
   const app = await startTestApp(
     { checkpointMs: 250 },
-    {},
+    { COMPATIBLE_PROVIDERS: JSON.stringify([{ id: 'fake', baseURL: fake.baseURL, apiKey: 'bench' }]) },
     {
       adminDatabaseUrl,
       onQuery: (q) => statements?.push(q),
@@ -94,20 +76,15 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     const { cookie } = await app.signIn();
 
     // turn_overhead
-    const bare = await startBarePipe(app.fake.baseURL);
+    const bare = await startBarePipe(fake.baseURL);
+    await fake.answerWith('burst', DELTAS);
     const conversations: string[] = [];
     for (let i = 0; i < 60; i++) conversations.push(await newConversation(app, cookie));
     const overhead = await sideBySide(
       30,
       5,
-      async () => {
-        app.fake.enqueue(burst(DELTAS));
-        await turn(app, cookie, conversations.pop()!);
-      },
-      async () => {
-        app.fake.enqueue(burst(DELTAS));
-        await bare.request();
-      },
+      () => turn(app, cookie, conversations.pop()!),
+      () => bare.request(),
     );
     await bare.close();
     yield {
@@ -129,40 +106,29 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     // folding turn is measured on its own below (fold_turn_ratio).
     const small = await seeded(app, cookie, 10);
     const big = await seeded(app, cookie, 10_000, 231);
-    const summariesBefore = app.fake.requests.filter((r) => !r.body.stream).length;
+    await fake.answerWith('burst', 200);
+    const summariesBefore = await fake.summaries();
     const growth = await sideBySide(
       21,
       3,
-      async () => {
-        app.fake.enqueue(burst(200));
-        await turn(app, cookie, big.id);
-      },
-      async () => {
-        app.fake.enqueue(burst(200));
-        await turn(app, cookie, small.id);
-      },
+      () => turn(app, cookie, big.id),
+      () => turn(app, cookie, small.id),
       { b: small.reset },
     );
-    const summaryCalls = app.fake.requests.filter((r) => !r.body.stream).length - summariesBefore;
+    const summaryCalls = (await fake.summaries()) - summariesBefore;
     if (summaryCalls < 1) throw new Error('history_growth: no turn folded into the summary');
 
     // The turn that folds, alone: each run starts just past the window's edge (reset before it, untimed), medians.
     const edge = await seeded(app, cookie, 10_000, 240);
-    const foldsBefore = app.fake.requests.filter((r) => !r.body.stream).length;
+    const foldsBefore = await fake.summaries();
     const fold = await sideBySide(
       9,
       2,
-      async () => {
-        app.fake.enqueue(burst(200));
-        await turn(app, cookie, edge.id);
-      },
-      async () => {
-        app.fake.enqueue(burst(200));
-        await turn(app, cookie, small.id);
-      },
+      () => turn(app, cookie, edge.id),
+      () => turn(app, cookie, small.id),
       { a: edge.reset, b: small.reset },
     );
-    const folds = app.fake.requests.filter((r) => !r.body.stream).length - foldsBefore;
+    const folds = (await fake.summaries()) - foldsBefore;
     if (folds < 11) throw new Error(`history_growth: only ${folds} summary calls in 11 folding turns`);
     yield {
       figure: 'history_growth',
@@ -180,10 +146,10 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
 
     // writes_per_reply: the fewest of three replies. The instance's 30-s sweep and its pollers write too, and
     // their statements land in one reply's window now and then (six of them made 16 read as 22).
+    await fake.answerWith('paced', DELTAS);
     const replies: { counted: string[]; ms: number }[] = [];
     for (let i = 0; i < 3; i++) {
       const id = await newConversation(app, cookie);
-      app.fake.enqueue(paced(DELTAS));
       statements = [];
       const t0 = performance.now();
       await turn(app, cookie, id);
@@ -207,6 +173,7 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
     };
   } finally {
     await app.close();
+    fake.close();
   }
 }
 

@@ -1,0 +1,75 @@
+// The turn section's fake Provider, in a process of its own as the latency section's is (loadDriver.ts): reading,
+// parsing and recording each request body — some 250 KB for each turn of the long Conversation — is the
+// Provider's work, and in the bench's own process it was counted as the server's. One JSON line in, one out:
+// {"script":"burst"|"paced","n":N} answers every streaming request from then on with that script;
+// {"summaries":true} tells how many non-streaming (summary) calls came so far.
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createInterface } from 'node:readline';
+import { type Script, startFakeProvider } from '../../test/support/fakeProvider.ts';
+
+/** `n` deltas as fast as the socket takes them. */
+const burst =
+  (n: number): Script =>
+  (r) => {
+    for (let i = 0; i < n; i++) r.text(`t${i % 10} `);
+    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
+  };
+
+/** The same, paced over about a second, as a real Provider streams. */
+const paced =
+  (n: number): Script =>
+  async (r) => {
+    for (let i = 0; i < n; i++) {
+      r.text(`t${i % 10} `);
+      if (i % 4 === 3) await r.wait(1);
+    }
+    r.finish('stop', { prompt_tokens: 10, completion_tokens: n });
+  };
+
+type Ask = { script: 'burst' | 'paced'; n: number } | { summaries: true };
+
+/** Starts the host as a child process; its Provider is at `baseURL`. */
+export async function startFakeHost() {
+  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', import.meta.filename], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
+  const ask = async (a: Ask) => {
+    child.stdin!.write(`${JSON.stringify(a)}\n`);
+    return next();
+  };
+  const { baseURL } = (await next()) as { baseURL: string };
+  return {
+    baseURL,
+    /** Every streaming request from now on is answered with this script. */
+    answerWith: async (script: 'burst' | 'paced', n: number) => {
+      await ask({ script, n });
+    },
+    summaries: async () => (await ask({ summaries: true })).summaries as number,
+    close: () => {
+      child.stdin!.end();
+      child.kill();
+    },
+  };
+}
+
+if (import.meta.filename === process.argv[1]) {
+  const fake = await startFakeProvider();
+  process.stdout.write(`${JSON.stringify({ baseURL: fake.baseURL })}\n`);
+  let summaries = 0;
+  for await (const line of createInterface({ input: process.stdin })) {
+    const a = JSON.parse(line) as Ask;
+    if ('summaries' in a) {
+      // Counted, then let go: the bodies are not kept for the whole run.
+      summaries += fake.requests.filter((r) => !r.body.stream).length;
+      fake.requests.length = 0;
+      process.stdout.write(`${JSON.stringify({ summaries })}\n`);
+    } else {
+      const script = (a.script === 'burst' ? burst : paced)(a.n);
+      fake.route = () => script;
+      process.stdout.write('{"ok":true}\n');
+    }
+  }
+  await fake.close();
+}
