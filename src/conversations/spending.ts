@@ -1,5 +1,5 @@
 import { playerNamed } from '../auth/index.ts';
-import { LIVE_INSTANCES, LOCKS, type Queryable } from '../db/index.ts';
+import { type Fragment, LIVE_INSTANCES, LOCKS, type Queryable } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { storageFull, storageQuotaSql, storedSql } from '../storage/index.ts';
 
@@ -11,8 +11,17 @@ export interface SpendingLimits {
   villageDailyTokens: number;
 }
 
-/** The `daily_spend` row that counts the whole Village. */
-export const VILLAGE = '00000000-0000-0000-0000-000000000000';
+/**
+ * The Village's slot (of `village_spend`'s 16 per day) that a Player's tokens are added to: always the same one
+ * per Player, whose own `daily_spend` row already orders that Player's writes (migration 053). A bitwise and,
+ * not `abs(…) % 16`, since abs of the smallest int overflows.
+ */
+export const villageSlot = (q: Queryable, playerId: string | Fragment) =>
+  q`(hashtext(${playerId}::text) & 15)::smallint`;
+
+/** The Village's tokens today: the sum of its slots. */
+export const villageToday = (q: Queryable) =>
+  q`(select coalesce(sum(tokens), 0)::float8 from village_spend where day = (now() at time zone 'utc')::date)`;
 
 /** What the Player (and the Village) have spent, as read under the Player's lock. */
 export interface Spent {
@@ -69,8 +78,7 @@ export const spendingCtes = (
       and turn_owner is not null and turn_owner in (${q.unsafe(LIVE_INSTANCES)})) as streams,
     (select coalesce(sum(tokens), 0)::float8 from daily_spend
       where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
-    (select coalesce(sum(tokens), 0)::float8 from daily_spend
-      where day = (now() at time zone 'utc')::date and player_id = ${VILLAGE}::uuid) as village,
+    ${villageToday(q)} as village,
     (select extract(epoch from today.start + interval '1 day' - now()) from today)::float8 as "untilMidnight",
     ${storedSql(q, playerId)} + ${incomingBytes}::float8 as stored,
     ${storageQuotaSql(q)} as "storageQuota"),
@@ -128,10 +136,9 @@ export async function todaysSpend(
 ): Promise<{ mine: number; village: number }> {
   const [row] = await q<{ mine: number; village: number }[]>`
     select
-      coalesce(sum(tokens) filter (where player_id = ${playerId}), 0)::float8 as mine,
-      coalesce(sum(tokens) filter (where player_id = ${VILLAGE}::uuid), 0)::float8 as village
-    from daily_spend
-    where day = (now() at time zone 'utc')::date and player_id in (${playerId}, ${VILLAGE}::uuid)`;
+      (select coalesce(sum(tokens), 0)::float8 from daily_spend
+        where day = (now() at time zone 'utc')::date and player_id = ${playerId}) as mine,
+      ${villageToday(q)} as village`;
   return row ?? { mine: 0, village: 0 };
 }
 
@@ -170,7 +177,7 @@ export function spendingByPlayer(sql: Queryable, limit = 200) {
         coalesce(sum(d.tokens) filter (where d.day = days.today), 0)::float8 as today,
         coalesce(sum(d.tokens), 0)::float8 as month
       from daily_spend d cross join days
-      where d.day >= date_trunc('month', days.today)::date and d.player_id <> ${VILLAGE}
+      where d.day >= date_trunc('month', days.today)::date
       group by d.player_id)
     select p.did, p.handle, s.today, s.month
     from spent s cross join lateral (${playerNamed(sql, sql`s.player_id`)}) p

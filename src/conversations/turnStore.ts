@@ -30,7 +30,7 @@ import {
   type SpendingLimits,
   type Spent,
   spendingCtes,
-  VILLAGE,
+  villageSlot,
 } from './spending.ts';
 import { type Conversation, turnInProgress } from './store.ts';
 
@@ -318,20 +318,25 @@ export async function finishMessage(
     0,
     (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0) - (end.chargedTokens ?? 0),
   );
-  // One statement: the reply's row, and what it cost added to its Player's and the Village's day.
+  // One statement: the reply's row, and what it cost added to its Player's day and then (reading the Player's row
+  // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's.
   await sql`
     with done as (
       update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
         error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
         reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
         cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
-      where id = ${id} returning conversation_id)
-    insert into daily_spend (day, player_id, tokens)
-    select (now() at time zone 'utc')::date, who, ${tokens}::bigint
-    from (select c.player_id as who from conversations c join done on c.id = done.conversation_id
-          union all select ${VILLAGE}::uuid from done) spenders
-    where ${tokens}::bigint > 0
-    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens`;
+      where id = ${id} returning conversation_id),
+    mine as (
+      insert into daily_spend (day, player_id, tokens)
+      select (now() at time zone 'utc')::date, c.player_id, ${tokens}::bigint
+      from conversations c join done on c.id = done.conversation_id
+      where ${tokens}::bigint > 0
+      on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
+      returning player_id)
+    insert into village_spend (day, slot, tokens)
+    select (now() at time zone 'utc')::date, ${villageSlot(sql, sql`mine.player_id`)}, ${tokens}::bigint from mine
+    on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens`;
 }
 
 /**
@@ -344,15 +349,23 @@ export async function chargeTokens(
   tokens: number,
 ): Promise<{ mine: number; village: number } | undefined> {
   if (!(tokens > 0)) return undefined;
-  const rows = await sql<{ who: string; tokens: number }[]>`insert into daily_spend (day, player_id, tokens)
-    select (now() at time zone 'utc')::date, who, ${Math.ceil(tokens)}::bigint
-    from unnest(array[${playerId}::uuid, ${VILLAGE}::uuid]) as who
-    on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
-    returning player_id::text as who, tokens::float8 as tokens`;
-  return {
-    mine: rows.find((r) => r.who === playerId)?.tokens ?? 0,
-    village: rows.find((r) => r.who === VILLAGE)?.tokens ?? 0,
-  };
+  const n = Math.ceil(tokens);
+  // The Village's total is its other slots as this statement's snapshot saw them, plus this slot as written: a
+  // charge still in flight in another slot may be missing, as a turn admitted beside another cannot see that one.
+  const [row] = await sql<{ mine: number; village: number }[]>`
+    with mine as (
+      insert into daily_spend (day, player_id, tokens) values ((now() at time zone 'utc')::date, ${playerId}, ${n})
+      on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
+      returning tokens),
+    ours as (
+      insert into village_spend (day, slot, tokens)
+      select (now() at time zone 'utc')::date, ${villageSlot(sql, playerId)}, ${n} from mine
+      on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens
+      returning slot, tokens)
+    select (select tokens from mine)::float8 as mine,
+      ((select tokens from ours) + coalesce((select sum(v.tokens) from village_spend v
+        where v.day = (now() at time zone 'utc')::date and v.slot <> (select slot from ours)), 0))::float8 as village`;
+  return row;
 }
 
 /**

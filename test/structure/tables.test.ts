@@ -24,6 +24,7 @@ const OWNER: Record<string, string> = {
   conversation_participants: 'conversations',
   messages: 'conversations',
   daily_spend: 'conversations',
+  village_spend: 'conversations',
   discarded_usage: 'conversations',
   turn_log: 'conversations',
   attachments: 'attachments',

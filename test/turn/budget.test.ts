@@ -110,8 +110,8 @@ it('a hand-over is not made once the Village has spent its day', async () => {
   const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }, { name: 'Bo' }]);
   // The Village's day ends with Ada's call: Bo is never called.
   const v = (
-    await app.db.sql`select coalesce(sum(tokens), 0)::float8 as v from daily_spend
-      where day = (now() at time zone 'utc')::date and player_id = '00000000-0000-0000-0000-000000000000'`
+    await app.db.sql`select coalesce(sum(tokens), 0)::float8 as v from village_spend
+      where day = (now() at time zone 'utc')::date`
   )[0]!.v as number;
   await app.db.sql`update village_settings set village_daily_tokens = ${v + 500}`;
   app.fake.enqueue(handOver('Bo'), handOver('Ada'));
