@@ -51,4 +51,5 @@ export {
   markUnfinished,
   releaseTurn,
   saveSummary,
+  type TurnRelease,
 } from './turnStore.ts';

@@ -256,10 +256,20 @@ const claimSql = (
     and (turn_owner is null or turn_owner not in (${q.unsafe(LIVE_INSTANCES)}))
   returning id, summary, summary_through::text as summary_through`;
 
+/** The turn's claim, as held by this instance, and what must land in the statement that releases it. */
+export interface TurnRelease {
+  conversationId: string;
+  instanceId: number;
+  /** A statement returning rows of `id` (live publishing's turn end), sent in the same statement as the release. */
+  told?: Fragment;
+}
+
+const releaseSql = (q: Queryable, r: TurnRelease) =>
+  q`update conversations set turn_owner = null where id = ${r.conversationId} and turn_owner = ${r.instanceId}`;
+
 /** The turn's claim released, in one statement with `told` (what must land with it); returns `told`'s rows. */
 export async function releaseTurn(sql: Sql, conversationId: string, instanceId: number, told?: Fragment) {
-  const release = sql`update conversations set turn_owner = null where id = ${conversationId}
-    and turn_owner = ${instanceId}`;
+  const release = releaseSql(sql, { conversationId, instanceId });
   if (told) return sql<{ id: string }[]>`with told as (${told}), r as (${release}) select id from told`;
   await release;
   return [];
@@ -311,7 +321,9 @@ export async function finishMessage(
     /** Already charged while the reply ran (its steps, as each ended): only the rest is charged here. */
     chargedTokens?: number;
   },
-): Promise<void> {
+  /** The turn ends with this reply: its claim is released in the same statement (one commit fewer per turn). */
+  release?: TurnRelease,
+): Promise<{ id: string }[]> {
   const { parts, text } = settle(end.parts, end.status);
   const u = end.usage;
   const tokens = Math.max(
@@ -319,8 +331,13 @@ export async function finishMessage(
     (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0) - (end.chargedTokens ?? 0),
   );
   // One statement: the reply's row, and what it cost added to its Player's day and then (reading the Player's row
-  // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's.
-  await sql`
+  // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's;
+  // and, when the turn ends here, its claim released with what must be told with it (returned).
+  const released = release ? sql`, released as (${releaseSql(sql, release)})` : sql``;
+  const told = release?.told
+    ? sql`, told as (${release.told})`
+    : sql`, told as (select null::uuid as id where false)`;
+  return sql<{ id: string }[]>`
     with done as (
       update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
         error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
@@ -333,10 +350,13 @@ export async function finishMessage(
       from conversations c join done on c.id = done.conversation_id
       where ${tokens}::bigint > 0
       on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
-      returning player_id)
-    insert into village_spend (day, slot, tokens)
-    select (now() at time zone 'utc')::date, ${villageSlot(sql, sql`mine.player_id`)}, ${tokens}::bigint from mine
-    on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens`;
+      returning player_id),
+    village as (
+      insert into village_spend (day, slot, tokens)
+      select (now() at time zone 'utc')::date, ${villageSlot(sql, sql`mine.player_id`)}, ${tokens}::bigint from mine
+      on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens)
+    ${released} ${told}
+    select id from told`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { LanguageModel } from 'ai';
 import type { Conversation, Message } from '../conversations/index.ts';
-import type { Sql } from '../db/index.ts';
+import type { Fragment, Queryable, Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import type { Part, StartFrame } from '../parts/index.ts';
 import type { ToolLimits } from '../tools/index.ts';
@@ -57,4 +57,12 @@ export interface TurnPlan {
   speakerFor(npc: Npc): Speaker | string;
   /** Told of each reply as it starts, with a way to read its Parts as they stand (replies/ follows it). */
   track?: (start: StartFrame, parts: () => Part[]) => void;
+  /**
+   * The turn's end, when it comes with a reply's last write (nothing follows that reply): `told` is sent in that
+   * statement with the claim's release, and `released` is given its rows. Without it the caller releases the claim.
+   */
+  endTurn?: {
+    told?: (q: Queryable) => Fragment;
+    released: (rows: { id: string }[]) => void;
+  };
 }

@@ -75,21 +75,41 @@ export function startFrame(plan: TurnPlan, messageId: string): StartFrame {
   };
 }
 
-/** The reply's last write: its Parts, status, error and usage, what it cost, and the files it shared linked. */
-export async function store(deps: TurnDeps, plan: TurnPlan, state: ReplyState, end: Settled): Promise<void> {
+/**
+ * The reply's last write: its Parts, status, error and usage, what it cost, and the files it shared linked; and,
+ * when `endsTurn`, the turn's claim released in the same statement (the plan's `endTurn` told).
+ */
+export async function store(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  state: ReplyState,
+  end: Settled,
+  endsTurn: boolean,
+): Promise<void> {
   const { kind, resolved } = plan.speaker;
   const shared = state.parts.filter((p) => p.type === 'file').map((p) => p.id);
   if (shared.length)
     await linkShared(deps.sql, plan.conversation.id, state.messageId, shared).catch((e) =>
       deps.log('shared files not linked', e),
     );
-  await finishMessage(deps.sql, state.messageId, {
-    parts: state.parts,
-    status: end.status,
-    error: end.error,
-    usage: end.usage,
-    costUsd: costUsd(kind, resolved.provider, resolved.model, end.usage, state.cacheWrites),
-    estimatedTokens: end.estimatedTokens,
-    chargedTokens: end.chargedTokens,
-  });
+  const { endTurn } = plan;
+  const release =
+    endsTurn && endTurn
+      ? { conversationId: plan.conversation.id, instanceId: deps.instanceId, told: endTurn.told?.(deps.sql) }
+      : undefined;
+  const told = await finishMessage(
+    deps.sql,
+    state.messageId,
+    {
+      parts: state.parts,
+      status: end.status,
+      error: end.error,
+      usage: end.usage,
+      costUsd: costUsd(kind, resolved.provider, resolved.model, end.usage, state.cacheWrites),
+      estimatedTokens: end.estimatedTokens,
+      chargedTokens: end.chargedTokens,
+    },
+    release,
+  );
+  if (release) endTurn?.released(told);
 }

@@ -201,9 +201,18 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     if (frame.type === 'finish' || frame.type === 'error') held = frame;
     else out(frame);
   };
+  // Released with the reply that ends the turn, in its last write (run.ts), unless the turn ended otherwise.
+  const { turnEnded } = deps;
+  let released: { id: string }[] | undefined;
+  const endTurn = {
+    told: turnEnded && ((q: Queryable) => turnEnded.sql(q, plan.conversation.id)),
+    released: (rows: { id: string }[]) => {
+      released = rows;
+    },
+  };
   try {
     sse.open();
-    await runTurn(deps, { ...plan, track }, abort.signal, send);
+    await runTurn(deps, { ...plan, track, endTurn }, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({
@@ -215,16 +224,17 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   } finally {
     // Told in the claim's release (live publishing dates the turn's end here): whoever sees the Conversation
     // free also sees that a turn has just ended. One statement, one round trip before the last frame.
-    const { turnEnded } = deps;
-    const told = await releaseTurn(
-      deps.sql,
-      plan.conversation.id,
-      deps.instanceId,
-      turnEnded?.sql(deps.sql, plan.conversation.id),
-    ).catch((e) => {
-      deps.log('turn claim not released', e);
-      return [];
-    });
+    const told =
+      released ??
+      (await releaseTurn(
+        deps.sql,
+        plan.conversation.id,
+        deps.instanceId,
+        turnEnded?.sql(deps.sql, plan.conversation.id),
+      ).catch((e) => {
+        deps.log('turn claim not released', e);
+        return [];
+      }));
     if (told.length) await turnEnded?.after(told);
     if (held) out(held);
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:

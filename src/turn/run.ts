@@ -21,7 +21,7 @@ import {
   settle,
 } from './reply.ts';
 import { insertReply, prepare, startFrame, store } from './replyIO.ts';
-import { titleFirstExchange } from './title.ts';
+import { titleDue, titleFirstExchange } from './title.ts';
 
 export type { Speaker, TurnDeps, TurnPlan } from './deps.ts';
 
@@ -54,6 +54,15 @@ export async function runTurn(
   for (let hops = 0; ; hops++) {
     // The first reply's row was written with the claim; each hand-over writes its own.
     const replyId = hops === 0 ? plan.replyId : undefined;
+    // Whether nothing follows a reply that ended so (as the checks below decide): then its last write releases
+    // the claim too, one statement and one commit fewer per turn.
+    const current = speaker.npc.id;
+    const endsTurn = (status: EndStatus, handedOver: boolean) =>
+      status !== 'complete' ||
+      signal.aborted ||
+      (!(hops === 0 && titleDue(deps, plan)) &&
+        !handedOver &&
+        !nextToAnswer(plan, conversation, current, new Set(answered).add(current)));
     const end = await runReply(
       deps,
       { ...plan, conversation, speaker },
@@ -62,6 +71,7 @@ export async function runTurn(
       budget,
       signal,
       emit,
+      endsTurn,
     );
     if (hops === 0 && end.status === 'complete' && !signal.aborted)
       await titleFirstExchange(deps, plan, end.messageId, budget, signal);
@@ -114,6 +124,7 @@ async function runReply(
   budget: TurnBudget,
   signal: AbortSignal,
   emit: (frame: Frame) => void,
+  endsTurn: (status: EndStatus, handedOver: boolean) => boolean,
 ): Promise<ReplyEnd> {
   const { tail, books, toolsReady } = prepare(deps, plan, handoff);
   const message = replyId ? { id: replyId } : await insertReply(deps, plan);
@@ -151,9 +162,10 @@ async function runReply(
   }
   const end = settle(state, cause);
   if (end.code === 'INTERNAL' && cause.type === 'thrown') deps.log('turn setup failed', cause.error);
-  await store(deps, plan, state, end);
+  const handedTo = handoffIn(state.parts);
+  await store(deps, plan, state, end, endsTurn(end.status, handedTo !== undefined));
   for (const frame of end.frames) emit(frame);
-  return { messageId: message.id, status: end.status, handoff: handoffIn(state.parts) };
+  return { messageId: message.id, status: end.status, handoff: handedTo };
 }
 
 /** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */

@@ -66,6 +66,10 @@ export async function summariseTitle(args: {
   return (await retitle(args.sql, args.conversationId, fallback, title)) ? title : undefined;
 }
 
+/** Whether a first exchange that completed is followed by the title call (titleFirstExchange). */
+export const titleDue = (deps: TurnDeps, plan: TurnPlan) =>
+  deps.summariseTitles === true && plan.speaker.kind !== 'demo' && plan.playerMessage.parentId === null;
+
 /**
  * A Conversation's first exchange gets a title summarised by the Model that answered (not the scripted demo,
  * which has nothing to say about it). It never fails the turn: the first Message's words stay the title.
@@ -79,7 +83,7 @@ export async function titleFirstExchange(
   signal: AbortSignal,
 ): Promise<void> {
   const { speaker, playerMessage } = plan;
-  if (!deps.summariseTitles || speaker.kind === 'demo' || playerMessage.parentId !== null) return;
+  if (!titleDue(deps, plan)) return;
   try {
     const replyText = await messageText(deps.sql, messageId);
     await summariseTitle({

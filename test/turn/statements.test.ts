@@ -5,7 +5,7 @@ import { collectFrames } from '../support/sse.ts';
 
 // What a turn sends to PostgreSQL (issue 32): every statement is CPU on both sides of a busy two-core machine.
 // An NPC with no grant reads no grants, one with no lorebook reads no lorebooks (the turn's NPC read says both), and
-// the claim's release carries live publishing's end-of-turn dating in the same statement.
+// the claim's release carries live publishing's end-of-turn dating, both in the statement that stores the last reply.
 let app: TestApp;
 let cookie: string;
 let statements: string[] | undefined;
@@ -79,10 +79,11 @@ it('an NPC with no lorebook reads none; one with a lorebook reads them, and its 
   expect(booked.prompt).toContain('LORE-LEDGER');
 });
 
-it('the claim is released in the statement that dates the turn’s end for live publishing', async () => {
+it('the claim is released in the statement that stores the last reply and dates the turn’s end for live publishing', async () => {
   const { sent } = await turnOf({});
   const release = sent.filter((s) => /update conversations set turn_owner = null/.test(s));
   expect(release).toHaveLength(1);
-  expect(release[0]).toMatch(/with told as \(update publications set live_due_at/);
+  expect(release[0]).toMatch(/^\s*with done as \(\s*update messages set parts/);
+  expect(release[0]).toMatch(/told as \(update publications set live_due_at/);
   expect(sent.filter((s) => /^\s*update publications set live_due_at = now\(\)/.test(s))).toEqual([]);
 });
