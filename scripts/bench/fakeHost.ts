@@ -3,9 +3,9 @@
 // Provider's work, and in the bench's own process it was counted as the server's. One JSON line in, one out:
 // {"script":"burst"|"paced","n":N} answers every streaming request from then on with that script;
 // {"summaries":true} tells how many non-streaming (summary) calls came so far.
-import { type ChildProcess, spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { type Script, startFakeProvider } from '../../test/support/fakeProvider.ts';
+import { jsonLineChild } from './jsonLineChild.ts';
 
 /** `n` deltas as fast as the socket takes them. */
 const burst =
@@ -30,27 +30,17 @@ type Ask = { script: 'burst' | 'paced'; n: number } | { summaries: true };
 
 /** Starts the host as a child process; its Provider is at `baseURL`. */
 export async function startFakeHost() {
-  const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', import.meta.filename], {
-    stdio: ['pipe', 'pipe', 'inherit'],
-  });
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-  const next = async () => JSON.parse((await lines.next()).value as string) as Record<string, unknown>;
-  const ask = async (a: Ask) => {
-    child.stdin!.write(`${JSON.stringify(a)}\n`);
-    return next();
-  };
-  const { baseURL } = (await next()) as { baseURL: string };
+  const child = jsonLineChild(import.meta.filename);
+  const { baseURL } = await child.next<{ baseURL: string }>();
   return {
     baseURL,
     /** Every streaming request from now on is answered with this script. */
     answerWith: async (script: 'burst' | 'paced', n: number) => {
-      await ask({ script, n });
+      await child.ask({ script, n } satisfies Ask);
     },
-    summaries: async () => (await ask({ summaries: true })).summaries as number,
-    close: () => {
-      child.stdin!.end();
-      child.kill();
-    },
+    summaries: async () =>
+      (await child.ask<{ summaries: number }>({ summaries: true } satisfies Ask)).summaries,
+    close: child.close,
   };
 }
 

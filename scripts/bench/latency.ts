@@ -1,12 +1,11 @@
 // Latency under concurrency, side by side with a bare streamText → SSE pipe over the same fake Provider. A load
 // driver in its own process (loadDriver.ts) hosts the fake Provider and the clients, so every delta's added
 // delay is read on one clock; the server and the pipe are measured alternately, 3 repetitions, medians.
-import { type ChildProcess, spawn } from 'node:child_process';
 import path from 'node:path';
-import { createInterface } from 'node:readline';
 import { createLogger } from '../../src/log/index.ts';
 import { startTestApp } from '../../test/support/app.ts';
 import type { Figure } from '../bench.ts';
+import { jsonLineChild } from './jsonLineChild.ts';
 import type { Phase, PhaseResult } from './loadDriver.ts';
 import { MIN_PAIRS, median, paired, quantile, round, spreadOf } from './stats.ts';
 import { startBarePipe } from './turn.ts';
@@ -24,27 +23,17 @@ function percentile(xs: number[], p: number): number {
 }
 
 export async function startDriver() {
-  const child: ChildProcess = spawn(
-    process.execPath,
-    ['--import', 'tsx', path.join(import.meta.dirname, 'loadDriver.ts')],
-    { stdio: ['pipe', 'pipe', 'inherit'] },
-  );
-  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
-  const next = async () => JSON.parse((await lines.next()).value as string) as unknown;
-  const { fakeBaseURL } = (await next()) as { fakeBaseURL: string };
+  const child = jsonLineChild(path.join(import.meta.dirname, 'loadDriver.ts'));
+  const { fakeBaseURL } = await child.next<{ fakeBaseURL: string }>();
   return {
     fakeBaseURL,
     async run(phase: Phase): Promise<PhaseResult> {
-      child.stdin!.write(`${JSON.stringify(phase)}\n`);
-      const result = (await next()) as PhaseResult;
+      const result = await child.ask<PhaseResult>(phase);
       if (result.errors.length)
         throw new Error(`${phase.target} phase failed: ${result.errors.slice(0, 3).join('; ')}`);
       return result;
     },
-    close: () => {
-      child.stdin!.end();
-      child.kill();
-    },
+    close: child.close,
   };
 }
 
@@ -57,8 +46,16 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
     },
     // Failures are the bench's business: printed, so a refused turn says why.
     { adminDatabaseUrl, logger: createLogger({ level: 'error', format: 'pretty' }) },
-  );
-  const pipe = await startBarePipe(driver.fakeBaseURL);
+  ).catch((e) => {
+    // A server that did not start leaves no driver behind it either.
+    driver.close();
+    throw e;
+  });
+  const pipe = await startBarePipe(driver.fakeBaseURL).catch(async (e) => {
+    await app.close();
+    driver.close();
+    throw e;
+  });
   try {
     await app.db.sql`update village_settings set turns_per_minute = 10000, concurrent_streams = 1000,
       player_daily_tokens = 1000000000000, village_daily_tokens = 1000000000000, max_conversations = 1000000`;

@@ -68,7 +68,11 @@ export async function* turnFigures(adminDatabaseUrl: string): AsyncGenerator<Fig
       adminDatabaseUrl,
       onQuery: (q) => statements?.push(q),
     },
-  );
+  ).catch((e) => {
+    // A server that did not start leaves no fake Provider behind it either.
+    fake.close();
+    throw e;
+  });
   try {
     // One Player sends thousands of turns here: the Village's spending limits would (rightly) stop them.
     await app.db.sql`update village_settings set turns_per_minute = 10000, concurrent_streams = 1000,
