@@ -40,8 +40,31 @@ const REPEATABLE_SERIALISERS = {
  */
 export const HELD_CONNECTIONS = 3;
 
+/**
+ * libpq's way of naming a Unix socket in a URL, `postgres://user@/db?host=/run/postgresql` (and `&port=`, which
+ * names the socket file): what Cloud SQL and most managed hosts hand out. postgres.js reads neither from the query
+ * string; it passes both to the server as settings, which refuses them ("unrecognized configuration parameter
+ * host"). Taken out of the URL here and given as options instead; any other URL is left as it is.
+ */
+export function socketOptions(url: string): { url: string; host?: string; port?: number } {
+  const query = url.indexOf('?');
+  if (query < 0) return { url };
+  const params = new URLSearchParams(url.slice(query + 1));
+  const host = params.get('host');
+  if (!host?.startsWith('/')) return { url };
+  const port = Number(params.get('port')) || undefined;
+  params.delete('host');
+  params.delete('port');
+  // No host before the path (`user@/db`, `:///db`) is not a URL to Node: a placeholder, which the socket overrides.
+  const base = url.slice(0, query).replace(/^([a-z]+:\/\/(?:[^@/]*@)?)(?=\/|$)/i, '$1localhost');
+  const rest = params.toString();
+  return { url: rest ? `${base}?${rest}` : base, host, ...(port ? { port } : {}) };
+}
+
 export function connect(url: string, options: ConnectOptions = {}): Sql {
-  return postgres(url, {
+  const socket = socketOptions(url);
+  return postgres(socket.url, {
+    ...(socket.host ? { host: socket.host, ...(socket.port ? { port: socket.port } : {}) } : {}),
     max: options.max ?? 10,
     connection: { application_name: options.name ?? 'agentsville' },
     onnotice: () => {},

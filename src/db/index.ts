@@ -8,6 +8,7 @@ export {
   type JsonValue,
   type Queryable,
   type Sql,
+  socketOptions,
   transaction,
 } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
