@@ -1,11 +1,8 @@
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { MIGRATIONS_DIR, migrate, type Sql, transaction } from '../../src/db/index.ts';
+import { migrate, type Sql, transaction } from '../../src/db/index.ts';
 import { storageRoom, withMessagesCountedAtEnd } from '../../src/storage/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { createTestDatabase } from '../support/db.ts';
+import { createDatabaseBefore } from '../support/db.ts';
 import type { Reply } from '../support/fakeProvider.ts';
 import { upload } from '../support/files.ts';
 import { collectFrames } from '../support/sse.ts';
@@ -274,13 +271,8 @@ it("an import's Messages leave the Player's storage row free until they are coun
 });
 
 it('the migration counts what every Player already stored', async () => {
-  const db = await createTestDatabase({ migrate: false });
-  const before = await mkdtemp(path.join(os.tmpdir(), 'av-migrations-'));
+  const db = await createDatabaseBefore((f) => f.endsWith('_player_storage.sql'));
   try {
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-    const mine = files.findIndex((f) => f.endsWith('_player_storage.sql'));
-    for (const f of files.slice(0, mine)) await cp(path.join(MIGRATIONS_DIR, f), path.join(before, f));
-    await migrate(db.sql, before);
     const [p] = await db.sql`insert into players (did) values ('did:plc:before') returning id`;
     const [c] = await db.sql`insert into conversations (player_id) values (${p!.id}) returning id`;
     await db.sql`insert into messages (conversation_id, role, parts, text) values
@@ -303,6 +295,5 @@ it('the migration counts what every Player already stored', async () => {
     });
   } finally {
     await db.drop();
-    await rm(before, { recursive: true, force: true });
   }
 });

@@ -1,10 +1,7 @@
-import { cp, mkdtemp, readdir, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { chargeTokens, todaysSpend } from '../../src/conversations/index.ts';
-import { MIGRATIONS_DIR, migrate } from '../../src/db/index.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { migrate } from '../../src/db/index.ts';
+import { createDatabaseBefore, createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 // The Village's day is spread over slots (migration 053) so that the ends of different Players' turns do not queue
 // on one row; every reader still sees the whole Village.
@@ -62,13 +59,8 @@ it('many Players charging at once lose no token, and the Village’s day is the 
 });
 
 it('the migration moves the Village’s days from its one row into a slot, and leaves the Players’ days as they were', async () => {
-  const old = await createTestDatabase({ migrate: false });
-  const before = await mkdtemp(path.join(os.tmpdir(), 'av-migrations-'));
+  const old = await createDatabaseBefore((f) => f.endsWith('_village_spend_slots.sql'));
   try {
-    const files = (await readdir(MIGRATIONS_DIR)).filter((f) => f.endsWith('.sql')).sort();
-    const mine = files.findIndex((f) => f.endsWith('_village_spend_slots.sql'));
-    for (const f of files.slice(0, mine)) await cp(path.join(MIGRATIONS_DIR, f), path.join(before, f));
-    await migrate(old.sql, before);
     const player = crypto.randomUUID();
     await old.sql`insert into daily_spend (day, player_id, tokens) values
       ((now() at time zone 'utc')::date, '00000000-0000-0000-0000-000000000000', 900),
@@ -82,6 +74,5 @@ it('the migration moves the Village’s days from its one row into a slot, and l
     expect(slots.map((r) => r.t)).toEqual([40, 900]);
   } finally {
     await old.drop();
-    await rm(before, { recursive: true, force: true });
   }
 });
