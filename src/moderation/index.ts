@@ -3,4 +3,4 @@
 // routes and the public report route. Every action is kept with who, when and why, and can be lifted.
 
 export { moderationRoutes, reportRoutes } from './routes.ts';
-export { blockedSql, isBlocked, takenDown } from './store.ts';
+export { blockedSql, takenDown } from './store.ts';

@@ -81,12 +81,6 @@ export function listBlocks(sql: Sql) {
     from player_blocks b order by b.created_at desc limit ${LIST_LIMIT}`;
 }
 
-/** True when an admin has stopped this Player from starting turns. */
-export async function isBlocked(sql: Queryable, playerId: string): Promise<boolean> {
-  const rows = await sql`select 1 from player_blocks where player_id = ${playerId} and lifted_at is null`;
-  return rows.length > 0;
-}
-
 /** Whether the Player (an id or a subquery giving it) is blocked, as an expression of a larger statement. */
 export const blockedSql = (q: Queryable, player: Fragment) =>
   q`exists (select 1 from player_blocks b where b.player_id = ${player} and b.lifted_at is null)`;

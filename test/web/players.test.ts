@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { isBlocked } from '../../src/moderation/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { type Browser, openBrowser, shoot } from '../support/browser.ts';
 
@@ -48,15 +47,25 @@ it("an admin sees each Player's spending, blocks one from the Village page and u
   const block = panel.locator('.blocks .mod-item.active', { hasText: spender.did });
   await block.getByRole('button', { name: 'Unblock' }).waitFor();
   await row.getByText('(blocked)').waitFor();
-  expect(await isBlocked(app.db.sql, spender.playerId)).toBe(true);
+  expect(await turnRefusal()).toBe('PLAYER_BLOCKED');
   await shoot(page, 'players-blocked');
 
   await panel.getByLabel(/^Reason/).fill('Talked it over');
   await block.getByRole('button', { name: 'Unblock' }).click();
   await panel.locator('.blocks .mod-item.lifted', { hasText: 'Talked it over' }).waitFor();
-  expect(await isBlocked(app.db.sql, spender.playerId)).toBe(false);
+  // Free to start turns again: refused now only for the Conversation that does not exist.
+  expect(await turnRefusal()).toBe('NOT_FOUND');
   await shoot(page, 'players-unblocked');
 });
+
+/** The code the spender's turn is refused with (in a Conversation that does not exist: a block is judged first). */
+async function turnRefusal(): Promise<string> {
+  const res = await app.api(`/api/conversations/${crypto.randomUUID()}/messages`, {
+    cookie: spender.cookie,
+    body: { text: 'Hello?' },
+  });
+  return ((await res.json()) as { error: { code: string } }).error.code;
+}
 
 it("only an admin sees Players' spending", async () => {
   expect((await app.api('/api/admin/spending', { cookie: spender.cookie })).status).toBe(403);
