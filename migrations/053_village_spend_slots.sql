@@ -1,8 +1,9 @@
 -- The Village's tokens per UTC day, spread over 16 rows (slots) instead of one row of daily_spend under the
 -- all-zero id. Every reply's end and every charge added to that one row, so the ends of all turns, from every
 -- instance, queued on its row lock (Lock:transactionid in pg_stat_activity under two instances). A Player always
--- writes the same slot (a hash of the Player): the Player's own daily_spend row already orders that Player's
--- writes, so a slot adds no wait of its own. Readers sum the day's slots.
+-- writes the same slot (a hash of the Player), after the Player's own daily_spend row: that Player's writes were
+-- ordered by that row already, and Players who share a slot queue on it a sixteenth as often as all did on the one
+-- row. Readers sum the day's slots.
 create table village_spend (
   day date not null,
   slot smallint not null check (slot between 0 and 15),

@@ -11,6 +11,13 @@ const ANSWER_MS = 300_000;
 export function jsonLineChild(file: string, answerMs = ANSWER_MS) {
   const name = path.basename(file);
   const child = spawn(process.execPath, ['--import', 'tsx', file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  // A child that died (or failed to start) is told by `next`'s end of lines: a write to it then fails with EPIPE,
+  // which without a listener would end the whole bench.
+  let failed: Error | undefined;
+  child.on('error', (e) => {
+    failed = e;
+  });
+  child.stdin!.on('error', () => {});
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const close = () => {
     child.stdin!.end();
@@ -27,7 +34,8 @@ export function jsonLineChild(file: string, answerMs = ANSWER_MS) {
     });
     try {
       const line = await Promise.race([lines.next(), silent]);
-      if (line.done) throw new Error(`${name} exited (code ${child.exitCode ?? 'none'}) before it answered`);
+      if (line.done)
+        throw new Error(`${name} exited before it answered${failed ? `: ${failed.message}` : ''}`);
       return JSON.parse(line.value) as T;
     } finally {
       clearTimeout(timer);

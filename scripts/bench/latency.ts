@@ -253,8 +253,8 @@ export async function* latencyFigures(adminDatabaseUrl: string): AsyncGenerator<
       };
     }
   } finally {
+    driver.close();
     await pipe.close();
     await app.close();
-    driver.close();
   }
 }

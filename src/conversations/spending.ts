@@ -13,7 +13,7 @@ export interface SpendingLimits {
 
 /**
  * The Village's slot (of `village_spend`'s 16 per day) that a Player's tokens are added to: always the same one
- * per Player, whose own `daily_spend` row already orders that Player's writes (migration 053). A bitwise and,
+ * per Player, written after the Player's own `daily_spend` row (migration 053). A bitwise and,
  * not `abs(…) % 16`, since abs of the smallest int overflows.
  */
 export const villageSlot = (q: Queryable, playerId: string | Fragment) =>

@@ -333,7 +333,12 @@ export async function finishMessage(
   // One statement: the reply's row, and what it cost added to its Player's day and then (reading the Player's row
   // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's;
   // and, when the turn ends here, its claim released with what must be told with it (returned).
-  const released = release ? sql`, released as (${releaseSql(sql, release)})` : sql``;
+  // The release reads `done`, so the reply's row is locked before the Conversation's, in the order a branch's
+  // path change takes them (setPath): taken the other way round, the two could deadlock. (A reply's row goes
+  // only with its Conversation, so `done` is empty only when there is nothing left to release.)
+  const released = release
+    ? sql`, released as (${releaseSql(sql, release)} and exists (select 1 from done))`
+    : sql``;
   const told = release?.told
     ? sql`, told as (${release.told})`
     : sql`, told as (select null::uuid as id where false)`;
