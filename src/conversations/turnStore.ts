@@ -334,8 +334,9 @@ export async function finishMessage(
   // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's;
   // and, when the turn ends here, its claim released with what must be told with it (returned).
   // The release reads `done`, so the reply's row is locked before the Conversation's, in the order a branch's
-  // path change takes them (setPath): taken the other way round, the two could deadlock. (A reply's row goes
-  // only with its Conversation, so `done` is empty only when there is nothing left to release.)
+  // path change takes them (setPath): taken the other way round, the two could deadlock. (A reply's row goes only
+  // with its Conversation, or under another claim, a regenerate after this instance was taken for dead: `done` is
+  // empty only when this claim has nothing left to release.)
   const released = release
     ? sql`, released as (${releaseSql(sql, release)} and exists (select 1 from done))`
     : sql``;
