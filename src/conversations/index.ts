@@ -23,6 +23,14 @@ export {
   titleOf,
   turnAndPath,
 } from './queries.ts';
+export {
+  chargeTokens,
+  checkpointMessages,
+  finishMessage,
+  insertNpcMessage,
+  markInterrupted,
+  markUnfinished,
+} from './replyStore.ts';
 export { conversationRoutes } from './routes.ts';
 export {
   budgetSpent,
@@ -43,12 +51,6 @@ export {
 export {
   beginPlayerTurn,
   beginRegenerate,
-  chargeTokens,
-  checkpointMessages,
-  finishMessage,
-  insertNpcMessage,
-  markInterrupted,
-  markUnfinished,
   releaseTurn,
   saveSummary,
   type TurnRelease,

@@ -2,26 +2,16 @@ import { linkToMessageSql } from '../attachments/index.ts';
 import {
   type Fragment,
   inOneTrip,
-  type JsonValue,
   LIVE_INSTANCES,
   type Queryable,
   type Sql,
   transaction,
 } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
-import { type AttachmentPart, type Part, readParts } from '../parts/index.ts';
+import type { AttachmentPart } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { pathLeaf, setPath } from './branches.ts';
-import {
-  type Message,
-  type MessageRow,
-  type MessageStatus,
-  messageColumns,
-  settle,
-  titleFrom,
-  toMessage,
-  type Usage,
-} from './messages.ts';
+import { type Message, type MessageRow, messageColumns, titleFrom, toMessage } from './messages.ts';
 import {
   holdsSpendingLock,
   judgeSpending,
@@ -30,13 +20,11 @@ import {
   type SpendingLimits,
   type Spent,
   spendingCtes,
-  villageSlot,
 } from './spending.ts';
 import { type Conversation, turnInProgress } from './store.ts';
 
 // The turn's write side: the claim and the turn begun (the Player's Message and the reply's row, after the
-// spending check), the reply's checkpoints and its end, what it cost, the claim released, and replies left
-// streaming marked interrupted.
+// spending check), the claim released, and the rolling summary saved. A reply's own writes are replyStore.ts's.
 
 type PendingFragment = ReturnType<Queryable>;
 
@@ -264,7 +252,7 @@ export interface TurnRelease {
   told?: Fragment;
 }
 
-const releaseSql = (q: Queryable, r: TurnRelease) =>
+export const releaseSql = (q: Queryable, r: TurnRelease) =>
   q`update conversations set turn_owner = null where id = ${r.conversationId} and turn_owner = ${r.instanceId}`;
 
 /** The turn's claim released, in one statement with `told` (what must land with it); returns `told`'s rows. */
@@ -273,157 +261,6 @@ export async function releaseTurn(sql: Sql, conversationId: string, instanceId: 
   if (told) return sql<{ id: string }[]>`with told as (${told}), r as (${release}) select id from told`;
   await release;
   return [];
-}
-
-/** The NPC's Message row, inserted before the first token so the start frame carries its real id. */
-export async function insertNpcMessage(
-  sql: Sql,
-  args: {
-    conversationId: string;
-    npc: Pick<Npc, 'id' | 'name'>;
-    provider: string;
-    model: string;
-    instanceId: number;
-  },
-): Promise<Message> {
-  const [row] = await sql<MessageRow[]>`
-    insert into messages (conversation_id, role, npc_id, npc_name, parts, text, status, provider, model, instance_id,
-      parent_id)
-    values (${args.conversationId}, 'npc', ${args.npc.id}, ${args.npc.name}, '[]', '', 'streaming',
-      ${args.provider}, ${args.model}, ${args.instanceId}, ${pathLeaf(sql, args.conversationId)})
-    returning ${messageColumns(sql)}`;
-  return toMessage(row!);
-}
-
-/** Checkpoints of replies still streaming, in one statement: what has arrived so far of each. */
-export async function checkpointMessages(
-  sql: Sql,
-  rows: { id: string; parts: Part[]; text: string }[],
-): Promise<void> {
-  if (!rows.length) return;
-  await sql`update messages m set parts = v.parts, text = v.text, updated_at = now()
-    from jsonb_to_recordset(${sql.json(rows as unknown as JsonValue)}) as v(id uuid, parts jsonb, text text)
-    where m.id = v.id and m.status = 'streaming'`;
-}
-
-export async function finishMessage(
-  sql: Sql,
-  id: string,
-  end: {
-    parts: Part[];
-    status: Exclude<MessageStatus, 'streaming'>;
-    error: string | null;
-    usage: Usage | null;
-    costUsd: number | null;
-    /** Charged to the daily budgets besides the usage reported: what the Provider did not count (a reply, or
-     * its last step, stopped before the Provider's count came). */
-    estimatedTokens?: number | null;
-    /** Already charged while the reply ran (its steps, as each ended): only the rest is charged here. */
-    chargedTokens?: number;
-  },
-  /** The turn ends with this reply: its claim is released in the same statement (one commit fewer per turn). */
-  release?: TurnRelease,
-): Promise<{ id: string }[]> {
-  const { parts, text } = settle(end.parts, end.status);
-  const u = end.usage;
-  const tokens = Math.max(
-    0,
-    (u?.inputTokens ?? 0) + (u?.outputTokens ?? 0) + (end.estimatedTokens ?? 0) - (end.chargedTokens ?? 0),
-  );
-  // One statement: the reply's row, and what it cost added to its Player's day and then (reading the Player's row
-  // written, so always in that order: no two ends wait on each other crosswise) to the Player's slot of the Village's;
-  // and, when the turn ends here, its claim released with what must be told with it (returned).
-  // The release reads `done`, so the reply's row is locked before the Conversation's, in the order a branch's
-  // path change takes them (setPath): taken the other way round, the two could deadlock. (A reply's row goes only
-  // with its Conversation, or under another claim, a regenerate after this instance was taken for dead: `done` is
-  // empty only when this claim has nothing left to release.)
-  const released = release
-    ? sql`, released as (${releaseSql(sql, release)} and exists (select 1 from done))`
-    : sql``;
-  const told = release?.told
-    ? sql`, told as (${release.told})`
-    : sql`, told as (select null::uuid as id where false)`;
-  return sql<{ id: string }[]>`
-    with done as (
-      update messages set parts = ${sql.json(parts as JsonValue)}, text = ${text}, status = ${end.status},
-        error = ${end.error}, input_tokens = ${u?.inputTokens ?? null}, output_tokens = ${u?.outputTokens ?? null},
-        reasoning_tokens = ${u?.reasoningTokens ?? null}, cached_input_tokens = ${u?.cachedInputTokens ?? null},
-        cost_usd = ${end.costUsd}, instance_id = null, updated_at = now()
-      where id = ${id} returning conversation_id),
-    mine as (
-      insert into daily_spend (day, player_id, tokens)
-      select (now() at time zone 'utc')::date, c.player_id, ${tokens}::bigint
-      from conversations c join done on c.id = done.conversation_id
-      where ${tokens}::bigint > 0
-      on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
-      returning player_id),
-    village as (
-      insert into village_spend (day, slot, tokens)
-      select (now() at time zone 'utc')::date, ${villageSlot(sql, sql`mine.player_id`)}, ${tokens}::bigint from mine
-      on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens)
-    ${released} ${told}
-    select id from told`;
-}
-
-/**
- * Adds tokens to the Player's and the Village's day; returns both days' totals after it (the same statement, so a
- * caller that asks the budget next needs no second read), or undefined when there was nothing to charge.
- */
-export async function chargeTokens(
-  sql: Sql,
-  playerId: string,
-  tokens: number,
-): Promise<{ mine: number; village: number } | undefined> {
-  if (!(tokens > 0)) return undefined;
-  const n = Math.ceil(tokens);
-  // The Village's total is its other slots as this statement's snapshot saw them, plus this slot as written: a
-  // charge still in flight in another slot may be missing, as a turn admitted beside another cannot see that one.
-  const [row] = await sql<{ mine: number; village: number }[]>`
-    with mine as (
-      insert into daily_spend (day, player_id, tokens) values ((now() at time zone 'utc')::date, ${playerId}, ${n})
-      on conflict (day, player_id) do update set tokens = daily_spend.tokens + excluded.tokens
-      returning tokens),
-    ours as (
-      insert into village_spend (day, slot, tokens)
-      select (now() at time zone 'utc')::date, ${villageSlot(sql, playerId)}, ${n} from mine
-      on conflict (day, slot) do update set tokens = village_spend.tokens + excluded.tokens
-      returning slot, tokens)
-    select (select tokens from mine)::float8 as mine,
-      ((select tokens from ours) + coalesce((select sum(v.tokens) from village_spend v
-        where v.day = (now() at time zone 'utc')::date and v.slot <> (select slot from ours)), 0))::float8 as village`;
-  return row;
-}
-
-/**
- * Replies left streaming by a server that is no longer alive are marked interrupted, keeping their last
- * checkpoint. Run at start; safe while other servers stream, since theirs are alive. Returns the Conversation of
- * each reply marked: the reply has ended, so live publishing starts its hold-back window (publish/hold.ts).
- */
-export async function markInterrupted(sql: Sql): Promise<string[]> {
-  const rows = await sql<{ id: string; conversationId: string; parts: unknown }[]>`
-    select id, conversation_id as "conversationId", parts from messages
-    where status = 'streaming' and (instance_id is null or instance_id not in (${sql.unsafe(LIVE_INSTANCES)}))`;
-  const ended: string[] = [];
-  for (const row of rows) {
-    const { parts, text } = settle(readParts(row.parts), 'interrupted');
-    const done =
-      await sql`update messages set status = 'interrupted', parts = ${sql.json(parts as JsonValue)},
-        text = ${text}, error = 'The server stopped while this reply was being written; what had arrived is kept.',
-        instance_id = null, updated_at = now()
-      where id = ${row.id} and status = 'streaming'`;
-    if (done.count > 0) ended.push(row.conversationId);
-  }
-  return ended;
-}
-
-/**
- * Replies that ended without their final write (it failed) on a server that is still alive: not left
- * "streaming" for ever, but interrupted with their last checkpoint.
- */
-export async function markUnfinished(sql: Sql, ids: string[]): Promise<void> {
-  await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
-      error = 'The reply could not be completed; what had arrived is kept.'
-    where id = any(${ids}::uuid[]) and status = 'streaming'`;
 }
 
 export async function saveSummary(
