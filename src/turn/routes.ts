@@ -226,15 +226,12 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     // free also sees that a turn has just ended. One statement, one round trip before the last frame.
     const told =
       released ??
-      (await releaseTurn(
-        deps.sql,
-        plan.conversation.id,
-        deps.instanceId,
-        turnEnded?.sql(deps.sql, plan.conversation.id),
-      ).catch((e) => {
-        deps.log('turn claim not released', e);
-        return [];
-      }));
+      (await releaseTurn(deps.sql, plan.conversation.id, deps.instanceId, endTurn.told?.(deps.sql)).catch(
+        (e) => {
+          deps.log('turn claim not released', e);
+          return [];
+        },
+      ));
     if (told.length) await turnEnded?.after(told);
     if (held) out(held);
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:

@@ -54,15 +54,15 @@ export async function runTurn(
   for (let hops = 0; ; hops++) {
     // The first reply's row was written with the claim; each hand-over writes its own.
     const replyId = hops === 0 ? plan.replyId : undefined;
-    // Whether nothing follows a reply that ended so (as the checks below decide): then its last write releases
-    // the claim too, one statement and one commit fewer per turn.
+    // What follows a reply that ended so, decided once: used by its last write (when nothing follows, that write
+    // releases the claim too, one commit fewer per turn) and by this loop after it.
     const current = speaker.npc.id;
-    const endsTurn = (status: EndStatus, handedOver: boolean) =>
-      status !== 'complete' ||
-      signal.aborted ||
-      (!(hops === 0 && titleDue(deps, plan)) &&
-        !handedOver &&
-        !nextToAnswer(plan, conversation, current, new Set(answered).add(current)));
+    const titleFollows = (status: EndStatus) =>
+      hops === 0 && status === 'complete' && !signal.aborted && titleDue(deps, plan);
+    // No hand-over: in a Party whose Conversation asks each NPC in turn, the next one who has not answered yet.
+    const nextInTurn = () => nextToAnswer(plan, conversation, current, new Set(answered).add(current));
+    const nothingNext = (status: EndStatus, handedOver: boolean) =>
+      status !== 'complete' || signal.aborted || (!handedOver && !nextInTurn());
     const end = await runReply(
       deps,
       { ...plan, conversation, speaker },
@@ -71,15 +71,11 @@ export async function runTurn(
       budget,
       signal,
       emit,
-      endsTurn,
+      (status, handedOver) => nothingNext(status, handedOver) && !titleFollows(status),
     );
-    if (hops === 0 && end.status === 'complete' && !signal.aborted)
-      await titleFirstExchange(deps, plan, end.messageId, budget, signal);
-    answered.add(speaker.npc.id);
-    if (end.status !== 'complete' || signal.aborted) return;
-    // No hand-over: in a Party whose Conversation asks each NPC in turn, the next one who has not answered yet.
-    const nextInTurn = end.handoff ? undefined : nextToAnswer(plan, conversation, speaker.npc.id, answered);
-    if (!end.handoff && !nextInTurn) return;
+    if (titleFollows(end.status)) await titleFirstExchange(deps, plan, end.messageId, budget, signal);
+    answered.add(current);
+    if (nothingNext(end.status, end.handoff !== undefined)) return;
     // The next NPC's reply is another Provider call: asked for before its row is made.
     const spent = await budget.spent();
     if (spent) {
@@ -95,7 +91,7 @@ export async function runTurn(
       });
       return;
     }
-    const next = nextInTurn ?? plan.participants.find((p) => p.name === end.handoff!.npc);
+    const next = end.handoff ? plan.participants.find((p) => p.name === end.handoff!.npc) : nextInTurn();
     const nextSpeaker = next ? plan.speakerFor(next) : `There is no NPC named ${end.handoff!.npc} here.`;
     if (typeof nextSpeaker === 'string') {
       emit({ type: 'error', messageId: end.messageId, code: 'HANDOFF_FAILED', message: nextSpeaker });

@@ -78,6 +78,26 @@ it('a hand-over keeps the claim; the reply it hands over to ends the turn and re
   expect(await free(conversationId)).toBe(true);
 });
 
+it('in "each" mode the claim is kept past every NPC but the last to answer', async () => {
+  const { cookie } = await app.signIn();
+  const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }, { name: 'Bo' }]);
+  app.fake.enqueue(textScript('Hello.'));
+  await send(cookie, conversationId, '@Ada hi');
+  const patched = await app.api(`/api/conversations/${conversationId}`, {
+    cookie,
+    method: 'PATCH',
+    body: { replyMode: 'each' },
+  });
+  expect(patched.status).toBe(200);
+  app.fake.enqueue(textScript('Ada here.'), textScript('Bo here.'));
+  const frames = await send(cookie, conversationId, 'Both of you?');
+  expect(await heldAtEnd(frames)).toEqual([
+    { status: 'complete', held: true },
+    { status: 'complete', held: false },
+  ]);
+  expect(await free(conversationId)).toBe(true);
+});
+
 it('a reply that fails ends the turn and releases the claim as it is stored', async () => {
   const { cookie } = await app.signIn();
   const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
