@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { createSession, upsertPlayer } from '../../src/auth/index.ts';
@@ -13,13 +13,19 @@ import { MIN_PAIRS, median, paired, round, spreadOf } from './stats.ts';
 const TURNS = 80;
 const DELTAS = 40;
 const REPS = MIN_PAIRS;
-/** Rounds of `TURNS` per phase: one round takes under a second, too short to measure a pool warming up. */
+/**
+ * Turns each Player takes per phase, back to back: one turn each takes under a second, too short to measure a
+ * pool warming up. Back to back rather than in rounds of `TURNS`: a round's last turns left the cores idle
+ * while every other Player waited on them (1.87 cores busy against 1.94), which one instance, with cores to
+ * spare, never felt.
+ */
 const ROUNDS = 5;
 
 /**
- * Turns a second server instance adds: unpaced replies (the fake Provider sends as fast as it can), `TURNS` at
- * once from as many Players, through one server process and then split over two on the same PostgreSQL,
- * alternately, three times, each phase `ROUNDS` rounds; turns per second, medians. The load driver (clients and fake Provider) is a
+ * Turns a second server instance adds: unpaced replies (the fake Provider sends as fast as it can), `TURNS`
+ * Players at once, each taking `ROUNDS` turns back to back, through one server process and then split over two
+ * on the same PostgreSQL, alternately; turns per second, medians. Beside it, CPU per turn by process in each
+ * phase: the driver's work is the same in both, so its growth is what the machine alone adds. The load driver (clients and fake Provider) is a
  * process of its own, as each server is.
  */
 export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> {
@@ -59,16 +65,23 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       cookies,
       deltas: DELTAS,
       paceMs: 0,
+      turnsEach: ROUNDS,
     });
     // How busy the machine's cores were (every process: servers, driver, PostgreSQL), per phase.
     const busy: Record<number, number[]> = { 1: [], 2: [] };
+    // CPU per turn by process, per phase: where a second instance's extra cost goes.
+    const perTurn: Record<number, Record<Part, number>[]> = { 1: [], 2: [] };
+    const pids = { server: servers.map((s) => s.child.pid), driver: [driver.pid] };
     const rate = async (instances: number) => {
       const c0 = await cpuTimes();
+      const p0 = await partTicks(pids);
       const t0 = performance.now();
-      for (let r = 0; r < ROUNDS; r++) await driver.run(phase(instances));
+      await driver.run(phase(instances));
       const c1 = await cpuTimes();
+      const p1 = await partTicks(pids);
       if (c0 && c1)
         busy[instances]!.push(((c1.busy - c0.busy) / (c1.total - c0.total)) * os.availableParallelism());
+      if (p0 && p1) perTurn[instances]!.push(perTurnMs(p0, p1, c1 && c0 ? c1.busy - c0.busy : 0));
       return (TURNS * ROUNDS) / ((performance.now() - t0) / 1000);
     };
     await rate(2);
@@ -111,6 +124,11 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       one_instance_cores_busy: busy[1]!.length ? round(median(busy[1]!), 2) : null,
       two_instances_cores_busy: busy[2]!.length ? round(median(busy[2]!), 2) : null,
       ceiling_on_this_machine: ceiling === null ? null : round(ceiling, 2),
+      cpu_ms_per_turn_one: medianParts(perTurn[1]!),
+      cpu_ms_per_turn_two: medianParts(perTurn[2]!),
+      // The same work (the driver's) done with one instance's load and with two: the machine's own efficiency
+      // under this load, which the busy-loop probe above does not see (caches, switches between processes).
+      same_work_efficiency: sameWork(perTurn),
       cores,
     };
   } finally {
@@ -144,4 +162,68 @@ async function cpuTimes(): Promise<{ busy: number; total: number } | null> {
   } catch {
     return null;
   }
+}
+
+type Part = 'server' | 'postgres' | 'driver' | 'other';
+const PARTS: Part[] = ['server', 'postgres', 'driver', 'other'];
+/** Clock ticks a second in /proc (USER_HZ): 100 on every Linux this runs on. */
+const TICK_MS = 10;
+
+/** CPU ticks so far of the servers, the driver and every process named postgres; null where there is no /proc. */
+async function partTicks(pids: { server: (number | undefined)[]; driver: (number | undefined)[] }) {
+  const ticks = async (pid: number | string) => {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8').catch(() => '');
+    const close = stat.lastIndexOf(')');
+    if (close < 0) return null;
+    const comm = stat.slice(stat.indexOf('(') + 1, close);
+    const f = stat.slice(close + 2).split(' ');
+    // utime and stime: fields 14 and 15 of the line, 12 and 13 after the command's name.
+    return { comm, ticks: Number(f[11]) + Number(f[12]) };
+  };
+  try {
+    const sum = async (list: (number | undefined)[]) => {
+      let n = 0;
+      for (const pid of list) if (pid) n += (await ticks(pid))?.ticks ?? 0;
+      return n;
+    };
+    let postgres = 0;
+    for (const entry of await readdir('/proc')) {
+      if (!/^\d+$/.test(entry)) continue;
+      const t = await ticks(entry);
+      if (t?.comm === 'postgres') postgres += t.ticks;
+    }
+    return { server: await sum(pids.server), driver: await sum(pids.driver), postgres };
+  } catch {
+    return null;
+  }
+}
+
+function perTurnMs(
+  a: { server: number; driver: number; postgres: number },
+  b: { server: number; driver: number; postgres: number },
+  machineTicks: number,
+): Record<Part, number> {
+  const turns = TURNS * ROUNDS;
+  const server = b.server - a.server;
+  const postgres = b.postgres - a.postgres;
+  const driver = b.driver - a.driver;
+  const other = Math.max(0, machineTicks - server - postgres - driver);
+  return {
+    server: (server * TICK_MS) / turns,
+    postgres: (postgres * TICK_MS) / turns,
+    driver: (driver * TICK_MS) / turns,
+    other: (other * TICK_MS) / turns,
+  };
+}
+
+function medianParts(list: Record<Part, number>[]) {
+  if (!list.length) return null;
+  return Object.fromEntries(PARTS.map((k) => [k, round(median(list.map((x) => x[k])), 2)]));
+}
+
+function sameWork(perTurn: Record<number, Record<Part, number>[]>) {
+  const one = perTurn[1]!.map((x) => x.driver);
+  const two = perTurn[2]!.map((x) => x.driver);
+  if (!one.length || !two.length || !median(two)) return null;
+  return round(median(one) / median(two), 2);
 }

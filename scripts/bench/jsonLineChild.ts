@@ -42,6 +42,7 @@ export function jsonLineChild(file: string, answerMs = ANSWER_MS) {
     }
   };
   return {
+    pid: child.pid,
     next,
     /** Sends one line and waits for the answer. */
     ask: <T>(message: unknown): Promise<T> => {

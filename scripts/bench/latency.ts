@@ -27,6 +27,7 @@ export async function startDriver() {
   const { fakeBaseURL } = await child.next<{ fakeBaseURL: string }>();
   return {
     fakeBaseURL,
+    pid: child.pid,
     async run(phase: Phase): Promise<PhaseResult> {
       const result = await child.ask<PhaseResult>(phase);
       if (result.errors.length)

@@ -15,6 +15,11 @@ export interface Phase {
   cookies?: string[];
   deltas: number;
   paceMs: number;
+  /**
+   * Turns each URL takes back to back, the next sent as soon as the reply before it ends (a Player who answers at
+   * once): 1 unless given. Load with no moment where every turn waits on the slowest.
+   */
+  turnsEach?: number;
   /** Stop each odd-numbered reply after its stream has shown this many deltas (the Player pressing Stop). */
   stopAfter?: number;
 }
@@ -130,7 +135,8 @@ async function stream(
 }
 
 async function run(phase: Phase): Promise<PhaseResult> {
-  for (let n = 0; n < phase.urls.length; n++) {
+  const each = phase.turnsEach ?? 1;
+  for (let n = 0; n < phase.urls.length * each; n++) {
     fake.enqueue(async (r) => {
       for (let i = 0; i < phase.deltas; i++) {
         if (r.clientGone) return;
@@ -141,10 +147,15 @@ async function run(phase: Phase): Promise<PhaseResult> {
     });
   }
   const results = await Promise.all(
-    phase.urls.map((url, n) => stream(phase, url, phase.cookies?.[n], !!phase.stopAfter && n % 2 === 1)),
+    phase.urls.map(async (url, n) => {
+      const turns = [];
+      for (let k = 0; k < each; k++)
+        turns.push(await stream(phase, url, phase.cookies?.[n], !!phase.stopAfter && n % 2 === 1));
+      return turns.map((r) => ({ r, n }));
+    }),
   );
   const out: PhaseResult = { delays: [], starts: [], lost: 0, errors: [], stopped: [] };
-  results.forEach((r, n) => {
+  results.flat().forEach(({ r, n }) => {
     if (r.error) out.errors.push(r.error);
     out.delays.push(...r.delays);
     if (!Number.isNaN(r.start)) out.starts.push(r.start);
