@@ -3,7 +3,7 @@ import type { Sql } from '../db/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { uploadAvatars } from './avatars.ts';
 import { batches } from './batches.ts';
-import type { Repo, RepoWrite } from './repo.ts';
+import type { Repo, RepoWrite, Written } from './repo.ts';
 import { markWritten, pendingWrites } from './store.ts';
 
 export class PublishPausedError extends Error {
@@ -20,7 +20,11 @@ export interface ExecuteOptions {
   maxWaitMs?: number;
   attempts?: number;
   sleep?: (ms: number) => Promise<void>;
-  onBatch?: (done: number, total: number) => void;
+  /**
+   * Told of each batch once the PDS has taken it and the store says so (not of one whose answer was lost: its
+   * revs are unknown). Not awaited: what it starts runs beside the next batch's write.
+   */
+  onWritten?: (batch: RepoWrite[], written: Written) => void;
 }
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -44,7 +48,7 @@ export async function executePending(
   const plan = batches(writes);
   let calls = 0;
   let rev: string | null = null;
-  for (const [n, batch] of plan.entries()) {
+  for (const batch of plan) {
     for (let attempt = 1; ; attempt++) {
       try {
         calls++;
@@ -54,6 +58,7 @@ export async function executePending(
         metrics.applyWrites.inc({ outcome: 'ok' });
         await markWritten(sql, conversationId, batch, written);
         rev = written.rev ?? rev;
+        o.onWritten?.(batch, written);
         break;
       } catch (e) {
         metrics.applyWrites.inc({ outcome: 'error' });
@@ -79,7 +84,6 @@ export async function executePending(
         await wait(Math.min(250 * 2 ** attempt, 5000));
       }
     }
-    o.onBatch?.(n + 1, plan.length);
   }
   return { calls, rev };
 }

@@ -21,7 +21,7 @@ import { executePending, PublishPausedError } from './execute.ts';
 import { turnEnded } from './hold.ts';
 import { choose, type Loaded, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
 import type { PublishTurn } from './projection.ts';
-import { agentRepo, type Repo } from './repo.ts';
+import { agentRepo, type Repo, type RepoWrite, type Written } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
 import {
   dropPublication,
@@ -209,8 +209,39 @@ export async function resume(deps: PublishDeps, did: string, conversationId: str
 
 async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promise<number> {
   const publication = await getPublication(deps.sql, conversationId);
+  // Each batch the PDS has taken goes into our index while the next one is written (the write-through's time
+  // overlaps the PDS's), so the end only removes what is gone and indexes what no batch of this run wrote. A
+  // publish that stops part-way leaves what reached the PDS readable, as the event stream would.
+  const indexed = new Set<string>();
+  let indexing = Promise.resolve();
+  const onWritten = (batch: RepoWrite[], written: Written) => {
+    if (!written.rev || publication?.status === 'unpublishing') return;
+    const records = batch.flatMap((w, i) =>
+      w.action === 'delete' || !written.cids[i]
+        ? []
+        : [
+            {
+              collection: w.collection,
+              rkey: w.rkey,
+              cid: written.cids[i]!,
+              record: w.value,
+              rev: written.rev!,
+            },
+          ],
+    );
+    indexing = indexing
+      .then(() =>
+        underAuthorLock(deps.sql, repo.did, (tx) => indexRecords(tx, repo.did, records, { written: true })),
+      )
+      .then(() => {
+        for (const r of records) indexed.add(`at://${repo.did}/${r.collection}/${r.rkey}`);
+      })
+      .catch((e) => deps.log('index write-through failed', e));
+  };
   try {
-    let { calls, rev } = await executePending(deps.sql, repo, conversationId);
+    let { calls, rev } = await executePending(deps.sql, repo, conversationId, { onWritten }).finally(
+      () => indexing,
+    );
     const sessionUri = `at://${repo.did}/${SESSION}/${publication?.sessionRkey}`;
     if (publication?.status === 'unpublishing') {
       rev = (await verifyGone(repo, sessionUri)) ?? rev;
@@ -226,6 +257,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       sessionUri,
       await getPublishedRecords(deps.sql, conversationId),
       rev,
+      indexed,
     ).catch((e) => deps.log('index write-through failed', e));
     return calls;
   } catch (e) {
@@ -286,18 +318,23 @@ async function syncIndex(
   sessionUri: string,
   records: PublishedRecord[],
   lastRev: string | null,
+  /** Already indexed by this run, batch by batch, at the revs that wrote them. */
+  indexed: Set<string>,
 ) {
+  const uriOf = (r: PublishedRecord) => `at://${did}/${r.collection}/${r.rkey}`;
   const live = records.filter((r) => r.cid && r.pending === null);
-  const keep = new Set(live.map((r) => `at://${did}/${r.collection}/${r.rkey}`));
+  const keep = new Set(live.map(uriOf));
+  const rest = live.filter((r) => !indexed.has(uriOf(r)));
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
   // removals and write after them (see `underAuthorsShared`).
   await underAuthorLock(sql, did, async (tx) => {
     const gone = (await indexedUris(tx, sessionUri)).filter((uri) => !keep.has(uri));
     await removeRecords(tx, gone, lastRev ?? undefined);
+    if (!rest.length) return;
     await indexRecords(
       tx,
       did,
-      live.map((r) => ({
+      rest.map((r) => ({
         collection: r.collection,
         rkey: r.rkey,
         cid: r.cid!,
