@@ -3,7 +3,7 @@
 //   PROFILE_DIR=/tmp/prof node --import tsx scripts/bench/profileStreams.ts
 // writes server.cpuprofile and pipe.cpuprofile (open in Chrome DevTools) and prints each side's CPU per delta.
 // N streams (200), REPS phases per side (3), DELTAS deltas (100) every 20 ms as the latency section sends them;
-// N=10 DELTAS=20 profiles the start-frame phase.
+// N=10 DELTAS=20 profiles the start-frame phase; N=80 DELTAS=40 PACE=0 the instances section's load.
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import os from 'node:os';
@@ -16,6 +16,8 @@ import { startBarePipe } from './turn.ts';
 const N = Number(process.env.N ?? 200);
 const REPS = Number(process.env.REPS ?? 3);
 const DELTAS = Number(process.env.DELTAS ?? 100);
+/** Milliseconds between deltas (20, as the latency section sends them); 0 sends them as fast as it can. */
+const PACE = Number(process.env.PACE ?? 20);
 const dir = process.env.PROFILE_DIR ?? path.join(os.tmpdir(), 'av-profile-streams');
 const driver = await startDriver();
 const app = await startTestApp(
@@ -49,7 +51,7 @@ try {
         : conversations.map(() => pipe.url),
     cookies,
     deltas: DELTAS,
-    paceMs: 20,
+    paceMs: PACE,
   });
   await driver.run(phase('server'));
   await driver.run(phase('pipe'));
