@@ -72,8 +72,10 @@ export interface IndexOptions {
   /** Told of each record refused, with why (the caller logs it with its URI). */
   onSkip?: (uri: string, reason: string) => void;
   /**
-   * Our own write-through, just written to the author's PDS: it is the newest version whatever the index
-   * remembers (a thread unpublished and published again keeps its session's rkey), so its tombstones go.
+   * Our own write-through, just written to the author's PDS: the tombstones it supersedes go (a thread
+   * unpublished and published again keeps its session's rkey). A delete newer than the version written stays:
+   * a record written by an earlier publish, indexed again, must not undo a delete made since (another client).
+   * A version of unknown rev (its write's answer was lost) still clears them, as it is the one just written.
    */
   written?: boolean;
 }
@@ -100,7 +102,9 @@ export async function indexRecords(
   if (refused.length) await dropRefused(sql, refused, since);
   const kept = latest.filter((r) => r.ok);
   if (opts.written && kept.length)
-    await sql`delete from index_tombstones where uri = any(${kept.map((r) => r.uri)}::text[])`;
+    await sql`delete from index_tombstones t
+      using unnest(${kept.map((r) => r.uri)}::text[], ${kept.map((r) => r.rev ?? null)}::text[]) as w(uri, rev)
+      where t.uri = w.uri and (w.rev is null or t.rev is null or t.rev < w.rev)`;
   const unique = await afterTombstones(sql, kept, opts.backfill?.since);
   await upsertRecords(sql, unique, since);
 }

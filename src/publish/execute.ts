@@ -49,6 +49,7 @@ export async function executePending(
   let calls = 0;
   let rev: string | null = null;
   for (const batch of plan) {
+    let told: Written | undefined;
     for (let attempt = 1; ; attempt++) {
       try {
         calls++;
@@ -58,7 +59,7 @@ export async function executePending(
         metrics.applyWrites.inc({ outcome: 'ok' });
         await markWritten(sql, conversationId, batch, written);
         rev = written.rev ?? rev;
-        o.onWritten?.(batch, written);
+        told = written;
         break;
       } catch (e) {
         metrics.applyWrites.inc({ outcome: 'error' });
@@ -84,6 +85,8 @@ export async function executePending(
         await wait(Math.min(250 * 2 ** attempt, 5000));
       }
     }
+    // Outside the write's try: nothing it does can be taken for a write of unknown outcome.
+    if (told) o.onWritten?.(batch, told);
   }
   return { calls, rev };
 }

@@ -229,6 +229,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
             },
           ],
     );
+    if (!records.length) return;
     indexing = indexing
       .then(() =>
         underAuthorLock(deps.sql, repo.did, (tx) => indexRecords(tx, repo.did, records, { written: true })),

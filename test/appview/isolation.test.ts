@@ -295,6 +295,30 @@ describe('what the review of the first version found', () => {
     expect(await indexed(uri)).toBe(true);
   });
 
+  it('a write-through of a version older than a delete made since does not bring it back', async () => {
+    // A turn published earlier (rev `published`), deleted since with another client (the stream's delete, at
+    // `deleted`), then indexed again by a later publish's write-through with the rev it was written at.
+    const rkey = TID.nextStr();
+    const uri = sessionUri(DID, rkey);
+    const [published, deleted, republished] = [TID.nextStr(), TID.nextStr(), TID.nextStr()];
+    const { removeRecord } = await import('../../src/appview/store.ts');
+    await removeRecord(db.sql, uri, deleted);
+    const write = (rev: string) =>
+      indexRecords(
+        db.sql,
+        DID,
+        [{ collection: 'click.aligned.chat.session', rkey, cid: CID, record: session('old'), rev }],
+        { written: true },
+      );
+    await write(published);
+    expect(await indexed(uri)).toBe(false);
+    expect(await db.sql`select 1 from index_tombstones where uri = ${uri}`).toHaveLength(1);
+    // Written again after the delete (published anew): newer than the delete, so it is shown.
+    await write(republished);
+    expect(await indexed(uri)).toBe(true);
+    expect(await db.sql`select 1 from index_tombstones where uri = ${uri}`).toHaveLength(0);
+  });
+
   it('a refused older version (a replay) does not take a newer valid one out', async () => {
     const rkey = TID.nextStr();
     const uri = sessionUri(DID, rkey);

@@ -6,13 +6,21 @@ import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 // would index the same records: this app follows no stream (a relay that is not there), so whatever is in the
 // index came from the publish itself.
 
-/** Holds the first applyWrites after one that succeeded, until released. */
-const hold = { fired: 0, ok: 0, release: null as null | (() => void) };
+/**
+ * The first applyWrites after one that succeeded is held until released, or answered with a rate limit that
+ * resets in an hour (the publish pauses).
+ */
+const hold = { mode: 'hold' as 'hold' | 'pause', fired: 0, ok: 0, release: null as null | (() => void) };
 const holding: typeof fetch = async (input, init) => {
   const req = new Request(input, init);
   if (!req.url.includes('com.atproto.repo.applyWrites')) return fetch(req);
   if (hold.ok >= 1 && !hold.fired) {
     hold.fired++;
+    if (hold.mode === 'pause')
+      return Response.json(
+        { error: 'RateLimitExceeded', message: 'come back in an hour' },
+        { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 3600) } },
+      );
     await new Promise<void>((r) => {
       hold.release = r;
     });
@@ -38,7 +46,8 @@ const indexedCount = async () => {
   return Number(row!.n);
 };
 
-it('each batch the PDS took is in the index while the next is still being written', async () => {
+/** A Conversation of 250 turns: with its session, two batches of at most 200 writes. */
+async function longConversation() {
   const sql = local.app.db.sql;
   const [npc] = await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Ada') returning id`;
   const [c] =
@@ -50,7 +59,20 @@ it('each batch the PDS took is in the index while the next is still being writte
       case when i % 2 = 0 then null else ${npc!.id}::uuid end, case when i % 2 = 0 then null else 'Ada' end,
       jsonb_build_array(jsonb_build_object('type', 'text', 'text', 'Turn ' || i)), 'Turn ' || i, 'fake', 'fake-model'
     from generate_series(1, 250) i`;
-  const put = local.app.api(`/api/conversations/${c!.id}/publication`, {
+  return c!.id as string;
+}
+
+/** Records the publication's store has marked written (on the PDS). */
+async function writtenCount(conversationId: string) {
+  const [row] = await local.app.db.sql<{ n: number }[]>`select count(*)::int as n from publication_records
+    where conversation_id = ${conversationId} and pending is null and cid is not null`;
+  return row!.n;
+}
+
+it('each batch the PDS took is in the index while the next is still being written', async () => {
+  const sql = local.app.db.sql;
+  const id = await longConversation();
+  const put = local.app.api(`/api/conversations/${id}/publication`, {
     method: 'PUT',
     body: {},
     cookie: alice.cookie,
@@ -58,13 +80,11 @@ it('each batch the PDS took is in the index while the next is still being writte
   for (let i = 0; i < 400 && !hold.release; i++) await new Promise((r) => setTimeout(r, 25));
   expect(hold.fired).toBe(1);
   // The first batch, as the store marks it written: it must reach the index before the second is let go.
-  const [first] = await sql<{ n: number }[]>`select count(*)::int as n from publication_records
-    where conversation_id = ${c!.id} and pending is null and cid is not null`;
-  expect(first!.n).toBe(200);
+  expect(await writtenCount(id)).toBe(200);
   let seen = 0;
-  for (let i = 0; i < 400 && seen < first!.n; i++) {
+  for (let i = 0; i < 400 && seen < 200; i++) {
     seen = await indexedCount();
-    if (seen < first!.n) await new Promise((r) => setTimeout(r, 25));
+    if (seen < 200) await new Promise((r) => setTimeout(r, 25));
   }
   expect(seen).toBe(200);
   hold.release!();
@@ -73,4 +93,20 @@ it('each batch the PDS took is in the index while the next is still being writte
   expect(await indexedCount()).toBe(251);
   const { uri } = (await res.json()) as { uri: string };
   expect(await sql`select 1 from index_sessions where uri = ${uri}`).toHaveLength(1);
+  await local.app.api(`/api/conversations/${id}/publication`, { method: 'DELETE', cookie: alice.cookie });
+  expect(await indexedCount()).toBe(0);
+}, 120_000);
+
+it('a publish paused part-way leaves what reached the PDS readable', async () => {
+  const id = await longConversation();
+  Object.assign(hold, { mode: 'pause', fired: 0, ok: 0 });
+  const res = await local.app.api(`/api/conversations/${id}/publication`, {
+    method: 'PUT',
+    body: {},
+    cookie: alice.cookie,
+  });
+  expect(res.status).toBe(429);
+  expect(hold.fired).toBe(1);
+  expect(await writtenCount(id)).toBe(200);
+  expect(await indexedCount()).toBe(200);
 }, 120_000);
