@@ -211,7 +211,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
   const publication = await getPublication(deps.sql, conversationId);
   // Each batch the PDS has taken goes into our index while the next one is written (the write-through's time
   // overlaps the PDS's), so the end only removes what is gone and indexes what no batch of this run wrote. A
-  // publish that stops part-way leaves what reached the PDS readable, as the event stream would.
+  // publish that stops part-way leaves what it created or updated readable, as the event stream would.
   const indexed = new Set<string>();
   let indexing = Promise.resolve();
   const onWritten = (batch: RepoWrite[], written: Written) => {
@@ -235,7 +235,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
         underAuthorLock(deps.sql, repo.did, (tx) => indexRecords(tx, repo.did, records, { written: true })),
       )
       .then(() => {
-        for (const r of records) indexed.add(`at://${repo.did}/${r.collection}/${r.rkey}`);
+        for (const r of records) indexed.add(recordUri(repo.did, r));
       })
       .catch((e) => deps.log('index write-through failed', e));
   };
@@ -308,6 +308,10 @@ async function verifyGone(repo: Repo, sessionUri: string): Promise<string | null
   return (await repo.applyWrites(leftovers.map((l) => ({ action: 'delete', ...l })))).rev;
 }
 
+/** A record's at-uri: the one key the batches' indexing and the end's agree on. */
+const recordUri = (did: string, r: { collection: string; rkey: string }) =>
+  `at://${did}/${r.collection}/${r.rkey}`;
+
 /**
  * The index made to hold what the PDS holds. Each record carries the rev of the commit that wrote it and each
  * delete the run's last rev (no earlier than the deleting commit's), so the stream's events of older versions,
@@ -322,10 +326,9 @@ async function syncIndex(
   /** Already indexed by this run, batch by batch, at the revs that wrote them. */
   indexed: Set<string>,
 ) {
-  const uriOf = (r: PublishedRecord) => `at://${did}/${r.collection}/${r.rkey}`;
   const live = records.filter((r) => r.cid && r.pending === null);
-  const keep = new Set(live.map(uriOf));
-  const rest = live.filter((r) => !indexed.has(uriOf(r)));
+  const keep = new Set(live.map((r) => recordUri(did, r)));
+  const rest = live.filter((r) => !indexed.has(recordUri(did, r)));
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
   // removals and write after them (see `underAuthorsShared`).
   await underAuthorLock(sql, did, async (tx) => {

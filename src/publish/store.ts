@@ -129,7 +129,7 @@ export async function savePlan(
       on conflict (conversation_id) do update set title = excluded.title, status = 'publishing', error = null,
         reviewed_path = excluded.reviewed_path, updated_at = now()`;
     // One statement and one JSON parameter per 500 records, not nine parameters a record (each sent and typed
-    // on its own): 15 ms against 22–70 for 1,001 records in one measurement. Chunks keep one value's size
+    // on its own): 1,001 records saved in 15 ms against 22–70 in one measurement. Chunks keep one value's size
     // bounded whatever the Conversation's length.
     for (let i = 0; i < plan.records.length; i += 500) {
       const rows = plan.records.slice(i, i + 500).map((r) => ({
