@@ -59,43 +59,48 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       await db.sql`insert into conversation_participants values (${c!.id}, ${npc!.id}, 0)`;
       conversations.push(c!.id as string);
     }
-    const phase = (instances: number) => ({
+    const phase = (instances: number, players: number) => ({
       target: 'server' as const,
-      urls: conversations.map((id, i) => `${servers[i % instances]!.url}/api/conversations/${id}/messages`),
-      cookies,
+      urls: conversations
+        .slice(0, players)
+        .map((id, i) => `${servers[i % instances]!.url}/api/conversations/${id}/messages`),
+      cookies: cookies.slice(0, players),
       deltas: DELTAS,
       paceMs: 0,
       turnsEach: ROUNDS,
     });
     // How busy the machine's cores were (every process: servers, driver, PostgreSQL), per phase.
-    const busy: Record<number, number[]> = { 1: [], 2: [] };
+    const busy: Record<PhaseName, number[]> = { one: [], two: [], half: [] };
     // CPU per turn by process, per phase: where a second instance's extra cost goes.
-    const perTurn: Record<number, Record<Part, number>[]> = { 1: [], 2: [] };
+    const perTurn: Record<PhaseName, Record<Part, number>[]> = { one: [], two: [], half: [] };
     const pids = { server: servers.map((s) => s.child.pid), driver: [driver.pid] };
-    const rate = async (instances: number) => {
+    const rate = async (name: PhaseName) => {
+      const { instances, players } = PHASES[name];
       const c0 = await cpuTimes();
       const p0 = await partTicks(pids);
       const t0 = performance.now();
-      await driver.run(phase(instances));
+      await driver.run(phase(instances, players));
       const c1 = await cpuTimes();
       const p1 = await partTicks(pids);
       if (c0 && c1)
-        busy[instances]!.push(((c1.busy - c0.busy) / (c1.total - c0.total)) * os.availableParallelism());
-      if (p0 && p1) perTurn[instances]!.push(perTurnMs(p0, p1, c1 && c0 ? c1.busy - c0.busy : 0));
-      return (TURNS * ROUNDS) / ((performance.now() - t0) / 1000);
+        busy[name].push(((c1.busy - c0.busy) / (c1.total - c0.total)) * os.availableParallelism());
+      if (p0 && p1) perTurn[name].push(perTurnMs(p0, p1, c1 && c0 ? c1.busy - c0.busy : 0, players * ROUNDS));
+      return (players * ROUNDS) / ((performance.now() - t0) / 1000);
     };
-    await rate(2);
-    await rate(1);
+    await rate('two');
+    await rate('one');
     const one: number[] = [];
     const two: number[] = [];
+    const half: number[] = [];
     for (let rep = 0; rep < REPS; rep++) {
       if (rep % 2) {
-        two.push(await rate(2));
-        one.push(await rate(1));
+        two.push(await rate('two'));
+        one.push(await rate('one'));
       } else {
-        one.push(await rate(1));
-        two.push(await rate(2));
+        one.push(await rate('one'));
+        two.push(await rate('two'));
       }
+      half.push(await rate('half'));
     }
     const p = paired(two, one);
     // Measured after the phases, with the servers idle: how much two busy processes each do beside each other.
@@ -104,7 +109,7 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     const measured = await parallelEfficiency();
     const efficiency = Math.min(measured, 1);
     const cores = os.availableParallelism();
-    const ceiling = busy[1]!.length ? cores / Math.min(median(busy[1]!), cores) : null;
+    const ceiling = busy.one.length ? cores / Math.min(median(busy.one), cores) : null;
     // What two instances could do here at best: the cores one instance leaves idle, each doing `efficiency` as
     // much once both are busy.
     const attainable = ceiling === null ? null : Math.min(ceiling, 2) * efficiency;
@@ -121,11 +126,16 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       two_instances_turns_per_s: round(median(two), 1),
       // With one instance the cores were this busy; no number of instances can do more than all of them:
       // the most this machine allows is cores ÷ that.
-      one_instance_cores_busy: busy[1]!.length ? round(median(busy[1]!), 2) : null,
-      two_instances_cores_busy: busy[2]!.length ? round(median(busy[2]!), 2) : null,
+      one_instance_cores_busy: busy.one.length ? round(median(busy.one), 2) : null,
+      two_instances_cores_busy: busy.two.length ? round(median(busy.two), 2) : null,
       ceiling_on_this_machine: ceiling === null ? null : round(ceiling, 2),
-      cpu_ms_per_turn_one: medianParts(perTurn[1]!),
-      cpu_ms_per_turn_two: medianParts(perTurn[2]!),
+      cpu_ms_per_turn_one: medianParts(perTurn.one),
+      cpu_ms_per_turn_two: medianParts(perTurn.two),
+      // Half the Players on one instance with the other idle: each server's load in the two-instance phase,
+      // without a second busy server beside it. Its CPU per turn against cpu_ms_per_turn_two's tells a server's
+      // own cost at half the load (less batched per tick) from what sharing the machine adds.
+      half_players_one_instance_turns_per_s: round(median(half), 1),
+      cpu_ms_per_turn_half_alone: medianParts(perTurn.half),
       // The same work (the driver's) done with one instance's load and with two: the machine's own efficiency
       // under this load, which the busy-loop probe above does not see (caches, switches between processes).
       same_work_efficiency: sameWork(perTurn),
@@ -163,6 +173,14 @@ async function cpuTimes(): Promise<{ busy: number; total: number } | null> {
     return null;
   }
 }
+
+type PhaseName = 'one' | 'two' | 'half';
+/** One instance with every Player, two with every Player split between them, one with half the Players. */
+const PHASES: Record<PhaseName, { instances: number; players: number }> = {
+  one: { instances: 1, players: TURNS },
+  two: { instances: 2, players: TURNS },
+  half: { instances: 1, players: TURNS / 2 },
+};
 
 type Part = 'server' | 'postgres' | 'driver' | 'other';
 const PARTS: Part[] = ['server', 'postgres', 'driver', 'other'];
@@ -202,8 +220,8 @@ function perTurnMs(
   a: { server: number; driver: number; postgres: number },
   b: { server: number; driver: number; postgres: number },
   machineTicks: number,
+  turns: number,
 ): Record<Part, number> {
-  const turns = TURNS * ROUNDS;
   const server = b.server - a.server;
   const postgres = b.postgres - a.postgres;
   const driver = b.driver - a.driver;
@@ -221,9 +239,9 @@ function medianParts(list: Record<Part, number>[]) {
   return Object.fromEntries(PARTS.map((k) => [k, round(median(list.map((x) => x[k])), 2)]));
 }
 
-function sameWork(perTurn: Record<number, Record<Part, number>[]>) {
-  const one = perTurn[1]!.map((x) => x.driver);
-  const two = perTurn[2]!.map((x) => x.driver);
+function sameWork(perTurn: Record<PhaseName, Record<Part, number>[]>) {
+  const one = perTurn.one.map((x) => x.driver);
+  const two = perTurn.two.map((x) => x.driver);
   if (!one.length || !two.length || !median(two)) return null;
   return round(median(one) / median(two), 2);
 }
