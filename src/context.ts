@@ -16,7 +16,7 @@ import {
   startEmbeddedPostgres,
 } from './db/index.ts';
 import type { LocalNetwork } from './localnet/index.ts';
-import { createLogger, type Logger, subsystemLog } from './log/index.ts';
+import { createLogger, type LogFn, type Logger, subsystemLog } from './log/index.ts';
 import { createOutbound, type Outbound, type Resolve, type SocketPolicy } from './outbound/index.ts';
 import { ensurePortFree, portError } from './portCheck.ts';
 import { turnEnded } from './publish/index.ts';
@@ -123,7 +123,7 @@ export async function fromConfig(
   try {
     await checkPorts(config);
     const db = await openDatabase(config, options, log, closers);
-    const localnet = await startLocalnet(config, db.url, closers);
+    const localnet = await startLocalnet(config, db.url, closers, log);
     const network = resolveNetwork(config, localnet);
     const outbound = outboundClients(config, options, network);
     const keys = await loadProviderKeys(config, db.sql);
@@ -235,6 +235,7 @@ async function startLocalnet(
   config: Config,
   databaseUrl: string,
   closers: Closer[],
+  log: LogFn,
 ): Promise<LocalNetwork | undefined> {
   if (config.atproto.network !== 'local') return undefined;
   const { startLocalNetwork } = await import('./localnet/index.ts');
@@ -242,6 +243,7 @@ async function startLocalnet(
     dataDir: config.dataDir,
     databaseUrl,
     ...config.atproto.localnet,
+    log,
   });
   closers.push(() => localnet.close());
   return localnet;

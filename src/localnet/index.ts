@@ -9,6 +9,8 @@ import { AtpAgent } from '@atproto/api';
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { PDS } from '@atproto/pds';
 import * as plc from '@did-plc/server';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
 import { freeLoopbackPort, listenOnLoopback } from './loopback.ts';
 
 export interface DemoAccount {
@@ -32,6 +34,8 @@ export interface LocalNetworkOptions {
   pdsPort: number;
   plcPort: number;
   demoAccounts: string[];
+  /** Told what the PLC's database connections met that they outlived (a connection PostgreSQL dropped). */
+  log?: (message: string, error?: unknown) => void;
 }
 
 interface Secrets {
@@ -47,7 +51,7 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
   await mkdir(path.join(root, 'blobs'), { recursive: true });
   const secrets = await loadSecrets(path.join(root, 'secrets.json'), options.demoAccounts);
 
-  const db = plc.Database.postgres({ url: options.databaseUrl, schema: 'plc' });
+  const db = plcDatabase(options.databaseUrl, options.log ?? (() => {}));
   await db.migrateToLatestOrThrow();
   // As @atproto/dev-env's TestPlc and TestPds, whose `create` also listens, on every interface: so built here.
   const plcPort = options.plcPort || (await freeLoopbackPort());
@@ -105,6 +109,33 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
       await plcServer.destroy();
     },
   };
+}
+
+/**
+ * The PLC's database, on a pool of our own: `plc.Database.postgres` makes its pool inside the package with no
+ * 'error' listener, so PostgreSQL dropping one of its idle connections (a restart, a failover,
+ * idle_session_timeout) threw out of the event loop and ended the server. Otherwise as that function builds it:
+ * the PLC's schema first on the search path, and bigint counts read as numbers.
+ */
+function plcDatabase(url: string, log: (message: string, error?: unknown) => void): plc.Database {
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 4,
+    types: {
+      getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+        oid === pg.types.builtins.INT8
+          ? (n: string) => Number.parseInt(n, 10)
+          : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
+    },
+  });
+  // The pool drops the broken connection and makes a new one on the next query: said, not fatal.
+  pool.on('error', (e) => log('a PLC database connection was dropped; the next query opens another', e));
+  pool.on('connect', (client) => {
+    client.query('SET search_path TO "plc",public').catch(() => {});
+  });
+  // @did-plc/server's types name its own kysely (0.23); the query builder it calls is the same in this one.
+  const kysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
+  return new plc.Database(kysely as unknown as ConstructorParameters<typeof plc.Database>[0], 'plc');
 }
 
 async function loadSecrets(file: string, names: string[]): Promise<Secrets> {
