@@ -21,8 +21,9 @@ export interface ExecuteOptions {
   attempts?: number;
   sleep?: (ms: number) => Promise<void>;
   /**
-   * Told of each batch once the PDS has taken it and the store says so (not of one whose answer was lost: its
-   * revs are unknown). Not awaited: what it starts runs beside the next batch's write.
+   * Told of each batch once the PDS has taken it and the store says so; of one whose answer was lost (found
+   * landed after), with `rev` null, as its revs are unknown. Not awaited: what it starts runs beside the next
+   * batch's write.
    */
   onWritten?: (batch: RepoWrite[], written: Written) => void;
 }
@@ -79,7 +80,8 @@ export async function executePending(
         if (failure === 'refused' || attempt >= attempts) throw e;
         if (await landed(repo, batch)) {
           // The commit's rev was in the answer that was lost: these records' revs stay unknown.
-          await markWritten(sql, conversationId, batch, { cids: await currentCids(repo, batch), rev: null });
+          told = { cids: await currentCids(repo, batch), rev: null };
+          await markWritten(sql, conversationId, batch, told);
           break;
         }
         await wait(Math.min(250 * 2 ** attempt, 5000));

@@ -213,8 +213,11 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
   // overlaps the PDS's), so the end only removes what is gone and indexes what no batch of this run wrote. A
   // publish that stops part-way leaves what it created or updated readable, as the event stream would.
   const indexed = new Set<string>();
+  // Every record this run created or updated, its answer lost or not: only these are "just written".
+  const wrote = new Set<string>();
   let indexing = Promise.resolve();
   const onWritten = (batch: RepoWrite[], written: Written) => {
+    for (const w of batch) if (w.action !== 'delete') wrote.add(recordUri(repo.did, w));
     if (!written.rev || publication?.status === 'unpublishing') return;
     const records = batch.flatMap((w, i) =>
       w.action === 'delete' || !written.cids[i]
@@ -258,7 +261,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       sessionUri,
       await getPublishedRecords(deps.sql, conversationId),
       rev,
-      indexed,
+      { indexed, wrote },
     ).catch((e) => deps.log('index write-through failed', e));
     return calls;
   } catch (e) {
@@ -323,29 +326,34 @@ async function syncIndex(
   sessionUri: string,
   records: PublishedRecord[],
   lastRev: string | null,
-  /** Already indexed by this run, batch by batch, at the revs that wrote them. */
-  indexed: Set<string>,
+  run: {
+    /** Already indexed by this run, batch by batch, at the revs that wrote them. */
+    indexed: Set<string>;
+    /** Created or updated by this run. */
+    wrote: Set<string>;
+  },
 ) {
   const live = records.filter((r) => r.cid && r.pending === null);
   const keep = new Set(live.map((r) => recordUri(did, r)));
-  const rest = live.filter((r) => !indexed.has(recordUri(did, r)));
+  const rest = live.filter((r) => !run.indexed.has(recordUri(did, r)));
+  const input = (r: PublishedRecord) => ({
+    collection: r.collection,
+    rkey: r.rkey,
+    cid: r.cid!,
+    record: r.record,
+    ...(r.rev ? { rev: r.rev } : {}),
+  });
+  // Written by this run with its answer lost: the version just written, which supersedes any delete. The rest
+  // were written by earlier publishes and are indexed as the stream's are: a delete made since with another
+  // client holds them back (by rev, and whatever the rev when theirs is unknown, as before revs were kept).
+  const justWritten = rest.filter((r) => run.wrote.has(recordUri(did, r))).map(input);
+  const earlier = rest.filter((r) => !run.wrote.has(recordUri(did, r))).map(input);
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
   // removals and write after them (see `underAuthorsShared`).
   await underAuthorLock(sql, did, async (tx) => {
     const gone = (await indexedUris(tx, sessionUri)).filter((uri) => !keep.has(uri));
     await removeRecords(tx, gone, lastRev ?? undefined);
-    if (!rest.length) return;
-    await indexRecords(
-      tx,
-      did,
-      rest.map((r) => ({
-        collection: r.collection,
-        rkey: r.rkey,
-        cid: r.cid!,
-        record: r.record,
-        ...(r.rev ? { rev: r.rev } : {}),
-      })),
-      { written: true },
-    );
+    if (justWritten.length) await indexRecords(tx, did, justWritten, { written: true });
+    if (earlier.length) await indexRecords(tx, did, earlier);
   });
 }

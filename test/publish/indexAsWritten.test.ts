@@ -1,4 +1,6 @@
+import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { removeRecord } from '../../src/appview/store.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 // A publish indexes each batch the PDS has taken while the next is written (the write-through overlaps the
@@ -109,4 +111,51 @@ it('a publish paused part-way leaves what reached the PDS readable', async () =>
   expect(hold.fired).toBe(1);
   expect(await writtenCount(id)).toBe(200);
   expect(await indexedCount()).toBe(200);
+}, 120_000);
+
+it('a later publish does not bring back a turn deleted since with another client, whatever rev the store knows', async () => {
+  const sql = local.app.db.sql;
+  const [npc] = await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Bo') returning id`;
+  const [c] =
+    await sql`insert into conversations (player_id, title) values (${alice.playerId}, 'Short') returning id`;
+  const id = c!.id as string;
+  await sql`insert into conversation_participants values (${id}, ${npc!.id}, 0)`;
+  const say = (text: string) => sql`insert into messages (conversation_id, role, parts, text)
+    values (${id}, 'player', ${sql.json([{ type: 'text', text }])}, ${text})`;
+  await say('First');
+  await say('Second');
+  const publish = () =>
+    local.app.api(`/api/conversations/${id}/publication`, { method: 'PUT', body: {}, cookie: alice.cookie });
+  expect((await publish()).status).toBe(200);
+  const turns = await sql<{ uri: string; rev: string | null }[]>`
+    select 'at://' || ${alice.did} || '/' || collection || '/' || rkey as uri, rev from publication_records
+    where conversation_id = ${id} and collection = 'click.aligned.chat.message' order by rkey`;
+  expect(turns).toHaveLength(2);
+  const deleted = turns[0]!.uri;
+  // Published before revs were kept (or its answer lost): the store knows no rev for it.
+  await sql`update publication_records set rev = null where conversation_id = ${id}`;
+  // Deleted with another client; the stream's delete, with its commit's rev, reaches the index (this app
+  // follows no stream, so it is applied as the indexer would).
+  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
+  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await agent.login({ identifier: account.handle, password: account.password });
+  const [, , , collection, rkey] = deleted.split('/');
+  const { data } = await agent.com.atproto.repo.deleteRecord({
+    repo: alice.did,
+    collection: collection!,
+    rkey: rkey!,
+  });
+  await removeRecord(sql, deleted, data.commit!.rev);
+  expect(await sql`select 1 from index_messages where uri = ${deleted}`).toHaveLength(0);
+  // The Player goes on and publishes again: the new turn is written, the deleted one is not.
+  await say('Third');
+  expect((await publish()).status).toBe(200);
+  expect(await sql`select 1 from index_messages where uri = ${deleted}`).toHaveLength(0);
+  expect(await sql`select 1 from index_tombstones where uri = ${deleted}`).toHaveLength(1);
+  // The turns this publish did not touch are still indexed, and the new one is.
+  expect(await sql`select 1 from index_messages where uri = ${turns[1]!.uri}`).toHaveLength(1);
+  const [n] = await sql<{ n: number }[]>`select count(*)::int as n from index_messages im
+    join publication_records p on im.uri = 'at://' || ${alice.did} || '/' || p.collection || '/' || p.rkey
+    where p.conversation_id = ${id}`;
+  expect(n!.n).toBe(2);
 }, 120_000);
