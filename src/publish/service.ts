@@ -343,17 +343,22 @@ async function syncIndex(
     record: r.record,
     ...(r.rev ? { rev: r.rev } : {}),
   });
-  // Written by this run with its answer lost: the version just written, which supersedes any delete. The rest
-  // were written by earlier publishes and are indexed as the stream's are: a delete made since with another
-  // client holds them back (by rev, and whatever the rev when theirs is unknown, as before revs were kept).
+  // Written by this run with its answer lost: the version just written, which supersedes any delete.
   const justWritten = rest.filter((r) => run.wrote.has(recordUri(did, r))).map(input);
-  const earlier = rest.filter((r) => !run.wrote.has(recordUri(did, r))).map(input);
+  const earlier = rest.filter((r) => !run.wrote.has(recordUri(did, r)));
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
   // removals and write after them (see `underAuthorsShared`).
   await underAuthorLock(sql, did, async (tx) => {
-    const gone = (await indexedUris(tx, sessionUri)).filter((uri) => !keep.has(uri));
+    const present = await indexedUris(tx, sessionUri);
+    const gone = present.filter((uri) => !keep.has(uri));
     await removeRecords(tx, gone, lastRev ?? undefined);
     if (justWritten.length) await indexRecords(tx, did, justWritten, { written: true });
-    if (earlier.length) await indexRecords(tx, did, earlier);
+    // Earlier publishes' records only where the index lacks them (its write-through failed, say), and as the
+    // stream's are: a delete made since with another client holds them back, whatever the rev the store knows
+    // for them, and one the index holds stays as the stream left it (the store's copy may be older). Each run
+    // of a live Conversation re-indexed every turn before: O(turns) per append.
+    const indexedNow = new Set(present);
+    const missing = earlier.filter((r) => !indexedNow.has(recordUri(did, r))).map(input);
+    if (missing.length) await indexRecords(tx, did, missing);
   });
 }
