@@ -1,6 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { removeRecord } from '../../src/appview/store.ts';
+import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 
 // A publish indexes each batch the PDS has taken while the next is written (the write-through overlaps the
@@ -158,4 +158,47 @@ it('a later publish does not bring back a turn deleted since with another client
     join publication_records p on im.uri = 'at://' || ${alice.did} || '/' || p.collection || '/' || p.rkey
     where p.conversation_id = ${id}`;
   expect(n!.n).toBe(2);
+}, 120_000);
+
+it('a later publish leaves the turns it did not write as the index holds them: an edit made with another client stays', async () => {
+  const sql = local.app.db.sql;
+  const [npc] = await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Cy') returning id`;
+  const [c] =
+    await sql`insert into conversations (player_id, title) values (${alice.playerId}, 'Edited') returning id`;
+  const id = c!.id as string;
+  await sql`insert into conversation_participants values (${id}, ${npc!.id}, 0)`;
+  const say = (text: string) => sql`insert into messages (conversation_id, role, parts, text)
+    values (${id}, 'player', ${sql.json([{ type: 'text', text }])}, ${text})`;
+  await say('As first written');
+  const publish = () =>
+    local.app.api(`/api/conversations/${id}/publication`, { method: 'PUT', body: {}, cookie: alice.cookie });
+  expect((await publish()).status).toBe(200);
+  const [turn] = await sql<
+    { uri: string; collection: string; rkey: string; record: Record<string, unknown> }[]
+  >`
+    select 'at://' || ${alice.did} || '/' || collection || '/' || rkey as uri, collection, rkey, record
+    from publication_records where conversation_id = ${id} and collection = 'click.aligned.chat.message'`;
+  // The store knows no rev for it (published before revs were kept).
+  await sql`update publication_records set rev = null where conversation_id = ${id}`;
+  // Edited with another client; the stream's update, with its commit's rev, reaches the index.
+  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
+  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await agent.login({ identifier: account.handle, password: account.password });
+  const edited = { ...turn!.record, text: 'As edited elsewhere' };
+  const { data } = await agent.com.atproto.repo.putRecord({
+    repo: alice.did,
+    collection: turn!.collection,
+    rkey: turn!.rkey,
+    record: edited,
+  });
+  await indexRecords(sql, alice.did, [
+    { collection: turn!.collection, rkey: turn!.rkey, cid: data.cid, record: edited, rev: data.commit!.rev },
+  ]);
+  const before = await sql`select written_at, record from index_messages where uri = ${turn!.uri}`;
+  expect((before[0]!.record as { text: string }).text).toBe('As edited elsewhere');
+  await say('Later');
+  expect((await publish()).status).toBe(200);
+  // Not written again from the store's (older) copy: not even touched.
+  const after = await sql`select written_at, record from index_messages where uri = ${turn!.uri}`;
+  expect(after).toEqual(before);
 }, 120_000);
