@@ -113,14 +113,16 @@ export async function startLocalNetwork(options: LocalNetworkOptions): Promise<L
 
 /**
  * The PLC's database, on a pool of our own: `plc.Database.postgres` makes its pool inside the package with no
- * 'error' listener, so PostgreSQL dropping one of its idle connections (a restart, a failover,
- * idle_session_timeout) threw out of the event loop and ended the server. Otherwise as that function builds it:
- * the PLC's schema first on the search path, and bigint counts read as numbers.
+ * 'error' listener, so PostgreSQL dropping one of its connections (a restart, a failover, idle_session_timeout)
+ * threw out of the event loop and ended the server. Otherwise as that function builds it: the PLC's schema first
+ * on the search path, and bigint counts read as numbers.
  */
-function plcDatabase(url: string, log: (message: string, error?: unknown) => void): plc.Database {
+export function plcDatabase(url: string, log: (message: string, error?: unknown) => void): plc.Database {
   const pool = new pg.Pool({
     connectionString: url,
     max: 4,
+    // Set as the connection starts: no query can run before it, and a connection it fails on is not used.
+    options: '-c search_path=plc,public',
     types: {
       getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
         oid === pg.types.builtins.INT8
@@ -128,11 +130,18 @@ function plcDatabase(url: string, log: (message: string, error?: unknown) => voi
           : pg.types.getTypeParser(oid, format)) as typeof pg.types.getTypeParser,
     },
   });
-  // The pool drops the broken connection and makes a new one on the next query: said, not fatal.
-  pool.on('error', (e) => log('a PLC database connection was dropped; the next query opens another', e));
+  // A connection's own listener, for its whole life: the pool listens only while it is idle, and a busy one
+  // dropped (its query fails, as an answer) emits 'error' too. The pool makes a new one on the next query.
   pool.on('connect', (client) => {
-    client.query('SET search_path TO "plc",public').catch(() => {});
+    // Once per connection: a drop says so twice (PostgreSQL's message, then the socket's end).
+    let said = false;
+    client.on('error', (e) => {
+      if (!said) log('a PLC database connection was dropped; the next query opens another', e);
+      said = true;
+    });
   });
+  // Said once, by the connection's listener above.
+  pool.on('error', () => {});
   // @did-plc/server's types name its own kysely (0.23); the query builder it calls is the same in this one.
   const kysely = new Kysely({ dialect: new PostgresDialect({ pool }) });
   return new plc.Database(kysely as unknown as ConstructorParameters<typeof plc.Database>[0], 'plc');
