@@ -113,45 +113,55 @@ it('a publish paused part-way leaves what reached the PDS readable', async () =>
   expect(await indexedCount()).toBe(200);
 }, 120_000);
 
-it('a later publish does not bring back a turn deleted since with another client, whatever rev the store knows', async () => {
+/**
+ * A short Conversation of Player Messages, published with `publish`, whose turns the store then knows no rev for
+ * (published before revs were kept, or their answers lost); and Alice's own client, another than ours.
+ */
+async function publishedWithoutRevs(title: string, texts: string[]) {
   const sql = local.app.db.sql;
   const [npc] = await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Bo') returning id`;
   const [c] =
-    await sql`insert into conversations (player_id, title) values (${alice.playerId}, 'Short') returning id`;
+    await sql`insert into conversations (player_id, title) values (${alice.playerId}, ${title}) returning id`;
   const id = c!.id as string;
   await sql`insert into conversation_participants values (${id}, ${npc!.id}, 0)`;
   const say = (text: string) => sql`insert into messages (conversation_id, role, parts, text)
     values (${id}, 'player', ${sql.json([{ type: 'text', text }])}, ${text})`;
-  await say('First');
-  await say('Second');
   const publish = () =>
     local.app.api(`/api/conversations/${id}/publication`, { method: 'PUT', body: {}, cookie: alice.cookie });
+  for (const t of texts) await say(t);
   expect((await publish()).status).toBe(200);
-  const turns = await sql<{ uri: string; rev: string | null }[]>`
-    select 'at://' || ${alice.did} || '/' || collection || '/' || rkey as uri, rev from publication_records
-    where conversation_id = ${id} and collection = 'click.aligned.chat.message' order by rkey`;
-  expect(turns).toHaveLength(2);
-  const deleted = turns[0]!.uri;
-  // Published before revs were kept (or its answer lost): the store knows no rev for it.
+  const turns = await sql<
+    { uri: string; collection: string; rkey: string; record: Record<string, unknown> }[]
+  >`
+    select 'at://' || ${alice.did} || '/' || collection || '/' || rkey as uri, collection, rkey, record
+    from publication_records where conversation_id = ${id} and collection = 'click.aligned.chat.message'
+    order by position`;
   await sql`update publication_records set rev = null where conversation_id = ${id}`;
+  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
+  const elsewhere = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await elsewhere.login({ identifier: account.handle, password: account.password });
+  return { id, say, publish, turns, elsewhere };
+}
+
+it('a later publish does not bring back a turn deleted since with another client, whatever rev the store knows', async () => {
+  const sql = local.app.db.sql;
+  const { id, say, publish, turns, elsewhere } = await publishedWithoutRevs('Short', ['First', 'Second']);
+  expect(turns).toHaveLength(2);
+  const deleted = turns[0]!;
   // Deleted with another client; the stream's delete, with its commit's rev, reaches the index (this app
   // follows no stream, so it is applied as the indexer would).
-  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
-  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
-  await agent.login({ identifier: account.handle, password: account.password });
-  const [, , , collection, rkey] = deleted.split('/');
-  const { data } = await agent.com.atproto.repo.deleteRecord({
+  const { data } = await elsewhere.com.atproto.repo.deleteRecord({
     repo: alice.did,
-    collection: collection!,
-    rkey: rkey!,
+    collection: deleted.collection,
+    rkey: deleted.rkey,
   });
-  await removeRecord(sql, deleted, data.commit!.rev);
-  expect(await sql`select 1 from index_messages where uri = ${deleted}`).toHaveLength(0);
+  await removeRecord(sql, deleted.uri, data.commit!.rev);
+  expect(await sql`select 1 from index_messages where uri = ${deleted.uri}`).toHaveLength(0);
   // The Player goes on and publishes again: the new turn is written, the deleted one is not.
   await say('Third');
   expect((await publish()).status).toBe(200);
-  expect(await sql`select 1 from index_messages where uri = ${deleted}`).toHaveLength(0);
-  expect(await sql`select 1 from index_tombstones where uri = ${deleted}`).toHaveLength(1);
+  expect(await sql`select 1 from index_messages where uri = ${deleted.uri}`).toHaveLength(0);
+  expect(await sql`select 1 from index_tombstones where uri = ${deleted.uri}`).toHaveLength(1);
   // The turns this publish did not touch are still indexed, and the new one is.
   expect(await sql`select 1 from index_messages where uri = ${turns[1]!.uri}`).toHaveLength(1);
   const [n] = await sql<{ n: number }[]>`select count(*)::int as n from index_messages im
@@ -162,30 +172,11 @@ it('a later publish does not bring back a turn deleted since with another client
 
 it('a later publish leaves the turns it did not write as the index holds them: an edit made with another client stays', async () => {
   const sql = local.app.db.sql;
-  const [npc] = await sql`insert into npcs (player_id, name) values (${alice.playerId}, 'Cy') returning id`;
-  const [c] =
-    await sql`insert into conversations (player_id, title) values (${alice.playerId}, 'Edited') returning id`;
-  const id = c!.id as string;
-  await sql`insert into conversation_participants values (${id}, ${npc!.id}, 0)`;
-  const say = (text: string) => sql`insert into messages (conversation_id, role, parts, text)
-    values (${id}, 'player', ${sql.json([{ type: 'text', text }])}, ${text})`;
-  await say('As first written');
-  const publish = () =>
-    local.app.api(`/api/conversations/${id}/publication`, { method: 'PUT', body: {}, cookie: alice.cookie });
-  expect((await publish()).status).toBe(200);
-  const [turn] = await sql<
-    { uri: string; collection: string; rkey: string; record: Record<string, unknown> }[]
-  >`
-    select 'at://' || ${alice.did} || '/' || collection || '/' || rkey as uri, collection, rkey, record
-    from publication_records where conversation_id = ${id} and collection = 'click.aligned.chat.message'`;
-  // The store knows no rev for it (published before revs were kept).
-  await sql`update publication_records set rev = null where conversation_id = ${id}`;
+  const { say, publish, turns, elsewhere } = await publishedWithoutRevs('Edited', ['As first written']);
+  const turn = turns[0];
   // Edited with another client; the stream's update, with its commit's rev, reaches the index.
-  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
-  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
-  await agent.login({ identifier: account.handle, password: account.password });
   const edited = { ...turn!.record, text: 'As edited elsewhere' };
-  const { data } = await agent.com.atproto.repo.putRecord({
+  const { data } = await elsewhere.com.atproto.repo.putRecord({
     repo: alice.did,
     collection: turn!.collection,
     rkey: turn!.rkey,
