@@ -75,9 +75,12 @@ export interface IndexOptions {
    * Our own write-through, just written to the author's PDS: the tombstones it supersedes go (a thread
    * unpublished and published again keeps its session's rkey). A delete newer than the version written stays:
    * a record written by an earlier publish, indexed again, must not undo a delete made since (another client).
-   * A version of unknown rev (its write's answer was lost) still clears them, as it is the one just written.
+   * A version of unknown rev (its write's answer was lost) still clears them, as it is the one just written:
+   * those made before `writtenSince` (a publish's start, on the database's clock) when given, so that a delete
+   * made with another client while the publish ran stays.
    */
   written?: boolean;
+  writtenSince?: Date;
 }
 
 /**
@@ -104,7 +107,9 @@ export async function indexRecords(
   if (opts.written && kept.length)
     await sql`delete from index_tombstones t
       using unnest(${kept.map((r) => r.uri)}::text[], ${kept.map((r) => r.rev ?? null)}::text[]) as w(uri, rev)
-      where t.uri = w.uri and (w.rev is null or t.rev is null or t.rev < w.rev)`;
+      where t.uri = w.uri and case when w.rev is null
+        then ${opts.writtenSince ?? null}::timestamptz is null or t.deleted_at < ${opts.writtenSince ?? null}::timestamptz
+        else t.rev is null or t.rev < w.rev end`;
   const unique = await afterTombstones(sql, kept, opts.backfill?.since);
   await upsertRecords(sql, unique, since);
 }

@@ -209,6 +209,9 @@ export async function resume(deps: PublishDeps, did: string, conversationId: str
 
 async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promise<number> {
   const publication = await getPublication(deps.sql, conversationId);
+  // On the database's clock, as the index's deletes are: one made after this is not superseded by a write of
+  // this run whose rev is unknown.
+  const [{ startedAt }] = (await deps.sql`select now() as "startedAt"`) as unknown as [{ startedAt: Date }];
   // Each batch the PDS has taken goes into our index while the next one is written (the write-through's time
   // overlaps the PDS's), so the end only removes what is gone and indexes what no batch of this run wrote. A
   // publish that stops part-way leaves what it created or updated readable, as the event stream would.
@@ -261,7 +264,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       sessionUri,
       await getPublishedRecords(deps.sql, conversationId),
       rev,
-      { indexed, wrote },
+      { indexed, wrote, startedAt },
     ).catch((e) => deps.log('index write-through failed', e));
     return calls;
   } catch (e) {
@@ -331,6 +334,7 @@ async function syncIndex(
     indexed: Set<string>;
     /** Created or updated by this run. */
     wrote: Set<string>;
+    startedAt: Date;
   },
 ) {
   const live = records.filter((r) => r.cid && r.pending === null);
@@ -343,7 +347,8 @@ async function syncIndex(
     record: r.record,
     ...(r.rev ? { rev: r.rev } : {}),
   });
-  // Written by this run with its answer lost: the version just written, which supersedes any delete.
+  // Written by this run with its answer lost: the version just written, which supersedes any delete made
+  // before the run began.
   const justWritten = rest.filter((r) => run.wrote.has(recordUri(did, r))).map(input);
   const earlier = rest.filter((r) => !run.wrote.has(recordUri(did, r)));
   // Under the author's lock: the stream's batch of an older version cannot check tombstones before these
@@ -352,7 +357,8 @@ async function syncIndex(
     const present = await indexedUris(tx, sessionUri);
     const gone = present.filter((uri) => !keep.has(uri));
     await removeRecords(tx, gone, lastRev ?? undefined);
-    if (justWritten.length) await indexRecords(tx, did, justWritten, { written: true });
+    if (justWritten.length)
+      await indexRecords(tx, did, justWritten, { written: true, writtenSince: run.startedAt });
     // Earlier publishes' records only where the index lacks them (its write-through failed, say), and as the
     // stream's are: a delete made since with another client holds them back, whatever the rev the store knows
     // for them, and one the index holds stays as the stream left it (the store's copy may be older). Each run

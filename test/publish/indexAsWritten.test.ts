@@ -12,11 +12,23 @@ import { type LocalApp, startLocalApp } from '../support/localnet.ts';
  * The first applyWrites after one that succeeded is held until released, or answered with a rate limit that
  * resets in an hour (the publish pauses).
  */
-const hold = { mode: 'hold' as 'hold' | 'pause', fired: 0, ok: 0, release: null as null | (() => void) };
+const hold = {
+  mode: 'hold' as 'hold' | 'pause' | 'lose',
+  fired: 0,
+  ok: 0,
+  lost: 0,
+  release: null as null | (() => void),
+};
 const holding: typeof fetch = async (input, init) => {
   const req = new Request(input, init);
   if (!req.url.includes('com.atproto.repo.applyWrites')) return fetch(req);
-  if (hold.ok >= 1 && !hold.fired) {
+  // 'lose': the first write lands, and its answer is lost on the way back; the next is held.
+  if (hold.mode === 'lose' && !hold.lost) {
+    await fetch(req);
+    hold.lost++;
+    return Response.json({ error: 'InternalServerError', message: 'the answer was lost' }, { status: 502 });
+  }
+  if ((hold.ok >= 1 || hold.lost) && !hold.fired) {
     hold.fired++;
     if (hold.mode === 'pause')
       return Response.json(
@@ -137,10 +149,23 @@ async function publishedWithoutRevs(title: string, texts: string[]) {
     from publication_records where conversation_id = ${id} and collection = 'click.aligned.chat.message'
     order by position`;
   await sql`update publication_records set rev = null where conversation_id = ${id}`;
+  return { id, say, publish, turns, elsewhere: await aliceElsewhere() };
+}
+
+/** Alice's own client, another than ours, signed in to her PDS. */
+async function aliceElsewhere() {
   const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'alice.test')!;
-  const elsewhere = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
-  await elsewhere.login({ identifier: account.handle, password: account.password });
-  return { id, say, publish, turns, elsewhere };
+  const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await agent.login({ identifier: account.handle, password: account.password });
+  return agent;
+}
+
+/** How many of a Conversation's published records the index holds. */
+async function indexedOf(conversationId: string) {
+  const [row] = await local.app.db.sql<{ n: number }[]>`select count(*)::int as n from publication_records p
+    where p.conversation_id = ${conversationId} and exists (select 1 from index_messages im
+      where im.uri = 'at://' || ${alice.did} || '/' || p.collection || '/' || p.rkey)`;
+  return row!.n;
 }
 
 it('a later publish does not bring back a turn deleted since with another client, whatever rev the store knows', async () => {
@@ -192,4 +217,36 @@ it('a later publish leaves the turns it did not write as the index holds them: a
   // Not written again from the store's (older) copy: not even touched.
   const after = await sql`select written_at, record from index_messages where uri = ${turn!.uri}`;
   expect(after).toEqual(before);
+}, 120_000);
+
+it('a delete made with another client while a publish runs stays, though the write it undoes lost its answer', async () => {
+  const sql = local.app.db.sql;
+  const id = await longConversation();
+  Object.assign(hold, { mode: 'lose', fired: 0, ok: 0, lost: 0, release: null });
+  const put = local.app.api(`/api/conversations/${id}/publication`, {
+    method: 'PUT',
+    body: {},
+    cookie: alice.cookie,
+  });
+  for (let i = 0; i < 400 && !hold.release; i++) await new Promise((r) => setTimeout(r, 25));
+  // The faults fired: the first batch landed with its answer lost (the store knows no rev), the second is held.
+  expect([hold.lost, hold.fired]).toEqual([1, 1]);
+  const [first] = await sql<{ collection: string; rkey: string; rev: string | null }[]>`
+    select collection, rkey, rev from publication_records
+    where conversation_id = ${id} and collection = 'click.aligned.chat.message' and cid is not null
+    order by position limit 1`;
+  expect(first!.rev).toBeNull();
+  const uri = `at://${alice.did}/${first!.collection}/${first!.rkey}`;
+  // Meanwhile deleted with another client; the stream's delete, with its commit's rev, reaches the index.
+  const { data } = await (await aliceElsewhere()).com.atproto.repo.deleteRecord({
+    repo: alice.did,
+    collection: first!.collection,
+    rkey: first!.rkey,
+  });
+  await removeRecord(sql, uri, data.commit!.rev);
+  hold.release!();
+  expect((await put).status).toBe(200);
+  expect(await sql`select 1 from index_messages where uri = ${uri}`).toHaveLength(0);
+  // Every other turn is indexed: the first batch's at the end (its rev unknown), the second's as it landed.
+  expect(await indexedOf(id)).toBe(249);
 }, 120_000);
