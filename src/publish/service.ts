@@ -211,7 +211,8 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
   const publication = await getPublication(deps.sql, conversationId);
   // On the database's clock, as the index's deletes are: one made after this is not superseded by a write of
   // this run whose rev is unknown.
-  const [{ startedAt }] = (await deps.sql`select now() as "startedAt"`) as unknown as [{ startedAt: Date }];
+  const [clock] = await deps.sql<{ startedAt: Date }[]>`select now() as "startedAt"`;
+  const startedAt = clock!.startedAt;
   // Each batch the PDS has taken goes into our index while the next one is written (the write-through's time
   // overlaps the PDS's), so the end only removes what is gone and indexes what no batch of this run wrote. A
   // publish that stops part-way leaves what it created or updated readable, as the event stream would.
