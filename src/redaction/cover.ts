@@ -297,8 +297,16 @@ export function makeCover(words: Iterable<string>): Cover {
   for (const w of words) for (const n of needlesOf(w)) set.add(n);
   const needles = [...set].sort((a, b) => b.length - a.length);
   const maySplit = candidates(needles);
+  // Strings this cover found showing nothing: a publish covers each turn's text, then every string of every record
+  // again, most of them that same text (half the covering pass's time). Exact strings only, held for one plan.
+  const clean = new Set<string>();
   const find = (s: string): Span[] => {
-    if (!needles.length || !s) return [];
+    if (!needles.length || !s || clean.has(s)) return [];
+    const hits = search(s);
+    if (!hits.length) clean.add(s);
+    return hits;
+  };
+  const search = (s: string): Span[] => {
     let parse: boolean | undefined;
     // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
     // printable ASCII that most text is), and the full fold only where a needle may be.

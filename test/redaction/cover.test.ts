@@ -72,6 +72,9 @@ describe('the covering pass', () => {
           // Nothing left to find: the pass is complete, and applying it again changes nothing.
           expect(cover.find(out)).toEqual([]);
           expect(cover.apply(out)).toBe(out);
+          // Asked again (the cover remembers only what showed nothing), the text is covered as the first time.
+          expect(cover.apply(text)).toBe(out);
+          expect(cover.find(text)).not.toEqual([]);
         },
       ),
       { numRuns: 300 },
