@@ -4,7 +4,7 @@ import {
   type IngestSource,
   indexRecords,
   purgeActor,
-  removeRecord,
+  removeRecords,
   saveCursor,
   setHandle,
   setStatus,
@@ -136,7 +136,10 @@ async function apply(
   onSkip: BatcherEvents['onSkip'],
   host?: string,
 ): Promise<void> {
+  // Consecutive upserts are one statement, and consecutive deletes one transaction per author: one at a time, a
+  // commit of 200 deletes (an unpublished thread) was 200 transactions, each waiting for its own flush to disk.
   let upserts: Extract<Op, { kind: 'upsert' }>[] = [];
+  let deletes: Extract<Op, { kind: 'delete' }>[] = [];
   const flushUpserts = async () => {
     const batch = upserts;
     if (batch.length)
@@ -145,21 +148,30 @@ async function apply(
       );
     upserts = [];
   };
+  const flushDeletes = async () => {
+    const byAuthor = Map.groupBy(deletes, (d) => /^at:\/\/([^/]+)\//.exec(d.uri)?.[1] ?? '');
+    deletes = [];
+    // Under the author's lock: a backfill of the same author cannot write a stale copy beside it.
+    for (const [did, removals] of byAuthor)
+      await underAuthorLock(sql, did, (tx) => removeRecords(tx, removals));
+  };
   for (const op of ops) {
     if (op.kind === 'upsert') {
+      await flushDeletes();
       upserts.push(op);
       continue;
     }
     await flushUpserts();
     if (op.kind === 'delete') {
-      const did = /^at:\/\/([^/]+)\//.exec(op.uri)?.[1] ?? '';
-      // Under the author's lock: a backfill of the same author cannot write a stale copy beside it.
-      await underAuthorLock(sql, did, (tx) => removeRecord(tx, op.uri, op.rev));
-    } else if (op.kind === 'purge')
-      await underAuthorLock(sql, op.did, (tx) => purgeActor(tx, op.did, op.status));
+      deletes.push(op);
+      continue;
+    }
+    await flushDeletes();
+    if (op.kind === 'purge') await underAuthorLock(sql, op.did, (tx) => purgeActor(tx, op.did, op.status));
     else if (op.kind === 'status') await setStatus(sql, op.did, op.status);
     else if (op.kind === 'handle') await setHandle(sql, op.did, op.handle);
   }
+  await flushDeletes();
   await flushUpserts();
   await saveCursor(sql, Math.max(...ops.map((o) => o.at)), source, seqOf(ops, host));
 }

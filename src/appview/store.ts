@@ -1,5 +1,5 @@
 import { isValidHandle } from '@atproto/syntax';
-import { type JsonValue, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
+import { type Fragment, type JsonValue, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { wellFormed } from '../parts/index.ts';
@@ -98,8 +98,14 @@ export async function indexRecords(
   const checked = checkRecords(did, records, opts.onSkip);
   const skipped = checked.filter((r) => !r.ok).length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
-  // Within one batch the last version of a record wins (a batch upsert may not touch a row twice).
-  const latest = [...new Map(checked.map((r) => [r.uri, r])).values()];
+  // Within one batch one version of a record is written (a batch upsert may not touch a row twice): the newest
+  // by rev, as the events one at a time would leave it (an older one replayed after it is refused), else the last.
+  const newest = new Map<string, Checked>();
+  for (const r of checked) {
+    const seen = newest.get(r.uri);
+    if (!seen?.rev || !r.rev || r.rev >= seen.rev) newest.set(r.uri, r);
+  }
+  const latest = [...newest.values()];
   const since = opts.backfill?.since ?? null;
   const refused = latest.filter((r) => !r.ok);
   if (refused.length) await dropRefused(sql, refused, since);
@@ -247,21 +253,32 @@ export async function indexedUris(sql: Queryable, sessionUri: string): Promise<s
  * (see `underAuthorLock`) where a backfill could be writing beside it.
  */
 export function removeRecord(sql: Queryable, uri: string, rev?: string): Promise<void> {
-  return removeRecords(sql, [uri], rev);
+  return removeRecords(sql, [{ uri, rev }]);
 }
 
-/** `removeRecord` of many, in three statements whatever their number (an unpublish removes a whole thread). */
-export async function removeRecords(sql: Queryable, uris: string[], rev?: string): Promise<void> {
-  if (!uris.length) return;
-  const r = rev ?? null;
+/**
+ * `removeRecord` of many, in three statements whatever their number: an unpublish removes a whole thread, and a
+ * commit of 200 deletes is one batch of the stream's. A record deleted twice here counts as deleted by its newest
+ * rev for its tombstone, and by one of unknown rev (which removes whatever version) if either delete's is unknown,
+ * as the deletes one after another would leave it.
+ */
+export async function removeRecords(
+  sql: Queryable,
+  removals: readonly { uri: string; rev?: string | null }[],
+): Promise<void> {
+  if (!removals.length) return;
+  const uris = removals.map((r) => r.uri);
+  const revs = removals.map((r) => r.rev ?? null);
+  const each = sql`(select u, max(r) as rev, bool_or(r is null) as unknown
+    from unnest(${uris}::text[], ${revs}::text[]) as x(u, r) group by u)`;
   await sql`insert into index_tombstones (uri, rev)
-    select distinct u, ${r}::text from unnest(${uris}::text[]) as u order by u
+    select u, rev from ${each} as d order by u
     on conflict (uri) do update set deleted_at = now(),
       rev = case when index_tombstones.rev is null or excluded.rev > index_tombstones.rev
         then excluded.rev else index_tombstones.rev end`;
-  const older = sql`(${r}::text is null or rev is null or rev <= ${r}::text)`;
-  await sql`delete from index_sessions where uri = any(${uris}::text[]) and ${older}`;
-  await sql`delete from index_messages where uri = any(${uris}::text[]) and ${older}`;
+  const older = (table: Fragment) => sql`(d.unknown or ${table}.rev is null or ${table}.rev <= d.rev)`;
+  await sql`delete from index_sessions s using ${each} as d where s.uri = d.u and ${older(sql`s`)}`;
+  await sql`delete from index_messages m using ${each} as d where m.uri = d.u and ${older(sql`m`)}`;
 }
 
 /**

@@ -357,7 +357,10 @@ async function syncIndex(
   await underAuthorLock(sql, did, async (tx) => {
     const present = await indexedUris(tx, sessionUri);
     const gone = present.filter((uri) => !keep.has(uri));
-    await removeRecords(tx, gone, lastRev ?? undefined);
+    await removeRecords(
+      tx,
+      gone.map((uri) => ({ uri, rev: lastRev })),
+    );
     if (justWritten.length)
       await indexRecords(tx, did, justWritten, { written: true, writtenSince: run.startedAt });
     // Earlier publishes' records only where the index lacks them (its write-through failed, say), and as the

@@ -115,7 +115,10 @@ it("an unpublish's removal takes the whole thread in one go: every record older 
   await indexRecords(db.sql, DID, [turn(keys[29]!, TID.nextStr())]);
   const uris = [sessionUri, ...keys.map((k) => `at://${DID}/click.aligned.chat.message/${k}`)];
   // A URI named twice is one tombstone.
-  await removeRecords(db.sql, [...uris, uris[1]!], deleting);
+  await removeRecords(
+    db.sql,
+    [...uris, uris[1]!].map((uri) => ({ uri, rev: deleting })),
+  );
   const left = await db.sql<
     { uri: string }[]
   >`select uri from index_messages where session_uri = ${sessionUri}
