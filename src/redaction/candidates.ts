@@ -28,8 +28,14 @@ const AFTER_SHOWN = new Set(['\ue001', '\ue002']);
 const BEFORE_SHOWN = new Set(['\ue002', '\ue003']);
 /** Characters that can be Markdown syntax wherever they are. */
 export const SYNTAX = new Set(['*', '_', '[', ']', '(', ')', '<', '>', '!', '`', '~', '|', '\\', '\n', '\r']);
-/** Characters that, at a line's start, can be a block's marker (with spaces between). */
-export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')', ...'0123456789']);
+/**
+ * Characters that, at a line's start, can be a block's marker (with spaces between). Digits only as an ordered
+ * list's number, up to nine of them right before `.` or `)` (LIST_NUMBER): "12 Maple Street" or "# 7731" at a
+ * line's start shows its digits as words, and they were once read as marks.
+ */
+export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')']);
+/** From a digit on, the rest of an ordered list's number (read with `lastIndex` at the digit). */
+export const LIST_NUMBER = /[0-9]{1,9}[.)]/y;
 /** A code fence's opening line: its info string is not shown. */
 export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
 const NOT_KEPT = /[\s\p{P}]/gu;
@@ -42,13 +48,16 @@ export const kept = (folded: string): string =>
 
 /** The skeleton of printable ASCII text, by the same rules, without folding (ASCII folds to lower case). */
 export function asciiSkeleton(lower: string): string {
-  return lower
-    .replace(FENCE, MARK)
-    .replace(/(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g, MARK)
-    .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
-    .replace(/\[\^|[\])]/g, (c) => BRACKET[c]!)
-    .replace(/[*_[(<>!`~|\\\n\r]/g, MARK)
-    .replace(/[^a-z0-9$=^\ue000-\ue004\u2588]/g, '');
+  return (
+    lower
+      .replace(FENCE, MARK)
+      .replace(/(?<=^|[\n\r])(?:[ \t>*+#\-.)]|[0-9]{1,9}[.)])+/g, MARK)
+      .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
+      // A footnote's `[^` is its bracket, and the `^` stays a character, as the fold keeps it.
+      .replace(/\[(?=\^)|[\])]/g, (c) => (c === '[' ? FOOTNOTE : BRACKET[c]!))
+      .replace(/[*_[(<>!`~|\\\n\r]/g, MARK)
+      .replace(/[^a-z0-9$=^\ue000-\ue004\u2588]/g, '')
+  );
 }
 
 interface Node {

@@ -5,6 +5,7 @@ import {
   FENCE,
   kept,
   LINE_MARKS,
+  LIST_NUMBER,
   LOOSE,
   MARK,
   SYNTAX,
@@ -20,7 +21,7 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
  * invisible characters (joiners, BOMs, fillers) are ignored, and white space, dashes and underscores all read
  * as one word break. What a reader decodes is decoded first: Markdown's emphasis, code and link brackets and
  * its backslash escapes are invisible, character references (`&#77;`, `&amp;`) and percent-escapes (`%20`,
- * `12+Maple+Street`) read as what they stand for, and a link's destination is read both as text and as if it
+ * `12+Maple+Street`) read both as what they stand for and as written (prose shows `%7a` as it is), and a link's destination is read both as text and as if it
  * were not there (`[12 Maple](…) Street` shows "12 Maple Street"). Look-alike letters (small capitals, ⒫, 🅟,
  * Cyrillic "р") read as the Latin ones (lookalikes.ts), and letters spelled out one by one with punctuation
  * between ("P-E-L-I-C-A-N", "P.E.L.I.C.A.N") as the word. Where Markdown may split a covered word (candidates.ts),
@@ -103,13 +104,14 @@ function foldGrapheme(g: string): string {
 
 /**
  * `s` folded for matching. With `hideLinks`, link destinations read as nothing (the text a reader sees);
- * without, they read as text (the destination itself, which the record carries).
+ * without, they read as text (the destination itself, which the record carries). Without `decode`, spellings are
+ * read as written, not as what they stand for.
  */
-function fold(s: string, hideLinks = false, withSkeleton = false): Folded {
+function fold(s: string, hideLinks = false, withSkeleton = false, decode = true): Folded {
   const folding = new Folding(s, withSkeleton);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
-  for (const m of s.matchAll(encoded)) {
+  for (const m of decode ? s.matchAll(encoded) : []) {
     const start = m.index;
     const end = start + m[0].length;
     const value = decoded(m[0]);
@@ -162,7 +164,7 @@ class Folding {
       this.skeleton += this.afterBracket ? LOOSE + MARK : MARK;
       this.lineStart = true;
       this.afterBracket = false;
-    } else if (this.lineStart && LINE_MARKS.has(c)) {
+    } else if (this.lineStart && (LINE_MARKS.has(c) || this.listNumberAt(at))) {
       if (c !== ' ' && c !== '\t') this.skeleton += MARK;
       this.quiet = true;
     } else {
@@ -173,6 +175,12 @@ class Folding {
         this.quiet = true;
       }
     }
+  }
+
+  /** Whether an ordered list's number goes on from `at` (a digit at a line's start). */
+  private listNumberAt(at: number): boolean {
+    LIST_NUMBER.lastIndex = at;
+    return LIST_NUMBER.test(this.s);
   }
 
   push(f: string, start: number, end: number) {
@@ -326,6 +334,8 @@ export function makeCover(words: Iterable<string>): Cover {
     // As written (a link's destination is text in the record), as a reader shows it without the link's
     // destination, and as the reader's Markdown renderer shows it; each also with spelled-out words joined.
     const views = [written];
+    // A spelling a reader may see as written, not decoded (a percent-escape in prose): "%7a^b" shows "a^b".
+    if (DECODABLE.test(s)) views.push(fold(s, false, false, false));
     if (s.includes('](')) views.push(fold(s, true));
     if (parse ?? maySplit(written.skeleton!)) views.push(rendered(s));
     for (const v of [...views]) {

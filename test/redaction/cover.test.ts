@@ -10,6 +10,7 @@ import {
   REDACTION_BAR,
   type Span,
 } from '../../src/redaction/index.ts';
+import { shownText } from '../../src/redaction/markdown.ts';
 
 const SMALL_CAPITALS = 'ᴀʙᴄᴅᴇꜰɢʜɪᴊᴋʟᴍɴᴏᴘꞯʀꜱᴛᴜᴠᴡxʏᴢ';
 /** Each a–z letter of `w` as `to` makes it. */
@@ -215,5 +216,151 @@ describe('the covering pass', () => {
       },
     });
     expect(cover.apply('Zephyr says hi')).toBe('████████ says hi');
+  });
+
+  it('covers what a generated fuzz of Markdown found shown and uncovered (stop 50)', () => {
+    const cases: [string, string][] = [
+      // A footnote bracket before a needle's own `^`: the quick skeleton dropped the `^`.
+      ['x^2', '_x_[^2](u)'],
+      ['E=mc^2', '_E=mc_[^2](https://w.example "t")'],
+      ['pel^ican', '_pel_[^ican](u "t")'],
+      ['^=$', '[^]( )=$'],
+      ['^=$', '[^=]( )$'],
+      ['^hunter2', '[^](u "t")hunter2'],
+      // Digits at a line's start were read as a list's marker, though only digits and `.` or `)` are one.
+      ['12 Maple Street', '12 [Maple](https://m.example "map") Street'],
+      ['PELICAN-7731', 'PELICAN\n> 7731'],
+      ['PELICAN-7731', 'PELICAN\n# 7731'],
+      ['Room 101', 'Room\n# 101'],
+      // A percent-escape a reader sees as written: decoding it ate the needle's first letter.
+      ['a^b$c', '%7a^b$C'],
+      ['pelican', 'x%20pelican'],
+    ];
+    // Each also with a letter beyond ASCII after it: the full fold reads it, not the quick look.
+    for (const [words, text] of cases.flatMap(([w, t]) => [[w, t] as const, [w, `${t} é`] as const])) {
+      const cover = makeCover([words]);
+      const out = cover.apply(text);
+      const shown = shownText(out)
+        .text.toLowerCase()
+        .replace(/[\s_-]+/g, ' ');
+      for (const needle of cover.needles)
+        expect(shown, `${words} in ${JSON.stringify(text)}`).not.toContain(needle);
+      // Neither what the record carries as written.
+      expect(out.toLowerCase(), `${words} in ${JSON.stringify(text)}`).not.toContain(words.toLowerCase());
+    }
+  });
+
+  it('covers a needle however Markdown splices it, wherever the reader is shown it (generated)', () => {
+    const needles = [
+      'PELICAN',
+      'Zephyr Station',
+      'ab-12',
+      'x^2',
+      'E=mc^2',
+      '$HOME',
+      'PELICAN-7731',
+      'Room 101',
+      '12 Maple Street',
+      '^hunter2',
+    ];
+    // Marks between a needle's pieces, and around each piece: emphasis, code, links, images, footnotes, references,
+    // HTML, block markers at a line's start, escapes and spellings a reader decodes. No table pipes: the reader's
+    // text joins a table's cells, which a reader sees apart.
+    const joints = [
+      '',
+      '',
+      '*',
+      '**',
+      '_',
+      '`',
+      '~~',
+      '](u "t")',
+      '](u)',
+      '][r]',
+      '[^1]',
+      '<b>',
+      '</b>',
+      '\n> ',
+      '\n- ',
+      '\n',
+      '\n# ',
+      '\n1. ',
+      '![',
+      '[',
+      ']',
+      '(',
+      ')',
+      '^',
+      '=',
+      '$',
+      ' ',
+      '\\*',
+      '&#65;',
+      '%41',
+      '&amp;',
+      '<!-- c -->',
+      '[^',
+      '](',
+      '\n```\n',
+    ];
+    const wraps = [
+      'X',
+      'X',
+      '*X*',
+      '_X_',
+      '**X**',
+      '`X`',
+      '~~X~~',
+      '[X](u "t")',
+      '[X](u)',
+      '![X](u)',
+      '[X][r]',
+      '<X>',
+      'X[^1]',
+      '[^X]',
+      '^X',
+      'X^',
+      '$X$',
+      '(X)',
+      '\\X',
+    ];
+    const breaks = [' ', '-', '_', '+', '\n', '  ', '\t'];
+    const text = fc.constantFrom(...needles).chain((needle) =>
+      fc
+        .tuple(
+          fc.array(fc.boolean(), { minLength: needle.length, maxLength: needle.length }),
+          fc.array(fc.constantFrom(...breaks), { minLength: needle.length, maxLength: needle.length }),
+          fc.uniqueArray(fc.integer({ min: 1, max: needle.length - 1 }), { maxLength: 3 }),
+          fc.array(fc.tuple(fc.constantFrom(...joints), fc.constantFrom(...wraps)), {
+            minLength: 4,
+            maxLength: 4,
+          }),
+          fc.constantFrom('', '', '> ', '- ', '# ', '1. ', '[', '![', 'see '),
+          fc.constantFrom('', '', '\n\n[r]: /u', '\n\n[^1]: note', ' é'),
+        )
+        .map(([flips, seps, cuts, marks, lead, tail]) => {
+          let written = '';
+          for (let i = 0; i < needle.length; i++) {
+            const c = needle[i]!;
+            written += c === ' ' || c === '-' ? seps[i] : flips[i] ? c.toLowerCase() : c;
+          }
+          const at = [0, ...cuts.filter((k) => k < written.length).sort((a, b) => a - b), written.length];
+          const pieces = at.slice(1).map((end, i) => written.slice(at[i], end));
+          const body = pieces.map((p, i) => (i ? marks[i]![0] : '') + marks[i]![1].replace('X', p)).join('');
+          return { needle, text: lead + body + tail };
+        }),
+    );
+    const reads = (t: string) =>
+      shownText(t)
+        .text.toLowerCase()
+        .replace(/[ \t\n\r_+-]+/g, ' ');
+    fc.assert(
+      fc.property(text, ({ needle, text }) => {
+        const cover = makeCover([needle]);
+        const out = cover.apply(text);
+        for (const n of cover.needles) expect(reads(out)).not.toContain(n);
+      }),
+      { numRuns: 1500 },
+    );
   });
 });
