@@ -156,6 +156,8 @@ async function apply(
       await underAuthorLock(sql, did, (tx) => removeRecords(tx, removals));
   };
   for (const op of ops) {
+    // An event we do not index (another collection in the same commit) only moves the cursor: it breaks no run.
+    if (op.kind === 'skip') continue;
     if (op.kind === 'upsert') {
       await flushDeletes();
       upserts.push(op);

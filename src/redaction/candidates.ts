@@ -22,20 +22,22 @@ export const MARK = '\ue000';
  */
 export const BRACKET: Record<string, string> = { '[^': '\ue001', ']': '\ue002', ')': '\ue003' };
 const FOOTNOTE = '\ue001';
+/** A bracket or LOOSE, which the walks from a bracket read past. */
+const BRACKETS = /^[\ue001-\ue004]$/;
 /** After a closing bracket, where what follows is a space or punctuation: the word may go on only after its own. */
 export const LOOSE = '\ue004';
 const AFTER_SHOWN = new Set(['\ue001', '\ue002']);
 const BEFORE_SHOWN = new Set(['\ue002', '\ue003']);
 /** Characters that can be Markdown syntax wherever they are. */
 export const SYNTAX = new Set(['*', '_', '[', ']', '(', ')', '<', '>', '!', '`', '~', '|', '\\', '\n', '\r']);
-/**
- * Characters that, at a line's start, can be a block's marker (with spaces between). Digits only as an ordered
- * list's number, up to nine of them right before `.` or `)` (LIST_NUMBER): "12 Maple Street" or "# 7731" at a
- * line's start shows its digits as words, and they were once read as marks.
- */
+/** Characters that, at a line's start, can be a block's marker (with spaces between). */
 export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')']);
-/** From a digit on, the rest of an ordered list's number (read with `lastIndex` at the digit). */
-export const LIST_NUMBER = /[0-9]{1,9}[.)]/y;
+/**
+ * A digit where a line's marker may be (an ordered list's number): read both ways, as marks and as characters
+ * (`lineDigits`). As marks only, "12 [Maple](u "t") Street" or "PELICAN\n> 7731" lost the digits a reader sees.
+ */
+export const LINE_DIGIT = /(?:^|[\n\r])[ \t>*+#\-.)]*[0-9]/;
+export type LineDigits = 'marks' | 'kept';
 /** A code fence's opening line: its info string is not shown. */
 export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
 const NOT_KEPT = /[\s\p{P}]/gu;
@@ -46,12 +48,14 @@ export const skeletonOf = (needle: string): string => needle.replace(NOT_KEPT, '
 export const kept = (folded: string): string =>
   folded.length === 1 && /[a-z0-9]/.test(folded) ? folded : folded.replace(NOT_KEPT, '');
 
+const LINE_START_DIGITS = /(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g;
+const LINE_START = /(?<=^|[\n\r])[ \t>*+#\-.)]+/g;
 /** The skeleton of printable ASCII text, by the same rules, without folding (ASCII folds to lower case). */
-export function asciiSkeleton(lower: string): string {
+export function asciiSkeleton(lower: string, lineDigits: LineDigits = 'marks'): string {
   return (
     lower
       .replace(FENCE, MARK)
-      .replace(/(?<=^|[\n\r])(?:[ \t>*+#\-.)]|[0-9]{1,9}[.)])+/g, MARK)
+      .replace(lineDigits === 'marks' ? LINE_START_DIGITS : LINE_START, MARK)
       .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
       // A footnote's `[^` is its bracket, and the `^` stays a character, as the fold keeps it.
       .replace(/\[(?=\^)|[\])]/g, (c) => (c === '[' ? FOOTNOTE : BRACKET[c]!))
@@ -148,8 +152,9 @@ export function candidates(needles: readonly string[]): Candidates {
         const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
         const prev = marked.slice(i - width, i);
         i -= width;
-        // A footnote's label between pieces shows nothing in an image's alt: read past its bracket.
-        if (prev !== FOOTNOTE) at = at.next.get(prev);
+        // A footnote's label between pieces shows nothing in an image's alt, and a `)` or `]` may be shown as
+        // written ("# 2) [Maple](…) Street"): read past every bracket.
+        if (!BRACKETS.test(prev)) at = at.next.get(prev);
         for (const id of at?.ids ?? []) began.add(id);
       }
       if (!BEFORE_SHOWN.has(c)) continue;
@@ -160,7 +165,7 @@ export function candidates(needles: readonly string[]): Candidates {
       const tries = after === LOOSE ? [loose] : [loose, tight];
       for (let trie of tries) {
         for (const next of marked.slice(from, from + 2 * longest)) {
-          if (next === FOOTNOTE) continue;
+          if (BRACKETS.test(next)) continue;
           const n = trie.next.get(next);
           if (!n) break;
           trie = n;

@@ -4,8 +4,9 @@ import {
   candidates,
   FENCE,
   kept,
+  LINE_DIGIT,
   LINE_MARKS,
-  LIST_NUMBER,
+  type LineDigits,
   LOOSE,
   MARK,
   SYNTAX,
@@ -70,6 +71,7 @@ const ENCODED =
   /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|(?:%[0-9A-Fa-f]{2})+|\\[!-/:-@[-`{-~]/g;
 /** The same, and a link's destination, which the reader shows as nothing between the link text and what follows. */
 const ENCODED_OR_LINK = new RegExp(`\\]\\([^()\\s]*\\)|${ENCODED.source}`, 'g');
+const DIGIT = /[0-9]/;
 /** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
 const DECODABLE = /[&%\\]/;
 
@@ -107,8 +109,14 @@ function foldGrapheme(g: string): string {
  * without, they read as text (the destination itself, which the record carries). Without `decode`, spellings are
  * read as written, not as what they stand for.
  */
-function fold(s: string, hideLinks = false, withSkeleton = false, decode = true): Folded {
-  const folding = new Folding(s, withSkeleton);
+function fold(
+  s: string,
+  hideLinks = false,
+  withSkeleton = false,
+  decode = true,
+  lineDigits: LineDigits = 'marks',
+): Folded {
+  const folding = new Folding(s, withSkeleton, lineDigits);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
   for (const m of decode ? s.matchAll(encoded) : []) {
@@ -145,6 +153,7 @@ class Folding {
   constructor(
     private readonly s: string,
     withSkeleton: boolean,
+    private readonly lineDigits: LineDigits = 'marks',
   ) {
     this.skeleton = withSkeleton ? '' : null;
     this.fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
@@ -164,7 +173,7 @@ class Folding {
       this.skeleton += this.afterBracket ? LOOSE + MARK : MARK;
       this.lineStart = true;
       this.afterBracket = false;
-    } else if (this.lineStart && (LINE_MARKS.has(c) || this.listNumberAt(at))) {
+    } else if (this.lineStart && (LINE_MARKS.has(c) || (this.lineDigits === 'marks' && DIGIT.test(c)))) {
       if (c !== ' ' && c !== '\t') this.skeleton += MARK;
       this.quiet = true;
     } else {
@@ -175,12 +184,6 @@ class Folding {
         this.quiet = true;
       }
     }
-  }
-
-  /** Whether an ordered list's number goes on from `at` (a digit at a line's start). */
-  private listNumberAt(at: number): boolean {
-    LIST_NUMBER.lastIndex = at;
-    return LIST_NUMBER.test(this.s);
   }
 
   push(f: string, start: number, end: number) {
@@ -265,14 +268,16 @@ function spelled(f: Folded): Folded | null {
 }
 
 /** What the reader's Markdown renderer shows of `s`, folded, mapped to `s`. */
-function rendered(s: string): Folded {
+function rendered(s: string): Folded[] {
   const shown = shownText(s);
-  const f = fold(shown.text);
-  return {
+  // The renderer decodes references and escapes but shows a percent-escape as written: read both ways.
+  const folds = [fold(shown.text)];
+  if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, false, false, false));
+  return folds.map((f) => ({
     text: f.text,
     from: f.from.map((i) => shown.from[i]!),
     to: f.to.map((i) => shown.to[i - 1]!),
-  };
+  }));
 }
 
 /**
@@ -326,18 +331,24 @@ export function makeCover(words: Iterable<string>): Cover {
         ? lower.replace(LINK_DESTINATION, '').replace(ASCII_MARKS, '').replace(ASCII_BREAKS, ' ')
         : quick;
       const joined = quick.replace(SPELLED, squash);
-      parse = maySplit(asciiSkeleton(lower));
+      parse =
+        maySplit(asciiSkeleton(lower)) || (LINE_DIGIT.test(lower) && maySplit(asciiSkeleton(lower, 'kept')));
       if (!parse && !needles.some((n) => quick.includes(n) || shown.includes(n) || joined.includes(n)))
         return [];
     }
     const written = fold(s, false, parse === undefined);
+    // A spelling a reader may see as written, not decoded (a percent-escape in prose): "%7a^b" shows "a^b".
+    const literal = DECODABLE.test(s) ? fold(s, false, parse === undefined, false) : undefined;
     // As written (a link's destination is text in the record), as a reader shows it without the link's
     // destination, and as the reader's Markdown renderer shows it; each also with spelled-out words joined.
-    const views = [written];
-    // A spelling a reader may see as written, not decoded (a percent-escape in prose): "%7a^b" shows "a^b".
-    if (DECODABLE.test(s)) views.push(fold(s, false, false, false));
+    const views = literal ? [written, literal] : [written];
     if (s.includes('](')) views.push(fold(s, true));
-    if (parse ?? maySplit(written.skeleton!)) views.push(rendered(s));
+    const split =
+      parse ??
+      (maySplit(written.skeleton!) ||
+        (literal !== undefined && maySplit(literal.skeleton!)) ||
+        (LINE_DIGIT.test(s) && maySplit(fold(s, false, true, true, 'kept').skeleton!)));
+    if (split) views.push(...rendered(s));
     for (const v of [...views]) {
       const joined = spelled(v);
       if (joined) views.push(joined);

@@ -36,13 +36,13 @@ const recordOf = (did: string, key: number, text: string) =>
 
 /** One event as generated: whose, which record, and its commit's rev (an index into revs; -1: none given). */
 interface Step {
-  kind: 'upsert' | 'delete';
+  kind: 'upsert' | 'delete' | 'skip';
   author: 0 | 1;
   key: number;
   rev: number;
 }
 const step = fc.record({
-  kind: fc.constantFrom('upsert' as const, 'delete' as const),
+  kind: fc.constantFrom('upsert' as const, 'delete' as const, 'skip' as const),
   author: fc.constantFrom(0 as const, 1 as const),
   key: fc.integer({ min: 0, max: 3 }),
   // Mostly in order; some older (a replay), some without a rev (Jetstream's deletes may carry none).
@@ -53,6 +53,7 @@ function opsOf(steps: Step[], authors: [string, string], revs: string[]): Op[] {
   return steps.map((s, i): Op => {
     const did = authors[s.author];
     const rev = s.rev >= 0 ? { rev: revs[s.rev]! } : {};
+    if (s.kind === 'skip') return { kind: 'skip', at: ++at };
     if (s.kind === 'delete') return { kind: 'delete', at: ++at, uri: uriOf(did, s.key), ...rev };
     return {
       kind: 'upsert',
@@ -159,15 +160,18 @@ describe("the stream's deletes, a run at once", () => {
       await setup.flush();
       const deleting = TID.nextStr();
       const batcher = new Batcher(counted, 'relay', quiet);
-      // Alice's commit of 200 deletes, then Bob's, as the stream brings them.
+      // Alice's commit of 200 deletes, then Bob's, as the stream brings them, with records of other collections
+      // (which the index skips) among them.
       for (const did of [alice, bob])
-        for (const rkey of rkeys)
+        for (const [i, rkey] of rkeys.entries()) {
           await batcher.add({
             kind: 'delete',
             at: ++at,
             uri: `at://${did}/${SESSION}/${rkey}`,
             rev: deleting,
           });
+          if (i % 50 === 0) await batcher.add({ kind: 'skip', at: ++at });
+        }
       await batcher.flush();
       expect(statements.filter((q) => /^begin$/i.test(q.trim()))).toHaveLength(2);
       const left =

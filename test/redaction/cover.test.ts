@@ -232,6 +232,13 @@ describe('the covering pass', () => {
       ['PELICAN-7731', 'PELICAN\n> 7731'],
       ['PELICAN-7731', 'PELICAN\n# 7731'],
       ['Room 101', 'Room\n# 101'],
+      // Digits at a line's start that are no list's number after all (the review): a decimal, a heading's, a
+      // paragraph's continuation numbered other than 1.
+      ['1.5 Maple Street', '1.5 [Maple](u "t") Street'],
+      ['2) Maple Street', '# 2) [Maple](u "t") Street'],
+      ['2. Maple Street', 'Ave\n2. [Maple](u "t") Street'],
+      // A percent-escape a reader sees as written, in a link the reader's renderer shows.
+      ['42 Maple Street', '[Flat %42](u "t") Maple Street'],
       // A percent-escape a reader sees as written: decoding it ate the needle's first letter.
       ['a^b$c', '%7a^b$C'],
       ['pelican', 'x%20pelican'],
