@@ -194,4 +194,25 @@ describe('the cover, as the reader renders it', () => {
       { numRuns: 300 },
     );
   });
+
+  it('leaves unreadable what a generated fuzz of Markdown found shown and uncovered (stop 50)', () => {
+    const found: [string, string][] = [
+      ['x^2', '_x_[^2](u)'],
+      ['E=mc^2', '_E=mc_[^2](https://w.example "t")'],
+      ['12 Maple Street', '12 [Maple](https://m.example "map") Street'],
+      ['PELICAN-7731', 'PELICAN\n> 7731'],
+      ['Room 101', 'Room\n# 101'],
+      ['1.5 Maple Street', '1.5 [Maple](u "t") Street'],
+      ['2) Maple Street', '# 2) [Maple](u "t") Street'],
+      ['42 Maple Street', '[Flat %42](u "t") Maple Street'],
+      ['a^b$c', '%7a^b$C'],
+    ];
+    const loose = (s: string) => s.toLowerCase().replace(/[-_\s]+/g, ' ');
+    for (const [words, text] of found) {
+      // The reader does show the words (the case is real), and no longer once covered.
+      expect(loose(read(rendered(text))), text).toContain(loose(words));
+      const out = makeCover([words]).apply(text);
+      expect(loose(read(rendered(out))), `${text} → ${out}`).not.toContain(loose(words));
+    }
+  });
 });
