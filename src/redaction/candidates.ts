@@ -33,13 +33,30 @@ export const SYNTAX = new Set(['*', '_', '[', ']', '(', ')', '<', '>', '!', '`',
 /** Characters that, at a line's start, can be a block's marker (with spaces between). */
 export const LINE_MARKS = new Set([' ', '\t', '>', '*', '+', '-', '#', '.', ')']);
 /**
- * A digit where a line's marker may be (an ordered list's number): read both ways, as marks and as characters
- * (`lineDigits`). As marks only, "12 [Maple](u "t") Street" or "PELICAN\n> 7731" lost the digits a reader sees.
+ * Where a line starts with a digit, the skeleton is read both ways: `marks`, with the digits where a list's number
+ * may be as marks, and `kept`, with them as characters. A list's number is not always one ("1.5 [Maple](u "t")
+ * Street", a heading's "2)"), and as marks only, "12 [Maple](u "t") Street" or "PELICAN\n> 7731" lost the digits a
+ * reader sees.
  */
-export const LINE_DIGIT = /(?:^|[\n\r])[ \t>*+#\-.)]*[0-9]/;
-export type LineDigits = 'marks' | 'kept';
+export type Reading = 'marks' | 'kept';
+/** Where the two readings may differ: a digit where a line's marker may be. */
+export const READINGS_DIFFER = /(?:^|[\n\r])[ \t>*+#\-.)]*[0-9]/;
 /** A code fence's opening line: its info string is not shown. */
 export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
+/**
+ * Lines a reader may not be shown at all: a code fence's opening line, a link reference's definition
+ * (`[r]: /u "t"`, not a footnote's) and a setext heading's `===` underline. Their letters would otherwise keep apart
+ * the words on the lines either side ("Zephyr\n\n[r]: /u\nStation" shows "Zephyr" and "Station").
+ */
+export const HIDDEN_LINES = new RegExp(
+  [
+    FENCE.source,
+    // A definition only when it is one (a destination, then at most a title): otherwise the line is shown.
+    String.raw`(?<=^|[\n\r])[ \t]{0,3}\[(?!\^)[^\]\n\r]+\]:[ \t]*(?:<[^<>\n\r]*>|[^\s<]\S*)(?:[ \t]+(?:"[^"\n\r]*"|'[^'\n\r]*'|\([^()\n\r]*\)))?[ \t]*(?=[\n\r]|$)`,
+    String.raw`(?<=^|[\n\r])[ \t]*=+[ \t]*(?=[\n\r]|$)`,
+  ].join('|'),
+  'g',
+);
 const NOT_KEPT = /[\s\p{P}]/gu;
 
 /** A needle as the skeleton holds it. */
@@ -51,11 +68,11 @@ export const kept = (folded: string): string =>
 const LINE_START_DIGITS = /(?<=^|[\n\r])[ \t>*+#\-.)0-9]+/g;
 const LINE_START = /(?<=^|[\n\r])[ \t>*+#\-.)]+/g;
 /** The skeleton of printable ASCII text, by the same rules, without folding (ASCII folds to lower case). */
-export function asciiSkeleton(lower: string, lineDigits: LineDigits = 'marks'): string {
+export function asciiSkeleton(lower: string, reading: Reading = 'marks'): string {
   return (
     lower
-      .replace(FENCE, MARK)
-      .replace(lineDigits === 'marks' ? LINE_START_DIGITS : LINE_START, MARK)
+      .replace(HIDDEN_LINES, MARK)
+      .replace(reading === 'marks' ? LINE_START_DIGITS : LINE_START, MARK)
       .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
       // A footnote's `[^` is its bracket, and the `^` stays a character, as the fold keeps it.
       .replace(/\[(?=\^)|[\])]/g, (c) => (c === '[' ? FOOTNOTE : BRACKET[c]!))

@@ -2,13 +2,13 @@ import {
   asciiSkeleton,
   BRACKET,
   candidates,
-  FENCE,
+  HIDDEN_LINES,
   kept,
-  LINE_DIGIT,
   LINE_MARKS,
-  type LineDigits,
   LOOSE,
   MARK,
+  READINGS_DIFFER,
+  type Reading,
   SYNTAX,
 } from './candidates.ts';
 import { unconfused, unparenthesised } from './lookalikes.ts';
@@ -72,6 +72,8 @@ const ENCODED =
 /** The same, and a link's destination, which the reader shows as nothing between the link text and what follows. */
 const ENCODED_OR_LINK = new RegExp(`\\]\\([^()\\s]*\\)|${ENCODED.source}`, 'g');
 const DIGIT = /[0-9]/;
+/** Printable ASCII other than letters and digits, and the line breaks. */
+const ASCII_PUNCTUATION = /^[\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/;
 /** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
 const DECODABLE = /[&%\\]/;
 
@@ -114,9 +116,9 @@ function fold(
   hideLinks = false,
   withSkeleton = false,
   decode = true,
-  lineDigits: LineDigits = 'marks',
+  reading: Reading = 'marks',
 ): Folded {
-  const folding = new Folding(s, withSkeleton, lineDigits);
+  const folding = new Folding(s, withSkeleton, reading);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
   for (const m of decode ? s.matchAll(encoded) : []) {
@@ -144,7 +146,7 @@ class Folding {
   private lineStart = true;
   /** Syntax, a block marker or a fence's info: a mark in the skeleton, not the character. */
   private quiet = false;
-  /** Code fences' opening lines, [start, end) by turns, in order. */
+  /** Lines not shown (HIDDEN_LINES), [start, end) by turns, in order. */
   private readonly fences: number[];
   private fence = 0;
   /** Right after `]` or `)`: whether a space or punctuation follows is noted (LOOSE). */
@@ -153,10 +155,12 @@ class Folding {
   constructor(
     private readonly s: string,
     withSkeleton: boolean,
-    private readonly lineDigits: LineDigits = 'marks',
+    private readonly reading: Reading = 'marks',
   ) {
     this.skeleton = withSkeleton ? '' : null;
-    this.fences = withSkeleton ? [...s.matchAll(FENCE)].flatMap((m) => [m.index, m.index + m[0].length]) : [];
+    this.fences = withSkeleton
+      ? [...s.matchAll(HIDDEN_LINES)].flatMap((m) => [m.index, m.index + m[0].length])
+      : [];
   }
 
   /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
@@ -173,7 +177,7 @@ class Folding {
       this.skeleton += this.afterBracket ? LOOSE + MARK : MARK;
       this.lineStart = true;
       this.afterBracket = false;
-    } else if (this.lineStart && (LINE_MARKS.has(c) || (this.lineDigits === 'marks' && DIGIT.test(c)))) {
+    } else if (this.lineStart && (LINE_MARKS.has(c) || (this.reading === 'marks' && DIGIT.test(c)))) {
       if (c !== ' ' && c !== '\t') this.skeleton += MARK;
       this.quiet = true;
     } else {
@@ -232,8 +236,17 @@ class Folding {
       return;
     }
     for (const { segment, index } of segmenter.segment(t)) {
-      if (!span) this.mark(segment, offset + index);
-      this.push(foldGrapheme(segment), ...at(index, segment.length));
+      // Markdown reads characters, not graphemes: a mark or a line's end with something invisible or combining
+      // after it (`*` and a joiner, `` ` `` and an accent, CRLF) is still that mark, and the rest is read after it.
+      const split = segment.length > 1 && ASCII_PUNCTUATION.test(segment[0]!) ? 1 : segment.length;
+      for (const [piece, from] of [
+        [segment.slice(0, split), index],
+        [segment.slice(split), index + split],
+      ] as const) {
+        if (!piece) continue;
+        if (!span) this.mark(piece, offset + from);
+        this.push(foldGrapheme(piece), ...at(from, piece.length));
+      }
     }
   }
 }
@@ -332,7 +345,8 @@ export function makeCover(words: Iterable<string>): Cover {
         : quick;
       const joined = quick.replace(SPELLED, squash);
       parse =
-        maySplit(asciiSkeleton(lower)) || (LINE_DIGIT.test(lower) && maySplit(asciiSkeleton(lower, 'kept')));
+        maySplit(asciiSkeleton(lower)) ||
+        (READINGS_DIFFER.test(lower) && maySplit(asciiSkeleton(lower, 'kept')));
       if (!parse && !needles.some((n) => quick.includes(n) || shown.includes(n) || joined.includes(n)))
         return [];
     }
@@ -347,7 +361,7 @@ export function makeCover(words: Iterable<string>): Cover {
       parse ??
       (maySplit(written.skeleton!) ||
         (literal !== undefined && maySplit(literal.skeleton!)) ||
-        (LINE_DIGIT.test(s) && maySplit(fold(s, false, true, true, 'kept').skeleton!)));
+        (READINGS_DIFFER.test(s) && maySplit(fold(s, false, true, true, 'kept').skeleton!)));
     if (split) views.push(...rendered(s));
     for (const v of [...views]) {
       const joined = spelled(v);

@@ -206,6 +206,10 @@ describe('the cover, as the reader renders it', () => {
       ['2) Maple Street', '# 2) [Maple](u "t") Street'],
       ['42 Maple Street', '[Flat %42](u "t") Maple Street'],
       ['a^b$c', '%7a^b$C'],
+      ['Zephyr Station', 'Zephyr\n\n[r]: /u "t"\nStation'],
+      ['Zephyr Station', 'Zephyr\n=\nStation'],
+      ['PELICAN', '*PELI*\u200dCAN é'],
+      ['Room 101', 'Room\r\n# 101 é'],
     ];
     const loose = (s: string) => s.toLowerCase().replace(/[-_\s]+/g, ' ');
     for (const [words, text] of found) {

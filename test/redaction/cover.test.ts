@@ -237,6 +237,19 @@ describe('the covering pass', () => {
       ['1.5 Maple Street', '1.5 [Maple](u "t") Street'],
       ['2) Maple Street', '# 2) [Maple](u "t") Street'],
       ['2. Maple Street', 'Ave\n2. [Maple](u "t") Street'],
+      // Lines a reader is not shown, between a phrase's words: a link reference's definition, a setext underline.
+      ['Zephyr Station', 'Zephyr\n\n[r]:u\nStation'],
+      ['Zephyr Station', 'Zephyr\n\n[r]: /u "t"\nStation'],
+      ['Zephyr Station', 'Zephyr\n=\nStation'],
+      ['Zephyr Station', 'Zephyr\n  ===  \nStation'],
+      // …but a line that only looks like a definition is shown.
+      ['Room 101', '[u]:> Ro&#x6f;M\n# 101'],
+      ['Café Zéphyr', '[u]:\uff38 CaFÉ\\\nZÉPhYr'],
+      // A mark, or a line's end, that is one grapheme with what follows it (the fold read graphemes).
+      ['PELICAN', '*PELI*\u200dCAN é'],
+      ['PELICAN', '``pe``\u0301lICan'],
+      ["O'Brien", "``o'B``\u034fRien"],
+      ['Room 101', 'Room\r\n# 101 é'],
       // A percent-escape a reader sees as written, in a link the reader's renderer shows.
       ['42 Maple Street', '[Flat %42](u "t") Maple Street'],
       // A percent-escape a reader sees as written: decoding it ate the needle's first letter.
@@ -291,7 +304,6 @@ describe('the covering pass', () => {
       '\n- ',
       '\n',
       '\n# ',
-      '\n1. ',
       '![',
       '[',
       ']',
