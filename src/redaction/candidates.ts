@@ -57,6 +57,9 @@ export const HIDDEN_LINES = new RegExp(
   ].join('|'),
   'g',
 );
+/** What each of HIDDEN_LINES needs: most text has none, and the look behind is tried at every position. */
+export const MAY_HIDE = /```|~~~|\]:|=/;
+const NEVER = /(?!)/g;
 const NOT_KEPT = /[\s\p{P}]/gu;
 
 /** A needle as the skeleton holds it. */
@@ -71,7 +74,7 @@ const LINE_START = /(?<=^|[\n\r])[ \t>*+#\-.)]+/g;
 export function asciiSkeleton(lower: string, reading: Reading = 'marks'): string {
   return (
     lower
-      .replace(HIDDEN_LINES, MARK)
+      .replace(MAY_HIDE.test(lower) ? HIDDEN_LINES : NEVER, MARK)
       .replace(reading === 'marks' ? LINE_START_DIGITS : LINE_START, MARK)
       .replace(/[\])](?=[ \t\n\r+"#%&',\-./:;?@{}])/g, `$&${LOOSE}`)
       // A footnote's `[^` is its bracket, and the `^` stays a character, as the fold keeps it.

@@ -7,6 +7,7 @@ import {
   LINE_MARKS,
   LOOSE,
   MARK,
+  MAY_HIDE,
   READINGS_DIFFER,
   type Reading,
   SYNTAX,
@@ -158,9 +159,10 @@ class Folding {
     private readonly reading: Reading = 'marks',
   ) {
     this.skeleton = withSkeleton ? '' : null;
-    this.fences = withSkeleton
-      ? [...s.matchAll(HIDDEN_LINES)].flatMap((m) => [m.index, m.index + m[0].length])
-      : [];
+    this.fences =
+      withSkeleton && MAY_HIDE.test(s)
+        ? [...s.matchAll(HIDDEN_LINES)].flatMap((m) => [m.index, m.index + m[0].length])
+        : [];
   }
 
   /** The skeleton's reading of source character `c` at `at` (written, not decoded), before it is folded. */
