@@ -61,7 +61,7 @@ function rendered(s: string): Folded[] {
   const shown = shownText(s);
   // The renderer decodes references and escapes but shows a percent-escape as written: read both ways.
   const folds = [fold(shown.text)];
-  if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, false, false, false));
+  if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, { decode: false }));
   return folds.map((f) => ({
     text: f.text,
     from: f.from.map((i) => shown.from[i]!),
@@ -146,18 +146,20 @@ function search(s: string, needles: readonly string[], maySplit: Candidates): Sp
     if (!parse && !needles.some((n) => quick.includes(n) || shown.includes(n) || joined.includes(n)))
       return [];
   }
-  const written = fold(s, false, parse === undefined);
+  const written = fold(s, { withSkeleton: parse === undefined });
   // A spelling a reader may see as written, not decoded (a percent-escape in prose): "%7a^b" shows "a^b".
-  const literal = DECODABLE.test(s) ? fold(s, false, parse === undefined, false) : undefined;
+  const literal = DECODABLE.test(s)
+    ? fold(s, { withSkeleton: parse === undefined, decode: false })
+    : undefined;
   // As written (a link's destination is text in the record), as a reader shows it without the link's
   // destination, and as the reader's Markdown renderer shows it; each also with spelled-out words joined.
   const views = literal ? [written, literal] : [written];
-  if (s.includes('](')) views.push(fold(s, true));
+  if (s.includes('](')) views.push(fold(s, { hideLinks: true }));
   const split =
     parse ??
     (maySplit(written.skeleton!) ||
       (literal !== undefined && maySplit(literal.skeleton!)) ||
-      (READINGS_DIFFER.test(s) && maySplit(fold(s, false, true, true, 'kept').skeleton!)));
+      (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)));
   if (split) views.push(...rendered(s));
   for (const v of [...views]) {
     const joined = spelled(v);

@@ -87,14 +87,16 @@ function foldGrapheme(g: string): string {
 /**
  * `s` folded for matching. With `hideLinks`, link destinations read as nothing (the text a reader sees);
  * without, they read as text (the destination itself, which the record carries). Without `decode`, spellings are
- * read as written, not as what they stand for.
+ * read as written, not as what they stand for. `withSkeleton` builds the skeleton candidates.ts reads, in `reading`.
  */
 export function fold(
   s: string,
-  hideLinks = false,
-  withSkeleton = false,
-  decode = true,
-  reading: Reading = 'marks',
+  {
+    hideLinks = false,
+    withSkeleton = false,
+    decode = true,
+    reading = 'marks',
+  }: { hideLinks?: boolean; withSkeleton?: boolean; decode?: boolean; reading?: Reading } = {},
 ): Folded {
   const folding = new Folding(s, withSkeleton, reading);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
@@ -214,18 +216,17 @@ class Folding {
       }
       return;
     }
+    const read = (piece: string, from: number) => {
+      if (!span) this.mark(piece, offset + from);
+      this.push(foldGrapheme(piece), ...at(from, piece.length));
+    };
     for (const { segment, index } of segmenter.segment(t)) {
       // Markdown reads characters, not graphemes: a mark or a line's end with something invisible or combining
       // after it (`*` and a joiner, `` ` `` and an accent, CRLF) is still that mark, and the rest is read after it.
-      const split = segment.length > 1 && ASCII_PUNCTUATION.test(segment[0]!) ? 1 : segment.length;
-      for (const [piece, from] of [
-        [segment.slice(0, split), index],
-        [segment.slice(split), index + split],
-      ] as const) {
-        if (!piece) continue;
-        if (!span) this.mark(piece, offset + from);
-        this.push(foldGrapheme(piece), ...at(from, piece.length));
-      }
+      if (segment.length > 1 && ASCII_PUNCTUATION.test(segment[0]!)) {
+        read(segment[0]!, index);
+        read(segment.slice(1), index + 1);
+      } else read(segment, index);
     }
   }
 }
