@@ -46,7 +46,9 @@ export const FENCE = /(?<=^|[\n\r])[ \t]*(?:`{3,}[^`\n\r]*|~{3,}[^\n\r]*)/g;
 /**
  * Lines a reader may not be shown at all: a code fence's opening line, a link reference's definition
  * (`[r]: /u "t"`, not a footnote's) and a setext heading's `===` underline. Their letters would otherwise keep apart
- * the words on the lines either side ("Zephyr\n\n[r]: /u\nStation" shows "Zephyr" and "Station").
+ * the words on the lines either side ("Zephyr\n\n[r]: /u\nStation" shows "Zephyr" and "Station"). And a task
+ * list item's marker and checkbox (`- [x] `), which the reader shows as a box: its `x` kept "PELICAN\n- [x] 7731"
+ * apart.
  */
 export const HIDDEN_LINES = new RegExp(
   [
@@ -54,11 +56,13 @@ export const HIDDEN_LINES = new RegExp(
     // A definition only when it is one (a destination, then at most a title): otherwise the line is shown.
     String.raw`(?<=^|[\n\r])[ \t]{0,3}\[(?!\^)[^\]\n\r]+\]:[ \t]*(?:<[^<>\n\r]*>|[^\s<]\S*)(?:[ \t]+(?:"[^"\n\r]*"|'[^'\n\r]*'|\([^()\n\r]*\)))?[ \t]*(?=[\n\r]|$)`,
     String.raw`(?<=^|[\n\r])[ \t]*=+[ \t]*(?=[\n\r]|$)`,
+    // Over-reading is safe here (more is parsed): any list marker, however nested, then `[ ]`, `[x]` or `[X]`.
+    String.raw`(?<=^|[\n\r])[ \t>*+\-.)0-9]*[*+\-.)][ \t]+\[[ xX]\](?=[ \t\n\r]|$)`,
   ].join('|'),
   'g',
 );
 /** What each of HIDDEN_LINES needs: most text has none, and the look behind is tried at every position. */
-export const MAY_HIDE = /```|~~~|\]:|=/;
+export const MAY_HIDE = /```|~~~|\]:|=|\[[ xX]\]/;
 const NEVER = /(?!)/g;
 const NOT_KEPT = /[\s\p{P}]/gu;
 

@@ -153,6 +153,8 @@ class Folding {
     if (this.fence < fences.length && fences[this.fence]! <= at) {
       this.skeleton += MARK;
       this.quiet = true;
+      // What follows a task's checkbox on its line is the item's text, not another marker.
+      this.lineStart = false;
     } else if (c === '\n' || c === '\r') {
       // A line's end right after a bracket is a break in what is shown, as a space is.
       this.skeleton += this.afterBracket ? LOOSE + MARK : MARK;

@@ -210,6 +210,8 @@ describe('the cover, as the reader renders it', () => {
       ['Zephyr Station', 'Zephyr\n=\nStation'],
       ['PELICAN', '*PELI*\u200dCAN é'],
       ['Room 101', 'Room\r\n# 101 é'],
+      ['PELICAN-7731', 'PELICAN\n- [x] 7731'],
+      ['Room 101', 'Room\n1. [X] 101 é'],
     ];
     const loose = (s: string) => s.toLowerCase().replace(/[-_\s]+/g, ' ');
     for (const [words, text] of found) {

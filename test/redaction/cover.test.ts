@@ -255,6 +255,11 @@ describe('the covering pass', () => {
       // A percent-escape a reader sees as written: decoding it ate the needle's first letter.
       ['a^b$c', '%7a^b$C'],
       ['pelican', 'x%20pelican'],
+      // A task list's checkbox between a phrase's words: the reader shows a box, not the `[x]` (stop 51).
+      ['PELICAN-7731', 'PELICAN\n- [x] 7731'],
+      ['PELICAN-7731', 'PELICAN\n\n* [ ] 7731'],
+      ['Room 101', 'Room\n1. [X] 101'],
+      ['Zephyr Station', '> Zephyr\n> + [x]\tStation'],
     ];
     // Each also with a letter beyond ASCII after it: the full fold reads it, not the quick look.
     for (const [words, text] of cases.flatMap(([w, t]) => [[w, t] as const, [w, `${t} é`] as const])) {
@@ -321,6 +326,8 @@ describe('the covering pass', () => {
       '[^',
       '](',
       '\n```\n',
+      '\n- [x] ',
+      '\n1. [ ] ',
     ];
     const wraps = [
       'X',
@@ -354,7 +361,7 @@ describe('the covering pass', () => {
             minLength: 4,
             maxLength: 4,
           }),
-          fc.constantFrom('', '', '> ', '- ', '# ', '1. ', '[', '![', 'see '),
+          fc.constantFrom('', '', '> ', '- ', '# ', '1. ', '- [x] ', '[', '![', 'see '),
           fc.constantFrom('', '', '\n\n[r]: /u', '\n\n[^1]: note', ' é'),
         )
         .map(([flips, seps, cuts, marks, lead, tail]) => {
