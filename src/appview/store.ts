@@ -4,6 +4,7 @@ import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { shapeProblem } from './shape.ts';
+import { stagesOf } from './versions.ts';
 
 export { pruneTombstones, removeRecord, removeRecords, TOMBSTONE_DAYS } from './removals.ts';
 
@@ -100,14 +101,11 @@ export async function indexRecords(
   const checked = checkRecords(did, records, opts.onSkip);
   const skipped = checked.filter((r) => !r.ok).length;
   if (skipped) await sql`update index_state set skipped = skipped + ${skipped} where id`;
-  // Within one batch one version of a record is written (a batch upsert may not touch a row twice): the newest
-  // by rev, as the events one at a time would leave it (an older one replayed after it is refused), else the last.
-  const newest = new Map<string, Checked>();
-  for (const r of checked) {
-    const seen = newest.get(r.uri);
-    if (!seen?.rev || !r.rev || r.rev >= seen.rev) newest.set(r.uri, r);
-  }
-  const latest = [...newest.values()];
+  for (const stage of stagesOf(checked, opts.backfill !== undefined)) await writeStage(sql, stage, opts);
+}
+
+/** One stage of a batch (versions.ts), each record once: refused ones dropped, kept ones written. */
+async function writeStage(sql: Queryable, latest: Checked[], opts: IndexOptions): Promise<void> {
   const since = opts.backfill?.since ?? null;
   const refused = latest.filter((r) => !r.ok);
   if (refused.length) await dropRefused(sql, refused, since);
