@@ -1,3 +1,4 @@
+import { type Apart, apart } from './apart.ts';
 import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './candidates.ts';
 import { ASCII, DECODABLE, type Folded, fold } from './fold.ts';
 import { shownText } from './markdown.ts';
@@ -58,15 +59,18 @@ function spelled(f: Folded): Folded | null {
 
 /** What the reader's Markdown renderer shows of `s`, folded, mapped to `s`. */
 function rendered(s: string): Folded[] {
-  const shown = shownText(s);
-  // The renderer decodes references and escapes but shows a percent-escape as written: read both ways.
-  const folds = [fold(shown.text)];
-  if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, { decode: false }));
-  return folds.map((f) => ({
-    text: f.text,
-    from: f.from.map((i) => shown.from[i]!),
-    to: f.to.map((i) => shown.to[i - 1]!),
-  }));
+  const plain = shownText(s);
+  // With the numbers the reader adds (an ordered list's, footnotes'), and without, as its text content has them.
+  return [plain, ...(plain.numbered ? [plain.numbered] : [])].flatMap((shown) => {
+    // The renderer decodes references and escapes but shows a percent-escape as written: read both ways.
+    const folds = [fold(shown.text)];
+    if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, { decode: false }));
+    return folds.map((f) => ({
+      text: f.text,
+      from: f.from.map((i) => shown.from[i]!),
+      to: f.to.map((i) => shown.to[i - 1]!),
+    }));
+  });
 }
 
 /**
@@ -99,12 +103,13 @@ export function makeCover(words: Iterable<string>): Cover {
   for (const w of words) for (const n of needlesOf(w)) set.add(n);
   const needles = [...set].sort((a, b) => b.length - a.length);
   const maySplit = candidates(needles);
+  const mayBeApart = apart(needles);
   // Strings this cover found showing nothing: a publish covers each turn's text, then every string of every record
   // again, most of them that same text (half the covering pass's time). Exact strings only, held for one plan.
   const clean = new Set<string>();
   const find = (s: string): Span[] => {
     if (!needles.length || !s || clean.has(s)) return [];
-    const hits = search(s, needles, maySplit);
+    const hits = search(s, needles, maySplit, mayBeApart);
     if (!hits.length) clean.add(s);
     return hits;
   };
@@ -128,7 +133,7 @@ export function makeCover(words: Iterable<string>): Cover {
 }
 
 /** Every place in `s` that shows one of `needles`, merged, in order. */
-function search(s: string, needles: readonly string[], maySplit: Candidates): Span[] {
+function search(s: string, needles: readonly string[], maySplit: Candidates, mayBeApart: Apart): Span[] {
   let parse: boolean | undefined;
   // Most strings hold no covered word: a cheap look first (the same fold, without the index map, for the
   // printable ASCII that most text is), and the full fold only where a needle may be.
@@ -142,7 +147,8 @@ function search(s: string, needles: readonly string[], maySplit: Candidates): Sp
     const joined = quick.replace(SPELLED, squash);
     parse =
       maySplit(asciiSkeleton(lower)) ||
-      (READINGS_DIFFER.test(lower) && maySplit(asciiSkeleton(lower, 'kept')));
+      (READINGS_DIFFER.test(lower) && maySplit(asciiSkeleton(lower, 'kept'))) ||
+      mayBeApart(s, [quick, shown === quick ? undefined : shown]);
     if (!parse && !needles.some((n) => quick.includes(n) || shown.includes(n) || joined.includes(n)))
       return [];
   }
@@ -154,12 +160,14 @@ function search(s: string, needles: readonly string[], maySplit: Candidates): Sp
   // As written (a link's destination is text in the record), as a reader shows it without the link's
   // destination, and as the reader's Markdown renderer shows it; each also with spelled-out words joined.
   const views = literal ? [written, literal] : [written];
-  if (s.includes('](')) views.push(fold(s, { hideLinks: true }));
+  const unlinked = s.includes('](') ? fold(s, { hideLinks: true }) : undefined;
+  if (unlinked) views.push(unlinked);
   const split =
     parse ??
     (maySplit(written.skeleton!) ||
       (literal !== undefined && maySplit(literal.skeleton!)) ||
-      (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)));
+      (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)) ||
+      mayBeApart(s, [written.text, literal?.text, unlinked?.text]));
   if (split) views.push(...rendered(s));
   for (const v of [...views]) {
     const joined = spelled(v);

@@ -28,6 +28,7 @@ export interface Folded {
 export const ASCII = /^[\t\n\r\x20-\x7e\u2588]*$/;
 const INVISIBLE = /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}]/gu;
 const BREAK = /^[\s\p{Pd}\p{Pc}\u2212]+$/u;
+const PLAIN = /^[A-Za-z0-9]+$/;
 const QUOTES = /[\u2018\u2019\u201a\u201b\u2032\u02bc\uff07]/gu;
 const STROKES: Record<string, string> = {
   ł: 'l',
@@ -73,7 +74,12 @@ function decoded(token: string): string | null {
 function foldGrapheme(g: string): string {
   if (MARKS.has(g)) return '';
   if (g === '+') return ' ';
-  const bare = unparenthesised(unconfused(g).normalize('NFKD').replace(INVISIBLE, ''));
+  // What NFKD reads as plain letters or digits is those: the look-alike map takes a full-width "０" or "𝟎" for
+  // "O", "ℐ" for "J".
+  const decomposed = g.normalize('NFKD').replace(INVISIBLE, '');
+  const bare = PLAIN.test(decomposed)
+    ? decomposed
+    : unparenthesised(unconfused(g).normalize('NFKD').replace(INVISIBLE, ''));
   if (!bare) return '';
   if (BREAK.test(bare)) return ' ';
   return bare

@@ -18,10 +18,19 @@ export interface Shown {
   /** For each code unit of `text`, the [from, to) of the source that produced it. */
   from: number[];
   to: number[];
+  /**
+   * Where the reader numbers what the source does not write (an ordered list's items, footnote references): the
+   * text with those numbers too. A page shows the numbers, though its text content (a copy, a screen reader)
+   * may not: both are read.
+   */
+  numbered?: Shown;
 }
 
-/** Parents whose children are blocks: the reader shows a line break between them. Table cells join. */
-const BLOCKS = new Set(['root', 'blockquote', 'list', 'listItem', 'footnoteDefinition']);
+/**
+ * Parents whose children are blocks, or a table's rows and cells: the reader shows them apart (a line break, a
+ * cell's edge).
+ */
+const BLOCKS = new Set(['root', 'blockquote', 'list', 'listItem', 'footnoteDefinition', 'table', 'tableRow']);
 const REFERENCE = /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});/y;
 const PUNCTUATION = /[!-/:-@[-`{-~]/;
 
@@ -38,15 +47,34 @@ export function decodeReference(ref: string): string | null {
 
 export function shownText(s: string): Shown {
   const tree = fromMarkdown(s, { extensions: [gfm()], mdastExtensions: [gfmFromMarkdown()] });
-  const shown = new Showing(s);
-  shown.walk(tree);
-  return shown.out;
+  const plain = new Showing(s, false);
+  plain.show(tree);
+  if (!plain.numbers) return plain.out;
+  const numbered = new Showing(s, true);
+  numbered.show(tree);
+  return { ...plain.out, numbered: numbered.out };
 }
 
 /** The shown text of one source string as it is built, each code unit with its source range. */
 class Showing {
   readonly out: Shown = { text: '', from: [], to: [] };
-  constructor(private readonly s: string) {}
+  /** Whether the reader numbers anything here (see Shown.numbered). */
+  numbers = false;
+  /** Footnotes: the reader lists their definitions at the end, numbered in the order first referenced. */
+  private readonly notes: Nodes[] = [];
+  private readonly noteNumbers = new Map<string, number>();
+  constructor(
+    private readonly s: string,
+    private readonly numbered: boolean,
+  ) {}
+
+  show(tree: Nodes) {
+    this.walk(tree);
+    for (const note of this.notes) {
+      this.separate();
+      this.walk(note, true);
+    }
+  }
 
   emit(value: string, from: number, to: number) {
     const out = this.out;
@@ -103,7 +131,7 @@ class Showing {
     this.emit('\n', at, at);
   }
 
-  walk(node: Nodes) {
+  walk(node: Nodes, inNotes = false) {
     const s = this.s;
     const start = node.position?.start.offset ?? 0;
     const end = node.position?.end.offset ?? s.length;
@@ -127,14 +155,36 @@ class Showing {
         this.emit('🖼 ', start, end);
         return node.alt ? this.aligned(node.alt, start + 2, end) : this.emit('image', start, end);
       case 'definition':
-      case 'footnoteReference':
         return;
-      default:
-        if (!('children' in node)) return;
-        node.children.forEach((child, k) => {
-          if (k > 0 && BLOCKS.has(node.type)) this.separate();
-          this.walk(child);
-        });
+      case 'footnoteReference': {
+        this.numbers = true;
+        const n = this.noteNumbers.get(node.identifier) ?? this.noteNumbers.size + 1;
+        this.noteNumbers.set(node.identifier, n);
+        if (this.numbered) this.emit(String(n), start, end);
+        return;
+      }
+      case 'footnoteDefinition':
+        // Shown at the end, not where it is written: the words either side of it read as one line.
+        if (!inNotes) {
+          this.notes.push(node);
+          return;
+        }
+        break;
+      case 'list':
+        if (node.ordered) this.numbers = true;
+        break;
     }
+    if (!('children' in node)) return;
+    const from = node.type === 'list' && node.ordered && this.numbered ? (node.start ?? 1) : null;
+    node.children.forEach((child, k) => {
+      if (k > 0 && BLOCKS.has(node.type)) this.separate();
+      // An ordered list's item shows its number, mapped to the item's marker.
+      if (from !== null) {
+        const at = child.position?.start.offset ?? start;
+        const marker = ('children' in child && child.children[0]?.position?.start.offset) || at;
+        this.emit(`${from + k}. `, at, marker);
+      }
+      this.walk(child);
+    });
   }
 }
