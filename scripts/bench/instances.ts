@@ -128,6 +128,7 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       // the most this machine allows is cores ÷ that.
       one_instance_cores_busy: busy.one.length ? round(median(busy.one), 2) : null,
       two_instances_cores_busy: busy.two.length ? round(median(busy.two), 2) : null,
+      half_players_one_instance_cores_busy: busy.half.length ? round(median(busy.half), 2) : null,
       ceiling_on_this_machine: ceiling === null ? null : round(ceiling, 2),
       cpu_ms_per_turn_one: medianParts(perTurn.one),
       cpu_ms_per_turn_two: medianParts(perTurn.two),
