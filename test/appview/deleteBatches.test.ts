@@ -87,23 +87,35 @@ async function stateOf(authors: [string, string]) {
   };
 }
 
+/**
+ * `steps` applied to two fresh pairs of authors, after `before` (each its own batch): for one pair in one batch,
+ * for the other one batch each. The index must end the same for both.
+ */
+async function expectBatchedAsAlone(batcher: Batcher, steps: Step[], revs: string[], before: Step[] = []) {
+  const together: [string, string] = [freshDid(), freshDid()];
+  const alone: [string, string] = [freshDid(), freshDid()];
+  for (const authors of [together, alone]) {
+    for (const op of opsOf(before, authors, revs)) await batcher.add(op);
+    await batcher.flush();
+  }
+  // Every event in one batch: consecutive deletes go together, as consecutive upserts do.
+  for (const op of opsOf(steps, together, revs)) await batcher.add(op);
+  await batcher.flush();
+  // The same events, one batch each.
+  for (const op of opsOf(steps, alone, revs)) {
+    await batcher.add(op);
+    await batcher.flush();
+  }
+  expect(await stateOf(together)).toEqual(await stateOf(alone));
+}
+
 describe("the stream's deletes, a run at once", () => {
   it('leave the index exactly as the same events applied one at a time would', async () => {
     const batcher = new Batcher(db.sql, 'relay', quiet);
     await fc.assert(
       fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 24 }), async (steps) => {
         const revs = Array.from({ length: 12 }, () => TID.nextStr());
-        const together: [string, string] = [freshDid(), freshDid()];
-        const alone: [string, string] = [freshDid(), freshDid()];
-        // Every event in one batch: consecutive deletes go together.
-        for (const op of opsOf(steps, together, revs)) await batcher.add(op);
-        await batcher.flush();
-        // The same events, one batch each.
-        for (const op of opsOf(steps, alone, revs)) {
-          await batcher.add(op);
-          await batcher.flush();
-        }
-        expect(await stateOf(together)).toEqual(await stateOf(alone));
+        await expectBatchedAsAlone(batcher, steps, revs);
       }),
       { numRuns: 60 },
     );
@@ -125,20 +137,8 @@ describe("the stream's deletes, a run at once", () => {
     await fc.assert(
       fc.asyncProperty(fc.option(fc.integer({ min: 0, max: 5 })), versions, async (stored, steps) => {
         const revs = Array.from({ length: 6 }, () => TID.nextStr());
-        const together: [string, string] = [freshDid(), freshDid()];
-        const alone: [string, string] = [freshDid(), freshDid()];
         const before: Step[] = stored === null ? [] : [{ kind: 'upsert', author: 0, key: 0, rev: stored }];
-        for (const authors of [together, alone]) {
-          for (const op of opsOf(before, authors, revs)) await batcher.add(op);
-          await batcher.flush();
-        }
-        for (const op of opsOf(steps, together, revs)) await batcher.add(op);
-        await batcher.flush();
-        for (const op of opsOf(steps, alone, revs)) {
-          await batcher.add(op);
-          await batcher.flush();
-        }
-        expect(await stateOf(together)).toEqual(await stateOf(alone));
+        await expectBatchedAsAlone(batcher, steps, revs, before);
       }),
       { numRuns: 150 },
     );
