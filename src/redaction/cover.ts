@@ -1,6 +1,6 @@
 import { type Apart, apart } from './apart.ts';
 import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './candidates.ts';
-import { ASCII, DECODABLE, type Folded, fold } from './fold.ts';
+import { ASCII, DECODABLE, type Folded, fold, LINK_DESTINATION } from './fold.ts';
 import { shownText } from './markdown.ts';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
@@ -23,7 +23,6 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
 const ASCII_BREAKS = /[ \t\n\r_+-]+/g;
 const ASCII_MARKS = /[*`~[\]]/g;
-const LINK_DESTINATION = /\]\([^()\s]*\)/g;
 /** What a needle keeps at its core: not the spaces, punctuation and symbols at its edges. */
 const EDGES = /^[ \p{P}\p{S}]+|[ \p{P}\p{S}]+$/gu;
 const SYMBOL = /\p{S}/u;

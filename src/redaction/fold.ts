@@ -48,8 +48,14 @@ const MARKS = new Set(['*', '`', '~', '[', ']']);
 /** Spellings a reader decodes: a character reference, a run of percent-escapes, a backslash escape. */
 const ENCODED =
   /&(#[0-9]{1,7}|#[xX][0-9a-fA-F]{1,6}|[A-Za-z][A-Za-z0-9]{1,31});|(?:%[0-9A-Fa-f]{2})+|\\[!-/:-@[-`{-~]/g;
-/** The same, and a link's destination, which the reader shows as nothing between the link text and what follows. */
-const ENCODED_OR_LINK = new RegExp(`\\]\\([^()\\s]*\\)|${ENCODED.source}`, 'g');
+/**
+ * A link's destination and title, which the reader shows as nothing between the link text and what follows:
+ * `](u)`, `](<a b>)`, `](u "t")`. A title past 200 characters is read as text (the look stays linear).
+ */
+export const LINK_DESTINATION =
+  /\]\([ \t]*(?:(?:<[^<>\n\r]*>|[^()\s]+)(?:[ \t\n\r]+(?:"[^"]{0,200}"|'[^']{0,200}'|\([^()]{0,200}\)))?[ \t]*)?\)/g;
+/** The same as ENCODED, and a link's destination. */
+const ENCODED_OR_LINK = new RegExp(`${LINK_DESTINATION.source}|${ENCODED.source}`, 'g');
 const DIGIT = /[0-9]/;
 /** Printable ASCII other than letters and digits, and the line breaks. */
 const ASCII_PUNCTUATION = /^[\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/;

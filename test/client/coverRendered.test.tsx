@@ -234,6 +234,10 @@ describe('the cover, as the reader renders it', () => {
       ['Café Zéphyr', 'Café\n\n[r]:\n/\nZéphyr'],
       ['Zephyr Station', '| Zephyr |\n|---|\n| Station |'],
       ['Room 101', '100. Room\n1. x'],
+      ['Room 101', 'x[^z] Room 10[^b]\n\n[^b]: n'],
+      ['Room 101', '[R](u "t")oom 10[^a]\n\n[^a]: n'],
+      ['Room 101', '[R](u "t")oom\n> [r]: /u\n101'],
+      ['PELICAN-7731', '1. 7730. PELICAN\n   1. x'],
     ];
     const loose = (s: string) => s.toLowerCase().replace(/[-_\s]+/g, ' ');
     for (const [words, text] of found) {

@@ -324,6 +324,19 @@ describe('the covering pass', () => {
       // Found by the generated splice test once it joined with these: a word that is whole only without a link's
       // destination.
       ['ab-12', '[a](u)b\n\n[r]:\n/u\n 12'],
+      // A second round: a footnote's number however its reference is written (an undefined one before it, the
+      // definitions first, Markdown within the phrase), a word split by a link with a title, a list opened on its
+      // parent item's line.
+      ['Room 101', 'x[^z] Room 10[^b]\n\n[^b]: n'],
+      ['Room 101', '[^b]: n\n\n[^a]: m\n\nRoom 10[^a]'],
+      ['Room 101', '[R](u "t")oom 10[^a]\n\n[^a]: n'],
+      ['PELICAN-7731', 'PELICAN\\\n773[^a]\n\n[^a]: n'],
+      ['Room 101', '_Room 10_[^a]\n\n[^a]: n'],
+      ['Room 101', '[R](u "t")oom\n> [r]: /u\n101'],
+      ['Café Zéphyr', '_C_**afé**\n>[r]:u\nZéphyr'],
+      ['Room 101', '> Room\n> ===\n[1](u "t")01'],
+      ['PELICAN-7731', '1. 7730. PELICAN\n   1. x'],
+      ['Room 101', '> 1. 100. Room\n>    1. x'],
     ];
     // Each also with a paragraph beyond ASCII after it (a table ends at a line that is no row).
     expectCoveredAsShown(cases, '\n\né');
