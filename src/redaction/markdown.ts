@@ -19,9 +19,9 @@ export interface Shown {
   from: number[];
   to: number[];
   /**
-   * Where the reader numbers what the source does not write (an ordered list's items, footnote references): the
-   * text with those numbers too. A page shows the numbers, though its text content (a copy, a screen reader)
-   * may not: both are read.
+   * Where the reader numbers an ordered list's items (which the source may number otherwise): the text with those
+   * numbers too. A page shows them, though its text content (a copy, a screen reader) does not: both are read. A
+   * footnote reference's number is text, in both.
    */
   numbered?: Shown;
 }
@@ -58,7 +58,7 @@ export function shownText(s: string): Shown {
 /** The shown text of one source string as it is built, each code unit with its source range. */
 class Showing {
   readonly out: Shown = { text: '', from: [], to: [] };
-  /** Whether the reader numbers anything here (see Shown.numbered). */
+  /** Whether the reader numbers a list here (see Shown.numbered). */
   numbers = false;
   /** Footnotes: the reader lists their definitions at the end, numbered in the order first referenced. */
   private readonly notes: Nodes[] = [];
@@ -157,11 +157,10 @@ class Showing {
       case 'definition':
         return;
       case 'footnoteReference': {
-        this.numbers = true;
+        // Its number is text (a superscript link), in both readings.
         const n = this.noteNumbers.get(node.identifier) ?? this.noteNumbers.size + 1;
         this.noteNumbers.set(node.identifier, n);
-        if (this.numbered) this.emit(String(n), start, end);
-        return;
+        return this.emit(String(n), start, end);
       }
       case 'footnoteDefinition':
         // Shown at the end, not where it is written: the words either side of it read as one line.

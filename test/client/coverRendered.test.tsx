@@ -238,6 +238,7 @@ describe('the cover, as the reader renders it', () => {
       ['Room 101', '[R](u "t")oom 10[^a]\n\n[^a]: n'],
       ['Room 101', '[R](u "t")oom\n> [r]: /u\n101'],
       ['PELICAN-7731', '1. 7730. PELICAN\n   1. x'],
+      ['Room 101', 'Room\n1. 10[^a]\n[^a]:'],
     ];
     const loose = (s: string) => s.toLowerCase().replace(/[-_\s]+/g, ' ');
     for (const [words, text] of found) {

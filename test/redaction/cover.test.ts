@@ -337,6 +337,9 @@ describe('the covering pass', () => {
       ['Room 101', '> Room\n> ===\n[1](u "t")01'],
       ['PELICAN-7731', '1. 7730. PELICAN\n   1. x'],
       ['Room 101', '> 1. 100. Room\n>    1. x'],
+      // A third: a footnote's number in an ordered list's item, which the reader's text content holds too.
+      ['Room 101', 'Room\n1. 10[^a]\n[^a]:'],
+      ['PELICAN-7731', 'PELICAN\n\n1. 773[^a]\n\n[^a]: n'],
     ];
     // Each also with a paragraph beyond ASCII after it (a table ends at a line that is no row).
     expectCoveredAsShown(cases, '\n\né');
