@@ -25,7 +25,7 @@ function rendered(text: string): string {
   if (!lists.length) return plain;
   for (const ol of lists) {
     const start = Number(ol.getAttribute('start') ?? 1);
-    [...ol.children].forEach((li, i) => li.prepend(`${start + i}. `));
+    for (const [i, li] of [...ol.children].entries()) li.prepend(`${start + i}. `);
   }
   return `${plain} ¦ ${div.textContent ?? ''}`;
 }
