@@ -12,7 +12,8 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
  * as one word break (fold.ts). What a reader decodes is decoded first: Markdown's emphasis, code and link
  * brackets and its backslash escapes are invisible, character references (`&#77;`, `&amp;`) and percent-escapes
  * (`%20`, `12+Maple+Street`) read both as what they stand for and as written (prose shows `%7a` as it is), and a
- * link's destination both as text and as if it were not there (`[12 Maple](…) Street` shows "12 Maple Street").
+ * link's destination and title both as text and as if they were not there (`[12 Maple](…) Street` shows "12 Maple
+ * Street").
  * Look-alike letters (small capitals, ⒫, 🅟,
  * Cyrillic "р") read as the Latin ones (lookalikes.ts), and letters spelled out one by one with punctuation
  * between ("P-E-L-I-C-A-N", "P.E.L.I.C.A.N") as the word. Where Markdown may split a covered word (candidates.ts),
