@@ -1,3 +1,4 @@
+import { readsAsMarkdown } from '../markdown/index.ts';
 import { type Apart, apart } from './apart.ts';
 import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './candidates.ts';
 import { ASCII, DECODABLE, type Folded, fold, LINK_DESTINATION } from './fold.ts';
@@ -168,7 +169,8 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
       (literal !== undefined && maySplit(literal.skeleton!)) ||
       (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)) ||
       mayBeApart(s, [written.text, literal?.text, unlinked?.text]));
-  if (split) views.push(...rendered(s));
+  // Past the parser's bounds the reader shows the text as written (src/markdown): what it shows is `written`.
+  if (split && readsAsMarkdown(s)) views.push(...rendered(s));
   for (const v of [...views]) {
     const joined = spelled(v);
     if (joined) views.push(joined);

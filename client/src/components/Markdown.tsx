@@ -4,6 +4,7 @@
 import { type ReactNode, useEffect, useRef, useState } from 'react';
 import ReactMarkdown, { type Options } from 'react-markdown';
 import remarkGfm from 'remark-gfm';
+import { readsAsMarkdown } from '../../../src/markdown/index.ts';
 
 /** A fenced block that names its language: the only text the highlighter has anything to do for. */
 const NAMED_FENCE = /(^|\n) {0,3}(```|~~~)[ \t]*[^\s`~]/;
@@ -61,7 +62,9 @@ function CodeBlock({ children }: { children?: ReactNode }) {
  * javascript: and other unsafe link targets: nothing in the text can execute.
  */
 export function Markdown({ text }: { text: string }) {
-  const rehypePlugins = useHighlighter(text);
+  const fits = readsAsMarkdown(text);
+  const rehypePlugins = useHighlighter(fits ? text : '');
+  if (!fits) return <AsWritten text={text} />;
   return (
     <div className="markdown">
       <ReactMarkdown
@@ -90,6 +93,20 @@ export function Markdown({ text }: { text: string }) {
       >
         {text}
       </ReactMarkdown>
+    </div>
+  );
+}
+
+/**
+ * A text past the Markdown parser's bounds (src/markdown/bounds.ts), shown as written: its paragraphs, each with
+ * its line breaks, and a line that says why it is not formatted. Every view decides alike (the server's page, the
+ * browser, the cover's model of the reader), so hydration matches and what is covered is what is shown.
+ */
+function AsWritten({ text }: { text: string }) {
+  return (
+    <div className="markdown as-written">
+      {text.split(/\n[ \t]*\n/).map((p, i) => (p.trim() ? <p key={i}>{p}</p> : null))}
+      <p className="meta">Shown as written: too long or too intricate to format.</p>
     </div>
   );
 }

@@ -1,0 +1,1 @@
+export { MARKDOWN_BOUNDS, type MarkdownBounds, readsAsMarkdown } from './bounds.ts';

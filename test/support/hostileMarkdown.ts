@@ -1,0 +1,24 @@
+// Texts any repo can publish that the reader's Markdown parser cannot read in bounded time or stack (src/markdown).
+
+/** Shapes that took the parser seconds, or overflowed the stack of the parse or of the reader's render. */
+export const HOSTILE_MARKDOWN: [string, string][] = [
+  ['5,000 nested quotes', `${'>'.repeat(5000)} a`],
+  ['2,000 nested lists on a line', `${'- '.repeat(2000)}a`],
+  [
+    'lists nested by indentation',
+    Array.from({ length: 100 }, (_, i) => `${' '.repeat(2 * i)}- a`).join('\n'),
+  ],
+  ['nested emphasis', `${'*a '.repeat(3000)}x${' a*'.repeat(3000)}`],
+  ['a run of emphasis marks', `${'*'.repeat(7500)}a${'*'.repeat(7500)}`],
+  ['emphasis marks and letters', '*a'.repeat(7500)],
+  ['nested links', `${'['.repeat(3000)}a${'](b)'.repeat(3000)}`],
+  ['unclosed destinations', '](<'.repeat(5000)],
+  ['unclosed comments in a table', '|<!--'.repeat(3000)],
+  ['5,000 quotes', '> a\n\n'.repeat(5000)],
+  ['2,500 list items each with a quote', '- > a\n'.repeat(2500)],
+  ['2,500 lists between paragraphs', '- a\n\nb\n\n'.repeat(2500)],
+  ['2,500 setext headings', 'a\n---\n'.repeat(2500)],
+  ['2,000 definitions', '[a]: b\n'.repeat(2000)],
+  ['2,000 paragraphs', 'a\n\n'.repeat(2000)],
+  ['60,000 characters of prose', 'word '.repeat(12_000)],
+];
