@@ -3,6 +3,7 @@
 // noEval.ts: nothing here builds a schema).
 import { useEffect, useState } from 'react';
 import { hydrateRoot } from 'react-dom/client';
+import { threadWindow } from '../../src/markdown/index.ts';
 import { ReaderRoot } from './reader/Root.tsx';
 import type { ReaderData, ThreadData } from './reader/types.ts';
 import './styles.css';
@@ -18,7 +19,15 @@ function LiveReader({ initial }: { initial: ReaderData }) {
       const res = await fetch(url).catch(() => null);
       if (!res?.ok) return;
       const { thread } = (await res.json()) as { thread: ThreadData };
-      setData({ ...initial, thread });
+      // The same page as the server's, of the thread as it is now (a live thread's last page grows).
+      const lengths = thread.messages.map((m) => m.record.text?.length ?? 0);
+      const window = threadWindow(lengths, initial.window?.page ?? 1);
+      if (!window) return;
+      setData({
+        ...initial,
+        thread: { ...thread, messages: thread.messages.slice(window.first, window.end) },
+        window,
+      });
     }, 5000);
     return () => clearInterval(timer);
   }, [initial]);

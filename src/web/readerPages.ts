@@ -3,6 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Response, Router } from 'express';
 import { AppError } from '../http/index.ts';
+import { threadWindow } from '../markdown/index.ts';
 import { type CardInput, LinkCards } from './linkCard.ts';
 import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
 
@@ -53,6 +54,28 @@ function assetsOf(dir: string): ReaderAssets {
 
 const ACTOR = /^[a-zA-Z0-9._:%~-]{1,300}$/;
 const RKEY = /^[a-z2-7]{13}$/;
+/** `?page=N` of a thread: its first page when absent; null when not a page number. */
+function pageParam(value: unknown): number | null {
+  if (value === undefined) return 1;
+  return typeof value === 'string' && /^[1-9][0-9]{0,5}$/.test(value) ? Number(value) : null;
+}
+
+/** A thread as the AppView answers it, as far as a page reads it: its turns' texts. */
+interface PagedThread {
+  messages: { record: { text?: unknown } }[];
+}
+
+/**
+ * One page of a thread (src/markdown/pages.ts): its turns only, which is all the page renders and sends, and where
+ * it is; null when there is no such page.
+ */
+function pageOf(thread: unknown, page: number) {
+  const t = thread as PagedThread;
+  const lengths = t.messages.map((m) => (typeof m.record.text === 'string' ? m.record.text.length : 0));
+  const window = threadWindow(lengths, page);
+  if (!window) return null;
+  return { thread: { ...t, messages: t.messages.slice(window.first, window.end) }, window };
+}
 /**
  * A published page may be kept a little while by a browser or a CDN, then asked again with its ETag (a 304 when
  * nothing changed): unpublishing or deleting shows within the minute.
@@ -168,7 +191,8 @@ export function readerPages(deps: {
   router.get('/profile/:actor/thread/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
     const base = deps.baseUrl;
-    if (!ACTOR.test(actor) || !RKEY.test(rkey)) return missingPage(res, 404, base, assets);
+    const page = pageParam(req.query.page);
+    if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
     const found = await deps.source.thread(actor, rkey).catch((e: unknown) => {
       // The author's repo is still being read (a thread this server had not seen): a page that says so.
       if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
@@ -179,11 +203,22 @@ export function readerPages(deps: {
       return missingPage(res, 503, base, assets);
     }
     if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
-    const data = { page: 'thread', actor, rkey, thread: found.thread };
+    const paged = pageOf(found.thread, page);
+    if (!paged) return missingPage(res, 404, base, assets);
+    const data = { page: 'thread', actor, rkey, ...paged };
+    // A later page is a page of its own (its own address, its own title).
+    const meta =
+      page === 1
+        ? found.meta
+        : {
+            ...found.meta,
+            title: `${found.meta.title} (page ${page})`,
+            canonical: `${found.meta.canonical}?page=${page}`,
+          };
     const render = await loadRenderer();
     // What the page shows, and the bundle it loads (a new build's page is a new page): its key and its ETag.
-    const key = hashOf(assetsKey + JSON.stringify([data, found.meta]));
-    const html = rendered.get(key, () => readerPage({ meta: found.meta, body: render(data), data, assets }));
+    const key = hashOf(assetsKey + JSON.stringify([data, meta]));
+    const html = rendered.get(key, () => readerPage({ meta, body: render(data), data, assets }));
     send(res, 200, html, key);
   });
 

@@ -30,10 +30,12 @@ const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
 const createdAt = '2026-11-01T09:30:00.000Z';
 const did = 'did:plc:noscript00000000000000001';
 
+const knowAuthor = () => app.db.sql`insert into index_actors (did, handle, verified_at)
+  values (${did}, 'carol.test', now()) on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+
 /** A thread with every kind of turn the reader shows, published by an author the index knows. */
 async function publish(): Promise<string> {
-  await app.db.sql`insert into index_actors (did, handle, verified_at) values (${did}, 'carol.test', now())
-    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+  await knowAuthor();
   const rkey = TID.nextStr();
   const session = `at://${did}/click.aligned.chat.session/${rkey}`;
   const turns: Record<string, unknown>[] = [
@@ -174,3 +176,104 @@ it('axe-core finds nothing serious on the server-rendered page before any script
     await page.unroute('**/assets/*.js');
   }
 }, 60_000);
+
+/** A long thread: 150 turns, one of them past the Markdown parser's bounds (ADR 0084). */
+async function publishLong(): Promise<string> {
+  await knowAuthor();
+  const rkey = TID.nextStr();
+  const session = `at://${did}/click.aligned.chat.session/${rkey}`;
+  await indexRecords(app.db.sql, did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.session',
+        title: 'The long watch',
+        createdAt,
+        agents: [{ name: 'Ada' }],
+      },
+    },
+    ...Array.from({ length: 150 }, (_, i) => ({
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.message',
+        session,
+        createdAt,
+        role: i % 2 ? 'assistant' : 'user',
+        ...(i % 2 ? { model: 'openai/gpt-4o' } : {}),
+        text:
+          i === 120
+            ? `${'>'.repeat(3000)} the deepest quote\n\n${'*a '.repeat(500)}`
+            : `Turn ${i + 1}: the *watch* changed at ${i} bells.`,
+      },
+    })),
+  ]);
+  return `${app.url}/profile/carol.test/thread/${rkey}`;
+}
+
+it('a long thread reads page by page with JavaScript off, and its script keeps the same page', async () => {
+  const url = await publishLong();
+  const { page } = noScript;
+  await page.goto(url);
+  const turns = page.locator('ol.thread > li');
+  expect(await turns.count()).toBe(100);
+  expect(await turns.nth(0).textContent()).toContain('Turn 1:');
+  expect(await page.locator('nav.pages').first().textContent()).toContain('Turns 1–100 of 150 · page 1 of 2');
+  await page.getByRole('link', { name: 'Later turns →' }).last().click();
+  await page.waitForURL(/\?page=2$/);
+  expect(await turns.count()).toBe(50);
+  expect(await turns.nth(0).textContent()).toContain('Turn 101:');
+  expect(await page.locator('link[rel=canonical]').getAttribute('href')).toMatch(/\?page=2$/);
+  // The turn past the parser's bounds is shown as written, and its neighbours as Markdown.
+  const deep = turns.nth(20);
+  expect(await deep.textContent()).toContain(`${'>'.repeat(3000)} the deepest quote`);
+  expect(await deep.locator('.as-written .meta').textContent()).toContain('Shown as written');
+  expect(await turns.nth(19).locator('em').textContent()).toBe('watch');
+  await shoot(page, 'reader-long-thread-page-2');
+  await page.setViewportSize({ width: 390, height: 844 });
+  expect(await page.evaluate('document.documentElement.scrollWidth')).toBeLessThanOrEqual(390);
+  await page.setViewportSize({ width: 1280, height: 900 });
+  await page.getByRole('link', { name: '← Earlier turns' }).first().click();
+  await page.waitForURL(/\?page=1$/);
+  expect(await turns.count()).toBe(100);
+  // No third page, nor a page that is not a number.
+  expect((await page.goto(`${url}?page=3`))?.status()).toBe(404);
+  expect((await page.goto(`${url}?page=x`))?.status()).toBe(404);
+
+  // With its script, page 2 hydrates as it came, and its live refresh keeps page 2's turns.
+  const live = withScript.page;
+  const problems: string[] = [];
+  live.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warning') problems.push(m.text());
+  });
+  live.on('pageerror', (e) => problems.push(e.message));
+  await live.goto(`${url}?page=2`);
+  const liveTurns = live.locator('ol.thread > li');
+  expect(await liveTurns.count()).toBe(50);
+  // A turn more, published while it is read: the refresh (every 5 s) brings the whole thread, and page 2 shows
+  // its own turns and the new one, which fits on it.
+  const session = `at://${did}/click.aligned.chat.session/${url.split('/').pop()}`;
+  await indexRecords(app.db.sql, did, [
+    {
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.message',
+        session,
+        createdAt,
+        role: 'user',
+        text: 'Turn 151: relieved.',
+      },
+    },
+  ]);
+  await expect.poll(() => liveTurns.last().textContent(), { timeout: 15_000 }).toContain('Turn 151:');
+  expect(await liveTurns.count()).toBe(51);
+  expect(await liveTurns.nth(0).textContent()).toContain('Turn 101:');
+  expect(await live.locator('nav.pages').first().textContent()).toContain('Turns 101–151 of 151');
+  expect(problems).toEqual([]);
+  expect(await axeSerious(live)).toEqual([]);
+}, 90_000);

@@ -8,7 +8,7 @@ import type { ReaderData } from './types.ts';
 /** The tree under a reader page's #root: rendered on the server (ssr.tsx), hydrated in the browser (reader.tsx). */
 export function ReaderRoot({ data }: { data: ReaderData }) {
   return data.page === 'thread' ? (
-    <ThreadBody t={data.thread} pageSize={Number.POSITIVE_INFINITY} />
+    <ThreadBody t={data.thread} pageSize={Number.POSITIVE_INFINITY} window={data.window} />
   ) : (
     <ListBody actor={data.actor} sessions={data.sessions} />
   );

@@ -2,6 +2,7 @@
 // scripts/): this pragma gives it the automatic JSX runtime there (test/web/ssrRuntime.test.ts checks).
 /** @jsxRuntime automatic @jsxImportSource react */
 import { useState } from 'react';
+import type { ThreadWindow } from '../../../src/markdown/index.ts';
 import { LabelNotice } from '../components/LabelNotice.tsx';
 import { Markdown } from '../components/Markdown.tsx';
 import type { ThreadData } from './types.ts';
@@ -116,7 +117,16 @@ function Turn({ m, author, t }: { m: ThreadData['messages'][number]; author: str
  * A published thread as a reader sees it, the same on the server (rendered to HTML, readable with no script) and
  * in the browser (hydrated over that HTML): no router, no query cache, plain links.
  */
-export function ThreadBody({ t, pageSize = 100 }: { t: ThreadData; pageSize?: number }) {
+export function ThreadBody({
+  t,
+  pageSize = 100,
+  window: at,
+}: {
+  t: ThreadData;
+  pageSize?: number;
+  /** On a reading page: which page of the thread `t` holds (its turns are that page's only). */
+  window?: ThreadWindow;
+}) {
   // In the app a long thread renders a page of turns at a time; the server's page holds them all (no script
   // needed to read to the end), and its hydration must render the same.
   const [visible, setVisible] = useState(pageSize);
@@ -145,10 +155,11 @@ export function ThreadBody({ t, pageSize = 100 }: { t: ThreadData; pageSize?: nu
           — AI characters.
         </p>
       ) : null}
+      {at && at.pages > 1 && <Pages at={at} label="Pages of this conversation" />}
       {warned ? (
         <LabelNotice labels={t.labels!} onShow={() => setShownAnyway(t.uri)} />
       ) : (
-        <ol className="thread">
+        <ol className="thread" start={at ? at.first + 1 : undefined}>
           {shown.map((m) => (
             <Turn key={m.rkey} m={m} author={author} t={t} />
           ))}
@@ -159,6 +170,26 @@ export function ThreadBody({ t, pageSize = 100 }: { t: ThreadData; pageSize?: nu
           Show {Math.min(pageSize, t.messages.length - visible)} more turns
         </button>
       )}
+      {at && at.pages > 1 && <Pages at={at} label="Pages of this conversation, at its end" />}
     </>
+  );
+}
+
+/** Which turns of a long thread this page holds, and links to the pages beside it (plain links: no script). */
+function Pages({ at, label }: { at: ThreadWindow; label: string }) {
+  return (
+    <nav className="meta pages" aria-label={label}>
+      {at.page > 1 && (
+        <a href={`?page=${at.page - 1}`} rel="prev">
+          ← Earlier turns
+        </a>
+      )}
+      <span>{`Turns ${at.first + 1}–${at.end} of ${at.total} · page ${at.page} of ${at.pages}`}</span>
+      {at.page < at.pages && (
+        <a href={`?page=${at.page + 1}`} rel="next">
+          Later turns →
+        </a>
+      )}
+    </nav>
   );
 }
