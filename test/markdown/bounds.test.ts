@@ -105,6 +105,8 @@ describe('what the reader shows as Markdown', () => {
     const b = MARKDOWN_BOUNDS;
     expect(readsAsMarkdown('a'.repeat(b.chars))).toBe(true);
     expect(readsAsMarkdown('a'.repeat(b.chars + 1))).toBe(false);
+    expect(readsAsMarkdown('a\n'.repeat(b.lines - 1))).toBe(true);
+    expect(readsAsMarkdown('a\n'.repeat(b.lines))).toBe(false);
     expect(readsAsMarkdown(`${'>'.repeat(b.depth)}a`)).toBe(true);
     expect(readsAsMarkdown(`${'>'.repeat(b.depth + 1)}a`)).toBe(false);
     expect(readsAsMarkdown(`${' '.repeat(2 * b.depth + 1)}a`)).toBe(false);

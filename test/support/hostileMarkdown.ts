@@ -21,4 +21,5 @@ export const HOSTILE_MARKDOWN: [string, string][] = [
   ['2,000 definitions', '[a]: b\n'.repeat(2000)],
   ['2,000 paragraphs', 'a\n\n'.repeat(2000)],
   ['60,000 characters of prose', 'word '.repeat(12_000)],
+  ['25,000 lines of a letter', 'a\n'.repeat(25_000)],
 ];
