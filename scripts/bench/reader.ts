@@ -162,8 +162,9 @@ const REACT: string = 'react';
 const REACT_SERVER: string = 'react-dom/server';
 
 /**
- * Whether streaming (React's renderToPipeableStream) would bring a long thread's first byte forward: a
- * 1000-turn thread's body rendered to a string (as the server does) against a stream, alternating, in the
+ * Whether streaming (React's renderToPipeableStream) would bring a long thread's first byte forward: the first
+ * page of a 1000-turn thread (100 turns: a page holds a bounded part of a thread, src/markdown/pages.ts), its body
+ * rendered to a string (as the server does) against a stream, alternating, in the
  * server's process (a page cache miss; a hit sends kept bytes either way). The stream's first byte is when React
  * first writes; its last, when it ends. The page's cold first byte over HTTP is beside them.
  */
@@ -237,7 +238,7 @@ async function* streamFigures(adminDatabaseUrl: string): AsyncGenerator<Figure> 
     yield {
       figure: 'reader_stream_first_byte_ratio',
       value: round(p.ratio, 2),
-      unit: 'ratio (stream ÷ string, 1000 turns)',
+      unit: "ratio (stream ÷ string, a 1000-turn thread's first page)",
       target: '< 1 to switch to streaming',
       ...spreadOf(p),
       string_first_byte_ms: round(median(str.map((x) => x.first)), 1),

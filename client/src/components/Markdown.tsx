@@ -98,14 +98,15 @@ export function Markdown({ text }: { text: string }) {
 }
 
 /**
- * A text past the Markdown parser's bounds (src/markdown/bounds.ts), shown as written: its paragraphs, each with
- * its line breaks, and a line that says why it is not formatted. Every view decides alike (the server's page, the
- * browser, the cover's model of the reader), so hydration matches and what is covered is what is shown.
+ * A text past the Markdown parser's bounds (src/markdown/bounds.ts), shown as written: one block that keeps its
+ * line breaks and blank lines (one element, however many paragraphs: 2,000 quotes are 2,000 paragraphs), and a
+ * line that says why it is not formatted. Every view decides alike (the server's page, the browser, the cover's
+ * model of them), so hydration matches and what is covered is what is shown.
  */
 function AsWritten({ text }: { text: string }) {
   return (
     <div className="markdown as-written">
-      {text.split(/\n[ \t]*\n/).map((p, i) => (p.trim() ? <p key={i}>{p}</p> : null))}
+      <p>{text}</p>
       <p className="meta">Shown as written: too long or too intricate to format.</p>
     </div>
   );
