@@ -3,7 +3,7 @@
 // noEval.ts: nothing here builds a schema).
 import { useEffect, useState } from 'react';
 import { hydrateRoot } from 'react-dom/client';
-import { threadWindow } from '../../src/markdown/index.ts';
+import type { ThreadWindow } from '../../src/markdown/index.ts';
 import { ReaderRoot } from './reader/Root.tsx';
 import type { ReaderData, ThreadData } from './reader/types.ts';
 import './styles.css';
@@ -13,21 +13,14 @@ function LiveReader({ initial }: { initial: ReaderData }) {
   const [data, setData] = useState(initial);
   useEffect(() => {
     if (initial.page !== 'thread') return;
-    const url = `/api/reader/threads/${encodeURIComponent(initial.actor)}/${initial.rkey}`;
+    // The same page as the server's, of the thread as it is now (a live thread's last page grows).
+    const url = `/api/reader/threads/${encodeURIComponent(initial.actor)}/${initial.rkey}?page=${initial.window?.page ?? 1}`;
     const timer = setInterval(async () => {
       if (document.visibilityState !== 'visible') return;
       const res = await fetch(url).catch(() => null);
       if (!res?.ok) return;
-      const { thread } = (await res.json()) as { thread: ThreadData };
-      // The same page as the server's, of the thread as it is now (a live thread's last page grows).
-      const lengths = thread.messages.map((m) => m.record.text?.length ?? 0);
-      const window = threadWindow(lengths, initial.window?.page ?? 1);
-      if (!window) return;
-      setData({
-        ...initial,
-        thread: { ...thread, messages: thread.messages.slice(window.first, window.end) },
-        window,
-      });
+      const { thread, window } = (await res.json()) as { thread: ThreadData; window: ThreadWindow };
+      setData({ ...initial, thread, window });
     }, 5000);
     return () => clearInterval(timer);
   }, [initial]);

@@ -1,8 +1,9 @@
 import { type ErrorRequestHandler, Router } from 'express';
-import type { z } from 'zod';
+import { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
+import { threadWindow } from '../markdown/index.ts';
 import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
 import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
@@ -123,15 +124,37 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
   router.get('/api/reader/threads/:actor/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
     if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
+    const query = ThreadQuery.safeParse(req.query);
+    if (!query.success) throw notFound('Page');
     const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
     res.set('Cache-Control', 'public, max-age=15');
+    const { page } = query.data;
+    // A reading page keeps its own page up to date: that page's turns, not the thread's (up to 16 MiB).
+    let answer: object = { thread };
+    if (page !== undefined) {
+      const lengths = thread.messages.map((m) =>
+        typeof m.record.text === 'string' ? m.record.text.length : 0,
+      );
+      const window = threadWindow(lengths, page);
+      if (!window) throw notFound('Page');
+      answer = { thread: { ...thread, messages: thread.messages.slice(window.first, window.end) }, window };
+    }
     // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.
-    respond(res, ThreadResponse, { thread } as z.output<typeof ThreadResponse>);
+    respond(res, ThreadResponse, answer as z.output<typeof ThreadResponse>);
   });
 
   return router;
 }
+
+/** The reader's thread query: `?page=N` asks for one page of it. */
+const ThreadQuery = z.looseObject({
+  page: z
+    .string()
+    .regex(/^[1-9][0-9]{0,5}$/)
+    .transform(Number)
+    .optional(),
+});
 
 /** click.aligned.chat.listSessions: the most recent sessions, everyone's or one author's (none if unknown). */
 async function sessionsPage(

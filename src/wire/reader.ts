@@ -67,7 +67,16 @@ export const ThreadView = z.object({
   /** Followed labelers' labels on the thread or its author that do not hide it. */
   labels: z.array(Label),
 });
-export const ThreadResponse = z.object({ thread: ThreadView });
+/** Which page of a thread an answer holds (src/markdown/pages.ts): `first` and `end` index its turns. */
+export const ThreadWindow = z.object({
+  page: z.number().int(),
+  pages: z.number().int(),
+  first: z.number().int(),
+  end: z.number().int(),
+  total: z.number().int(),
+});
+/** The whole thread; or, asked with `?page=N`, that page's turns and where they are (`window`). */
+export const ThreadResponse = z.object({ thread: ThreadView, window: ThreadWindow.optional() });
 
 /** One session of click.aligned.chat.listSessions (XRPC: the lexicon validates the answer too). */
 export const SessionItem = z.object({

@@ -274,6 +274,18 @@ it('a long thread reads page by page with JavaScript off, and its script keeps t
   expect(await liveTurns.count()).toBe(51);
   expect(await liveTurns.nth(0).textContent()).toContain('Turn 101:');
   expect(await live.locator('nav.pages').first().textContent()).toContain('Turns 101–151 of 151');
+  // What the refresh asks for is that page alone; the whole thread only when no page is named.
+  const api = `${app.url}/api/reader/threads/carol.test/${url.split('/').pop()}`;
+  const paged = (await (await fetch(`${api}?page=2`)).json()) as {
+    thread: { messages: unknown[] };
+    window: { page: number; first: number; end: number; total: number };
+  };
+  expect(paged.thread.messages).toHaveLength(51);
+  expect(paged.window).toMatchObject({ page: 2, first: 100, end: 151, total: 151 });
+  const whole = (await (await fetch(api)).json()) as { thread: { messages: unknown[] }; window?: unknown };
+  expect(whole.thread.messages).toHaveLength(151);
+  expect(whole.window).toBeUndefined();
+  for (const bad of ['3', '0', 'x', '1e3']) expect((await fetch(`${api}?page=${bad}`)).status, bad).toBe(404);
   expect(problems).toEqual([]);
   expect(await axeSerious(live)).toEqual([]);
 }, 90_000);
