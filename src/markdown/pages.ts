@@ -1,8 +1,8 @@
 /**
  * How a reading page splits a thread: each page renders its turns' Markdown on the server, so a page holds a
  * bounded amount of it. A thread may hold 5,000 turns and 16 MiB; rendered whole, its page took the server's
- * event loop for seconds. The same split is made by the server (which renders and sends one page) and by the
- * reader's script (which keeps that page up to date), from the turns' text lengths alone.
+ * event loop for seconds. The split is the server's, from the turns' text lengths alone: it renders one page, and
+ * the reader's API answers one page to the script that keeps it up to date (`?page=N`).
  */
 export const THREAD_PAGE = {
   /** Turns on a page. */
