@@ -104,6 +104,8 @@ class RenderedPages {
       return hit;
     }
     const html = render();
+    // A page too large to keep beside others is not kept (it would push every other out, itself too).
+    if (html.length > this.maxBytes / 8) return html;
     this.pages.set(key, html);
     this.bytes += html.length;
     for (const [k, v] of this.pages) {

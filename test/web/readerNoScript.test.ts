@@ -33,11 +33,30 @@ const did = 'did:plc:noscript00000000000000001';
 const knowAuthor = () => app.db.sql`insert into index_actors (did, handle, verified_at)
   values (${did}, 'carol.test', now()) on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
 
-/** A thread with every kind of turn the reader shows, published by an author the index knows. */
-async function publish(): Promise<string> {
+/** A thread of these turns and title, published by an author the index knows; its reading page's address. */
+async function publishThread(title: string, turns: Record<string, unknown>[]): Promise<string> {
   await knowAuthor();
   const rkey = TID.nextStr();
   const session = `at://${did}/click.aligned.chat.session/${rkey}`;
+  await indexRecords(app.db.sql, did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: { $type: 'click.aligned.chat.session', title, createdAt, agents: [{ name: 'Ada' }] },
+    },
+    ...turns.map((t) => ({
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: { $type: 'click.aligned.chat.message', session, createdAt, ...t },
+    })),
+  ]);
+  return `${app.url}/profile/carol.test/thread/${rkey}`;
+}
+
+/** A thread with every kind of turn the reader shows. */
+function publish(): Promise<string> {
   const turns: Record<string, unknown>[] = [
     { role: 'user', text: 'Ada, is the **old map** of the harbour right? <script>window.pwned=1</script>' },
     {
@@ -62,26 +81,7 @@ async function publish(): Promise<string> {
       text: `Turn ${i + 5}: ${'The harbour master kept a second ledger. '.repeat(3)}`,
     })),
   ];
-  await indexRecords(app.db.sql, did, [
-    {
-      collection: 'click.aligned.chat.session',
-      rkey,
-      cid: CID,
-      record: {
-        $type: 'click.aligned.chat.session',
-        title: 'The harbour map',
-        createdAt,
-        agents: [{ name: 'Ada' }],
-      },
-    },
-    ...turns.map((t) => ({
-      collection: 'click.aligned.chat.message',
-      rkey: TID.nextStr(),
-      cid: CID,
-      record: { $type: 'click.aligned.chat.message', session, createdAt, ...t },
-    })),
-  ]);
-  return `${app.url}/profile/carol.test/thread/${rkey}`;
+  return publishThread('The harbour map', turns);
 }
 
 /** axe-core on the page as it is; its serious and critical findings. */
@@ -178,41 +178,18 @@ it('axe-core finds nothing serious on the server-rendered page before any script
 }, 60_000);
 
 /** A long thread: 150 turns, one of them past the Markdown parser's bounds (ADR 0084). */
-async function publishLong(): Promise<string> {
-  await knowAuthor();
-  const rkey = TID.nextStr();
-  const session = `at://${did}/click.aligned.chat.session/${rkey}`;
-  await indexRecords(app.db.sql, did, [
-    {
-      collection: 'click.aligned.chat.session',
-      rkey,
-      cid: CID,
-      record: {
-        $type: 'click.aligned.chat.session',
-        title: 'The long watch',
-        createdAt,
-        agents: [{ name: 'Ada' }],
-      },
-    },
-    ...Array.from({ length: 150 }, (_, i) => ({
-      collection: 'click.aligned.chat.message',
-      rkey: TID.nextStr(),
-      cid: CID,
-      record: {
-        $type: 'click.aligned.chat.message',
-        session,
-        createdAt,
-        role: i % 2 ? 'assistant' : 'user',
-        ...(i % 2 ? { model: 'openai/gpt-4o' } : {}),
-        text:
-          i === 120
-            ? `${'>'.repeat(3000)} the deepest quote\n\n${'*a '.repeat(500)}`
-            : `Turn ${i + 1}: the *watch* changed at ${i} bells.`,
-      },
+const publishLong = () =>
+  publishThread(
+    'The long watch',
+    Array.from({ length: 150 }, (_, i) => ({
+      role: i % 2 ? 'assistant' : 'user',
+      ...(i % 2 ? { model: 'openai/gpt-4o' } : {}),
+      text:
+        i === 120
+          ? `${'>'.repeat(3000)} the deepest quote\n\n${'*a '.repeat(500)}`
+          : `Turn ${i + 1}: the *watch* changed at ${i} bells.`,
     })),
-  ]);
-  return `${app.url}/profile/carol.test/thread/${rkey}`;
-}
+  );
 
 it('a long thread reads page by page with JavaScript off, and its script keeps the same page', async () => {
   const url = await publishLong();
