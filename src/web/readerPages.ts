@@ -66,15 +66,24 @@ interface PagedThread {
 }
 
 /**
- * One page of a thread (src/markdown/pages.ts): its turns only, which is all the page renders and sends, and where
- * it is; null when there is no such page.
+ * One page of a thread (src/markdown/pages.ts): its turns only, which is all the page renders and sends, where it
+ * is, and what its head says; null when there is no such page.
  */
-function pageOf(thread: unknown, page: number) {
-  const t = thread as PagedThread;
+function pageOf(found: ReaderThread, page: number) {
+  const t = found.thread as PagedThread;
   const lengths = t.messages.map((m) => (typeof m.record.text === 'string' ? m.record.text.length : 0));
   const window = threadWindow(lengths, page);
   if (!window) return null;
-  return { thread: { ...t, messages: t.messages.slice(window.first, window.end) }, window };
+  // A later page is a page of its own (its own address, its own title).
+  const meta =
+    page === 1
+      ? found.meta
+      : {
+          ...found.meta,
+          title: `${found.meta.title} (page ${page})`,
+          canonical: `${found.meta.canonical}?page=${page}`,
+        };
+  return { thread: { ...t, messages: t.messages.slice(window.first, window.end) }, window, meta };
 }
 /**
  * A published page may be kept a little while by a browser or a CDN, then asked again with its ETag (a 304 when
@@ -205,18 +214,10 @@ export function readerPages(deps: {
       return missingPage(res, 503, base, assets);
     }
     if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
-    const paged = pageOf(found.thread, page);
+    const paged = pageOf(found, page);
     if (!paged) return missingPage(res, 404, base, assets);
-    const data = { page: 'thread', actor, rkey, ...paged };
-    // A later page is a page of its own (its own address, its own title).
-    const meta =
-      page === 1
-        ? found.meta
-        : {
-            ...found.meta,
-            title: `${found.meta.title} (page ${page})`,
-            canonical: `${found.meta.canonical}?page=${page}`,
-          };
+    const { meta, ...shown } = paged;
+    const data = { page: 'thread', actor, rkey, ...shown };
     const render = await loadRenderer();
     // What the page shows, and the bundle it loads (a new build's page is a new page): its key and its ETag.
     const key = hashOf(assetsKey + JSON.stringify([data, meta]));
