@@ -1,10 +1,10 @@
 import { type ErrorRequestHandler, Router } from 'express';
-import { z } from 'zod';
+import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
 import { threadWindow } from '../markdown/index.ts';
-import { ListSessionsResponse, ThreadResponse } from '../wire/index.ts';
+import { ListSessionsResponse, ThreadPageQuery, ThreadResponse } from '../wire/index.ts';
 import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
@@ -124,7 +124,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
   router.get('/api/reader/threads/:actor/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
     if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
-    const query = ThreadQuery.safeParse(req.query);
+    const query = ThreadPageQuery.safeParse(req.query);
     if (!query.success) throw notFound('Page');
     const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
@@ -146,15 +146,6 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
 
   return router;
 }
-
-/** The reader's thread query: `?page=N` asks for one page of it. */
-const ThreadQuery = z.looseObject({
-  page: z
-    .string()
-    .regex(/^[1-9][0-9]{0,5}$/)
-    .transform(Number)
-    .optional(),
-});
 
 /** click.aligned.chat.listSessions: the most recent sessions, everyone's or one author's (none if unknown). */
 async function sessionsPage(

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { type Response, Router } from 'express';
 import { AppError } from '../http/index.ts';
 import { threadWindow } from '../markdown/index.ts';
+import { ThreadPageQuery } from '../wire/index.ts';
 import { type CardInput, LinkCards } from './linkCard.ts';
 import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
 
@@ -55,9 +56,9 @@ function assetsOf(dir: string): ReaderAssets {
 const ACTOR = /^[a-zA-Z0-9._:%~-]{1,300}$/;
 const RKEY = /^[a-z2-7]{13}$/;
 /** `?page=N` of a thread: its first page when absent; null when not a page number. */
-function pageParam(value: unknown): number | null {
-  if (value === undefined) return 1;
-  return typeof value === 'string' && /^[1-9][0-9]{0,5}$/.test(value) ? Number(value) : null;
+function pageParam(query: unknown): number | null {
+  const parsed = ThreadPageQuery.safeParse(query);
+  return parsed.success ? (parsed.data.page ?? 1) : null;
 }
 
 /** A thread as the AppView answers it, as far as a page reads it: its turns' texts. */
@@ -202,7 +203,7 @@ export function readerPages(deps: {
   router.get('/profile/:actor/thread/:rkey', async (req, res) => {
     const { actor, rkey } = req.params;
     const base = deps.baseUrl;
-    const page = pageParam(req.query.page);
+    const page = pageParam(req.query);
     if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
     const found = await deps.source.thread(actor, rkey).catch((e: unknown) => {
       // The author's repo is still being read (a thread this server had not seen): a page that says so.

@@ -67,6 +67,18 @@ export const ThreadView = z.object({
   /** Followed labelers' labels on the thread or its author that do not hide it. */
   labels: z.array(Label),
 });
+/**
+ * `?page=N`, asking for one page of a thread (a reading page, and the reader's API that keeps it up to date): a
+ * whole number from 1, as written; any other value is no page.
+ */
+export const ThreadPageQuery = z.looseObject({
+  page: z
+    .string()
+    .regex(/^[1-9][0-9]{0,5}$/)
+    .transform(Number)
+    .optional(),
+});
+
 /** Which page of a thread an answer holds (src/markdown/pages.ts): `first` and `end` index its turns. */
 export const ThreadWindow = z.object({
   page: z.number().int(),
