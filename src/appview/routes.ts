@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
-import { threadWindow } from '../markdown/index.ts';
+import { pageOfThread } from '../markdown/index.ts';
 import { ListSessionsResponse, ThreadPageQuery, ThreadResponse } from '../wire/index.ts';
 import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
@@ -133,12 +133,9 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
     // A reading page keeps its own page up to date: that page's turns, not the thread's (up to 16 MiB).
     let answer: object = { thread };
     if (page !== undefined) {
-      const lengths = thread.messages.map((m) =>
-        typeof m.record.text === 'string' ? m.record.text.length : 0,
-      );
-      const window = threadWindow(lengths, page);
-      if (!window) throw notFound('Page');
-      answer = { thread: { ...thread, messages: thread.messages.slice(window.first, window.end) }, window };
+      const paged = pageOfThread(thread, page);
+      if (!paged) throw notFound('Page');
+      answer = paged;
     }
     // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.
     respond(res, ThreadResponse, answer as z.output<typeof ThreadResponse>);

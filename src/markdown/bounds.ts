@@ -151,7 +151,8 @@ export function readsAsMarkdown(text: string, bounds: Readonly<MarkdownBounds> =
     const found = LINE_END.exec(text);
     const end = found ? found.index : text.length;
     if (++all.lines > bounds.lines) return false;
-    if (BLANK.test(text.slice(start, end))) {
+    const line = text.slice(start, end);
+    if (BLANK.test(line)) {
       if (!close(start)) return false;
     } else {
       if (!run) {
@@ -160,7 +161,6 @@ export function readsAsMarkdown(text: string, bounds: Readonly<MarkdownBounds> =
       }
       run.lines++;
       if (lineDepth(text, start, end) > bounds.depth) return false;
-      const line = text.slice(start, end);
       if (BLOCK_LINE.test(line)) {
         if (++all.blockLines > bounds.blockLines) return false;
         if (run.continued < 0) run.continued = 0;

@@ -50,3 +50,17 @@ export function threadWindow(lengths: readonly number[], page: number): ThreadWi
   if (!range) return null;
   return { page, pages: pages.length, first: range[0], end: range[1], total: lengths.length };
 }
+
+/**
+ * Page `page` of a thread: the thread with that page's turns only, and where they are; null when it has no such
+ * page. A turn's length is its text's (none, a hole: 0).
+ */
+export function pageOfThread<T extends { messages: readonly { record: { text?: unknown } }[] }>(
+  thread: T,
+  page: number,
+): { thread: T; window: ThreadWindow } | null {
+  const lengths = thread.messages.map((m) => (typeof m.record.text === 'string' ? m.record.text.length : 0));
+  const window = threadWindow(lengths, page);
+  if (!window) return null;
+  return { thread: { ...thread, messages: thread.messages.slice(window.first, window.end) }, window };
+}

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Response, Router } from 'express';
 import { AppError } from '../http/index.ts';
-import { threadWindow } from '../markdown/index.ts';
+import { pageOfThread } from '../markdown/index.ts';
 import { ThreadPageQuery } from '../wire/index.ts';
 import { type CardInput, LinkCards } from './linkCard.ts';
 import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
@@ -71,10 +71,8 @@ interface PagedThread {
  * is, and what its head says; null when there is no such page.
  */
 function pageOf(found: ReaderThread, page: number) {
-  const t = found.thread as PagedThread;
-  const lengths = t.messages.map((m) => (typeof m.record.text === 'string' ? m.record.text.length : 0));
-  const window = threadWindow(lengths, page);
-  if (!window) return null;
+  const paged = pageOfThread(found.thread as PagedThread, page);
+  if (!paged) return null;
   // A later page is a page of its own (its own address, its own title).
   const meta =
     page === 1
@@ -84,7 +82,7 @@ function pageOf(found: ReaderThread, page: number) {
           title: `${found.meta.title} (page ${page})`,
           canonical: `${found.meta.canonical}?page=${page}`,
         };
-  return { thread: { ...t, messages: t.messages.slice(window.first, window.end) }, window, meta };
+  return { ...paged, meta };
 }
 /**
  * A published page may be kept a little while by a browser or a CDN, then asked again with its ETag (a 304 when

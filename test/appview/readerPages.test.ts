@@ -5,6 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { jsonForScript } from '../../src/web/readerPage.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
+import { indexThread } from '../support/records.ts';
 
 // #30: a thread, an author's list and everyone's list are rendered on the server — readable with no script, with
 // the status, addresses and caching a crawler and a CDN go by — and every value in them is escaped.
@@ -24,24 +25,7 @@ type Turn = Record<string, unknown>;
 async function published(title: string, turns: Turn[]) {
   const did = `did:plc:pages${(++n).toString().padStart(19, '0')}`;
   const handle = `reader${n}.test`;
-  await app.db.sql`insert into index_actors (did, handle, verified_at) values (${did}, ${handle}, now())
-    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
-  const rkey = TID.nextStr();
-  const uri = `at://${did}/click.aligned.chat.session/${rkey}`;
-  await indexRecords(app.db.sql, did, [
-    {
-      collection: 'click.aligned.chat.session',
-      rkey,
-      cid: CID,
-      record: { $type: 'click.aligned.chat.session', title, createdAt, agents: [{ name: 'Ada' }] },
-    },
-    ...turns.map((t) => ({
-      collection: 'click.aligned.chat.message',
-      rkey: TID.nextStr(),
-      cid: CID,
-      record: { $type: 'click.aligned.chat.message', session: uri, createdAt, ...t },
-    })),
-  ]);
+  const { rkey, uri } = await indexThread(app.db.sql, { did, handle }, title, turns, createdAt);
   return { did, handle, rkey, uri, path: `/profile/${handle}/thread/${rkey}` };
 }
 

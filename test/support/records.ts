@@ -1,5 +1,41 @@
 import type { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
+import { indexRecords } from '../../src/appview/store.ts';
+import type { Sql } from '../../src/db/index.ts';
+
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+
+/**
+ * A thread put straight into the index, as if read from the network: its author known by a verified handle (no
+ * network lookup), a session titled `title` with one agent, Ada, and these turns (each a message record's fields).
+ */
+export async function indexThread(
+  sql: Sql,
+  author: { did: string; handle: string },
+  title: string,
+  turns: Record<string, unknown>[],
+  createdAt = '2026-11-01T00:00:00.000Z',
+): Promise<{ rkey: string; uri: string }> {
+  await sql`insert into index_actors (did, handle, verified_at) values (${author.did}, ${author.handle}, now())
+    on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
+  const rkey = TID.nextStr();
+  const uri = `at://${author.did}/click.aligned.chat.session/${rkey}`;
+  await indexRecords(sql, author.did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: { $type: 'click.aligned.chat.session', title, createdAt, agents: [{ name: 'Ada' }] },
+    },
+    ...turns.map((t) => ({
+      collection: 'click.aligned.chat.message',
+      rkey: TID.nextStr(),
+      cid: CID,
+      record: { $type: 'click.aligned.chat.message', session: uri, createdAt, ...t },
+    })),
+  ]);
+  return { rkey, uri };
+}
 
 /** A click.aligned.chat.session written straight to a repo, as another app would; returns its at-uri. */
 export async function writeSession(agent: AtpAgent, did: string, title: string): Promise<string> {

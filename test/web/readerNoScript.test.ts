@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { indexRecords } from '../../src/appview/store.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { type Browser, OUTPUT_DIR, openBrowser, shoot } from '../support/browser.ts';
+import { indexThread } from '../support/records.ts';
 
 // #30: a thread reads in full with JavaScript off (a crawler, a careful reader), then the same HTML is hydrated by
 // the reader's own bundle — no mismatch, no policy violation, none of the Player's app — and axe-core finds
@@ -30,28 +31,9 @@ const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
 const createdAt = '2026-11-01T09:30:00.000Z';
 const did = 'did:plc:noscript00000000000000001';
 
-const knowAuthor = () => app.db.sql`insert into index_actors (did, handle, verified_at)
-  values (${did}, 'carol.test', now()) on conflict (did) do update set handle = excluded.handle, verified_at = now()`;
-
 /** A thread of these turns and title, published by an author the index knows; its reading page's address. */
 async function publishThread(title: string, turns: Record<string, unknown>[]): Promise<string> {
-  await knowAuthor();
-  const rkey = TID.nextStr();
-  const session = `at://${did}/click.aligned.chat.session/${rkey}`;
-  await indexRecords(app.db.sql, did, [
-    {
-      collection: 'click.aligned.chat.session',
-      rkey,
-      cid: CID,
-      record: { $type: 'click.aligned.chat.session', title, createdAt, agents: [{ name: 'Ada' }] },
-    },
-    ...turns.map((t) => ({
-      collection: 'click.aligned.chat.message',
-      rkey: TID.nextStr(),
-      cid: CID,
-      record: { $type: 'click.aligned.chat.message', session, createdAt, ...t },
-    })),
-  ]);
+  const { rkey } = await indexThread(app.db.sql, { did, handle: 'carol.test' }, title, turns, createdAt);
   return `${app.url}/profile/carol.test/thread/${rkey}`;
 }
 
