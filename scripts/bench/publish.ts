@@ -2,7 +2,7 @@ import { Agent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { startLocalApp } from '../../test/support/localnet.ts';
 import type { Figure } from '../bench.ts';
-import { paired, round, spreadOf } from './stats.ts';
+import { paired, round, settle, spreadOf } from './stats.ts';
 
 type Write = { $type: string; collection: string; rkey: string; value: Record<string, unknown> };
 
@@ -49,6 +49,7 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
       const [first] =
         await sql`select id from messages where conversation_id = ${c!.id} order by seq limit 1`;
       writeCalls = 0;
+      settle();
       const t0 = performance.now();
       const res = await local.app.api(`/api/conversations/${c!.id}/publication`, {
         method: 'PUT',
@@ -83,6 +84,7 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
       const rkeys: string[] = [TID.nextStr()];
       for (let i = 1; i < writes.length; i++) rkeys.push(TID.nextStr(rkeys[i - 1]));
       const fresh = writes.map((w, i) => ({ ...w, rkey: rkeys[i]! }));
+      settle();
       const t0 = performance.now();
       for (let i = 0; i < fresh.length; i += 200)
         await agent.com.atproto.repo.applyWrites({

@@ -71,3 +71,11 @@ export function paired(a: number[], b: number[]): Paired {
 
 /** What a ratio figure prints beside its value: the spread of its pairs and how many there were. */
 export const spreadOf = (p: Paired) => ({ spread: p.spread, pairs: p.pairs });
+
+/**
+ * A full collection before a timed side, when the bench runs with --expose-gc (npm run bench does). A side in
+ * this process (a server, the offline PDS) otherwise pays, as a major collection at a random moment, for the
+ * garbage of the side before it: over nine pairs `publish_1000`'s middle half spanned 1.0–1.5, and 1.17–1.27
+ * with this (ADR 0086).
+ */
+export const settle = (): void => (globalThis as { gc?: () => void }).gc?.();
