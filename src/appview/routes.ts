@@ -129,14 +129,10 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
     const thread = await readThread(sql, reader, actor, rkey);
     if (!thread) throw notFound('Thread');
     res.set('Cache-Control', 'public, max-age=15');
-    const { page } = query.data;
-    // A reading page keeps its own page up to date: that page's turns, not the thread's (up to 16 MiB).
-    let answer: object = { thread };
-    if (page !== undefined) {
-      const paged = pageOfThread(thread, page);
-      if (!paged) throw notFound('Page');
-      answer = paged;
-    }
+    // One page of the thread, the first unless another is named: never the whole thread (up to 16 MiB, encoded
+    // on the event loop for each request), which the app's thread page once asked for every 5 s.
+    const answer = pageOfThread(thread, query.data.page ?? 1);
+    if (!answer) throw notFound('Page');
     // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.
     respond(res, ThreadResponse, answer as z.output<typeof ThreadResponse>);
   });

@@ -88,7 +88,8 @@ export const ThreadWindow = z.object({
   total: z.number().int(),
 });
 /** The whole thread; or, asked with `?page=N`, that page's turns and where they are (`window`). */
-export const ThreadResponse = z.object({ thread: ThreadView, window: ThreadWindow.optional() });
+/** One page of a thread (the first unless `?page=N`), and where it is among the thread's pages. */
+export const ThreadResponse = z.object({ thread: ThreadView, window: ThreadWindow });
 
 /** One session of click.aligned.chat.listSessions (XRPC: the lexicon validates the answer too). */
 export const SessionItem = z.object({

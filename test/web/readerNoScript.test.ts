@@ -212,7 +212,7 @@ it('a long thread reads page by page with JavaScript off, and its script keeps t
   await live.goto(`${url}?page=2`);
   const liveTurns = live.locator('ol.thread > li');
   expect(await liveTurns.count()).toBe(50);
-  // A turn more, published while it is read: the refresh (every 5 s) brings the whole thread, and page 2 shows
+  // A turn more, published while it is read: the refresh (every 5 s) brings page 2 of the thread as it is now:
   // its own turns and the new one, which fits on it.
   const session = `at://${did}/click.aligned.chat.session/${url.split('/').pop()}`;
   await indexRecords(app.db.sql, did, [
@@ -233,7 +233,7 @@ it('a long thread reads page by page with JavaScript off, and its script keeps t
   expect(await liveTurns.count()).toBe(51);
   expect(await liveTurns.nth(0).textContent()).toContain('Turn 101:');
   expect(await live.locator('nav.pages').first().textContent()).toContain('Turns 101–151 of 151');
-  // What the refresh asks for is that page alone; the whole thread only when no page is named.
+  // What the refresh asks for is that page alone; with no page named, the first: never the whole thread.
   const api = `${app.url}/api/reader/threads/carol.test/${url.split('/').pop()}`;
   const paged = (await (await fetch(`${api}?page=2`)).json()) as {
     thread: { messages: unknown[] };
@@ -241,10 +241,41 @@ it('a long thread reads page by page with JavaScript off, and its script keeps t
   };
   expect(paged.thread.messages).toHaveLength(51);
   expect(paged.window).toMatchObject({ page: 2, first: 100, end: 151, total: 151 });
-  const whole = (await (await fetch(api)).json()) as { thread: { messages: unknown[] }; window?: unknown };
-  expect(whole.thread.messages).toHaveLength(151);
-  expect(whole.window).toBeUndefined();
+  const first = (await (await fetch(api)).json()) as { thread: { messages: unknown[] }; window: unknown };
+  expect(first.thread.messages).toHaveLength(100);
+  expect(first.window).toMatchObject({ page: 1, pages: 2, first: 0, end: 100, total: 151 });
   for (const bad of ['3', '0', 'x', '1e3']) expect((await fetch(`${api}?page=${bad}`)).status, bad).toBe(404);
   expect(problems).toEqual([]);
   expect(await axeSerious(live)).toEqual([]);
+}, 90_000);
+
+it("the app's own thread page, reached by a link within it, asks for one page at a time", async () => {
+  const url = await publishLong();
+  const rkey = url.split('/').pop()!;
+  const { cookie } = await app.signIn();
+  const browser = await openBrowser();
+  try {
+    await browser.context.addCookies([
+      { name: 'av_session', value: cookie.split('=')[1]!, url: app.url, httpOnly: true, sameSite: 'Lax' },
+    ]);
+    const { page } = browser;
+    const asked: string[] = [];
+    page.on('request', (r) => {
+      if (r.url().includes('/api/reader/threads/')) asked.push(new URL(r.url()).search);
+    });
+    await page.goto(`${app.url}/`);
+    await page.getByRole('link', { name: 'All published' }).click();
+    await page.locator(`a[href$="/thread/${rkey}"]`).first().click();
+    await page.waitForURL(new RegExp(`/thread/${rkey}$`));
+    const turns = page.locator('ol.thread > li');
+    await expect.poll(() => turns.count()).toBe(100);
+    expect(await page.locator('nav.pages').first().textContent()).toContain(
+      'Turns 1–100 of 150 · page 1 of 2',
+    );
+    expect(asked.length).toBeGreaterThan(0);
+    expect(asked.every((q) => q === '?page=1')).toBe(true);
+    await shoot(page, 'app-long-thread-page-1');
+  } finally {
+    await browser.close();
+  }
 }, 90_000);

@@ -1,5 +1,5 @@
 import { useQuery } from '@tanstack/react-query';
-import { useParams } from 'react-router';
+import { useParams, useSearchParams } from 'react-router';
 import { ThreadResponse } from '../../../src/wire/index.ts';
 import { fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
@@ -15,10 +15,16 @@ export { speakerOf } from '../reader/ThreadBody.tsx';
  */
 export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
+  // A page of the thread at a time, as the server's reading page (its links to the others are plain links).
+  const page = useSearchParams()[0].get('page') ?? '1';
   const thread = useQuery({
-    queryKey: ['thread', actor, rkey],
-    queryFn: () => fetchAs(ThreadResponse, `/api/reader/threads/${encodeURIComponent(actor)}/${rkey}`),
-    // A thread published live grows while it is read: asked again every 5 s while the tab is shown.
+    queryKey: ['thread', actor, rkey, page],
+    queryFn: () =>
+      fetchAs(
+        ThreadResponse,
+        `/api/reader/threads/${encodeURIComponent(actor)}/${rkey}?page=${encodeURIComponent(page)}`,
+      ),
+    // A thread published live grows while it is read: its page asked again every 5 s while the tab is shown.
     refetchInterval: 5000,
   });
   useDocumentTitle(thread.data?.thread.session.title ?? 'A published conversation');
@@ -26,7 +32,7 @@ export function ThreadPage() {
     <main className="reader" id="main">
       <ReaderHeader />
       {thread.data ? (
-        <ThreadBody t={thread.data.thread} />
+        <ThreadBody t={thread.data.thread} window={thread.data.window} />
       ) : thread.error ? (
         <ErrorNote error={thread.error} />
       ) : (
