@@ -82,13 +82,16 @@ export function refusal(status: number, body: ErrorBody): ApiError {
   return error;
 }
 
+/** What a call may say besides its path: a method, a JSON body, a signal, and how the browser's cache is used. */
+type CallInit = { method?: string; body?: unknown; signal?: AbortSignal; cache?: 'no-cache' };
+
 /** One request: the answer's JSON (undefined for a 204), or the server's refusal thrown as an ApiError. */
-async function request(
-  path: string,
-  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
-): Promise<unknown> {
+
+async function request(path: string, init: CallInit = {}): Promise<unknown> {
   const res = await reach(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),
+    // (The browser's RequestInit has `cache`; the server's type check reads this file with Node's, which has not.)
+    ...({ cache: init.cache } as RequestInit),
     // The server refuses a change that carries neither JSON nor this header (see http/security.ts).
     headers: init.body === undefined ? { 'x-agentsville': '1' } : { 'content-type': 'application/json' },
     body: init.body === undefined ? undefined : JSON.stringify(init.body),
@@ -142,7 +145,7 @@ export async function sendFile<S extends z.ZodType>(
 export async function fetchAs<S extends z.ZodType>(
   schema: S,
   path: string,
-  init: { method?: string; body?: unknown; signal?: AbortSignal } = {},
+  init: CallInit = {},
 ): Promise<z.output<S>> {
   return decode(schema, await request(path, init));
 }

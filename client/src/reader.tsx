@@ -17,7 +17,8 @@ function LiveReader({ initial }: { initial: ReaderData }) {
     const url = `/api/reader/threads/${encodeURIComponent(initial.actor)}/${initial.rkey}?page=${initial.window?.page ?? 1}`;
     const timer = setInterval(async () => {
       if (document.visibilityState !== 'visible') return;
-      const res = await fetch(url).catch(() => null);
+      // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
+      const res = await fetch(url, { cache: 'no-cache' }).catch(() => null);
       if (!res?.ok) return;
       const { thread, window } = (await res.json()) as { thread: ThreadData; window: ThreadWindow };
       setData({ ...initial, thread, window });

@@ -4,6 +4,11 @@ import type { Network } from './network.ts';
 import { isTombstoned, listSessions, resolveActor } from './read.ts';
 import { readThread, type ThreadView } from './thread.ts';
 
+/** What a thread's head (its description, its card) reads: who, the session, and its first turns' records. */
+type ThreadHead = Pick<ThreadView, 'author' | 'session'> & {
+  messages: readonly { record: Record<string, unknown> }[];
+};
+
 /** How a reading page describes itself (src/web/readerPage.ts's PageMeta, by shape). */
 interface PageMeta {
   title: string;
@@ -15,7 +20,7 @@ interface PageMeta {
 }
 
 /** The first words a thread's published text shows (a withheld turn has none), for a link card. */
-export function firstWords(thread: ThreadView, max = 160): string | null {
+export function firstWords(thread: ThreadHead, max = 160): string | null {
   for (const m of thread.messages) {
     const r = m.record as { text?: string; withheld?: boolean };
     if (!r.withheld && r.text?.trim()) return r.text.trim().replace(/\s+/g, ' ').slice(0, max);
@@ -27,7 +32,7 @@ export function firstWords(thread: ThreadView, max = 160): string | null {
  * What a thread's link card shows: its title, its author and its first published texts — the records as the
  * reader gets them (withheld turns carry no text; covered words are already bars).
  */
-export function cardOf(thread: ThreadView): { title: string; author: string; lines: string[] } {
+export function cardOf(thread: ThreadHead): { title: string; author: string; lines: string[] } {
   const lines: string[] = [];
   for (const m of thread.messages) {
     const r = m.record as { text?: string; withheld?: boolean };
@@ -42,7 +47,7 @@ export function cardOf(thread: ThreadView): { title: string; author: string; lin
 }
 
 /** The head of a thread's page: the one address (by DID), the record, the author's feed and the card's picture. */
-export function threadMeta(base: string, thread: ThreadView, rkey: string): PageMeta {
+export function threadMeta(base: string, thread: ThreadHead, rkey: string): PageMeta {
   const did = thread.author.did;
   const title = (thread.session as { title?: string }).title ?? 'A conversation';
   const who = thread.author.handle ? `@${thread.author.handle}` : did;
@@ -58,20 +63,25 @@ export function threadMeta(base: string, thread: ThreadView, rkey: string): Page
 }
 
 /**
- * What the server-rendered reading pages read (src/web/readerPages.ts's ReaderSource): a thread as the reader's
- * API answers it — or "gone" when the index holds its delete — and the published lists.
+ * What the server-rendered reading pages read (src/web/readerPages.ts's ReaderSource): a page of a thread as the
+ * reader's API answers it, with the head the whole thread gives it — or "gone" when the index holds its delete.
  */
 export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string }) {
   const { sql, reader } = deps;
   return {
-    async thread(actor: string, rkey: string) {
+    async thread(actor: string, rkey: string, page = 1) {
       const did = await resolveActor(sql, reader, actor);
       if (!did) return null;
       // A thread the index holds is served whatever delete came before it (published again under the same key,
       // the earlier delete may reach the index after the new record's write-through); one it does not hold is not
       // looked for in its author's repo when the index holds its delete, and is "gone".
-      const thread = await readThread(sql, reader, did, rkey, { deletedStaysGone: true });
-      if (thread) return { meta: threadMeta(deps.baseUrl, thread, rkey), thread, card: cardOf(thread) };
+      const read = await readThread(sql, reader, did, rkey, page, { deletedStaysGone: true });
+      if (read === 'no-page') return read;
+      if (read) {
+        const { thread, window, opening } = read;
+        const head = { ...thread, messages: opening.map((record) => ({ record })) };
+        return { meta: threadMeta(deps.baseUrl, head, rkey), thread, window, card: cardOf(head) };
+      }
       return (await isTombstoned(sql, `at://${did}/${SESSION}/${rkey}`)) ? ('gone' as const) : null;
     },
     async list(actor: string | null) {

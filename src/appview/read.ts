@@ -307,13 +307,12 @@ export async function getThread(
 }
 
 /**
- * The turns' URIs of the thread as last cached, whatever its version now: a reader that needs something per turn
- * (their labels) asks for it beside the version check, and asks again only if the turns turn out to have changed.
+ * The thread as last cached, whatever its version now: a reader that needs something per turn (their labels)
+ * asks for it beside the version check, and asks again only if the turns turn out to have changed.
  */
-export function cachedTurnUris(uri: string): string[] | undefined {
+export function cachedThread(uri: string): ThreadObjects | undefined {
   const answer = threadCache.get(uri);
-  const parsed = answer && parsedOf.get(answer);
-  return parsed?.messages.map((m) => m.uri);
+  return answer && parsedOf.get(answer);
 }
 
 function deepFreeze<T>(value: T): T {

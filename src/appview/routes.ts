@@ -3,7 +3,6 @@ import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
 import { AppError, notFound, respond, sendError } from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
-import { pageOfThread } from '../markdown/index.ts';
 import { ListSessionsResponse, ThreadPageQuery, ThreadResponse } from '../wire/index.ts';
 import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
@@ -126,13 +125,13 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
     if (!/^[a-zA-Z0-9._:%~-]{1,300}$/.test(actor) || !/^[a-z2-7]{13}$/.test(rkey)) throw notFound('Thread');
     const query = ThreadPageQuery.safeParse(req.query);
     if (!query.success) throw notFound('Page');
-    const thread = await readThread(sql, reader, actor, rkey);
-    if (!thread) throw notFound('Thread');
-    res.set('Cache-Control', 'public, max-age=15');
     // One page of the thread, the first unless another is named: never the whole thread (up to 16 MiB, encoded
     // on the event loop for each request), which the app's thread page once asked for every 5 s.
-    const answer = pageOfThread(thread, query.data.page ?? 1);
-    if (!answer) throw notFound('Page');
+    const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1);
+    if (!read) throw notFound('Thread');
+    if (read === 'no-page') throw notFound('Page');
+    res.set('Cache-Control', 'public, max-age=15');
+    const answer = { thread: read.thread, window: read.window };
     // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.
     respond(res, ThreadResponse, answer as z.output<typeof ThreadResponse>);
   });

@@ -1,9 +1,10 @@
 import type { Sql } from '../db/index.ts';
 import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
+import { type ThreadWindow, threadWindow, turnWeight } from '../markdown/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
-import { cachedTurnUris, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
+import { cachedThread, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
 
 export interface ThreadView {
   uri: string;
@@ -30,33 +31,52 @@ export interface ThreadView {
   labels: { src: string; val: string }[];
 }
 
+/** One page of a thread as the reader gets it, and what the whole thread's head quotes. */
+export interface ThreadPage {
+  /** The thread with this page's turns only, their refs and mentions looked up. */
+  thread: ThreadView;
+  window: ThreadWindow;
+  /** The records of the thread's first turns with text (at most three): its card and description quote them. */
+  opening: Record<string, unknown>[];
+}
+
+/** Turns with text the head of a thread quotes (the card's three lines; the description, the first). */
+const OPENING = 3;
+
 /**
- * A published thread for the reader: from the index (backfilled from the author's repo when the index has not
- * seen it), with each ref looked up now — "changed since" when its CID moved, "deleted" when it is gone — and
- * each mention shown as its current handle.
+ * A page of a published thread for the reader (src/markdown/pages.ts splits it): from the index (backfilled from
+ * the author's repo when the index has not seen it), with each of the page's refs looked up now — "changed
+ * since" when its CID moved, "deleted" when it is gone — and each mention shown as its current handle. Only the
+ * page's: the lookups' bound is spent on the turns shown, and a 5,000-turn thread costs a page's work. Null when
+ * there is no thread, `no-page` when it has no such page.
  */
 export async function readThread(
   sql: Sql,
   network: Network,
   actor: string,
   rkey: string,
+  page = 1,
   options: ThreadReadOptions = {},
-): Promise<ThreadView | null> {
+): Promise<ThreadPage | 'no-page' | null> {
   const did = await resolveActor(sql, network, actor);
   if (!did) return null;
   const uri = `at://${did}/${SESSION}/${rkey}`;
   // The label reads go out with the thread's version check, not a round trip after it: the thread's own, and its
-  // turns' by the turns it had when last read (asked again below only if they have changed since).
-  const known = cachedTurnUris(uri);
+  // page's turns' by the turns it had when last read (asked again below only if they have changed since).
+  const cached = cachedThread(uri);
+  const known = cached && pageOf(cached.messages, page)?.shown.map((m) => m.uri);
   const early = known && turnLabels(sql, known);
   const notices = noticeLabels(sql, [did, uri]);
   for (const p of [early, notices]) p?.catch(() => {});
   const thread = await getThread(sql, network, uri, options);
   if (!thread) return null;
-  const uris = thread.messages.map((m) => m.uri);
+  const paged = pageOf(thread.messages, page);
+  if (!paged) return 'no-page';
+  const { window, shown } = paged;
+  const uris = shown.map((m) => m.uri);
   const sameTurns = !!known && known.length === uris.length && known.every((u, i) => u === uris[i]);
-  // Every ref and mention of the thread, looked up once each, within the per-read bound (lookups.ts).
-  const records = thread.messages.map(
+  // Every ref and mention of the page, looked up once each, within the per-read bound (lookups.ts).
+  const records = shown.map(
     (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
   );
   const UNCHECKED = Symbol('unchecked');
@@ -71,15 +91,8 @@ export async function readThread(
     sameTurns && early ? early : turnLabels(sql, uris),
     notices,
   ]);
-  // Each turn's labels, by its URI: notices to click through, and which holes a labeler made.
-  const onTurn = new Map<string, { notices: { src: string; val: string }[]; hides: boolean }>();
-  for (const l of turnLabelRows) {
-    const turn = onTurn.get(l.uri) ?? { notices: [], hides: false };
-    if ((HIDING as readonly string[]).includes(l.val)) turn.hides = true;
-    else turn.notices.push({ src: l.src, val: l.val });
-    onTurn.set(l.uri, turn);
-  }
-  const messages = thread.messages.map((m, i) => ({
+  const onTurn = labelsByTurn(turnLabelRows);
+  const messages = shown.map((m, i) => ({
     uri: m.uri,
     rkey: m.uri.split('/').pop()!,
     record: m.record,
@@ -99,11 +112,44 @@ export async function readThread(
     // Said only of a hole (a label that arrived after the thread was read hides the turn at the next read).
     ...(m.record.withheld === true && onTurn.get(m.uri)?.hides ? { hidden: true as const } : {}),
   }));
-  return {
+  const view: ThreadView = {
     labels: labels.map((l) => ({ src: l.src, val: l.val })),
     uri: thread.session.uri,
     author: { did, handle: thread.session.author.handle ?? handlesNow.get(did) ?? null },
     session: thread.session.record,
     messages,
   };
+  return { thread: view, window, opening: openingOf(thread.messages) };
+}
+
+/** Each turn's labels, by its URI: notices to click through, and which holes a labeler made. */
+function labelsByTurn(rows: readonly { uri: string; src: string; val: string }[]) {
+  const onTurn = new Map<string, { notices: { src: string; val: string }[]; hides: boolean }>();
+  for (const l of rows) {
+    const turn = onTurn.get(l.uri) ?? { notices: [], hides: false };
+    if ((HIDING as readonly string[]).includes(l.val)) turn.hides = true;
+    else turn.notices.push({ src: l.src, val: l.val });
+    onTurn.set(l.uri, turn);
+  }
+  return onTurn;
+}
+
+/** Page `page` of a thread's turns, and where it is among them; null when there is no such page. */
+function pageOf<T extends { record: Record<string, unknown> }>(messages: readonly T[], page: number) {
+  const window = threadWindow(
+    messages.map((m) => turnWeight(m.record)),
+    page,
+  );
+  return window && { window, shown: messages.slice(window.first, window.end) };
+}
+
+/** The records of a thread's first turns with text, as published (withheld turns carry none). */
+function openingOf(messages: readonly { record: Record<string, unknown> }[]): Record<string, unknown>[] {
+  const opening: Record<string, unknown>[] = [];
+  for (const m of messages) {
+    const r = m.record as { text?: unknown; withheld?: boolean };
+    if (!r.withheld && typeof r.text === 'string' && r.text.trim()) opening.push(m.record);
+    if (opening.length === OPENING) break;
+  }
+  return opening;
 }

@@ -1,15 +1,48 @@
 /**
- * How a reading page splits a thread: each page renders its turns' Markdown on the server, so a page holds a
- * bounded amount of it. A thread may hold 5,000 turns and 16 MiB; rendered whole, its page took the server's
- * event loop for seconds. The split is the server's, from the turns' text lengths alone: it renders one page, and
- * the reader's API answers one page to the script that keeps it up to date (`?page=N`).
+ * How a reading page splits a thread: each page renders its turns' Markdown on the server and carries their data,
+ * so a page holds a bounded amount of both. A thread may hold 5,000 turns and 16 MiB; rendered whole, its page
+ * took the server's event loop for seconds. The split is the server's, from the turns' weights alone: it renders
+ * one page, and the reader's API answers one page (`?page=N`; the first unless named).
  */
 export const THREAD_PAGE = {
   /** Turns on a page. */
   turns: 100,
-  /** Characters of turn text on a page (a single longer turn has a page of its own). */
+  /** Characters a page carries, each turn weighed by `turnWeight` (a single heavier turn has a page of its own). */
   chars: 100_000,
 } as const;
+
+/** What a ref may add once the reader looks it up: appview/lookups.ts keeps 1,000 characters of its text. */
+const REF_QUOTE = 1000;
+/** Room for one item's JSON around its strings: its keys and quotes, a state, a handle looked up. */
+const ITEM = 96;
+
+const lengthOf = (v: unknown) => (typeof v === 'string' ? v.length : 0);
+const listOf = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+
+/**
+ * A turn's weight on a page, in characters: its text, and each tool step, ref and mention with what the reader
+ * adds to it (a ref's quoted text, a mention's handle). Weighed by text alone, 100 turns with no text and the
+ * most steps, refs and mentions the lexicon allows each filled one page with some 13 MB. Counts string lengths
+ * only (nothing is serialised to weigh it): JSON's escapes can make a string's bytes a few times its length.
+ */
+export function turnWeight(record: {
+  text?: unknown;
+  steps?: unknown;
+  refs?: unknown;
+  mentions?: unknown;
+}): number {
+  let weight = lengthOf(record.text) + ITEM;
+  for (const step of listOf(record.steps)) {
+    const s = (step ?? {}) as { name?: unknown; summary?: unknown };
+    weight += lengthOf(s.name) + lengthOf(s.summary) + ITEM;
+  }
+  for (const ref of listOf(record.refs)) {
+    const r = (ref ?? {}) as { uri?: unknown; cid?: unknown };
+    weight += lengthOf(r.uri) + lengthOf(r.cid) + REF_QUOTE + ITEM;
+  }
+  for (const mention of listOf(record.mentions)) weight += lengthOf(mention) + ITEM;
+  return weight;
+}
 
 /** Where a page of a thread starts and ends among its turns, and which of how many it is (1-based). */
 export interface ThreadWindow {
@@ -22,7 +55,7 @@ export interface ThreadWindow {
   total: number;
 }
 
-/** The thread's pages, in order, as [first, end) ranges of its turns: each as full as the bounds allow. */
+/** The thread's pages, in order, as [first, end) ranges of its turns (by weight): each as full as the bounds allow. */
 export function threadPages(
   lengths: readonly number[],
   bounds: { turns: number; chars: number } = THREAD_PAGE,
@@ -43,24 +76,10 @@ export function threadPages(
   return pages;
 }
 
-/** Page `page` (1-based) of a thread whose turns have these text lengths; null when it has no such page. */
+/** Page `page` (1-based) of a thread whose turns have these weights; null when it has no such page. */
 export function threadWindow(lengths: readonly number[], page: number): ThreadWindow | null {
   const pages = threadPages(lengths);
   const range = pages[page - 1];
   if (!range) return null;
   return { page, pages: pages.length, first: range[0], end: range[1], total: lengths.length };
-}
-
-/**
- * Page `page` of a thread: the thread with that page's turns only, and where they are; null when it has no such
- * page. A turn's length is its text's (none, a hole: 0).
- */
-export function pageOfThread<T extends { messages: readonly { record: { text?: unknown } }[] }>(
-  thread: T,
-  page: number,
-): { thread: T; window: ThreadWindow } | null {
-  const lengths = thread.messages.map((m) => (typeof m.record.text === 'string' ? m.record.text.length : 0));
-  const window = threadWindow(lengths, page);
-  if (!window) return null;
-  return { thread: { ...thread, messages: thread.messages.slice(window.first, window.end) }, window };
 }

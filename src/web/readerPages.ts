@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Response, Router } from 'express';
 import { AppError } from '../http/index.ts';
-import { pageOfThread } from '../markdown/index.ts';
+import type { ThreadWindow } from '../markdown/index.ts';
 import { ThreadPageQuery } from '../wire/index.ts';
 import { type CardInput, LinkCards } from './linkCard.ts';
 import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
@@ -11,15 +11,20 @@ import { type PageMeta, type ReaderAssets, readerPage } from './readerPage.ts';
 /** A thread as the reader API answers it (src/appview/thread.ts's ThreadView): passed through as it is. */
 export interface ReaderThread {
   meta: PageMeta;
+  /** The thread with one page's turns (src/markdown/pages.ts), and which page it is. */
   thread: unknown;
+  window: ThreadWindow;
   /** What its link card shows, from the published records. */
   card: CardInput;
 }
 
 /** Where the reading pages' data comes from (the AppView, wired in app.ts). */
 export interface ReaderSource {
-  /** A published thread, `gone` once deleted, null when there is none (or it is not served). */
-  thread(actor: string, rkey: string): Promise<ReaderThread | 'gone' | null>;
+  /**
+   * Page `page` (the first unless given) of a published thread, `gone` once deleted, `no-page` past its last
+   * page, null when there is none (or it is not served).
+   */
+  thread(actor: string, rkey: string, page?: number): Promise<ReaderThread | 'gone' | 'no-page' | null>;
   /** Published threads, everyone's (actor null) or one author's; null when the author is unknown. */
   list(actor: string | null): Promise<{ meta: PageMeta; sessions: unknown[] } | null>;
 }
@@ -61,28 +66,15 @@ function pageParam(query: unknown): number | null {
   return parsed.success ? (parsed.data.page ?? 1) : null;
 }
 
-/** A thread as the AppView answers it, as far as a page reads it: its turns' texts. */
-interface PagedThread {
-  messages: { record: { text?: unknown } }[];
-}
-
-/**
- * One page of a thread (src/markdown/pages.ts): its turns only, which is all the page renders and sends, where it
- * is, and what its head says; null when there is no such page.
- */
-function pageOf(found: ReaderThread, page: number) {
-  const paged = pageOfThread(found.thread as PagedThread, page);
-  if (!paged) return null;
-  // A later page is a page of its own (its own address, its own title).
-  const meta =
-    page === 1
-      ? found.meta
-      : {
-          ...found.meta,
-          title: `${found.meta.title} (page ${page})`,
-          canonical: `${found.meta.canonical}?page=${page}`,
-        };
-  return { ...paged, meta };
+/** A later page is a page of its own: its own address, its own title. */
+function headOf(found: ReaderThread): PageMeta {
+  const { page } = found.window;
+  if (page === 1) return found.meta;
+  return {
+    ...found.meta,
+    title: `${found.meta.title} (page ${page})`,
+    canonical: `${found.meta.canonical}?page=${page}`,
+  };
 }
 /**
  * A published page may be kept a little while by a browser or a CDN, then asked again with its ETag (a 304 when
@@ -177,7 +169,7 @@ export function readerPages(deps: {
   router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
     const { actor, rkey } = req.params;
     const found = ACTOR.test(actor) && RKEY.test(rkey) ? await deps.source.thread(actor, rkey) : null;
-    if (!found || found === 'gone') {
+    if (!found || found === 'gone' || found === 'no-page') {
       res
         .status(found ? 410 : 404)
         .type('text')
@@ -203,7 +195,7 @@ export function readerPages(deps: {
     const base = deps.baseUrl;
     const page = pageParam(req.query);
     if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
-    const found = await deps.source.thread(actor, rkey).catch((e: unknown) => {
+    const found = await deps.source.thread(actor, rkey, page).catch((e: unknown) => {
       // The author's repo is still being read (a thread this server had not seen): a page that says so.
       if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
       throw e;
@@ -212,11 +204,10 @@ export function readerPages(deps: {
       res.set('Retry-After', '5');
       return missingPage(res, 503, base, assets);
     }
-    if (!found || found === 'gone') return missingPage(res, found ? 410 : 404, base, assets);
-    const paged = pageOf(found, page);
-    if (!paged) return missingPage(res, 404, base, assets);
-    const { meta, ...shown } = paged;
-    const data = { page: 'thread', actor, rkey, ...shown };
+    if (!found || found === 'no-page') return missingPage(res, 404, base, assets);
+    if (found === 'gone') return missingPage(res, 410, base, assets);
+    const meta = headOf(found);
+    const data = { page: 'thread', actor, rkey, thread: found.thread, window: found.window };
     const render = await loadRenderer();
     // What the page shows, and the bundle it loads (a new build's page is a new page): its key and its ETag.
     const key = hashOf(assetsKey + JSON.stringify([data, meta]));

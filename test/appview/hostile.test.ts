@@ -19,9 +19,14 @@ import { freePort } from '../support/ports.ts';
  * A PDS and DID document an attacker runs: the document claims someone else's handle, and the repo answers
  * every listRecords with 100 valid records and another cursor, for ever.
  */
-async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>) {
+async function hostilePds(
+  mode: 'flood' | 'refs' = 'flood',
+  hold?: Promise<void>,
+  /** In `refs` mode: the session's turns, and the posts each points at. */
+  shape = { turns: 10, refs: 50 },
+) {
   const key = await Secp256k1Keypair.create();
-  const served = { pages: 0, didDocs: 0, getRecord: 0 };
+  const served = { pages: 0, didDocs: 0, getRecord: 0, asked: [] as string[] };
   const sessionRkey = TID.nextStr();
   let rkey = TID.nextStr();
   let did = '';
@@ -36,7 +41,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
       return;
     }
     if (mode === 'refs' && url.pathname === '/xrpc/com.atproto.repo.listRecords') {
-      // One session of 10 turns, each about 50 posts: 500 refs in one thread.
+      // One session of 10 turns, each about 50 posts (500 refs in one thread), unless shaped otherwise.
       const collection = url.searchParams.get('collection')!;
       const sessionUri = `at://${did}/click.aligned.chat.session/${sessionRkey}`;
       const records =
@@ -52,7 +57,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
                 },
               },
             ]
-          : Array.from({ length: 10 }, (_, t) => {
+          : Array.from({ length: shape.turns }, (_, t) => {
               rkey = TID.nextStr(rkey);
               return {
                 uri: `at://${did}/click.aligned.chat.message/${rkey}`,
@@ -64,7 +69,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
                   text: `turn ${t}`,
                   createdAt: new Date().toISOString(),
                   // Pinned to the post as it was: { text: 'a post' }.
-                  refs: Array.from({ length: 50 }, (_, i) => ({
+                  refs: Array.from({ length: shape.refs }, (_, i) => ({
                     uri: `at://${did}/app.bsky.feed.post/p${t}x${i}`,
                     cid: POST_CID,
                   })),
@@ -79,6 +84,7 @@ async function hostilePds(mode: 'flood' | 'refs' = 'flood', hold?: Promise<void>
       served.getRecord++;
       res.setHeader('content-type', 'application/json');
       const rkey = url.searchParams.get('rkey') ?? '';
+      served.asked.push(rkey);
       const uri = `at://${did}/${url.searchParams.get('collection')}/${rkey}`;
       // Every post is as pinned, except the first of each turn: edited, yet served under the pinned cid.
       const value = rkey.endsWith('x0') ? { ...POST, text: 'edited words' } : POST;
@@ -262,25 +268,62 @@ describe('a thread that points at hundreds of records', () => {
           await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}`)
         ).json()) as {
           thread: { messages: { refs: { uri: string; state: string }[] }[] };
+          window: { pages: number };
         };
       // A post served with other words under its pinned cid is "changed": the cid is computed, not taken.
       const honest = (r: { uri: string; state: string }) =>
         r.state === 'unchecked' || r.state === (r.uri.endsWith('x0') ? 'changed' : 'same');
       const first = await read();
+      // A turn of 50 refs, each with the quote a lookup adds, weighs a page of its own: ten pages.
+      expect(first.window.pages).toBe(10);
       const states = first.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
-      expect(states).toHaveLength(500);
-      // The fault was offered (500 refs), the bound held: 40 looked up, the rest marked unchecked.
+      expect(states).toHaveLength(50);
+      // The fault was offered (50 refs on the page), the bound held: 40 looked up, the rest marked unchecked.
       expect(refs.served.getRecord).toBe(40);
       expect(states.filter((s) => s !== 'unchecked')).toHaveLength(40);
-      expect(states.filter((s) => s === 'unchecked')).toHaveLength(460);
+      expect(states.filter((s) => s === 'unchecked')).toHaveLength(10);
       expect(first.thread.messages.flatMap((m) => m.refs).every(honest)).toBe(true);
       expect(states).toContain('changed');
-      await read();
-      expect(refs.served.getRecord).toBe(40 + 40);
-      // …because the first 40 were remembered and the bound let 40 more be looked up.
-      const third = (await read()).thread.messages.flatMap((m) => m.refs);
-      expect(third.filter((r) => r.state !== 'unchecked').length).toBe(120);
-      expect(third.every(honest)).toBe(true);
+      // Read again: the first 40 were remembered, so only the 10 left are looked up, and all 50 are shown.
+      const second = (await read()).thread.messages.flatMap((m) => m.refs);
+      expect(refs.served.getRecord).toBe(50);
+      expect(second.filter((r) => r.state !== 'unchecked')).toHaveLength(50);
+      expect(second.every(honest)).toBe(true);
+    } finally {
+      await refs.close();
+    }
+  }, 60_000);
+});
+
+describe('a long thread that points at records', () => {
+  it("a page's read looks up that page's refs, within the bound, and no other page's", async () => {
+    // 150 turns of one ref each: two pages (each ref weighs its quote too, so fewer than 100 turns a page).
+    const refs = await hostilePds('refs', undefined, { turns: 150, refs: 1 });
+    try {
+      const read = async (page: number) =>
+        (await (
+          await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}?page=${page}`)
+        ).json()) as {
+          thread: { messages: { refs: { uri: string; state: string }[] }[] };
+          window: { page: number; first: number; end: number; total: number };
+        };
+      const second = await read(2);
+      const { first: from, end } = second.window;
+      expect(second.window).toMatchObject({ page: 2, pages: 2, end: 150, total: 150 });
+      const states = second.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
+      expect(states).toHaveLength(end - from);
+      expect(end - from).toBeGreaterThan(40);
+      // The bound held (40 of the page's refs), and each lookup was of one of page 2's own turns' posts.
+      expect(refs.served.getRecord).toBe(40);
+      expect(states.filter((s) => s !== 'unchecked')).toHaveLength(40);
+      const turnOf = (rkey: string) => Number(/^p(\d+)x/.exec(rkey)![1]);
+      expect(refs.served.asked.every((k) => turnOf(k) >= from)).toBe(true);
+      // Page 1 spends its own bound on its own turns.
+      refs.served.asked.length = 0;
+      const first = await read(1);
+      expect(first.thread.messages).toHaveLength(from);
+      expect(refs.served.asked).toHaveLength(40);
+      expect(refs.served.asked.every((k) => turnOf(k) < from)).toBe(true);
     } finally {
       await refs.close();
     }

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { THREAD_PAGE, threadPages, threadWindow } from '../../src/markdown/index.ts';
+import { THREAD_PAGE, threadPages, threadWindow, turnWeight } from '../../src/markdown/index.ts';
 
 it('splits a thread into pages that hold every turn once, in order, each as full as its bounds allow', () => {
   const bounds = { turns: 5, chars: 100 };
@@ -46,4 +46,49 @@ it('finds a page by its number, and no page past the last', () => {
     [2, 3],
   ]);
   expect(threadWindow([], 1)).toEqual({ page: 1, pages: 1, first: 0, end: 0, total: 0 });
+});
+
+/** Strings without JSON escapes, so a record's JSON length is its strings' lengths plus its structure. */
+const plain = (max: number) => fc.string({ unit: fc.constantFrom(...'abc XYZ.:/-019'), maxLength: max });
+
+/** A message record as the lexicon allows it: text, tool steps, refs and mentions. */
+const record = fc.record(
+  {
+    text: plain(2000),
+    steps: fc.array(fc.record({ name: plain(64), summary: plain(250) }, { requiredKeys: ['name'] }), {
+      maxLength: 100,
+    }),
+    refs: fc.array(fc.record({ uri: plain(300), cid: plain(100) }), { maxLength: 50 }),
+    mentions: fc.array(plain(100), { maxLength: 50 }),
+  },
+  { requiredKeys: [] },
+);
+
+it("weighs a turn by all it carries, and what the reader adds to it: a page's data stays within its bound", () => {
+  fc.assert(
+    fc.property(record, (r) => {
+      // The turn as the reader's API sends it: the record, each ref with its state and a quote of up to 1,000
+      // characters, each mention with a handle.
+      const sent = {
+        record: r,
+        refs: (r.refs ?? []).map((ref) => ({ ...ref, state: 'changed', text: 'q'.repeat(1000) })),
+        mentions: (r.mentions ?? []).map((did) => ({ did, handle: 'h'.repeat(64) })),
+      };
+      expect(JSON.stringify(sent).length).toBeLessThanOrEqual(turnWeight(r) + 200);
+    }),
+    { numRuns: 300 },
+  );
+  // The shape that text alone let through: 100 turns with no text and the most of everything else. A page of
+  // them now carries about its bound, not 13 MB.
+  const heavy = {
+    steps: Array.from({ length: 100 }, () => ({ name: 'n'.repeat(64), summary: 's'.repeat(250) })),
+    refs: Array.from({ length: 50 }, (_, i) => ({ uri: `at://did:plc:x/app.bsky.feed.post/${i}`, cid: 'c' })),
+    mentions: Array.from({ length: 50 }, () => 'did:plc:mentioned000000000000001'),
+  };
+  const weights = Array.from({ length: 100 }, () => turnWeight(heavy));
+  for (const [first, end] of threadPages(weights)) {
+    const bytes = JSON.stringify(Array.from({ length: end - first }, () => heavy)).length;
+    expect(end - first === 1 || bytes <= THREAD_PAGE.chars).toBe(true);
+  }
+  expect(threadPages(weights).length).toBeGreaterThan(50);
 });

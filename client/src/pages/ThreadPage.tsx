@@ -23,6 +23,8 @@ export function ThreadPage() {
       fetchAs(
         ThreadResponse,
         `/api/reader/threads/${encodeURIComponent(actor)}/${rkey}?page=${encodeURIComponent(page)}`,
+        // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
+        { cache: 'no-cache' },
       ),
     // A thread published live grows while it is read: its page asked again every 5 s while the tab is shown.
     refetchInterval: 5000,
