@@ -135,6 +135,8 @@ export async function* publishFigures(adminDatabaseUrl: string): AsyncGenerator<
       target: '<= 1.3',
       publish_ms: round(ratio.a, 0),
       bare_ms: round(ratio.b, 0),
+      // Each side from a collected heap (ADR 0086) only when Node was started with --expose-gc, as npm run bench is.
+      collected_before_each_side: typeof (globalThis as { gc?: unknown }).gc === 'function',
     };
   } finally {
     await local.close();

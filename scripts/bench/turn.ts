@@ -60,6 +60,7 @@ export async function startBarePipe(baseURL: string) {
     async request(prompt?: WireMessage[]) {
       // Text messages only, as the bench's turns send: the wire's roles and string contents are ModelMessages.
       messages = prompt as ModelMessage[] | undefined;
+      failure = undefined;
       const res = await fetch(url, { method: 'POST' });
       await res.text();
       if (failure) throw new Error(`the bare pipe failed: ${String(failure)}`);
@@ -186,11 +187,13 @@ async function seeded(app: TestApp, cookie: string, n: number, tail = 240) {
 type FakeHost = Awaited<ReturnType<typeof startFakeHost>>;
 
 /**
- * history_growth: consecutive turns of a long Conversation against a short one, in alternating pairs, each turn
- * followed (untimed between) by a bare streamText pipe sending the very messages the Provider just received. The
- * figure is the median of the pairs' long turn ÷ (short turn + what the longer prompt added to the bare pipe):
- * how much more than the short turn a long one costs beyond sending its prompt, which any client pays (the SDK's
- * JSON of some 250 KB, its transfer, the Provider reading it: ADR 0085). The plain ratio is printed beside it.
+ * history_growth: consecutive turns of a long Conversation against a short one, in alternating pairs; then, in a
+ * block of their own, a bare streamText pipe sending the very messages the Provider received for each of those
+ * turns, alternately. The figure is the median of the pairs' long turn ÷ (short turn + what the longer prompt
+ * adds to the bare pipe, median against median): how much more than the short turn a long one costs beyond
+ * sending its prompt, which any client pays (the SDK's JSON of some 250 KB, its transfer, the Provider reading
+ * it: ADR 0085). The bare runs come after the turns, not each beside its own, so that none pays for what a long
+ * turn left behind (its garbage, its writes). The plain ratio and the excess in milliseconds are printed beside.
  * The long one starts ten turns short of its window overflowing, so one of the measured turns folds the oldest
  * turns into the summary (a blocking summary call), down to three quarters of the budget; the ratio of means,
  * which counts that turn, is printed too, and the folding turn is measured on its own (fold_turn_ratio).
@@ -199,7 +202,6 @@ async function historyGrowth(app: TestApp, cookie: string, fake: FakeHost): Prom
   const small = await seeded(app, cookie, 10);
   const big = await seeded(app, cookie, 10_000, 231);
   await fake.answerWith('burst', 200);
-  const bare = await startBarePipe(fake.baseURL);
   const summariesBefore = await fake.summaries();
   const t = {
     big: [] as number[],
@@ -207,36 +209,42 @@ async function historyGrowth(app: TestApp, cookie: string, fake: FakeHost): Prom
     bareBig: [] as number[],
     bareSmall: [] as number[],
   };
+  const prompts = { big: [] as WireMessage[][], small: [] as WireMessage[][] };
   const timed = async (fn: () => Promise<void>) => {
     const t0 = performance.now();
     await fn();
     return performance.now() - t0;
   };
-  const side = async (which: 'big' | 'small', keep: boolean) => {
-    if (which === 'small') await small.reset();
-    const ours = await timed(() => turn(app, cookie, (which === 'big' ? big : small).id));
-    const prompt = await fake.lastMessages();
-    const floor = await timed(() => bare.request(prompt));
-    if (!keep) return;
-    t[which].push(ours);
-    t[which === 'big' ? 'bareBig' : 'bareSmall'].push(floor);
-  };
   const WARMUP = 3;
   const PAIRS = 21;
+  const sides = (i: number) => (i % 2 ? (['big', 'small'] as const) : (['small', 'big'] as const));
+  for (let i = 0; i < WARMUP + PAIRS; i++) {
+    for (const which of sides(i)) {
+      if (which === 'small') await small.reset();
+      const ms = await timed(() => turn(app, cookie, (which === 'big' ? big : small).id));
+      const prompt = await fake.lastMessages();
+      if (i < WARMUP) continue;
+      t[which].push(ms);
+      prompts[which].push(prompt);
+    }
+  }
+  const bare = await startBarePipe(fake.baseURL);
   try {
     for (let i = 0; i < WARMUP + PAIRS; i++) {
-      for (const which of i % 2 ? (['big', 'small'] as const) : (['small', 'big'] as const))
-        await side(which, i >= WARMUP);
+      for (const which of sides(i)) {
+        const ms = await timed(() => bare.request(prompts[which][Math.max(i - WARMUP, 0)]));
+        if (i >= WARMUP) t[which === 'big' ? 'bareBig' : 'bareSmall'].push(ms);
+      }
     }
   } finally {
     await bare.close();
   }
   const summaryCalls = (await fake.summaries()) - summariesBefore;
   if (summaryCalls < 1) throw new Error('history_growth: no turn folded into the summary');
-  const floorGrowth = t.bareBig.map((b, i) => b - t.bareSmall[i]!);
+  const floorGrowth = median(t.bareBig) - median(t.bareSmall);
   const growth = paired(
     t.big,
-    t.small.map((s, i) => s + floorGrowth[i]!),
+    t.small.map((s) => s + floorGrowth),
   );
   const plain = paired(t.big, t.small);
 
@@ -260,6 +268,8 @@ async function historyGrowth(app: TestApp, cookie: string, fake: FakeHost): Prom
     ...spreadOf(growth),
     turn_10000_median_ms: round(plain.a, 1),
     turn_10_median_ms: round(plain.b, 1),
+    // What a long turn costs beyond a short one and beyond its prompt's floor.
+    excess_ms: round(plain.a - plain.b - floorGrowth, 1),
     // The same turns without the floor's growth taken out: the Provider's and the SDK's share of the long turn.
     plain_ratio: round(plain.ratio),
     plain_spread: plain.spread,
