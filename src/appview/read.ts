@@ -146,16 +146,17 @@ export async function getThreadBody(
 ): Promise<ThreadBody | null> {
   let head = await threadHead(sql, uri);
   if (head?.hidden) return null;
-  // Hot threads are served from memory while their version is unchanged: one lookup by key instead of
-  // re-assembling a thousand turns.
-  const cached = head && threadCache.get(uri);
-  if (cached && cached.version === head!.version) return cached;
-  // Unknown here (backfill) or known only by DID (look up the handle): once, then the index has it.
+  // Unknown here (backfill) or known only by DID (look up the handle, within the lookups' bound and remembered):
+  // before the cache, so that an answer kept without a handle does not keep the handle from being looked up.
   if (!head?.handle) {
     if (!(await getSessionView(sql, network, uri, options))) return null;
     head = await threadHead(sql, uri);
     if (!head || head.hidden) return null;
   }
+  // Hot threads are served from memory while their version is unchanged: one lookup by key instead of
+  // re-assembling a thousand turns. The version holds the verified handle, so one verified since is a new answer.
+  const cached = threadCache.get(uri);
+  if (cached && cached.version === head.version) return cached;
   // Each turn's view as indexed (rendered when it was indexed: nothing is parsed here), but a hidden turn's as a
   // hole (asked per turn only when the thread has one). The rows come as the bytes PostgreSQL sent, in key order
   // from the (session_uri, did, rkey) index, and are joined here: no aggregate copies and sorts them in the
@@ -183,7 +184,8 @@ export async function getThreadBody(
     // Drawn from the version (nothing hashes the body).
     etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
   };
-  if (head.handle) remember(uri, answer);
+  // Kept whatever the handle: an author whose handle does not verify cost a whole read (up to 16 MiB) per request.
+  remember(uri, answer);
   return answer;
 }
 

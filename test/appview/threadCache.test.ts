@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { TID } from '@atproto/common-web';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Network } from '../../src/appview/network.ts';
-import { getThreadJson } from '../../src/appview/read.ts';
+import { getThreadBody, getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { userTurn } from '../support/records.ts';
@@ -124,3 +124,43 @@ it('a change written through one instance is served by every instance at its nex
     check(await here(uri));
   }
 }, 60_000);
+
+it("a thread whose author's handle does not verify is kept too, and shows the handle once it does", async () => {
+  const sql = db.sql;
+  const did = 'did:plc:nohandlenohandlenohandle';
+  const rkey = TID.nextStr();
+  const uri = `at://${did}/click.aligned.chat.session/${rkey}`;
+  await sql`insert into index_actors (did) values (${did})`;
+  await indexRecords(sql, did, [
+    {
+      collection: 'click.aligned.chat.session',
+      rkey,
+      cid: CID,
+      record: {
+        $type: 'click.aligned.chat.session',
+        title: 'Nameless',
+        createdAt: '2026-11-01T00:00:00.000Z',
+      },
+    },
+    { collection: 'click.aligned.chat.message', rkey: TID.nextStr(), cid: CID, record: userTurn(uri, 'one') },
+  ]);
+  // The network never verifies a handle for it: each read asks, and the answer is the one kept (the same bytes).
+  let asked = 0;
+  const network = {
+    identity: async () => {
+      asked++;
+      return null;
+    },
+    didOf: async () => null,
+  } as unknown as Network;
+  const first = await getThreadBody(sql, network, uri);
+  const second = await getThreadBody(sql, network, uri);
+  expect(first).not.toBeNull();
+  expect(second!.body).toBe(first!.body);
+  expect(asked).toBeGreaterThan(0);
+  // Verified since: a new answer, with the handle.
+  await sql`update index_actors set handle = 'named.test', verified_at = now() where did = ${did}`;
+  const named = await getThreadBody(sql, network, uri);
+  expect(named!.body).not.toBe(first!.body);
+  expect((JSON.parse(named!.body.toString()) as Thread).session.author.handle).toBe('named.test');
+});
