@@ -17,6 +17,7 @@ import {
 } from './fragments.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
+import { keepThread, keptThread } from './threadCache.ts';
 
 export interface SessionView {
   uri: string;
@@ -155,7 +156,7 @@ export async function getThreadBody(
   }
   // Hot threads are served from memory while their version is unchanged: one lookup by key instead of
   // re-assembling a thousand turns. The version holds the verified handle, so one verified since is a new answer.
-  const cached = threadCache.get(uri);
+  const cached = keptThread(uri);
   if (cached && cached.version === head.version) return cached;
   // Each turn's view as indexed (rendered when it was indexed: nothing is parsed here), but a hidden turn's as a
   // hole (asked per turn only when the thread has one). The rows come as the bytes PostgreSQL sent, in key order
@@ -185,7 +186,7 @@ export async function getThreadBody(
     etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
   };
   // Kept whatever the handle: an author whose handle does not verify cost a whole read (up to 16 MiB) per request.
-  remember(uri, answer);
+  keepThread(uri, answer);
   return answer;
 }
 
@@ -227,14 +228,6 @@ async function threadHead(sql: Sql, uri: string): Promise<ThreadHead | undefined
       cross join ${turnLabels(sql)} tl
     where s.uri = ${uri}`;
   return head;
-}
-
-const threadCache = new Map<string, ThreadBody & { version: string }>();
-const CACHED_THREADS = 200;
-function remember(uri: string, answer: ThreadBody & { version: string }) {
-  threadCache.delete(uri);
-  threadCache.set(uri, answer);
-  if (threadCache.size > CACHED_THREADS) threadCache.delete(threadCache.keys().next().value!);
 }
 
 async function getSessionView(
@@ -303,7 +296,7 @@ export async function getThread(
   let parsed = parsedOf.get(answer);
   if (!parsed) {
     parsed = JSON.parse(answer.body.toString()) as ThreadObjects;
-    if (threadCache.get(uri) === answer) parsedOf.set(answer, deepFreeze(parsed));
+    if (keptThread(uri) === answer) parsedOf.set(answer, deepFreeze(parsed));
   }
   return parsed;
 }
@@ -313,7 +306,7 @@ export async function getThread(
  * asks for it beside the version check, and asks again only if the turns turn out to have changed.
  */
 export function cachedThread(uri: string): ThreadObjects | undefined {
-  const answer = threadCache.get(uri);
+  const answer = keptThread(uri);
   return answer && parsedOf.get(answer);
 }
 

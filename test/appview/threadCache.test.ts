@@ -6,6 +6,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Network } from '../../src/appview/network.ts';
 import { getThreadBody, getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
+import { setThreadCacheBytes, threadCacheBytes } from '../../src/appview/threadCache.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { userTurn } from '../support/records.ts';
 
@@ -163,4 +164,53 @@ it("a thread whose author's handle does not verify is kept too, and shows the ha
   const named = await getThreadBody(sql, network, uri);
   expect(named!.body).not.toBe(first!.body);
   expect((JSON.parse(named!.body.toString()) as Thread).session.author.handle).toBe('named.test');
+});
+
+it('keeps threads within a byte budget: the oldest go first, and one past a quarter of it is not kept', async () => {
+  const sql = db.sql;
+  const did = 'did:plc:bytesbytesbytesbytesbyte';
+  await sql`insert into index_actors (did, handle, verified_at) values (${did}, 'bytes.test', now())`;
+  /** A thread of `turns` turns of 12,000 characters each (about 12 KB a turn). */
+  const thread = async (turns: number) => {
+    const rkey = TID.nextStr();
+    const uri = `at://${did}/click.aligned.chat.session/${rkey}`;
+    await indexRecords(sql, did, [
+      {
+        collection: 'click.aligned.chat.session',
+        rkey,
+        cid: CID,
+        record: { $type: 'click.aligned.chat.session', title: 'Big', createdAt: '2026-11-01T00:00:00.000Z' },
+      },
+      ...Array.from({ length: turns }, (_, i) => ({
+        collection: 'click.aligned.chat.message',
+        rkey: TID.nextStr(),
+        cid: CID,
+        record: userTurn(uri, `${i} ${'w'.repeat(12_000)}`),
+      })),
+    ]);
+    return uri;
+  };
+  setThreadCacheBytes(300_000);
+  try {
+    // Six threads of about 60 KB: more than the budget holds together.
+    const uris = [];
+    for (let i = 0; i < 6; i++) uris.push(await thread(5));
+    const first: Buffer[] = [];
+    for (const uri of uris) {
+      first.push((await getThreadBody(db.sql, noNetwork, uri))!.body);
+      expect(threadCacheBytes()).toBeLessThanOrEqual(300_000);
+    }
+    expect(threadCacheBytes()).toBeGreaterThan(200_000);
+    // The newest is kept (the same bytes again), the oldest was let go (read anew).
+    expect((await getThreadBody(db.sql, noNetwork, uris[5]!))!.body).toBe(first[5]);
+    expect((await getThreadBody(db.sql, noNetwork, uris[0]!))!.body).not.toBe(first[0]);
+    // About 100 KB, past a quarter of the budget: served each time, never kept.
+    const big = await thread(8);
+    const once = (await getThreadBody(db.sql, noNetwork, big))!;
+    expect(once.body.length).toBeGreaterThan(75_000);
+    expect((await getThreadBody(db.sql, noNetwork, big))!.body).not.toBe(once.body);
+    expect(threadCacheBytes()).toBeLessThanOrEqual(300_000);
+  } finally {
+    setThreadCacheBytes(128 * 1024 * 1024);
+  }
 });
