@@ -86,7 +86,6 @@ export function refusal(status: number, body: ErrorBody): ApiError {
 type CallInit = { method?: string; body?: unknown; signal?: AbortSignal; cache?: 'no-cache' };
 
 /** One request: the answer's JSON (undefined for a 204), or the server's refusal thrown as an ApiError. */
-
 async function request(path: string, init: CallInit = {}): Promise<unknown> {
   const res = await reach(path, {
     method: init.method ?? (init.body === undefined ? 'GET' : 'POST'),

@@ -2,7 +2,7 @@ import type { Sql } from '../db/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
 import { isTombstoned, listSessions, resolveActor } from './read.ts';
-import { readThread, type ThreadView } from './thread.ts';
+import { readThread, shownText, type ThreadView } from './thread.ts';
 
 /** What a thread's head (its description, its card) reads: who, the session, and its first turns' records. */
 type ThreadHead = Pick<ThreadView, 'author' | 'session'> & {
@@ -22,8 +22,8 @@ interface PageMeta {
 /** The first words a thread's published text shows (a withheld turn has none), for a link card. */
 export function firstWords(thread: ThreadHead, max = 160): string | null {
   for (const m of thread.messages) {
-    const r = m.record as { text?: string; withheld?: boolean };
-    if (!r.withheld && r.text?.trim()) return r.text.trim().replace(/\s+/g, ' ').slice(0, max);
+    const text = shownText(m.record);
+    if (text !== null) return text.trim().replace(/\s+/g, ' ').slice(0, max);
   }
   return null;
 }
@@ -35,8 +35,8 @@ export function firstWords(thread: ThreadHead, max = 160): string | null {
 export function cardOf(thread: ThreadHead): { title: string; author: string; lines: string[] } {
   const lines: string[] = [];
   for (const m of thread.messages) {
-    const r = m.record as { text?: string; withheld?: boolean };
-    if (!r.withheld && r.text?.trim()) lines.push(r.text.slice(0, 400));
+    const text = shownText(m.record);
+    if (text !== null) lines.push(text.slice(0, 400));
     if (lines.length === 3) break;
   }
   return {

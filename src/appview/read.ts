@@ -105,6 +105,9 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
   const found = await lookUpAll(dids, (did) => handleNow(network, did), undefined);
   for (const [did, handle] of found) {
     if (handle === undefined) continue; // past the bound: left for a later read
+    // Still none, as the index already says: nothing to write (each anonymous read of such an author's thread
+    // comes here, since a kept answer without a handle does not stop the handle being looked up).
+    if (handle === null && rows.some((r) => r.did === did && !r.handle && !r.verified_at)) continue;
     await sql`update index_actors set handle = ${handle}, verified_at = ${handle ? new Date() : null}
       where did = ${did}`;
     for (const r of rows) if (r.did === did) r.handle = handle;

@@ -134,21 +134,32 @@ function labelsByTurn(rows: readonly { uri: string; src: string; val: string }[]
   return onTurn;
 }
 
+// Each thread's turn weights, by its (cached, frozen) list of turns: a hot thread is weighed once per version,
+// not twice on each read (the cached page's labels, then the page).
+const weighed = new WeakMap<readonly unknown[], number[]>();
+
 /** Page `page` of a thread's turns, and where it is among them; null when there is no such page. */
 function pageOf<T extends { record: Record<string, unknown> }>(messages: readonly T[], page: number) {
-  const window = threadWindow(
-    messages.map((m) => turnWeight(m.record)),
-    page,
-  );
+  let weights = weighed.get(messages);
+  if (!weights) {
+    weights = messages.map((m) => turnWeight(m.record));
+    weighed.set(messages, weights);
+  }
+  const window = threadWindow(weights, page);
   return window && { window, shown: messages.slice(window.first, window.end) };
 }
 
-/** The records of a thread's first turns with text, as published (withheld turns carry none). */
+/** The text a published turn shows: none for a withheld turn, nor a blank one. */
+export function shownText(record: Record<string, unknown>): string | null {
+  const r = record as { text?: unknown; withheld?: boolean };
+  return !r.withheld && typeof r.text === 'string' && r.text.trim() ? r.text : null;
+}
+
+/** The records of a thread's first turns with text, as published. */
 function openingOf(messages: readonly { record: Record<string, unknown> }[]): Record<string, unknown>[] {
   const opening: Record<string, unknown>[] = [];
   for (const m of messages) {
-    const r = m.record as { text?: unknown; withheld?: boolean };
-    if (!r.withheld && typeof r.text === 'string' && r.text.trim()) opening.push(m.record);
+    if (shownText(m.record) !== null) opening.push(m.record);
     if (opening.length === OPENING) break;
   }
   return opening;

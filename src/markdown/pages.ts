@@ -57,29 +57,29 @@ export interface ThreadWindow {
 
 /** The thread's pages, in order, as [first, end) ranges of its turns (by weight): each as full as the bounds allow. */
 export function threadPages(
-  lengths: readonly number[],
+  weights: readonly number[],
   bounds: { turns: number; chars: number } = THREAD_PAGE,
 ): [number, number][] {
   const pages: [number, number][] = [];
   let first = 0;
   let chars = 0;
-  for (let i = 0; i < lengths.length; i++) {
-    const full = i - first >= bounds.turns || chars + lengths[i]! > bounds.chars;
+  for (let i = 0; i < weights.length; i++) {
+    const full = i - first >= bounds.turns || chars + weights[i]! > bounds.chars;
     if (full && i > first) {
       pages.push([first, i]);
       first = i;
       chars = 0;
     }
-    chars += lengths[i]!;
+    chars += weights[i]!;
   }
-  if (lengths.length > first || pages.length === 0) pages.push([first, lengths.length]);
+  if (weights.length > first || pages.length === 0) pages.push([first, weights.length]);
   return pages;
 }
 
 /** Page `page` (1-based) of a thread whose turns have these weights; null when it has no such page. */
-export function threadWindow(lengths: readonly number[], page: number): ThreadWindow | null {
-  const pages = threadPages(lengths);
+export function threadWindow(weights: readonly number[], page: number): ThreadWindow | null {
+  const pages = threadPages(weights);
   const range = pages[page - 1];
   if (!range) return null;
-  return { page, pages: pages.length, first: range[0], end: range[1], total: lengths.length };
+  return { page, pages: pages.length, first: range[0], end: range[1], total: weights.length };
 }

@@ -171,7 +171,7 @@ export function readerPages(deps: {
     const found = ACTOR.test(actor) && RKEY.test(rkey) ? await deps.source.thread(actor, rkey) : null;
     if (!found || found === 'gone' || found === 'no-page') {
       res
-        .status(found ? 410 : 404)
+        .status(found === 'gone' ? 410 : 404)
         .type('text')
         .send('No such conversation.');
       return;

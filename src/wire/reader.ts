@@ -87,7 +87,6 @@ export const ThreadWindow = z.object({
   end: z.number().int(),
   total: z.number().int(),
 });
-/** The whole thread; or, asked with `?page=N`, that page's turns and where they are (`window`). */
 /** One page of a thread (the first unless `?page=N`), and where it is among the thread's pages. */
 export const ThreadResponse = z.object({ thread: ThreadView, window: ThreadWindow });
 

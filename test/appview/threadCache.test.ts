@@ -155,10 +155,15 @@ it("a thread whose author's handle does not verify is kept too, and shows the ha
     didOf: async () => null,
   } as unknown as Network;
   const first = await getThreadBody(sql, network, uri);
+  // The author's row as the first read left it: a read that learns nothing new writes nothing (a new row version
+  // would have a new xmin).
+  const version = async () => (await sql`select xmin::text as v from index_actors where did = ${did}`)[0]!.v;
+  const before = await version();
   const second = await getThreadBody(sql, network, uri);
   expect(first).not.toBeNull();
   expect(second!.body).toBe(first!.body);
   expect(asked).toBeGreaterThan(0);
+  expect(await version()).toBe(before);
   // Verified since: a new answer, with the handle.
   await sql`update index_actors set handle = 'named.test', verified_at = now() where did = ${did}`;
   const named = await getThreadBody(sql, network, uri);
