@@ -18,6 +18,7 @@ import {
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
 import { keepThread, keptThread } from './threadCache.ts';
+import { parseThread, type ThreadBounds } from './threadParse.ts';
 
 export interface SessionView {
   uri: string;
@@ -131,6 +132,8 @@ export async function getThreadJson(
 export interface ThreadBody {
   body: Buffer;
   etag: string;
+  /** Where its session and each turn lie in `body` (threadParse.ts). */
+  bounds: ThreadBounds;
 }
 
 /**
@@ -176,15 +179,28 @@ export async function getThreadBody(
       where t.upto <= ${MAX_THREAD_BYTES} order by t.rkey`.raw()
     : await sql`select ${view} as view from index_messages m
         where m.session_uri = ${uri} and m.did = ${head.did} order by m.rkey`.raw();
-  const parts: Buffer[] = [Buffer.from(`{"session":${head.session},"messages":[`)];
+  const session = Buffer.from(head.session);
+  const parts: Buffer[] = [SESSION_KEY, session, MESSAGES_KEY];
+  // Where the session's view and each turn's lie in the body, for a reader that parses it a turn at a time.
+  const bounds = new Uint32Array(2 * rows.length + 2);
+  bounds[0] = SESSION_KEY.length;
+  bounds[1] = bounds[0] + session.length;
+  let at = bounds[1] + MESSAGES_KEY.length;
   for (const [i, [turn]] of rows.entries()) {
-    if (i) parts.push(COMMA);
+    if (i) {
+      parts.push(COMMA);
+      at += COMMA.length;
+    }
     parts.push(turn as Buffer);
+    bounds[2 * i + 2] = at;
+    at += (turn as Buffer).length;
+    bounds[2 * i + 3] = at;
   }
   parts.push(END);
   const answer = {
     version: head.version,
     body: Buffer.concat(parts),
+    bounds,
     // Drawn from the version (nothing hashes the body).
     etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
   };
@@ -193,6 +209,8 @@ export async function getThreadBody(
   return answer;
 }
 
+const SESSION_KEY = Buffer.from('{"session":');
+const MESSAGES_KEY = Buffer.from(',"messages":[');
 const COMMA = Buffer.from(',');
 const END = Buffer.from(']}');
 
@@ -298,8 +316,9 @@ export async function getThread(
   if (!answer) return null;
   let parsed = parsedOf.get(answer);
   if (!parsed) {
-    parsed = JSON.parse(answer.body.toString()) as ThreadObjects;
-    if (keptThread(uri) === answer) parsedOf.set(answer, deepFreeze(parsed));
+    // A turn at a time, the event loop turning between slices, and frozen (threadParse.ts).
+    parsed = await parseThread<SessionView, MessageView>(answer.body, answer.bounds);
+    if (keptThread(uri) === answer) parsedOf.set(answer, parsed);
   }
   return parsed;
 }
@@ -311,14 +330,6 @@ export async function getThread(
 export function cachedThread(uri: string): ThreadObjects | undefined {
   const answer = keptThread(uri);
   return answer && parsedOf.get(answer);
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /** A listSessions cursor back into its (indexedAt, uri); anything else is the client's mistake (400). */

@@ -3,6 +3,8 @@ export interface KeptThread {
   body: Buffer;
   etag: string;
   version: string;
+  /** Where its session and each turn lie in `body`, for the reader's parse (threadParse.ts). */
+  bounds: Uint32Array;
 }
 
 /** Threads kept at most, whatever their size. */
@@ -33,7 +35,7 @@ export function keepThread(uri: string, answer: KeptThread): void {
   forget(uri);
   if (answer.body.length > budget / 4) return;
   threads.set(uri, answer);
-  kept += answer.body.length;
+  kept += answer.body.length + answer.bounds.byteLength;
   evict();
 }
 
@@ -45,5 +47,5 @@ function forget(uri: string): void {
   const answer = threads.get(uri);
   if (!answer) return;
   threads.delete(uri);
-  kept -= answer.body.length;
+  kept -= answer.body.length + answer.bounds.byteLength;
 }

@@ -1,0 +1,70 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import type { Network } from '../../src/appview/network.ts';
+import { getThreadBody } from '../../src/appview/read.ts';
+import { parseThread } from '../../src/appview/threadParse.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { indexThread } from '../support/records.ts';
+
+// A thread's answer (up to 16 MiB) is parsed for the reader a turn at a time, the event loop turning between
+// slices: one JSON.parse of the whole held every other request on the instance for as long.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.drop());
+
+const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
+let n = 0;
+const author = () => ({
+  did: `did:plc:parse${(++n).toString().padStart(19, '0')}`,
+  handle: `parse${n}.test`,
+});
+
+// Text as the network may send it: quotes, backslashes, control characters, astral characters (two UTF-16
+// units, four UTF-8 bytes) — what makes a turn's bytes and its characters differ.
+const text = fc.string({
+  unit: fc.constantFrom('a', ' ', '"', '\\', '\n', '\u0001', 'é', '€', '😀', '█', '\u2028'),
+});
+
+it('each turn read by its bounds is the turn the whole answer holds, whatever its text', async () => {
+  await fc.assert(
+    fc.asyncProperty(
+      text,
+      fc.array(fc.record({ role: fc.constantFrom('user', 'agent'), text }), { minLength: 0, maxLength: 12 }),
+      async (title, turns) => {
+        const { uri } = await indexThread(db.sql, author(), title, turns);
+        const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+        const whole = JSON.parse(answer.body.toString()) as { session: unknown; messages: unknown[] };
+        expect(answer.bounds.length).toBe(2 * whole.messages.length + 2);
+        const piece = (i: number) =>
+          JSON.parse(answer.body.toString('utf8', answer.bounds[2 * i], answer.bounds[2 * i + 1]));
+        expect(piece(0)).toEqual(whole.session);
+        for (const [i, m] of whole.messages.entries()) expect(piece(i + 1)).toEqual(m);
+        expect(await parseThread(answer.body, answer.bounds)).toEqual(whole);
+      },
+    ),
+    { numRuns: 25 },
+  );
+});
+
+it('a large thread is parsed in slices, the event loop turning between them', async () => {
+  const turns = Array.from({ length: 40 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(14_000, '█') }));
+  const { uri } = await indexThread(db.sql, author(), 'Large', turns);
+  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  let turned = 0;
+  const parsed = await parseThread<unknown, { record: object }>(
+    answer.body,
+    answer.bounds,
+    async () => turned++,
+    256 * 1024,
+  );
+  expect(parsed).toEqual(JSON.parse(answer.body.toString()));
+  // Shared by every reader of a kept thread: nothing in it can be changed.
+  expect(Object.isFrozen(parsed.messages)).toBe(true);
+  expect(Object.isFrozen(parsed.messages[39]!.record)).toBe(true);
+  // 40 turns of some 42 KB each (█ is three bytes, a grapheme each: 14,000 is within the lexicon's 15,000), 1.7 MB:
+  // a turn of the loop after every seventh turn.
+  expect(turned).toBeGreaterThanOrEqual(5);
+});
