@@ -1,5 +1,5 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
-import express, { type Express } from 'express';
+import express, { type Express, type RequestHandler } from 'express';
 import { type Network, readerRoutes, readerSource, readIndexerFigures } from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
@@ -137,6 +137,12 @@ export function appDeps(ctx: AppContext): AppDeps {
   };
 }
 
+/** A Player's own data: never kept in a browser's or a proxy's cache (a shared computer's disk, a CDN). */
+const noStore: RequestHandler = (_req, res, next) => {
+  res.set('Cache-Control', 'no-store');
+  next();
+};
+
 /** Assembles the Express app from every room's routes, given the context; nothing else. */
 export function createApp(ctx: AppContext): Express {
   const deps = appDeps(ctx);
@@ -151,6 +157,18 @@ export function createApp(ctx: AppContext): Express {
     metricsRoute({ sql: deps.sql, token: deps.metricsToken, figures: [readIndexerFigures] }),
   );
   app.use(securityHeaders);
+  // The hot path before every page, file and public route (a turn's POST was matched against all their layers).
+  // It reads its session with its first reads (turn/admit.ts); its JSON bodies are requireIntent's ask.
+  app.use(
+    '/api',
+    noStore,
+    readJsonBody,
+    turnRoutes({
+      ...deps,
+      turnEnded: liveTurnEnd(deps.sql, deps.log),
+      log: subsystemLog(deps.logger, 'turn'),
+    }),
+  );
   // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
   // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
   // instances behind a balancer allow the limit once each. The per-Player limits count in PostgreSQL.
@@ -178,22 +196,10 @@ export function createApp(ctx: AppContext): Express {
   app.use(reportRoutes(deps));
 
   const api = express.Router();
-  // A Player's own data: never kept in a browser's or a proxy's cache (a shared computer's disk, a CDN).
-  api.use((_req, res, next) => {
-    res.set('Cache-Control', 'no-store');
-    next();
-  });
+  api.use(noStore);
   // Turns came onto the path (a reply settled interrupted, a branch shown): their live hold-back (ADR 0043, 0046).
   const onPath = (ids: string | string[]) =>
     turnEnded(deps.sql, ids).catch((e) => deps.log('could not schedule a live append', e));
-  // The hot path reads its session with its first reads (turn/admit.ts); its JSON bodies are requireIntent's ask.
-  api.use(
-    turnRoutes({
-      ...deps,
-      turnEnded: liveTurnEnd(deps.sql, deps.log),
-      log: subsystemLog(deps.logger, 'turn'),
-    }),
-  );
   api.use(requireSession(deps.sql));
   api.use(requireIntent);
   api.use(sessionAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));

@@ -73,6 +73,8 @@ export async function beginPlayerTurn(
     playerId: string;
     instanceId: number;
     text: string;
+    /** The Conversation had a title when the turn's reads were made: no title is made from this Message. */
+    titled?: boolean;
     /** Uploads of this Conversation not yet sent (checked by the caller): linked to the new Message. */
     attachments?: readonly AttachmentPart[];
     limits: SpendingLimits;
@@ -82,11 +84,14 @@ export async function beginPlayerTurn(
   },
 ): Promise<Begun> {
   const attached = args.attachments ?? [];
-  // A Message of attachments alone is titled by the first one's name.
+  // A Message of attachments alone is titled by the first one's name. Only an untitled Conversation takes a title:
+  // one the turn's reads found titled is sent none (the statement keeps whatever title it has).
   const first = attached[0];
-  const title = titleFrom(
-    args.text || (first ? (first.type === 'file' ? first.name : (first.title ?? first.url)) : ''),
-  );
+  const title = args.titled
+    ? null
+    : titleFrom(
+        args.text || (first ? (first.type === 'file' ? first.name : (first.title ?? first.url)) : ''),
+      );
   const list = [...(args.text ? [{ type: 'text', text: args.text }] : []), ...attached];
   // Its bytes as the storage quota counts them (near enough: jsonb's text puts a space after each separator).
   // Sent as text (cast to jsonb), and counted from that text.

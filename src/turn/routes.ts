@@ -105,6 +105,7 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
       playerId: first.player.id,
       instanceId: deps.instanceId,
       text: body.text,
+      titled: prepared.conversation.title !== null,
       attachments,
       limits: prepared.settings,
       reply: firstReply(prepared.speaker),
