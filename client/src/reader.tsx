@@ -6,11 +6,13 @@ import { hydrateRoot } from 'react-dom/client';
 import type { ThreadWindow } from '../../src/markdown/index.ts';
 import { ReaderRoot } from './reader/Root.tsx';
 import type { ReaderData, ThreadData } from './reader/types.ts';
+import { missingOf, Unpublished } from './reader/Unpublished.tsx';
 import './styles.css';
 
 /** A thread published live grows while it is read: asked again every 5 s while the tab is shown. */
 function LiveReader({ initial }: { initial: ReaderData }) {
   const [data, setData] = useState(initial);
+  const [missing, setMissing] = useState<'thread' | 'page' | null>(null);
   useEffect(() => {
     if (initial.page !== 'thread') return;
     // The same page as the server's, of the thread as it is now (a live thread's last page grows).
@@ -19,12 +21,24 @@ function LiveReader({ initial }: { initial: ReaderData }) {
       if (document.visibilityState !== 'visible') return;
       // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
       const res = await fetch(url, { cache: 'no-cache' }).catch(() => null);
+      // Deleted, unpublished or taken down since it was opened: said in its place, and asked no more.
+      if (res?.status === 404) {
+        const body = (await res.json().catch(() => null)) as { error?: { details?: unknown } } | null;
+        setMissing(missingOf(body?.error?.details));
+        clearInterval(timer);
+        return;
+      }
       if (!res?.ok) return;
       const { thread, window } = (await res.json()) as { thread: ThreadData; window: ThreadWindow };
       setData({ ...initial, thread, window });
     }, 5000);
     return () => clearInterval(timer);
   }, [initial]);
+  useEffect(() => {
+    if (missing) document.title = 'No longer published · AgentsVille';
+  }, [missing]);
+  if (missing && data.page === 'thread')
+    return <Unpublished missing={missing} firstPage={`/profile/${data.actor}/thread/${data.rkey}`} />;
   return <ReaderRoot data={data} />;
 }
 

@@ -128,8 +128,10 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
     // One page of the thread, the first unless another is named: never the whole thread (up to 16 MiB, encoded
     // on the event loop for each request), which the app's thread page once asked for every 5 s.
     const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1);
-    if (!read) throw notFound('Thread');
-    if (read === 'no-page') throw notFound('Page');
+    // What is missing, for a reader whose open page finds it so (client/src/reader/Unpublished.tsx).
+    if (!read) throw new AppError('NOT_FOUND', 'Thread not found.', { details: { missing: 'thread' } });
+    if (read === 'no-page')
+      throw new AppError('NOT_FOUND', 'Page not found.', { details: { missing: 'page' } });
     res.set('Cache-Control', 'public, max-age=15');
     const answer = { thread: read.thread, window: read.window };
     // The index holds only records that passed the lexicon; encoding checks the fields the pages read again.

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { TID } from '@atproto/common-web';
 import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { indexRecords } from '../../src/appview/store.ts';
+import { indexRecords, removeRecords } from '../../src/appview/store.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { type Browser, OUTPUT_DIR, openBrowser, shoot } from '../support/browser.ts';
 import { indexThread } from '../support/records.ts';
@@ -279,3 +279,70 @@ it("the app's own thread page, reached by a link within it, asks for one page at
     await browser.close();
   }
 }, 90_000);
+
+it('a thread unpublished while it is open is said so in its place, in the reading page and in the app', async () => {
+  const url = await publishThread('The recalled letter', [
+    { role: 'user', text: 'Read me the letter, Ada.' },
+    { role: 'assistant', text: 'Dear harbour master, the ledger is false.' },
+  ]);
+  const rkey = url.split('/').pop()!;
+  const session = `at://${did}/click.aligned.chat.session/${rkey}`;
+  const { cookie } = await app.signIn();
+  const inApp = await openBrowser();
+  try {
+    await inApp.context.addCookies([
+      { name: 'av_session', value: cookie.split('=')[1]!, url: app.url, httpOnly: true, sameSite: 'Lax' },
+    ]);
+    await inApp.page.goto(`${app.url}/`);
+    await inApp.page.getByRole('link', { name: 'All published' }).click();
+    await inApp.page.locator(`a[href$="/thread/${rkey}"]`).first().click();
+    const reading = withScript.page;
+    await reading.goto(url);
+    for (const page of [inApp.page, reading])
+      await expect.poll(() => page.locator('ol.thread > li').count()).toBe(2);
+
+    // Its author deletes it: each page's next refresh (every 5 s) puts the notice where the turns were.
+    const turns = await app.db.sql<
+      { uri: string }[]
+    >`select uri from index_messages where session_uri = ${session}`;
+    await removeRecords(app.db.sql, [{ uri: session }, ...turns.map((t) => ({ uri: t.uri }))]);
+    for (const [page, name] of [
+      [inApp.page, 'app-thread-unpublished'],
+      [reading, 'reader-thread-unpublished'],
+    ] as const) {
+      const notice = page.locator('.unpublished');
+      await expect.poll(() => notice.count(), { timeout: 15_000 }).toBe(1);
+      expect(await notice.locator('h2').textContent()).toBe('This conversation is no longer published');
+      expect(await page.locator('ol.thread > li').count()).toBe(0);
+      // Nothing of it is shown, nor named in the tab.
+      // biome-ignore lint/performance/useDomNodeTextContent: the text shown is what is asserted (the data stays in its script tag).
+      expect(await page.locator('body').innerText()).not.toContain('the ledger is false');
+      expect(await page.title()).toContain('No longer published');
+      await shoot(page, name);
+    }
+  } finally {
+    await inApp.close();
+  }
+}, 90_000);
+
+it('a page gone from a thread that got shorter is said so, with the way back to its start', async () => {
+  const url = await publishLong();
+  const session = `at://${did}/click.aligned.chat.session/${url.split('/').pop()}`;
+  const reading = withScript.page;
+  await reading.goto(`${url}?page=2`);
+  await expect.poll(() => reading.locator('ol.thread > li').count()).toBe(50);
+  // Its author deletes its last 60 turns: 90 are left, one page.
+  const later = await app.db.sql<{ uri: string }[]>`select uri from index_messages
+    where session_uri = ${session} order by rkey desc limit 60`;
+  await removeRecords(
+    app.db.sql,
+    later.map((t) => ({ uri: t.uri })),
+  );
+  const notice = reading.locator('.unpublished');
+  await expect.poll(() => notice.count(), { timeout: 15_000 }).toBe(1);
+  expect(await notice.locator('h2').textContent()).toBe('This page is gone');
+  await shoot(reading, 'reader-page-gone');
+  await notice.getByRole('link', { name: 'Read it from the start' }).click();
+  await reading.waitForURL(new RegExp(`/thread/${url.split('/').pop()}$`));
+  expect(await reading.locator('ol.thread > li').count()).toBe(90);
+}, 60_000);

@@ -1,13 +1,18 @@
 import { useQuery } from '@tanstack/react-query';
 import { useParams, useSearchParams } from 'react-router';
 import { ThreadResponse } from '../../../src/wire/index.ts';
-import { fetchAs } from '../api.ts';
+import { ApiError, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { ReaderHeader } from '../components/ReaderHeader.tsx';
 import { ThreadBody } from '../reader/ThreadBody.tsx';
+import { missingOf, Unpublished } from '../reader/Unpublished.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 export { speakerOf } from '../reader/ThreadBody.tsx';
+
+/** A 404 from the reader's API (the thread, or its page, stopped being published): what is missing. */
+const goneOf = (error: unknown) =>
+  error instanceof ApiError && error.status === 404 ? missingOf(error.details) : null;
 
 /**
  * A published thread inside the Player's app (a link followed within it). A thread's own address is served by
@@ -26,14 +31,21 @@ export function ThreadPage() {
         // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
         { cache: 'no-cache' },
       ),
-    // A thread published live grows while it is read: its page asked again every 5 s while the tab is shown.
-    refetchInterval: 5000,
+    // A thread published live grows while it is read: its page asked again every 5 s while the tab is shown, until
+    // it is found gone.
+    refetchInterval: (query) => (goneOf(query.state.error) ? false : 5000),
   });
-  useDocumentTitle(thread.data?.thread.session.title ?? 'A published conversation');
+  // Gone since it was shown (a first read's 404 is said as the server says it).
+  const missing = thread.data ? goneOf(thread.error) : null;
+  useDocumentTitle(
+    missing ? 'No longer published' : (thread.data?.thread.session.title ?? 'A published conversation'),
+  );
   return (
     <main className="reader" id="main">
       <ReaderHeader />
-      {thread.data ? (
+      {missing ? (
+        <Unpublished missing={missing} firstPage={`/profile/${actor}/thread/${rkey}`} />
+      ) : thread.data ? (
         <ThreadBody t={thread.data.thread} window={thread.data.window} />
       ) : thread.error ? (
         <ErrorNote error={thread.error} />
