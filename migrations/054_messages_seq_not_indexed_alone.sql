@@ -5,4 +5,8 @@
 -- back at a long Conversation after a busy week paid a scan of the Village's week on each turn, under their
 -- spending lock. Only (conversation_id, seq) can serve that order now. seq stays unique as its sequence makes it:
 -- nothing writes it but the sequence, and nothing reads Messages by seq alone (ADR 0088).
+-- Dropping it takes the table's strongest lock: waited for 10 s at most (behind a long reader, every insert would
+-- queue behind this), then the start fails and is tried again.
+set local lock_timeout = '10s';
 alter table messages drop constraint if exists messages_seq_key;
+set local lock_timeout to default;

@@ -157,8 +157,16 @@ export function createApp(ctx: AppContext): Express {
     metricsRoute({ sql: deps.sql, token: deps.metricsToken, figures: [readIndexerFigures] }),
   );
   app.use(securityHeaders);
-  // The hot path before every page, file and public route (a turn's POST was matched against all their layers).
-  // It reads its session with its first reads (turn/admit.ts); its JSON bodies are requireIntent's ask.
+  // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
+  // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
+  // instances behind a balancer allow the limit once each. The per-Player limits count in PostgreSQL.
+  const rationed = publicRateLimit(deps.publicRequestsPerMinute);
+  app.use(
+    ['/xrpc', '/api/reader', '/profile', '/feeds', '/sitemap.xml', '/oauth', '/api/auth/login'],
+    rationed,
+  );
+  // The hot path before every page, file and public route (a turn's POST walked all their layers), after the ration
+  // (its body parser reads nothing a rationed client sends). Its session: turn/admit.ts; its JSON: requireIntent's.
   app.use(
     '/api',
     noStore,
@@ -168,14 +176,6 @@ export function createApp(ctx: AppContext): Express {
       turnEnded: liveTurnEnd(deps.sql, deps.log),
       log: subsystemLog(deps.logger, 'turn'),
     }),
-  );
-  // What anyone may ask for without signing in is rationed per client address — in this instance's memory: a
-  // statement on every public read cost a thread read 1–2 ms (the bench's warm read past its target), so several
-  // instances behind a balancer allow the limit once each. The per-Player limits count in PostgreSQL.
-  const rationed = publicRateLimit(deps.publicRequestsPerMinute);
-  app.use(
-    ['/xrpc', '/api/reader', '/profile', '/feeds', '/sitemap.xml', '/oauth', '/api/auth/login'],
-    rationed,
   );
 
   app.get('/healthz', (_req, res) => {

@@ -15,8 +15,9 @@ function LiveReader({ initial }: { initial: ReaderData }) {
   const [missing, setMissing] = useState<'thread' | 'page' | null>(null);
   useEffect(() => {
     if (initial.page !== 'thread') return;
-    // The same page as the server's, of the thread as it is now (a live thread's last page grows).
-    const url = `/api/reader/threads/${encodeURIComponent(initial.actor)}/${initial.rkey}?page=${initial.window?.page ?? 1}`;
+    // The same page as the server's, of the thread as it is now (a live thread's last page grows). Asked by its
+    // author's DID, which needs no lookup: a handle that failed to resolve once would read as "not found".
+    const url = `/api/reader/threads/${encodeURIComponent(initial.thread.author.did)}/${initial.rkey}?page=${initial.window?.page ?? 1}`;
     const timer = setInterval(async () => {
       if (document.visibilityState !== 'visible') return;
       // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
@@ -24,7 +25,9 @@ function LiveReader({ initial }: { initial: ReaderData }) {
       // Deleted, unpublished or taken down since it was opened: said in its place, and asked no more.
       if (res?.status === 404) {
         const body = (await res.json().catch(() => null)) as { error?: { details?: unknown } } | null;
-        setMissing(missingOf(body?.error?.details));
+        const gone = missingOf(body?.error?.details);
+        if (!gone) return;
+        setMissing(gone);
         clearInterval(timer);
         return;
       }
@@ -38,7 +41,12 @@ function LiveReader({ initial }: { initial: ReaderData }) {
     if (missing) document.title = 'No longer published · AgentsVille';
   }, [missing]);
   if (missing && data.page === 'thread')
-    return <Unpublished missing={missing} firstPage={`/profile/${data.actor}/thread/${data.rkey}`} />;
+    return (
+      <Unpublished
+        missing={missing}
+        firstPage={`/profile/${encodeURIComponent(data.actor)}/thread/${data.rkey}`}
+      />
+    );
   return <ReaderRoot data={data} />;
 }
 

@@ -132,6 +132,8 @@ export async function getThreadJson(
 export interface ThreadBody {
   body: Buffer;
   etag: string;
+  /** The thread's version it is of (index_thread_totals, the session's CID, the verified handle). */
+  version: string;
   /** Where its session and each turn lie in `body` (threadParse.ts). */
   bounds: ThreadBounds;
 }
@@ -314,14 +316,25 @@ export async function getThread(
 ): Promise<ThreadObjects | null> {
   const answer = await getThreadBody(sql, network, uri, options);
   if (!answer) return null;
-  let parsed = parsedOf.get(answer);
-  if (!parsed) {
-    // A turn at a time, the event loop turning between slices, and frozen (threadParse.ts).
-    parsed = await parseThread<SessionView, MessageView>(answer.body, answer.bounds);
-    if (keptThread(uri) === answer) parsedOf.set(answer, parsed);
+  const parsed = parsedOf.get(answer);
+  if (parsed) return parsed;
+  // A parse lets the loop turn (threadParse.ts): readers that come meanwhile wait for the same one, whether they
+  // were handed the same kept answer or read the same version themselves.
+  let objects = parsing.get(uri)?.version === answer.version ? parsing.get(uri)!.objects : undefined;
+  if (!objects) {
+    const parse = parseThread<SessionView, MessageView>(answer.body, answer.bounds).finally(() => {
+      if (parsing.get(uri)?.objects === parse) parsing.delete(uri);
+    });
+    parsing.set(uri, { version: answer.version, objects: parse });
+    objects = parse;
   }
-  return parsed;
+  const done = await objects;
+  if (keptThread(uri) === answer) parsedOf.set(answer, done);
+  return done;
 }
+
+/** Parses under way, by thread: the version each is of, and its objects once parsed. */
+const parsing = new Map<string, { version: string; objects: Promise<ThreadObjects> }>();
 
 /**
  * The thread as last cached, whatever its version now: a reader that needs something per turn (their labels)

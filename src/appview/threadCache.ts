@@ -33,7 +33,7 @@ export const keptThread = (uri: string): KeptThread | undefined => threads.get(u
 /** Keeps `answer` as the thread's newest, the oldest kept going first past the bounds. */
 export function keepThread(uri: string, answer: KeptThread): void {
   forget(uri);
-  if (answer.body.length > budget / 4) return;
+  if (answer.body.length + answer.bounds.byteLength > budget / 4) return;
   threads.set(uri, answer);
   kept += answer.body.length + answer.bounds.byteLength;
   evict();

@@ -13,7 +13,7 @@ const SLICE_BYTES = 256 * 1024;
  * A thread's answer parsed into its session and turns, a turn at a time, letting the event loop turn between
  * slices: a thread may be 16 MiB, which one JSON.parse held the loop for (every other request on the instance
  * waited) on each read of a thread not in the cache. Frozen as it is parsed, in the same slices: a kept thread's
- * objects are shared by every reader. `pause` is the loop's turn (tests count it).
+ * objects are shared by every reader. `pause` is the loop's turn (tests count it). At most `PARSES_AT_ONCE` run.
  */
 export async function parseThread<S, M>(
   body: Buffer,
@@ -21,21 +21,54 @@ export async function parseThread<S, M>(
   pause: () => Promise<unknown> = nextTurn,
   sliceBytes = SLICE_BYTES,
 ): Promise<{ session: S; messages: M[] }> {
-  const piece = (i: number) =>
-    deepFreeze(JSON.parse(body.toString('utf8', bounds[2 * i], bounds[2 * i + 1])));
-  const session = piece(0) as S;
-  const messages: M[] = [];
-  let since = 0;
-  for (let i = 1; 2 * i < bounds.length; i++) {
-    since += bounds[2 * i + 1]! - bounds[2 * i]!;
-    messages.push(piece(i) as M);
-    if (since >= sliceBytes) {
-      since = 0;
-      await pause();
+  await turnAtParses();
+  try {
+    const pieces: unknown[] = [];
+    let since = 0;
+    for (let i = 0; 2 * i < bounds.length; i++) {
+      const [start, end] = [bounds[2 * i]!, bounds[2 * i + 1]!];
+      pieces.push(deepFreeze(JSON.parse(body.toString('utf8', start, end))));
+      since += end - start;
+      if (since >= sliceBytes) {
+        since = 0;
+        await pause();
+      }
     }
+    const [session, ...messages] = pieces;
+    return Object.freeze({ session: session as S, messages: Object.freeze(messages) as M[] });
+  } finally {
+    nextParse();
   }
-  return Object.freeze({ session, messages: Object.freeze(messages) as M[] });
 }
+
+/**
+ * Parses under way at once, at most: each holds its thread's objects as they grow (a few times its bytes), and one
+ * that yields lets another start. Readers of many large threads at once wait their turn here.
+ */
+export const PARSES_AT_ONCE = 2;
+let parsing = 0;
+const waiting: (() => void)[] = [];
+
+function turnAtParses(): Promise<void> | undefined {
+  if (parsing < PARSES_AT_ONCE) {
+    parsing++;
+    return undefined;
+  }
+  return new Promise((resolve) => waiting.push(resolve));
+}
+
+/** A parse ended: its place goes to the first waiting (the count stays), or is freed. */
+function nextParse(): void {
+  const next = waiting.shift();
+  if (next) next();
+  else parsing--;
+}
+
+/** Parses under way now, and waiting (tests). */
+export const parsesNow = (): { running: number; waiting: number } => ({
+  running: parsing,
+  waiting: waiting.length,
+});
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Network } from '../../src/appview/network.ts';
-import { getThreadBody } from '../../src/appview/read.ts';
-import { parseThread } from '../../src/appview/threadParse.ts';
+import { getThread, getThreadBody } from '../../src/appview/read.ts';
+import { PARSES_AT_ONCE, parsesNow, parseThread } from '../../src/appview/threadParse.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { indexThread } from '../support/records.ts';
 
@@ -67,4 +67,52 @@ it('a large thread is parsed in slices, the event loop turning between them', as
   // 40 turns of some 42 KB each (█ is three bytes, a grapheme each: 14,000 is within the lexicon's 15,000), 1.7 MB:
   // a turn of the loop after every seventh turn.
   expect(turned).toBeGreaterThanOrEqual(5);
+});
+
+/** Parses that hold every place until `release` (each pauses after its first piece): the next ones wait. */
+async function holdEveryParse() {
+  const { uri } = await indexThread(db.sql, author(), 'Holder', [{ role: 'user', text: 'a' }]);
+  const small = (await getThreadBody(db.sql, noNetwork, uri))!;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const holders = Array.from({ length: PARSES_AT_ONCE }, () =>
+    parseThread(small.body, small.bounds, () => gate, 1),
+  );
+  await expect.poll(() => parsesNow().running).toBe(PARSES_AT_ONCE);
+  return async () => {
+    release();
+    await Promise.all(holders);
+  };
+}
+
+it('at most two parses run at once: the others wait their turn', async () => {
+  const release = await holdEveryParse();
+  const { uri } = await indexThread(db.sql, author(), 'Waiting', [{ role: 'user', text: 'b' }]);
+  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  const waiting = Array.from({ length: 3 }, () => parseThread(answer.body, answer.bounds));
+  await expect.poll(() => parsesNow().waiting).toBe(3);
+  expect(parsesNow().running).toBe(PARSES_AT_ONCE);
+  await release();
+  for (const parsed of await Promise.all(waiting)) expect(parsed).toEqual(JSON.parse(answer.body.toString()));
+  expect(parsesNow()).toEqual({ running: 0, waiting: 0 });
+});
+
+it('readers of one thread while it is being parsed wait for that one parse and share it', async () => {
+  const turns = Array.from({ length: 20 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(5_000, 'x') }));
+  const { uri } = await indexThread(db.sql, author(), 'Shared', turns);
+  // Kept unparsed, as getThread's XRPC route leaves it; its parse waits behind two others, and four more readers
+  // come meanwhile.
+  await getThreadBody(db.sql, noNetwork, uri);
+  const release = await holdEveryParse();
+  const readers = Array.from({ length: 5 }, () => getThread(db.sql, noNetwork, uri));
+  await expect.poll(() => parsesNow().waiting).toBe(1);
+  // Every reader has its answer by now (each asked the version), and only one parse waits.
+  await new Promise((r) => setTimeout(r, 100));
+  expect(parsesNow().waiting).toBe(1);
+  await release();
+  const [first, ...others] = await Promise.all(readers);
+  expect(first!.messages).toHaveLength(20);
+  for (const other of others) expect(other).toBe(first);
 });

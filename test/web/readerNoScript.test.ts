@@ -320,6 +320,14 @@ it('a thread unpublished while it is open is said so in its place, in the readin
       expect(await page.title()).toContain('No longer published');
       await shoot(page, name);
     }
+    // And asked no more: a refresh's worth of time and then some, with no request for it.
+    const asked: string[] = [];
+    for (const page of [inApp.page, reading])
+      page.on('request', (r) => {
+        if (r.url().includes('/api/reader/threads/')) asked.push(r.url());
+      });
+    await new Promise((r) => setTimeout(r, 6_000));
+    expect(asked).toEqual([]);
   } finally {
     await inApp.close();
   }

@@ -1,5 +1,6 @@
-import { useQuery } from '@tanstack/react-query';
+import { useQuery, useQueryClient } from '@tanstack/react-query';
 import { useParams, useSearchParams } from 'react-router';
+import type { z } from 'zod';
 import { ThreadResponse } from '../../../src/wire/index.ts';
 import { ApiError, fetchAs } from '../api.ts';
 import { ErrorNote } from '../components/ErrorNote.tsx';
@@ -9,6 +10,8 @@ import { missingOf, Unpublished } from '../reader/Unpublished.tsx';
 import { useDocumentTitle } from '../title.ts';
 
 export { speakerOf } from '../reader/ThreadBody.tsx';
+
+type ThreadResponseData = z.output<typeof ThreadResponse>;
 
 /** A 404 from the reader's API (the thread, or its page, stopped being published): what is missing. */
 const goneOf = (error: unknown) =>
@@ -22,12 +25,15 @@ export function ThreadPage() {
   const { actor, rkey } = useParams() as { actor: string; rkey: string };
   // A page of the thread at a time, as the server's reading page (its links to the others are plain links).
   const page = useSearchParams()[0].get('page') ?? '1';
+  const queryKey = ['thread', actor, rkey, page];
+  const client = useQueryClient();
   const thread = useQuery({
-    queryKey: ['thread', actor, rkey, page],
+    queryKey,
+    // Asked again by its author's DID once known: a handle that failed to resolve once would read as "gone".
     queryFn: () =>
       fetchAs(
         ThreadResponse,
-        `/api/reader/threads/${encodeURIComponent(actor)}/${rkey}?page=${encodeURIComponent(page)}`,
+        `/api/reader/threads/${encodeURIComponent(client.getQueryData<ThreadResponseData>(queryKey)?.thread.author.did ?? actor)}/${rkey}?page=${encodeURIComponent(page)}`,
         // Past the browser's copy (the answer may be kept 15 s), or two polls in three would show nothing new.
         { cache: 'no-cache' },
       ),
@@ -44,7 +50,7 @@ export function ThreadPage() {
     <main className="reader" id="main">
       <ReaderHeader />
       {missing ? (
-        <Unpublished missing={missing} firstPage={`/profile/${actor}/thread/${rkey}`} />
+        <Unpublished missing={missing} firstPage={`/profile/${encodeURIComponent(actor)}/thread/${rkey}`} />
       ) : thread.data ? (
         <ThreadBody t={thread.data.thread} window={thread.data.window} />
       ) : thread.error ? (

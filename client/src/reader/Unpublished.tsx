@@ -27,7 +27,11 @@ export function Unpublished({ missing, firstPage }: { missing: 'thread' | 'page'
   );
 }
 
-/** What a 404 from the reader's API says is missing (its `details`): the thread, or only that page of it. */
-export function missingOf(details: unknown): 'thread' | 'page' {
-  return (details as { missing?: unknown } | null)?.missing === 'page' ? 'page' : 'thread';
+/**
+ * What a 404 from the reader's API says is missing (its `details`): the thread, or only that page of it; null
+ * for any other 404 (a proxy's page, say), which says nothing about the thread.
+ */
+export function missingOf(details: unknown): 'thread' | 'page' | null {
+  const missing = (details as { missing?: unknown } | null | undefined)?.missing;
+  return missing === 'thread' || missing === 'page' ? missing : null;
 }
