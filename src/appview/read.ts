@@ -320,7 +320,8 @@ export async function getThread(
   if (parsed) return parsed;
   // A parse lets the loop turn (threadParse.ts): readers that come meanwhile wait for the same one, whether they
   // were handed the same kept answer or read the same version themselves.
-  let objects = parsing.get(uri)?.version === answer.version ? parsing.get(uri)!.objects : undefined;
+  const running = parsing.get(uri);
+  let objects = running?.version === answer.version ? running.objects : undefined;
   if (!objects) {
     const parse = parseThread<SessionView, MessageView>(answer.body, answer.bounds).finally(() => {
       if (parsing.get(uri)?.objects === parse) parsing.delete(uri);

@@ -46,12 +46,12 @@ export async function parseThread<S, M>(
  * that yields lets another start. Readers of many large threads at once wait their turn here.
  */
 export const PARSES_AT_ONCE = 2;
-let parsing = 0;
+let running = 0;
 const waiting: (() => void)[] = [];
 
 function turnAtParses(): Promise<void> | undefined {
-  if (parsing < PARSES_AT_ONCE) {
-    parsing++;
+  if (running < PARSES_AT_ONCE) {
+    running++;
     return undefined;
   }
   return new Promise((resolve) => waiting.push(resolve));
@@ -61,12 +61,12 @@ function turnAtParses(): Promise<void> | undefined {
 function nextParse(): void {
   const next = waiting.shift();
   if (next) next();
-  else parsing--;
+  else running--;
 }
 
 /** Parses under way now, and waiting (tests). */
 export const parsesNow = (): { running: number; waiting: number } => ({
-  running: parsing,
+  running,
   waiting: waiting.length,
 });
 
