@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { isValidDid as isDid } from '@atproto/syntax';
+import { AtUri, isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
@@ -323,7 +323,8 @@ export async function getThread(
   const running = parsing.get(uri);
   let objects = running?.version === answer.version ? running.objects : undefined;
   if (!objects) {
-    const parse = parseThread<SessionView, MessageView>(answer.body, answer.bounds).finally(() => {
+    const author = new AtUri(uri).host;
+    const parse = parseThread<SessionView, MessageView>(author, answer.body, answer.bounds).finally(() => {
       if (parsing.get(uri)?.objects === parse) parsing.delete(uri);
     });
     parsing.set(uri, { version: answer.version, objects: parse });

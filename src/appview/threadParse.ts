@@ -1,4 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { AppError } from '../http/index.ts';
+import { FairSlots } from '../slots/index.ts';
 
 /**
  * Where each piece of a thread's answer lies in its bytes: the session's view, then each turn's, as [start, end)
@@ -10,19 +12,49 @@ export type ThreadBounds = Uint32Array;
 const SLICE_BYTES = 256 * 1024;
 
 /**
+ * Parses under way at once, at most: each holds its thread's objects as they grow (a few times its bytes), and one
+ * that yields lets another start. One author's threads take one of them at a time (slots keyed by the author's DID,
+ * ADR 0057's fairness): a repo that publishes many large threads and has them read makes other authors' readers
+ * wait for at most one of its parses.
+ */
+export const PARSES_AT_ONCE = 2;
+/** Longest a parse waits for its place (then 503 BUSY), and longest it may take once it has one. */
+export const PARSE_WAIT_MS = 10_000;
+export const PARSE_HOLD_MS = 30_000;
+const parses = new FairSlots({
+  capacity: PARSES_AT_ONCE,
+  perPlayer: 1,
+  reserve: 0,
+  queuePerPlayer: 8,
+  waitMs: PARSE_WAIT_MS,
+  holdMs: PARSE_HOLD_MS,
+  messages: {
+    queueFull: "Many of this author's conversations are being read right now. Try again in a few seconds.",
+    busy: 'Many large conversations are being read right now. Try again in a few seconds.',
+  },
+});
+
+/** Parses under way now, and one author's waiting (tests). */
+export const parsesNow = (): number => parses.held;
+export const parsesWaitingBy = (author: string): number => parses.waitingBy(author);
+
+/**
  * A thread's answer parsed into its session and turns, a turn at a time, letting the event loop turn between
  * slices: a thread may be 16 MiB, which one JSON.parse held the loop for (every other request on the instance
  * waited) on each read of a thread not in the cache. Frozen as it is parsed, in the same slices: a kept thread's
- * objects are shared by every reader. `pause` is the loop's turn (tests count it). At most `PARSES_AT_ONCE` run.
+ * objects are shared by every reader. Run in one of `author`'s parse slots; `pause` is the loop's turn (tests
+ * count it).
  */
-export async function parseThread<S, M>(
+export function parseThread<S, M>(
+  author: string,
   body: Buffer,
   bounds: ThreadBounds,
-  pause: () => Promise<unknown> = nextTurn,
-  sliceBytes = SLICE_BYTES,
+  {
+    pause = nextTurn,
+    sliceBytes = SLICE_BYTES,
+  }: { pause?: () => Promise<unknown>; sliceBytes?: number } = {},
 ): Promise<{ session: S; messages: M[] }> {
-  await turnAtParses();
-  try {
+  return parses.run(author, async (signal) => {
     const pieces: unknown[] = [];
     let since = 0;
     for (let i = 0; 2 * i < bounds.length; i++) {
@@ -32,43 +64,20 @@ export async function parseThread<S, M>(
       if (since >= sliceBytes) {
         since = 0;
         await pause();
+        // Its place's time ran out (the loop is that busy): said as the server being busy, not as its failure.
+        if (signal.aborted) throw BUSY();
       }
     }
     const [session, ...messages] = pieces;
     return Object.freeze({ session: session as S, messages: Object.freeze(messages) as M[] });
-  } finally {
-    nextParse();
-  }
+  });
 }
 
-/**
- * Parses under way at once, at most: each holds its thread's objects as they grow (a few times its bytes), and one
- * that yields lets another start. Readers of many large threads at once wait their turn here.
- */
-export const PARSES_AT_ONCE = 2;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-function turnAtParses(): Promise<void> | undefined {
-  if (running < PARSES_AT_ONCE) {
-    running++;
-    return undefined;
-  }
-  return new Promise((resolve) => waiting.push(resolve));
-}
-
-/** A parse ended: its place goes to the first waiting (the count stays), or is freed. */
-function nextParse(): void {
-  const next = waiting.shift();
-  if (next) next();
-  else running--;
-}
-
-/** Parses under way now, and waiting (tests). */
-export const parsesNow = (): { running: number; waiting: number } => ({
-  running,
-  waiting: waiting.length,
-});
+const BUSY = () =>
+  new AppError('BUSY', 'Many large conversations are being read right now. Try again in a few seconds.', {
+    retryAfter: 5,
+    status: 503,
+  });
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

@@ -38,12 +38,15 @@ export class FairSlots {
     this.#core = new FairSlotsCore(options);
   }
 
-  /** Slots held now in all, and by one Player (for tests and the bench). */
+  /** Slots held now in all, and by one Player; one Player's requests waiting (for tests and the bench). */
   get held(): number {
     return this.#core.total;
   }
   heldBy(player: string): number {
     return this.#core.heldBy(player);
+  }
+  waitingBy(player: string): number {
+    return this.#core.waitingBy(player);
   }
 
   /**

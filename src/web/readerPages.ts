@@ -119,10 +119,11 @@ class RenderedPages {
 
 /** `etag`: a key already drawn from everything the page shows (no second hash of its bytes); else the bytes'. */
 function send(res: Response, status: number, html: string, etag = hashOf(html)): void {
-  // Express answers 304 itself when the request's If-None-Match holds this ETag.
+  // Express answers 304 itself when the request's If-None-Match holds this ETag. A page saying "try again" (503)
+  // is kept by nobody: a cache in front would show it after the thread can be read.
   res
     .status(status)
-    .set({ 'Cache-Control': PAGE_CACHE, ETag: `"${etag}"` })
+    .set(status >= 500 ? { 'Cache-Control': 'no-store' } : { 'Cache-Control': PAGE_CACHE, ETag: `"${etag}"` })
     .type('html')
     .send(html);
 }
@@ -137,14 +138,19 @@ const MISSING = {
     'This conversation was deleted',
     'Its author deleted it from their repository; it is no longer published.',
   ],
-  503: [
+  indexing: [
     'This conversation is being read',
     "This server had not seen it yet and is reading its author's repository. Reload in a few seconds.",
   ],
+  busy: [
+    'This server is busy',
+    'Many large conversations are being read right now. Reload in a few seconds.',
+  ],
 } as const;
 
-function missingPage(res: Response, status: 404 | 410 | 503, base: string, assets: ReaderAssets): void {
-  const [title, text] = MISSING[status];
+function missingPage(res: Response, why: keyof typeof MISSING, base: string, assets: ReaderAssets): void {
+  const [title, text] = MISSING[why];
+  const status = why === 'indexing' || why === 'busy' ? 503 : why;
   const body = `<h1>${title}</h1><p>${text}</p><p><a href="/threads">All published conversations</a></p>`;
   const meta = { title, description: title, canonical: base, feed: `${base}/feeds/recent.atom` };
   send(res, status, readerPage({ meta, body, assets }));
@@ -196,13 +202,15 @@ export function readerPages(deps: {
     const page = pageParam(req.query);
     if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
     const found = await deps.source.thread(actor, rkey, page).catch((e: unknown) => {
-      // The author's repo is still being read (a thread this server had not seen): a page that says so.
+      // The author's repo is still being read (a thread this server had not seen), or the thread waited too long
+      // for its parse: a page that says so.
       if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
+      if (e instanceof AppError && e.code === 'BUSY') return 'busy' as const;
       throw e;
     });
-    if (found === 'indexing') {
+    if (found === 'indexing' || found === 'busy') {
       res.set('Retry-After', '5');
-      return missingPage(res, 503, base, assets);
+      return missingPage(res, found, base, assets);
     }
     if (!found || found === 'no-page') return missingPage(res, 404, base, assets);
     if (found === 'gone') return missingPage(res, 410, base, assets);

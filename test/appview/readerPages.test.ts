@@ -3,6 +3,7 @@ import fc from 'fast-check';
 import { Window } from 'happy-dom';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
+import { PARSES_AT_ONCE, parsesNow, parseThread } from '../../src/appview/threadParse.ts';
 import { jsonForScript } from '../../src/web/readerPage.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { indexThread } from '../support/records.ts';
@@ -146,6 +147,37 @@ it('a thread that never was is 404, one deleted is 410; both readable pages that
   expect(missing.status).toBe(404);
   expect(await missing.text()).toContain('No such conversation');
   expect((await fetch(`${app.url}/profile/${other.handle}/thread/not-a-key`)).status).toBe(404);
+});
+
+it('a thread that cannot have a parse now is a 503 page saying the server is busy, and reads once it can', async () => {
+  const t = await published('Busy hour', [{ role: 'user', text: 'Hello' }]);
+  // Every place taken by other authors' parses, held, and this author's line of parses waiting full.
+  const holder = await published('Holder', [{ role: 'user', text: 'a' }]);
+  const text = JSON.stringify({ session: {}, messages: [{}] });
+  const body = Buffer.from(text);
+  const [first, second] = [text.indexOf('{}'), text.lastIndexOf('{}')];
+  const bounds = Uint32Array.of(first, first + 2, second, second + 2);
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const held = Array.from({ length: PARSES_AT_ONCE }, (_, i) =>
+    parseThread(`${holder.did}${i}`, body, bounds, { pause: () => gate, sliceBytes: 1 }),
+  );
+  await expect.poll(() => parsesNow()).toBe(PARSES_AT_ONCE);
+  const waiting = Array.from({ length: 8 }, () => parseThread(t.did, body, bounds));
+  const busy = await fetch(`${app.url}${t.path}`);
+  expect(busy.status).toBe(503);
+  expect(busy.headers.get('retry-after')).toBe('5');
+  expect(busy.headers.get('cache-control')).toBe('no-store');
+  const html = await busy.text();
+  expect(html).toContain('This server is busy');
+  expect(html).not.toContain('Busy hour');
+  release();
+  await Promise.all([...held, ...waiting]);
+  const now = await fetch(`${app.url}${t.path}`);
+  expect(now.status).toBe(200);
+  expect(await now.text()).toContain('Busy hour');
 });
 
 it("an author's list and everyone's list are rendered too", async () => {

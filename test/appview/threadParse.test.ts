@@ -1,8 +1,15 @@
 import fc from 'fast-check';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import type { Network } from '../../src/appview/network.ts';
 import { getThread, getThreadBody } from '../../src/appview/read.ts';
-import { PARSES_AT_ONCE, parsesNow, parseThread } from '../../src/appview/threadParse.ts';
+import {
+  PARSE_HOLD_MS,
+  PARSE_WAIT_MS,
+  PARSES_AT_ONCE,
+  parsesNow,
+  parsesWaitingBy,
+  parseThread,
+} from '../../src/appview/threadParse.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { indexThread } from '../support/records.ts';
 
@@ -42,7 +49,7 @@ it('each turn read by its bounds is the turn the whole answer holds, whatever it
           JSON.parse(answer.body.toString('utf8', answer.bounds[2 * i], answer.bounds[2 * i + 1]));
         expect(piece(0)).toEqual(whole.session);
         for (const [i, m] of whole.messages.entries()) expect(piece(i + 1)).toEqual(m);
-        expect(await parseThread(answer.body, answer.bounds)).toEqual(whole);
+        expect(await parseThread(author().did, answer.body, answer.bounds)).toEqual(whole);
       },
     ),
     { numRuns: 25 },
@@ -54,12 +61,10 @@ it('a large thread is parsed in slices, the event loop turning between them', as
   const { uri } = await indexThread(db.sql, author(), 'Large', turns);
   const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
   let turned = 0;
-  const parsed = await parseThread<unknown, { record: object }>(
-    answer.body,
-    answer.bounds,
-    async () => turned++,
-    256 * 1024,
-  );
+  const parsed = await parseThread<unknown, { record: object }>(author().did, answer.body, answer.bounds, {
+    pause: async () => turned++,
+    sliceBytes: 256 * 1024,
+  });
   expect(parsed).toEqual(JSON.parse(answer.body.toString()));
   // Shared by every reader of a kept thread: nothing in it can be changed.
   expect(Object.isFrozen(parsed.messages)).toBe(true);
@@ -69,7 +74,7 @@ it('a large thread is parsed in slices, the event loop turning between them', as
   expect(turned).toBeGreaterThanOrEqual(5);
 });
 
-/** Parses that hold every place until `release` (each pauses after its first piece): the next ones wait. */
+/** Parses that hold every place until `release`, one author's each (each pauses after its first piece). */
 async function holdEveryParse() {
   const { uri } = await indexThread(db.sql, author(), 'Holder', [{ role: 'user', text: 'a' }]);
   const small = (await getThreadBody(db.sql, noNetwork, uri))!;
@@ -78,39 +83,106 @@ async function holdEveryParse() {
     release = r;
   });
   const holders = Array.from({ length: PARSES_AT_ONCE }, () =>
-    parseThread(small.body, small.bounds, () => gate, 1),
+    parseThread(author().did, small.body, small.bounds, { pause: () => gate, sliceBytes: 1 }),
   );
-  await expect.poll(() => parsesNow().running).toBe(PARSES_AT_ONCE);
+  await expect.poll(() => parsesNow()).toBe(PARSES_AT_ONCE);
   return async () => {
     release();
     await Promise.all(holders);
   };
 }
 
-it('at most two parses run at once: the others wait their turn', async () => {
+it('at most two parses run at once: the others wait their turn, one author’s a parse at a time', async () => {
   const release = await holdEveryParse();
-  const { uri } = await indexThread(db.sql, author(), 'Waiting', [{ role: 'user', text: 'b' }]);
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Waiting', [{ role: 'user', text: 'b' }]);
   const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
-  const waiting = Array.from({ length: 3 }, () => parseThread(answer.body, answer.bounds));
-  await expect.poll(() => parsesNow().waiting).toBe(3);
-  expect(parsesNow().running).toBe(PARSES_AT_ONCE);
+  const waiting = Array.from({ length: 3 }, () => parseThread(writer.did, answer.body, answer.bounds));
+  await expect.poll(() => parsesWaitingBy(writer.did)).toBe(3);
+  expect(parsesNow()).toBe(PARSES_AT_ONCE);
   await release();
   for (const parsed of await Promise.all(waiting)) expect(parsed).toEqual(JSON.parse(answer.body.toString()));
-  expect(parsesNow()).toEqual({ running: 0, waiting: 0 });
+  expect(parsesNow()).toBe(0);
+  expect(parsesWaitingBy(writer.did)).toBe(0);
+});
+
+it("an author whose threads wait for a parse holds one place: another author's thread is parsed at once", async () => {
+  const many = author();
+  const { uri } = await indexThread(db.sql, many, 'Many', [{ role: 'user', text: 'c' }]);
+  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  const theirs = Array.from({ length: 4 }, () =>
+    parseThread(many.did, answer.body, answer.bounds, { pause: () => gate, sliceBytes: 1 }),
+  );
+  await expect.poll(() => parsesWaitingBy(many.did)).toBe(3);
+  expect(parsesNow()).toBe(1);
+  // The other place is free for anyone else's, though the first author's three came before.
+  const other = author();
+  const mine = await indexThread(db.sql, other, 'Mine', [{ role: 'user', text: 'd' }]);
+  const small = (await getThreadBody(db.sql, noNetwork, mine.uri))!;
+  expect((await parseThread(other.did, small.body, small.bounds)).messages).toHaveLength(1);
+  release();
+  await Promise.all(theirs);
+});
+
+it('a parse that waits too long for its place is refused as the server being busy (503), and leaves no place taken', async () => {
+  const release = await holdEveryParse();
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Late', [{ role: 'user', text: 'e' }]);
+  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  try {
+    const late = parseThread(writer.did, answer.body, answer.bounds);
+    const refused = expect(late).rejects.toMatchObject({ code: 'BUSY', status: 503, retryAfter: 5 });
+    await expect.poll(() => parsesWaitingBy(writer.did)).toBe(1);
+    vi.advanceTimersByTime(PARSE_WAIT_MS);
+    await refused;
+    expect(parsesWaitingBy(writer.did)).toBe(0);
+  } finally {
+    vi.useRealTimers();
+  }
+  await release();
+  expect(parsesNow()).toBe(0);
+});
+
+it("a parse that outlasts its place's time gives the place back and stops at its next slice, as busy", async () => {
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Slow', [{ role: 'user', text: 'f' }]);
+  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  let release!: () => void;
+  const gate = new Promise<void>((r) => {
+    release = r;
+  });
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  try {
+    const slow = parseThread(writer.did, answer.body, answer.bounds, { pause: () => gate, sliceBytes: 1 });
+    const stopped = expect(slow).rejects.toMatchObject({ code: 'BUSY', status: 503 });
+    await expect.poll(() => parsesNow()).toBe(1);
+    vi.advanceTimersByTime(PARSE_HOLD_MS);
+    expect(parsesNow()).toBe(0);
+    release();
+    await stopped;
+  } finally {
+    vi.useRealTimers();
+  }
 });
 
 it('readers of one thread while it is being parsed wait for that one parse and share it', async () => {
   const turns = Array.from({ length: 20 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(5_000, 'x') }));
-  const { uri } = await indexThread(db.sql, author(), 'Shared', turns);
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Shared', turns);
   // Kept unparsed, as getThread's XRPC route leaves it; its parse waits behind two others, and four more readers
   // come meanwhile.
   await getThreadBody(db.sql, noNetwork, uri);
   const release = await holdEveryParse();
   const readers = Array.from({ length: 5 }, () => getThread(db.sql, noNetwork, uri));
-  await expect.poll(() => parsesNow().waiting).toBe(1);
+  await expect.poll(() => parsesWaitingBy(writer.did)).toBe(1);
   // Every reader has its answer by now (each asked the version), and only one parse waits.
   await new Promise((r) => setTimeout(r, 100));
-  expect(parsesNow().waiting).toBe(1);
+  expect(parsesWaitingBy(writer.did)).toBe(1);
   await release();
   const [first, ...others] = await Promise.all(readers);
   expect(first!.messages).toHaveLength(20);
