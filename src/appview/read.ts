@@ -6,17 +6,16 @@ import { type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
 import {
   hidden,
-  holeView,
   MAX_THREAD_BYTES,
   MAX_THREAD_TURNS,
   REVERIFY_MS,
   sessionColumns,
-  turnHidden,
   turnLabels,
   verifiedHandle,
 } from './fragments.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
+import { type BodyHead, LARGE_THREAD_BYTES, readThreadBody } from './threadBody.ts';
 import { keepThread, keptThread } from './threadCache.ts';
 import { parseThread, type ThreadBounds } from './threadParse.ts';
 
@@ -166,42 +165,24 @@ export async function getThreadBody(
   // re-assembling a thousand turns. The version holds the verified handle, so one verified since is a new answer.
   const cached = keptThread(uri);
   if (cached && cached.version === head.version) return cached;
-  // Each turn's view as indexed (rendered when it was indexed: nothing is parsed here), but a hidden turn's as a
-  // hole (asked per turn only when the thread has one). The rows come as the bytes PostgreSQL sent, in key order
-  // from the (session_uri, did, rkey) index, and are joined here: no aggregate copies and sorts them in the
-  // database, and no string is decoded and encoded again on the way out.
-  const view = head.holes
-    ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
-    : sql`m.view`;
-  const rows = head.bounded
-    ? await sql`select t.view from (
-        select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
-        from index_messages m where m.session_uri = ${uri} and m.did = ${head.did}
-        order by m.rkey limit ${MAX_THREAD_TURNS}) t
-      where t.upto <= ${MAX_THREAD_BYTES} order by t.rkey`.raw()
-    : await sql`select ${view} as view from index_messages m
-        where m.session_uri = ${uri} and m.did = ${head.did} order by m.rkey`.raw();
-  const session = Buffer.from(head.session);
-  const parts: Buffer[] = [SESSION_KEY, session, MESSAGES_KEY];
-  // Where the session's view and each turn's lie in the body, for a reader that parses it a turn at a time.
-  const bounds = new Uint32Array(2 * rows.length + 2);
-  bounds[0] = SESSION_KEY.length;
-  bounds[1] = bounds[0] + session.length;
-  let at = bounds[1] + MESSAGES_KEY.length;
-  for (const [i, [turn]] of rows.entries()) {
-    if (i) {
-      parts.push(COMMA);
-      at += COMMA.length;
-    }
-    parts.push(turn as Buffer);
-    bounds[2 * i + 2] = at;
-    at += (turn as Buffer).length;
-    bounds[2 * i + 3] = at;
-  }
-  parts.push(END);
+  // Readers of one version while it is read share that read (up to 16 MiB of rows each, otherwise).
+  const reading = bodies.get(uri);
+  if (reading?.version === head.version) return reading.answer;
+  const read = readAnswer(sql, uri, head).finally(() => {
+    if (bodies.get(uri)?.answer === read) bodies.delete(uri);
+  });
+  bodies.set(uri, { version: head.version, answer: read });
+  return read;
+}
+
+/** Reads of thread answers under way, by thread: the version each is of. */
+const bodies = new Map<string, { version: string; answer: Promise<ThreadBody> }>();
+
+async function readAnswer(sql: Sql, uri: string, head: ThreadHead): Promise<ThreadBody> {
+  const { body, bounds } = await readThreadBody(sql, uri, head);
   const answer = {
     version: head.version,
-    body: Buffer.concat(parts),
+    body,
     bounds,
     // Drawn from the version (nothing hashes the body).
     etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
@@ -211,23 +192,11 @@ export async function getThreadBody(
   return answer;
 }
 
-const SESSION_KEY = Buffer.from('{"session":');
-const MESSAGES_KEY = Buffer.from(',"messages":[');
-const COMMA = Buffer.from(',');
-const END = Buffer.from(']}');
-
-interface ThreadHead {
-  did: string;
+interface ThreadHead extends BodyHead {
   /** The session CID, author handle, the thread's version (index_thread_totals) and its turns' hiding labels. */
   version: string;
-  /** Past the bounds: read with the running sum that stops at them. */
-  bounded: boolean;
   hidden: boolean;
-  /** A turn is hidden by a label: each turn is asked whether it is a hole. */
-  holes: boolean;
   handle: string | null;
-  /** The session's view as JSON text. */
-  session: string;
 }
 
 /**
@@ -240,6 +209,7 @@ async function threadHead(sql: Sql, uri: string): Promise<ThreadHead | undefined
     select s.did, s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
         || '|' || coalesce(tl.stamp, '') as version,
       coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
+      coalesce(t.bytes > ${LARGE_THREAD_BYTES}, false) as large,
       ${hidden(sql)} as hidden, tl.held > 0 as holes, ${verifiedHandle(sql)} as handle,
       json_build_object(
         'uri', s.uri, 'cid', s.cid, 'record', s.record,

@@ -1,0 +1,125 @@
+import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import { FairSlots } from '../slots/index.ts';
+import { holeView, MAX_THREAD_BYTES, MAX_THREAD_TURNS, turnHidden } from './fragments.ts';
+import type { ThreadBounds } from './threadParse.ts';
+
+/** What reading a thread's turns needs to know of it first (read.ts's head). */
+export interface BodyHead {
+  did: string;
+  /** The session's view as JSON text. */
+  session: string;
+  /** A turn is hidden by a label: each turn is asked whether it is a hole. */
+  holes: boolean;
+  /** Past the bounds: read with the running sum that stops at them. */
+  bounded: boolean;
+  /** Its turns hold more than `LARGE_THREAD_BYTES`: read in one of the large reads' slots. */
+  large: boolean;
+}
+
+/** A thread whose turns hold more than this is a large read (the index's totals say so before it is read). */
+export const LARGE_THREAD_BYTES = 1024 * 1024;
+/** Longest a large read waits for its place (then 503 BUSY), and longest it may take once it has one. */
+export const LARGE_READ_WAIT_MS = 10_000;
+export const LARGE_READ_HOLD_MS = 30_000;
+/**
+ * Large reads at once, one author's at a time (ADR 0089): each holds up to 16 MiB of rows and their joined copy, and
+ * a database connection while they stream, and any repo may publish many such threads and have them read — each
+ * read of one not kept (or since evicted) is a whole read. Small threads are read without a slot.
+ */
+export const LARGE_READS_AT_ONCE = 2;
+const largeReads = new FairSlots({
+  capacity: LARGE_READS_AT_ONCE,
+  perPlayer: 1,
+  reserve: 0,
+  queuePerPlayer: 8,
+  waitMs: LARGE_READ_WAIT_MS,
+  holdMs: LARGE_READ_HOLD_MS,
+  messages: {
+    queueFull:
+      "Many of this author's long conversations are being read right now. Try again in a few seconds.",
+    busy: 'Many long conversations are being read right now. Try again in a few seconds.',
+  },
+});
+
+/** Large reads under way now, and one author's waiting (tests). */
+export const largeReadsNow = (): number => largeReads.held;
+export const largeReadsWaitingBy = (author: string): number => largeReads.waitingBy(author);
+
+/**
+ * A thread's answer as bytes: its session's view and each turn's as indexed (rendered when indexed: nothing is
+ * parsed here), a hidden turn's as a hole (asked per turn only when the thread has one). The rows come as the bytes
+ * PostgreSQL sent, in key order from the (session_uri, did, rkey) index, and are joined here: no aggregate copies and
+ * sorts them in the database, and no string is decoded and encoded again on the way out.
+ */
+export async function readThreadBody(
+  sql: Sql,
+  uri: string,
+  head: BodyHead,
+): Promise<{ body: Buffer; bounds: ThreadBounds }> {
+  if (!head.large) return joinThread(head.session, await turnRows(sql, uri, head));
+  return largeReads.run(head.did, async (signal) => {
+    const query = turnRows(sql, uri, head);
+    // Its place's time ran out: the statement is cancelled (its connection and rows go back), said as busy.
+    const cancel = () => query.cancel();
+    signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return joinThread(head.session, await query);
+    } catch (e) {
+      throw signal.aborted ? BUSY() : e;
+    } finally {
+      signal.removeEventListener('abort', cancel);
+    }
+  });
+}
+
+function turnRows(sql: Sql, uri: string, head: BodyHead) {
+  const view = head.holes
+    ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
+    : sql`m.view`;
+  return head.bounded
+    ? sql`select t.view from (
+        select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
+        from index_messages m where m.session_uri = ${uri} and m.did = ${head.did}
+        order by m.rkey limit ${MAX_THREAD_TURNS}) t
+      where t.upto <= ${MAX_THREAD_BYTES} order by t.rkey`.raw()
+    : sql`select ${view} as view from index_messages m
+        where m.session_uri = ${uri} and m.did = ${head.did} order by m.rkey`.raw();
+}
+
+/** `{"session":…,"messages":[…]}` from the session's view and the turns' bytes, with where each lies in it. */
+export function joinThread(
+  session: string,
+  rows: ArrayLike<unknown[]>,
+): { body: Buffer; bounds: ThreadBounds } {
+  const head = Buffer.from(session);
+  const parts: Buffer[] = [SESSION_KEY, head, MESSAGES_KEY];
+  const bounds = new Uint32Array(2 * rows.length + 2);
+  bounds[0] = SESSION_KEY.length;
+  bounds[1] = bounds[0] + head.length;
+  let at = bounds[1] + MESSAGES_KEY.length;
+  for (let i = 0; i < rows.length; i++) {
+    const turn = rows[i]![0] as Buffer;
+    if (i) {
+      parts.push(COMMA);
+      at += COMMA.length;
+    }
+    parts.push(turn);
+    bounds[2 * i + 2] = at;
+    at += turn.length;
+    bounds[2 * i + 3] = at;
+  }
+  parts.push(END);
+  return { body: Buffer.concat(parts), bounds };
+}
+
+const SESSION_KEY = Buffer.from('{"session":');
+const MESSAGES_KEY = Buffer.from(',"messages":[');
+const COMMA = Buffer.from(',');
+const END = Buffer.from(']}');
+
+const BUSY = () =>
+  new AppError('BUSY', 'Many long conversations are being read right now. Try again in a few seconds.', {
+    retryAfter: 5,
+    status: 503,
+  });

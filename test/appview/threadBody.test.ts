@@ -1,0 +1,137 @@
+import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import type { Network } from '../../src/appview/network.ts';
+import { getThreadBody } from '../../src/appview/read.ts';
+import {
+  type BodyHead,
+  LARGE_READ_HOLD_MS,
+  LARGE_READ_WAIT_MS,
+  LARGE_READS_AT_ONCE,
+  LARGE_THREAD_BYTES,
+  largeReadsNow,
+  largeReadsWaitingBy,
+  readThreadBody,
+} from '../../src/appview/threadBody.ts';
+import { connect, type Sql } from '../../src/db/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { indexThread } from '../support/records.ts';
+
+// A thread's turns are read whole for its answer: up to 16 MiB of rows, joined, and a database connection while
+// they stream. Readers of one thread share one read; a large thread's read takes one of two places, one author's at
+// a time, and waits and holds its place for a bounded time.
+
+let db: TestDatabase;
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(() => db?.drop());
+
+const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
+let n = 0;
+const author = () => ({
+  did: `did:plc:body${(++n).toString().padStart(20, '0')}`,
+  handle: `body${n}.test`,
+});
+// 40 turns of some 42 KB each (█ is three bytes): 1.7 MB, past LARGE_THREAD_BYTES.
+const largeTurns = Array.from({ length: 40 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(14_000, '█') }));
+
+async function largeThread() {
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Long', largeTurns);
+  const head: BodyHead = { did: writer.did, session: '{}', holes: false, bounded: false, large: true };
+  return { did: writer.did, uri, head };
+}
+
+/**
+ * A pool of one connection, held: reads on it wait (in their places) until `free`. What a read slow to stream looks
+ * like to the places.
+ */
+async function heldPool(): Promise<{ sql: Sql; free: () => Promise<void> }> {
+  const sql = connect(db.url, { max: 1, name: 'agentsville-test' });
+  const held = await sql.reserve();
+  return {
+    sql,
+    free: async () => {
+      held.release();
+    },
+  };
+}
+
+it('a thread past a megabyte is read in a place, a smaller one in none; each answer is the whole thread', async () => {
+  for (const [turns, large] of [
+    [largeTurns, true],
+    [largeTurns.slice(0, 20), false],
+  ] as const) {
+    const { uri } = await indexThread(db.sql, author(), 'Long', turns);
+    // The places held when the turns' statement is sent.
+    let held: number | undefined;
+    const sql = connect(db.url, {
+      max: 1,
+      name: 'agentsville-test',
+      onQuery: (q) => {
+        if (/as view from index_messages/.test(q)) held = largeReadsNow();
+      },
+    });
+    const body = await getThreadBody(sql, noNetwork, uri);
+    expect(held).toBe(large ? 1 : 0);
+    expect(body!.body.length > LARGE_THREAD_BYTES).toBe(large);
+    expect(JSON.parse(body!.body.toString()).messages).toHaveLength(turns.length);
+    expect(largeReadsNow()).toBe(0);
+    await sql.end();
+  }
+});
+
+it('at most two large reads at once, one author’s at a time: another author’s goes first', async () => {
+  const [a, b, c] = [await largeThread(), await largeThread(), await largeThread()];
+  const held = await heldPool();
+  // Author a's two reads: one holds a place (waiting for the held connection), the other waits for a's turn.
+  const aReads = [readThreadBody(held.sql, a.uri, a.head), readThreadBody(held.sql, a.uri, a.head)];
+  await expect.poll(() => largeReadsWaitingBy(a.did)).toBe(1);
+  expect(largeReadsNow()).toBe(1);
+  // b takes the other place at once, though a's second came first; c waits.
+  const bRead = readThreadBody(held.sql, b.uri, b.head);
+  await expect.poll(() => largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
+  expect(largeReadsWaitingBy(a.did)).toBe(1);
+  const cRead = readThreadBody(held.sql, c.uri, c.head);
+  await expect.poll(() => largeReadsWaitingBy(c.did)).toBe(1);
+  await held.free();
+  for (const read of await Promise.all([...aReads, bRead, cRead]))
+    expect(JSON.parse(read.body.toString()).messages).toHaveLength(40);
+  expect(largeReadsNow()).toBe(0);
+  await held.sql.end();
+});
+
+it('readers of one thread while it is read share the read: its rows are read once', async () => {
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Shared', largeTurns);
+  const statements: string[] = [];
+  const sql = connect(db.url, { max: 1, name: 'agentsville-test', onQuery: (q) => statements.push(q) });
+  const answers = await Promise.all(Array.from({ length: 5 }, () => getThreadBody(sql, noNetwork, uri)));
+  for (const answer of answers) expect(answer).toBe(answers[0]);
+  expect(statements.filter((q) => /as view from index_messages/.test(q))).toHaveLength(1);
+  await sql.end();
+});
+
+it('a large read that waits too long is refused as busy (503), and one that outlasts its place is cancelled', async () => {
+  const [a, b, c] = [await largeThread(), await largeThread(), await largeThread()];
+  const held = await heldPool();
+  vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
+  try {
+    const holders = [readThreadBody(held.sql, a.uri, a.head), readThreadBody(held.sql, b.uri, b.head)];
+    const outlasted = Promise.allSettled(holders);
+    await expect.poll(() => largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
+    const late = readThreadBody(held.sql, c.uri, c.head);
+    const refused = expect(late).rejects.toMatchObject({ code: 'BUSY', status: 503, retryAfter: 5 });
+    await expect.poll(() => largeReadsWaitingBy(c.did)).toBe(1);
+    vi.advanceTimersByTime(LARGE_READ_WAIT_MS);
+    await refused;
+    // The holders' places run out: their statements are cancelled and the places go back.
+    vi.advanceTimersByTime(LARGE_READ_HOLD_MS - LARGE_READ_WAIT_MS);
+    expect(largeReadsNow()).toBe(0);
+    for (const r of await outlasted)
+      expect(r).toMatchObject({ status: 'rejected', reason: { code: 'BUSY' } });
+  } finally {
+    vi.useRealTimers();
+  }
+  await held.free();
+  await held.sql.end();
+});
