@@ -1,5 +1,5 @@
 // The SQL fragments the index's reads compose: what is served, what a hidden turn becomes, and the read's bounds.
-import type { Sql } from '../db/index.ts';
+import type { Queryable, Sql } from '../db/index.ts';
 import { hiddenByLabel, hidingLabelsBetween } from '../labels/index.ts';
 import { MESSAGE } from '../lexicon/index.ts';
 import { takenDown } from '../moderation/index.ts';
@@ -17,11 +17,11 @@ export const hidden = (sql: Sql) => sql`(a.status is not null or ${takenDown(sql
  * A turn (`m`, index_messages) a followed labeler labelled `!takedown` or `!hide`: served as a hole, the shape a
  * withheld turn has (holeView), while the rest of its thread is served. A negated or expired label no longer counts.
  */
-export const turnHidden = (sql: Sql) => hiddenByLabel(sql, sql`m.uri`);
+export const turnHidden = (sql: Queryable) => hiddenByLabel(sql, sql`m.uri`);
 
 /** A turn served as a hole: only what a withheld turn's record says (who spoke, and when), none of its content. */
 export const holeView = (
-  sql: Sql,
+  sql: Queryable,
 ) => sql`json_build_object('uri', m.uri, 'cid', m.cid, 'record', json_strip_nulls(
   json_build_object('$type', m.record->'$type', 'session', m.record->'session', 'role', m.record->'role',
     'createdAt', m.record->'createdAt', 'withheld', true)))::text`;
@@ -50,6 +50,16 @@ export const REVERIFY_MS = 24 * 60 * 60 * 1000;
  */
 export const MAX_THREAD_TURNS = 5000;
 export const MAX_THREAD_BYTES = 16 * 1024 * 1024;
+/**
+ * A thread whose turns hold more than this is large (the index's totals say so before it is read): its read and its
+ * parse each take a place in a small pool (threadBody.ts, threadParse.ts; ADR 0089).
+ */
+export const LARGE_THREAD_BYTES = 1024 * 1024;
+/**
+ * Large threads' reads, and their parses, waiting in all at most (each pool): whoever the authors, as DIDs cost an
+ * attacker little, and a parse waiting holds its thread's bytes. Past it, 503 BUSY at once.
+ */
+export const LARGE_WAITING = 16;
 
 /** Only a handle verified within the day is ever served: otherwise it is looked up again first (ensureHandles). */
 export const verifiedHandle = (sql: Sql) =>

@@ -1,11 +1,12 @@
 import { createHash } from 'node:crypto';
-import { AtUri, isValidDid as isDid } from '@atproto/syntax';
+import { isValidDid as isDid } from '@atproto/syntax';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { type PublishedAvatar, readAvatar } from '../lexicon/index.ts';
 import { backfillActor } from './backfill.ts';
 import {
   hidden,
+  LARGE_THREAD_BYTES,
   MAX_THREAD_BYTES,
   MAX_THREAD_TURNS,
   REVERIFY_MS,
@@ -15,7 +16,7 @@ import {
 } from './fragments.ts';
 import { handleNow, lookUpAll } from './lookups.ts';
 import type { Network } from './network.ts';
-import { type BodyHead, LARGE_THREAD_BYTES, readThreadBody } from './threadBody.ts';
+import { type BodyHead, readThreadBody } from './threadBody.ts';
 import { keepThread, keptThread } from './threadCache.ts';
 import { parseThread, type ThreadBounds } from './threadParse.ts';
 
@@ -135,6 +136,8 @@ export interface ThreadBody {
   version: string;
   /** Where its session and each turn lie in `body` (threadParse.ts). */
   bounds: ThreadBounds;
+  /** Its author, whose places its large read and parse take. */
+  did: string;
 }
 
 /**
@@ -184,6 +187,7 @@ async function readAnswer(sql: Sql, uri: string, head: ThreadHead): Promise<Thre
     version: head.version,
     body,
     bounds,
+    did: head.did,
     // Drawn from the version (nothing hashes the body).
     etag: `W/"${createHash('sha1').update(head.version).digest('base64url')}"`,
   };
@@ -293,10 +297,11 @@ export async function getThread(
   const running = parsing.get(uri);
   let objects = running?.version === answer.version ? running.objects : undefined;
   if (!objects) {
-    const author = new AtUri(uri).host;
-    const parse = parseThread<SessionView, MessageView>(author, answer.body, answer.bounds).finally(() => {
-      if (parsing.get(uri)?.objects === parse) parsing.delete(uri);
-    });
+    const parse = parseThread<SessionView, MessageView>(answer.did, answer.body, answer.bounds).finally(
+      () => {
+        if (parsing.get(uri)?.objects === parse) parsing.delete(uri);
+      },
+    );
     parsing.set(uri, { version: answer.version, objects: parse });
     objects = parse;
   }

@@ -1,7 +1,7 @@
-import type { Sql } from '../db/index.ts';
+import { type Queryable, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { FairSlots } from '../slots/index.ts';
-import { holeView, MAX_THREAD_BYTES, MAX_THREAD_TURNS, turnHidden } from './fragments.ts';
+import { holeView, LARGE_WAITING, MAX_THREAD_BYTES, MAX_THREAD_TURNS, turnHidden } from './fragments.ts';
 import type { ThreadBounds } from './threadParse.ts';
 
 /** What reading a thread's turns needs to know of it first (read.ts's head). */
@@ -17,15 +17,18 @@ export interface BodyHead {
   large: boolean;
 }
 
-/** A thread whose turns hold more than this is a large read (the index's totals say so before it is read). */
-export const LARGE_THREAD_BYTES = 1024 * 1024;
-/** Longest a large read waits for its place (then 503 BUSY), and longest it may take once it has one. */
+/**
+ * Longest a large read waits for its place (then 503 BUSY); longest its statement runs (PostgreSQL ends it), and the
+ * place is given back a little after that whatever happens.
+ */
 export const LARGE_READ_WAIT_MS = 10_000;
-export const LARGE_READ_HOLD_MS = 30_000;
+export const LARGE_READ_STATEMENT_MS = 25_000;
+const LARGE_READ_HOLD_MS = LARGE_READ_STATEMENT_MS + 5_000;
 /**
  * Large reads at once, one author's at a time (ADR 0089): each holds up to 16 MiB of rows and their joined copy, and
  * a database connection while they stream, and any repo may publish many such threads and have them read — each
- * read of one not kept (or since evicted) is a whole read. Small threads are read without a slot.
+ * read of one not kept (or since evicted) is a whole read. Threads of `LARGE_THREAD_BYTES` or less are read without
+ * a place.
  */
 export const LARGE_READS_AT_ONCE = 2;
 const largeReads = new FairSlots({
@@ -33,6 +36,8 @@ const largeReads = new FairSlots({
   perPlayer: 1,
   reserve: 0,
   queuePerPlayer: 8,
+  queueTotal: LARGE_WAITING,
+  queueFullStatus: 503,
   waitMs: LARGE_READ_WAIT_MS,
   holdMs: LARGE_READ_HOLD_MS,
   messages: {
@@ -56,24 +61,25 @@ export async function readThreadBody(
   sql: Sql,
   uri: string,
   head: BodyHead,
+  statementMs = LARGE_READ_STATEMENT_MS,
 ): Promise<{ body: Buffer; bounds: ThreadBounds }> {
   if (!head.large) return joinThread(head.session, await turnRows(sql, uri, head));
-  return largeReads.run(head.did, async (signal) => {
-    const query = turnRows(sql, uri, head);
-    // Its place's time ran out: the statement is cancelled (its connection and rows go back), said as busy.
-    const cancel = () => query.cancel();
-    signal.addEventListener('abort', cancel, { once: true });
-    try {
-      return joinThread(head.session, await query);
-    } catch (e) {
-      throw signal.aborted ? BUSY() : e;
-    } finally {
-      signal.removeEventListener('abort', cancel);
-    }
-  });
+  return largeReads.run(head.did, () =>
+    // On a connection of its own, PostgreSQL ending the statement at its time: a cancel sent from here stops
+    // whatever that backend runs when it arrives, which on a shared connection may be the next request's statement.
+    transaction(sql, async (tx) => {
+      tx`select set_config('statement_timeout', ${String(statementMs)}, true)`.execute().catch(() => {});
+      return joinThread(head.session, await turnRows(tx, uri, head));
+    }).catch((e: unknown) => {
+      throw (e as { code?: string }).code === QUERY_CANCELED ? BUSY() : e;
+    }),
+  );
 }
 
-function turnRows(sql: Sql, uri: string, head: BodyHead) {
+/** PostgreSQL's code for a statement ended by its timeout. */
+const QUERY_CANCELED = '57014';
+
+function turnRows(sql: Queryable, uri: string, head: BodyHead) {
   const view = head.holes
     ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
     : sql`m.view`;
@@ -88,10 +94,7 @@ function turnRows(sql: Sql, uri: string, head: BodyHead) {
 }
 
 /** `{"session":…,"messages":[…]}` from the session's view and the turns' bytes, with where each lies in it. */
-export function joinThread(
-  session: string,
-  rows: ArrayLike<unknown[]>,
-): { body: Buffer; bounds: ThreadBounds } {
+function joinThread(session: string, rows: ArrayLike<unknown[]>): { body: Buffer; bounds: ThreadBounds } {
   const head = Buffer.from(session);
   const parts: Buffer[] = [SESSION_KEY, head, MESSAGES_KEY];
   const bounds = new Uint32Array(2 * rows.length + 2);

@@ -5,6 +5,8 @@ export interface KeptThread {
   version: string;
   /** Where its session and each turn lie in `body`, for the reader's parse (threadParse.ts). */
   bounds: Uint32Array;
+  /** Its author. */
+  did: string;
 }
 
 /** Threads kept at most, whatever their size. */

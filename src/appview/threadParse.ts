@@ -1,6 +1,7 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { AppError } from '../http/index.ts';
 import { FairSlots } from '../slots/index.ts';
+import { LARGE_THREAD_BYTES, LARGE_WAITING } from './fragments.ts';
 
 /**
  * Where each piece of a thread's answer lies in its bytes: the session's view, then each turn's, as [start, end)
@@ -12,10 +13,10 @@ export type ThreadBounds = Uint32Array;
 const SLICE_BYTES = 256 * 1024;
 
 /**
- * Parses under way at once, at most: each holds its thread's objects as they grow (a few times its bytes), and one
- * that yields lets another start. One author's threads take one of them at a time (slots keyed by the author's DID,
- * ADR 0057's fairness): a repo that publishes many large threads and has them read makes other authors' readers
- * wait for at most one of its parses.
+ * Large threads' parses under way at once, at most: each holds its thread's objects as they grow (a few times its
+ * bytes), and one that yields lets another start. One author's threads take one of them at a time (slots keyed by
+ * the author's DID, ADR 0089): a repo that publishes many large threads and has them read makes other authors'
+ * readers wait for at most one of its parses. A thread of `LARGE_THREAD_BYTES` or less (a few slices) takes none.
  */
 export const PARSES_AT_ONCE = 2;
 /** Longest a parse waits for its place (then 503 BUSY), and longest it may take once it has one. */
@@ -26,6 +27,8 @@ const parses = new FairSlots({
   perPlayer: 1,
   reserve: 0,
   queuePerPlayer: 8,
+  queueTotal: LARGE_WAITING,
+  queueFullStatus: 503,
   waitMs: PARSE_WAIT_MS,
   holdMs: PARSE_HOLD_MS,
   messages: {
@@ -42,7 +45,7 @@ export const parsesWaitingBy = (author: string): number => parses.waitingBy(auth
  * A thread's answer parsed into its session and turns, a turn at a time, letting the event loop turn between
  * slices: a thread may be 16 MiB, which one JSON.parse held the loop for (every other request on the instance
  * waited) on each read of a thread not in the cache. Frozen as it is parsed, in the same slices: a kept thread's
- * objects are shared by every reader. Run in one of `author`'s parse slots; `pause` is the loop's turn (tests
+ * objects are shared by every reader. A large one runs in a place of `author`'s; `pause` is the loop's turn (tests
  * count it).
  */
 export function parseThread<S, M>(
@@ -54,7 +57,7 @@ export function parseThread<S, M>(
     sliceBytes = SLICE_BYTES,
   }: { pause?: () => Promise<unknown>; sliceBytes?: number } = {},
 ): Promise<{ session: S; messages: M[] }> {
-  return parses.run(author, async (signal) => {
+  const parse = async (signal?: AbortSignal) => {
     const pieces: unknown[] = [];
     let since = 0;
     for (let i = 0; 2 * i < bounds.length; i++) {
@@ -65,12 +68,13 @@ export function parseThread<S, M>(
         since = 0;
         await pause();
         // Its place's time ran out (the loop is that busy): said as the server being busy, not as its failure.
-        if (signal.aborted) throw BUSY();
+        if (signal?.aborted) throw BUSY();
       }
     }
     const [session, ...messages] = pieces;
     return Object.freeze({ session: session as S, messages: Object.freeze(messages) as M[] });
-  });
+  };
+  return body.length > LARGE_THREAD_BYTES ? parses.run(author, parse) : parse();
 }
 
 const BUSY = () =>

@@ -6,16 +6,19 @@
  *   for Players holding none: alone it uses `capacity − reserve`, and a newcomer finds a slot at once.
  * - A freed slot goes to the waiting Player who holds the fewest (round-robin between Players, first come
  *   first served on a tie), and within one Player to its oldest request.
- * - At most `queuePerPlayer` requests of one Player wait; past that the request is refused at once.
+ * - At most `queuePerPlayer` requests of one Player wait, and at most `queueTotal` in all (when set, for a pool
+ *   whose keys anyone can mint: every waiter holds memory); past either the request is refused at once.
  */
 export interface FairSlotsPolicy {
   capacity: number;
   perPlayer: number;
   reserve: number;
   queuePerPlayer: number;
+  queueTotal?: number;
 }
 
-export type Asked = 'granted' | 'queued' | 'full';
+/** `full`: the Player's own line is full; `busy`: every line together is. */
+export type Asked = 'granted' | 'queued' | 'full' | 'busy';
 
 interface Waiter<T> {
   ticket: T;
@@ -26,6 +29,7 @@ export class FairSlotsCore<T> {
   readonly #held = new Map<string, number>();
   readonly #waiting = new Map<string, Waiter<T>[]>();
   #total = 0;
+  #waitingTotal = 0;
   #order = 0;
 
   constructor(readonly policy: FairSlotsPolicy) {
@@ -68,8 +72,10 @@ export class FairSlotsCore<T> {
     }
     const queue = this.#waiting.get(player) ?? [];
     if (queue.length >= this.policy.queuePerPlayer) return 'full';
+    if (this.#waitingTotal >= (this.policy.queueTotal ?? Number.POSITIVE_INFINITY)) return 'busy';
     queue.push({ ticket, order: this.#order++ });
     this.#waiting.set(player, queue);
+    this.#waitingTotal++;
     return 'queued';
   }
 
@@ -90,6 +96,7 @@ export class FairSlotsCore<T> {
     if (!queue || at < 0) return false;
     queue.splice(at, 1);
     if (!queue.length) this.#waiting.delete(player);
+    this.#waitingTotal--;
     return true;
   }
 
@@ -113,6 +120,7 @@ export class FairSlotsCore<T> {
       const queue = this.#waiting.get(best.player)!;
       const next = queue.shift()!;
       if (!queue.length) this.#waiting.delete(best.player);
+      this.#waitingTotal--;
       this.#take(best.player);
       granted.push({ player: best.player, ticket: next.ticket });
     }

@@ -6,8 +6,13 @@ export interface FairSlotsOptions extends FairSlotsPolicy {
   waitMs: number;
   /** Longest a slot is held: then its signal aborts and the slot goes to the next. */
   holdMs: number;
-  /** Sentences for people: one Player's queue is full (429), and the wait ran out (503). */
+  /** Sentences for people: one Player's queue is full (429), and the wait ran out or every queue is full (503). */
   messages: { queueFull: string; busy: string };
+  /**
+   * The status of a full queue: 429 where the key is the caller (a Player who has enough waiting), 503 where it is
+   * not (a thread's author, for an anonymous reader who exceeded nothing).
+   */
+  queueFullStatus?: 429 | 503;
 }
 
 /** A slot held: the work honours `signal` (aborted at the slot's deadline); `release` is safe to call twice. */
@@ -74,12 +79,13 @@ export class FairSlots {
       let waitTimer: NodeJS.Timeout | undefined;
       const asked = this.#core.ask(player, ticket);
       if (asked === 'granted') return ticket.grant();
-      if (asked === 'full')
-        return reject(new AppError('BUSY', this.options.messages.queueFull, { retryAfter: 5 }));
-      waitTimer = setTimeout(
-        () => giveUp(new AppError('BUSY', this.options.messages.busy, { retryAfter: 5, status: 503 })),
-        this.options.waitMs,
-      );
+      const busy = () => new AppError('BUSY', this.options.messages.busy, { retryAfter: 5, status: 503 });
+      if (asked === 'full') {
+        const status = this.options.queueFullStatus ?? 429;
+        return reject(new AppError('BUSY', this.options.messages.queueFull, { retryAfter: 5, status }));
+      }
+      if (asked === 'busy') return reject(busy());
+      waitTimer = setTimeout(() => giveUp(busy()), this.options.waitMs);
       signal?.addEventListener('abort', onAbort, { once: true });
     });
   }

@@ -128,6 +128,15 @@ function send(res: Response, status: number, html: string, etag = hashOf(html)):
     .send(html);
 }
 
+/** A 503 in words, kept by nobody (the card's address is asked again, and must not be answered so from a cache). */
+function tryLater(res: Response, seconds: number, text: string): void {
+  res
+    .status(503)
+    .set({ 'Retry-After': String(seconds), 'Cache-Control': 'no-store' })
+    .type('text')
+    .send(text);
+}
+
 /** A page for a thread that is not there: readable, no script, with the status that says which. */
 const MISSING = {
   404: [
@@ -156,6 +165,18 @@ function missingPage(res: Response, why: keyof typeof MISSING, base: string, ass
   send(res, status, readerPage({ meta, body, assets }));
 }
 
+/**
+ * The thread (or its page), or why it cannot be read now: its author's repo is still being read (a thread this
+ * server had not seen), or a large thread could not have a place to be read or parsed (ADR 0089).
+ */
+function threadNow(source: ReaderSource, actor: string, rkey: string, page?: number) {
+  return source.thread(actor, rkey, page).catch((e: unknown) => {
+    if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
+    if (e instanceof AppError && e.code === 'BUSY') return 'busy' as const;
+    throw e;
+  });
+}
+
 /** The reading pages, rendered on the server and hydrated by the reader bundle: a thread, an author, everyone. */
 export function readerPages(deps: {
   source: ReaderSource;
@@ -174,7 +195,9 @@ export function readerPages(deps: {
   // The thread's link card: drawn from what it publishes, kept by what it shows, revalidated like the page.
   router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
     const { actor, rkey } = req.params;
-    const found = ACTOR.test(actor) && RKEY.test(rkey) ? await deps.source.thread(actor, rkey) : null;
+    const found = ACTOR.test(actor) && RKEY.test(rkey) ? await threadNow(deps.source, actor, rkey) : null;
+    if (found === 'indexing' || found === 'busy')
+      return tryLater(res, 5, 'The conversation cannot be read just now.');
     if (!found || found === 'gone' || found === 'no-page') {
       res
         .status(found === 'gone' ? 410 : 404)
@@ -189,10 +212,7 @@ export function readerPages(deps: {
       return;
     }
     const image = await png.catch(() => null);
-    if (!image) {
-      res.status(503).set('Retry-After', '10').type('text').send('The picture could not be drawn just now.');
-      return;
-    }
+    if (!image) return tryLater(res, 10, 'The picture could not be drawn just now.');
     res.type('png').send(image);
   });
 
@@ -201,13 +221,7 @@ export function readerPages(deps: {
     const base = deps.baseUrl;
     const page = pageParam(req.query);
     if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
-    const found = await deps.source.thread(actor, rkey, page).catch((e: unknown) => {
-      // The author's repo is still being read (a thread this server had not seen), or the thread waited too long
-      // for its parse: a page that says so.
-      if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
-      if (e instanceof AppError && e.code === 'BUSY') return 'busy' as const;
-      throw e;
-    });
+    const found = await threadNow(deps.source, actor, rkey, page);
     if (found === 'indexing' || found === 'busy') {
       res.set('Retry-After', '5');
       return missingPage(res, found, base, assets);

@@ -2,6 +2,7 @@ import { TID } from '@atproto/common-web';
 import fc from 'fast-check';
 import { Window } from 'happy-dom';
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { LARGE_THREAD_BYTES } from '../../src/appview/fragments.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { PARSES_AT_ONCE, parsesNow, parseThread } from '../../src/appview/threadParse.ts';
 import { jsonForScript } from '../../src/web/readerPage.ts';
@@ -149,20 +150,20 @@ it('a thread that never was is 404, one deleted is 410; both readable pages that
   expect((await fetch(`${app.url}/profile/${other.handle}/thread/not-a-key`)).status).toBe(404);
 });
 
-it('a thread that cannot have a parse now is a 503 page saying the server is busy, and reads once it can', async () => {
-  const t = await published('Busy hour', [{ role: 'user', text: 'Hello' }]);
-  // Every place taken by other authors' parses, held, and this author's line of parses waiting full.
-  const holder = await published('Holder', [{ role: 'user', text: 'a' }]);
-  const text = JSON.stringify({ session: {}, messages: [{}] });
+it('a large thread that cannot have a parse now is a 503 page saying the server is busy, and reads once it can', async () => {
+  // 40 turns of some 42 KB each: 1.7 MB, a large thread (its parse takes a place).
+  const long = Array.from({ length: 40 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(14_000, '█') }));
+  const t = await published('Busy hour', long);
+  // Every place taken by other authors' large parses, held, and this author's line of parses waiting full.
+  const text = JSON.stringify({ session: {}, messages: [{ text: 'a'.repeat(LARGE_THREAD_BYTES) }] });
   const body = Buffer.from(text);
-  const [first, second] = [text.indexOf('{}'), text.lastIndexOf('{}')];
-  const bounds = Uint32Array.of(first, first + 2, second, second + 2);
+  const bounds = Uint32Array.of(text.indexOf('{}'), text.indexOf('{}') + 2, 26, text.length - 2);
   let release!: () => void;
   const gate = new Promise<void>((r) => {
     release = r;
   });
   const held = Array.from({ length: PARSES_AT_ONCE }, (_, i) =>
-    parseThread(`${holder.did}${i}`, body, bounds, { pause: () => gate, sliceBytes: 1 }),
+    parseThread(`${t.did}${i}`, body, bounds, { pause: () => gate, sliceBytes: 1 }),
   );
   await expect.poll(() => parsesNow()).toBe(PARSES_AT_ONCE);
   const waiting = Array.from({ length: 8 }, () => parseThread(t.did, body, bounds));
@@ -173,6 +174,15 @@ it('a thread that cannot have a parse now is a 503 page saying the server is bus
   const html = await busy.text();
   expect(html).toContain('This server is busy');
   expect(html).not.toContain('Busy hour');
+  // The reader's API says so too: 503 BUSY (the reader exceeded nothing; the author's line is full).
+  const api = await fetch(`${app.url}/api/reader/threads/${t.did}/${t.rkey}`);
+  expect(api.status).toBe(503);
+  expect(((await api.json()) as { error: { code: string } }).error.code).toBe('BUSY');
+  // Its link card too: a 503 in words, kept by nobody.
+  const card = await fetch(`${app.url}/profile/${t.did}/thread/${t.rkey}/card.png`);
+  expect(card.status).toBe(503);
+  expect(card.headers.get('cache-control')).toBe('no-store');
+  expect(await card.text()).toBe('The conversation cannot be read just now.');
   release();
   await Promise.all([...held, ...waiting]);
   const now = await fetch(`${app.url}${t.path}`);

@@ -1,5 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
+import { LARGE_THREAD_BYTES, LARGE_WAITING } from '../../src/appview/fragments.ts';
 import type { Network } from '../../src/appview/network.ts';
 import { getThread, getThreadBody } from '../../src/appview/read.ts';
 import {
@@ -74,16 +75,34 @@ it('a large thread is parsed in slices, the event loop turning between them', as
   expect(turned).toBeGreaterThanOrEqual(5);
 });
 
-/** Parses that hold every place until `release`, one author's each (each pauses after its first piece). */
-async function holdEveryParse() {
-  const { uri } = await indexThread(db.sql, author(), 'Holder', [{ role: 'user', text: 'a' }]);
-  const small = (await getThreadBody(db.sql, noNetwork, uri))!;
+/** A thread's answer past LARGE_THREAD_BYTES, with its bounds: a session and two turns. */
+function large(): { body: Buffer; bounds: Uint32Array } {
+  const session = JSON.stringify({ uri: 'at://x' });
+  const turns = [JSON.stringify({ text: 'a'.repeat(LARGE_THREAD_BYTES) }), JSON.stringify({ text: 'b' })];
+  const text = `{"session":${session},"messages":[${turns.join(',')}]}`;
+  const bounds: number[] = [];
+  let at = 0;
+  for (const piece of [session, ...turns]) {
+    at = text.indexOf(piece, at);
+    bounds.push(at, at + piece.length);
+    at += piece.length;
+  }
+  return { body: Buffer.from(text), bounds: Uint32Array.from(bounds) };
+}
+const LARGE = large();
+const held = () => {
   let release!: () => void;
   const gate = new Promise<void>((r) => {
     release = r;
   });
+  return { pause: () => gate, release };
+};
+
+/** Large parses that hold every place until `release`, one author's each (each pauses after its first piece). */
+async function holdEveryParse() {
+  const { pause, release } = held();
   const holders = Array.from({ length: PARSES_AT_ONCE }, () =>
-    parseThread(author().did, small.body, small.bounds, { pause: () => gate, sliceBytes: 1 }),
+    parseThread(author().did, LARGE.body, LARGE.bounds, { pause, sliceBytes: 1 }),
   );
   await expect.poll(() => parsesNow()).toBe(PARSES_AT_ONCE);
   return async () => {
@@ -92,55 +111,54 @@ async function holdEveryParse() {
   };
 }
 
-it('at most two parses run at once: the others wait their turn, one author’s a parse at a time', async () => {
+it('at most two large parses run at once: the others wait their turn, one author’s a parse at a time; a small thread waits for none', async () => {
   const release = await holdEveryParse();
   const writer = author();
-  const { uri } = await indexThread(db.sql, writer, 'Waiting', [{ role: 'user', text: 'b' }]);
-  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
-  const waiting = Array.from({ length: 3 }, () => parseThread(writer.did, answer.body, answer.bounds));
+  const waiting = Array.from({ length: 3 }, () => parseThread(writer.did, LARGE.body, LARGE.bounds));
   await expect.poll(() => parsesWaitingBy(writer.did)).toBe(3);
   expect(parsesNow()).toBe(PARSES_AT_ONCE);
+  // A thread of a megabyte or less is parsed at once, though every place is taken.
+  const { uri } = await indexThread(db.sql, writer, 'Small', [{ role: 'user', text: 'b' }]);
+  const small = (await getThreadBody(db.sql, noNetwork, uri))!;
+  expect((await parseThread(writer.did, small.body, small.bounds)).messages).toHaveLength(1);
   await release();
-  for (const parsed of await Promise.all(waiting)) expect(parsed).toEqual(JSON.parse(answer.body.toString()));
+  for (const parsed of await Promise.all(waiting)) expect(parsed).toEqual(JSON.parse(LARGE.body.toString()));
   expect(parsesNow()).toBe(0);
   expect(parsesWaitingBy(writer.did)).toBe(0);
 });
 
 it("an author whose threads wait for a parse holds one place: another author's thread is parsed at once", async () => {
   const many = author();
-  const { uri } = await indexThread(db.sql, many, 'Many', [{ role: 'user', text: 'c' }]);
-  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
-  let release!: () => void;
-  const gate = new Promise<void>((r) => {
-    release = r;
-  });
+  const { pause, release } = held();
   const theirs = Array.from({ length: 4 }, () =>
-    parseThread(many.did, answer.body, answer.bounds, { pause: () => gate, sliceBytes: 1 }),
+    parseThread(many.did, LARGE.body, LARGE.bounds, { pause, sliceBytes: 1 }),
   );
   await expect.poll(() => parsesWaitingBy(many.did)).toBe(3);
   expect(parsesNow()).toBe(1);
   // The other place is free for anyone else's, though the first author's three came before.
-  const other = author();
-  const mine = await indexThread(db.sql, other, 'Mine', [{ role: 'user', text: 'd' }]);
-  const small = (await getThreadBody(db.sql, noNetwork, mine.uri))!;
-  expect((await parseThread(other.did, small.body, small.bounds)).messages).toHaveLength(1);
+  expect((await parseThread(author().did, LARGE.body, LARGE.bounds)).messages).toHaveLength(2);
   release();
   await Promise.all(theirs);
 });
 
-it('a parse that waits too long for its place is refused as the server being busy (503), and leaves no place taken', async () => {
+it('a parse that waits too long is refused as busy (503), as is one past every line together; no place is left taken', async () => {
   const release = await holdEveryParse();
-  const writer = author();
-  const { uri } = await indexThread(db.sql, writer, 'Late', [{ role: 'user', text: 'e' }]);
-  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
+  // Every line together: LARGE_WAITING parses of as many authors wait, and the next is refused at once.
+  const lines = Array.from({ length: LARGE_WAITING }, () => author().did);
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   try {
-    const late = parseThread(writer.did, answer.body, answer.bounds);
-    const refused = expect(late).rejects.toMatchObject({ code: 'BUSY', status: 503, retryAfter: 5 });
-    await expect.poll(() => parsesWaitingBy(writer.did)).toBe(1);
+    const waiting = lines.map((did) => parseThread(did, LARGE.body, LARGE.bounds));
+    const refused = waiting.map((w) => expect(w).rejects.toMatchObject({ code: 'BUSY', status: 503 }));
+    await expect.poll(() => lines.filter((did) => parsesWaitingBy(did) === 1).length).toBe(LARGE_WAITING);
+    await expect(parseThread(author().did, LARGE.body, LARGE.bounds)).rejects.toMatchObject({
+      code: 'BUSY',
+      status: 503,
+      retryAfter: 5,
+    });
+    // The waiting ones' time runs out.
     vi.advanceTimersByTime(PARSE_WAIT_MS);
-    await refused;
-    expect(parsesWaitingBy(writer.did)).toBe(0);
+    await Promise.all(refused);
+    expect(lines.filter((did) => parsesWaitingBy(did) > 0)).toEqual([]);
   } finally {
     vi.useRealTimers();
   }
@@ -149,16 +167,10 @@ it('a parse that waits too long for its place is refused as the server being bus
 });
 
 it("a parse that outlasts its place's time gives the place back and stops at its next slice, as busy", async () => {
-  const writer = author();
-  const { uri } = await indexThread(db.sql, writer, 'Slow', [{ role: 'user', text: 'f' }]);
-  const answer = (await getThreadBody(db.sql, noNetwork, uri))!;
-  let release!: () => void;
-  const gate = new Promise<void>((r) => {
-    release = r;
-  });
+  const { pause, release } = held();
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   try {
-    const slow = parseThread(writer.did, answer.body, answer.bounds, { pause: () => gate, sliceBytes: 1 });
+    const slow = parseThread(author().did, LARGE.body, LARGE.bounds, { pause, sliceBytes: 1 });
     const stopped = expect(slow).rejects.toMatchObject({ code: 'BUSY', status: 503 });
     await expect.poll(() => parsesNow()).toBe(1);
     vi.advanceTimersByTime(PARSE_HOLD_MS);
@@ -171,7 +183,8 @@ it("a parse that outlasts its place's time gives the place back and stops at its
 });
 
 it('readers of one thread while it is being parsed wait for that one parse and share it', async () => {
-  const turns = Array.from({ length: 20 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(5_000, 'x') }));
+  // 40 turns of some 42 KB each: 1.7 MB, a large thread.
+  const turns = Array.from({ length: 40 }, (_, i) => ({ role: 'user', text: `${i}`.padEnd(14_000, '█') }));
   const writer = author();
   const { uri } = await indexThread(db.sql, writer, 'Shared', turns);
   // Kept unparsed, as getThread's XRPC route leaves it; its parse waits behind two others, and four more readers
@@ -185,6 +198,6 @@ it('readers of one thread while it is being parsed wait for that one parse and s
   expect(parsesWaitingBy(writer.did)).toBe(1);
   await release();
   const [first, ...others] = await Promise.all(readers);
-  expect(first!.messages).toHaveLength(20);
+  expect(first!.messages).toHaveLength(40);
   for (const other of others) expect(other).toBe(first);
 });

@@ -12,9 +12,15 @@ const policyArb = fc
     // Half the policies keep no reserve, where the order among eligible Players matters most.
     reserveShare: fc.oneof(fc.constant(0), fc.double({ min: 0, max: 0.99, noNaN: true })),
     queuePerPlayer: fc.integer({ min: 0, max: 4 }),
+    // Half the policies bound every line together too.
+    queueTotal: fc.option(fc.integer({ min: 0, max: 6 }), { nil: undefined }),
   })
   .map(
-    ({ reserveShare, ...p }): FairSlotsPolicy => ({ ...p, reserve: Math.floor(reserveShare * p.capacity) }),
+    ({ reserveShare, queueTotal, ...p }): FairSlotsPolicy => ({
+      ...p,
+      ...(queueTotal === undefined ? {} : { queueTotal }),
+      reserve: Math.floor(reserveShare * p.capacity),
+    }),
   );
 
 type Op =
@@ -61,6 +67,8 @@ describe('the fair-slot policy (model-based)', () => {
               held.set(op.player, h(op.player) + 1);
             } else if (waiting.filter((w) => w.player === op.player).length >= policy.queuePerPlayer)
               expect(asked).toBe('full');
+            else if (policy.queueTotal !== undefined && waiting.length >= policy.queueTotal)
+              expect(asked).toBe('busy');
             else {
               expect(asked).toBe('queued');
               waiting.push({ player: op.player, ticket });
@@ -205,6 +213,31 @@ describe('fair slots in time', () => {
     expect(slots.heldBy('b')).toBe(1);
     slot.release();
     expect(slots.held).toBe(0);
+  });
+
+  it('past every line together, a request is refused at once as busy (503); a full line, as the pool says', async () => {
+    const slots = new FairSlots({ ...options, capacity: 1, queueTotal: 2, queueFullStatus: 503 });
+    const first = await slots.acquire('a');
+    const waiting = [slots.acquire('b'), slots.acquire('c')];
+    await expect(slots.acquire('d')).rejects.toMatchObject({
+      code: 'BUSY',
+      status: 503,
+      message: options.messages.busy,
+    });
+    // Another of b's: its own line (three) is not full, every line together is.
+    await expect(slots.acquire('b')).rejects.toMatchObject({ status: 503, message: options.messages.busy });
+    first.release();
+    (await waiting[0]!).release();
+    (await waiting[1]!).release();
+    // A Player's full line is 503 here, not 429: the key is not the caller.
+    const own = new FairSlots({ ...options, capacity: 1, queuePerPlayer: 0, queueFullStatus: 503 });
+    const held = await own.acquire('a');
+    await expect(own.acquire('a')).rejects.toMatchObject({
+      status: 503,
+      message: options.messages.queueFull,
+    });
+    held.release();
+    expect(slots.held + own.held).toBe(0);
   });
 
   it('a caller that goes away stops waiting and takes no slot', async () => {
