@@ -83,7 +83,9 @@ function turnRows(sql: Queryable, uri: string, head: BodyHead) {
   const view = head.holes
     ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
     : sql`m.view`;
-  return head.bounded
+  // A large thread is read with the bounds' running sum whatever its head said: it may have grown past them since
+  // (one index batch), and the bounds are what keep that read within 16 MiB. A small one cannot grow that far.
+  return head.bounded || head.large
     ? sql`select t.view from (
         select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
         from index_messages m where m.session_uri = ${uri} and m.did = ${head.did}
