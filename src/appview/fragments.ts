@@ -55,11 +55,6 @@ export const MAX_THREAD_BYTES = 16 * 1024 * 1024;
  * parse each take a place in a small pool (threadBody.ts, threadParse.ts; ADR 0089).
  */
 export const LARGE_THREAD_BYTES = 1024 * 1024;
-/**
- * Large threads' reads, and their parses, waiting in all at most (each pool): whoever the authors, as DIDs cost an
- * attacker little, and a parse waiting holds its thread's bytes. Past it, 503 BUSY at once.
- */
-export const LARGE_WAITING = 16;
 
 /** Only a handle verified within the day is ever served: otherwise it is looked up again first (ensureHandles). */
 export const verifiedHandle = (sql: Sql) =>

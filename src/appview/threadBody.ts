@@ -1,7 +1,6 @@
 import { type Queryable, type Sql, transaction } from '../db/index.ts';
-import { AppError } from '../http/index.ts';
-import { FairSlots } from '../slots/index.ts';
-import { holeView, LARGE_WAITING, MAX_THREAD_BYTES, MAX_THREAD_TURNS, turnHidden } from './fragments.ts';
+import { holeView, LARGE_THREAD_BYTES, MAX_THREAD_BYTES, MAX_THREAD_TURNS, turnHidden } from './fragments.ts';
+import { busyReading, largeThreadPlaces } from './places.ts';
 import type { ThreadBounds } from './threadParse.ts';
 
 /** What reading a thread's turns needs to know of it first (read.ts's head). */
@@ -17,34 +16,19 @@ export interface BodyHead {
   large: boolean;
 }
 
-/**
- * Longest a large read waits for its place (then 503 BUSY); longest its statement runs (PostgreSQL ends it), and the
- * place is given back a little after that whatever happens.
- */
-export const LARGE_READ_WAIT_MS = 10_000;
+/** Longest a large read's statement runs (PostgreSQL ends it); its place is given back a little after. */
 export const LARGE_READ_STATEMENT_MS = 25_000;
-const LARGE_READ_HOLD_MS = LARGE_READ_STATEMENT_MS + 5_000;
 /**
- * Large reads at once, one author's at a time (ADR 0089): each holds up to 16 MiB of rows and their joined copy, and
- * a database connection while they stream, and any repo may publish many such threads and have them read — each
- * read of one not kept (or since evicted) is a whole read. Threads of `LARGE_THREAD_BYTES` or less are read without
- * a place.
+ * Large reads, in places (ADR 0089): each holds up to 16 MiB of rows and their joined copy, and a connection of the
+ * pool the turns' hot path uses (four on two cores) while they stream, and any repo may publish many such threads and
+ * have them read — each read of one not kept (or since evicted) is a whole read. One at a time: waiting reads hold
+ * nothing yet, so they may be many. Threads of `LARGE_THREAD_BYTES` or less are read without a place.
  */
-export const LARGE_READS_AT_ONCE = 2;
-const largeReads = new FairSlots({
-  capacity: LARGE_READS_AT_ONCE,
-  perPlayer: 1,
-  reserve: 0,
-  queuePerPlayer: 8,
-  queueTotal: LARGE_WAITING,
-  queueFullStatus: 503,
-  waitMs: LARGE_READ_WAIT_MS,
-  holdMs: LARGE_READ_HOLD_MS,
-  messages: {
-    queueFull:
-      "Many of this author's long conversations are being read right now. Try again in a few seconds.",
-    busy: 'Many long conversations are being read right now. Try again in a few seconds.',
-  },
+export const LARGE_READS_AT_ONCE = 1;
+const largeReads = largeThreadPlaces({
+  atOnce: LARGE_READS_AT_ONCE,
+  waiting: 16,
+  holdMs: LARGE_READ_STATEMENT_MS + 5_000,
 });
 
 /** Large reads under way now, and one author's waiting (tests). */
@@ -63,15 +47,22 @@ export async function readThreadBody(
   head: BodyHead,
   statementMs = LARGE_READ_STATEMENT_MS,
 ): Promise<{ body: Buffer; bounds: ThreadBounds }> {
-  if (!head.large) return joinThread(head.session, await turnRows(sql, uri, head));
-  return largeReads.run(head.did, () =>
+  if (!head.large) {
+    const rows = await turnRows(sql, uri, head);
+    // None: the thread is empty, or has grown past `LARGE_THREAD_BYTES` since its head was read (the statement reads
+    // nothing then): read as large.
+    if (rows.length) return joinThread(head.session, rows);
+  }
+  return largeReads.run(head.did, (signal) =>
     // On a connection of its own, PostgreSQL ending the statement at its time: a cancel sent from here stops
     // whatever that backend runs when it arrives, which on a shared connection may be the next request's statement.
     transaction(sql, async (tx) => {
+      // The place's time ran out while a connection was awaited: the place is someone else's now.
+      if (signal.aborted) throw busyReading();
       tx`select set_config('statement_timeout', ${String(statementMs)}, true)`.execute().catch(() => {});
-      return joinThread(head.session, await turnRows(tx, uri, head));
+      return joinThread(head.session, await turnRows(tx, uri, { ...head, large: true }));
     }).catch((e: unknown) => {
-      throw (e as { code?: string }).code === QUERY_CANCELED ? BUSY() : e;
+      throw (e as { code?: string }).code === QUERY_CANCELED ? busyReading() : e;
     }),
   );
 }
@@ -84,7 +75,8 @@ function turnRows(sql: Queryable, uri: string, head: BodyHead) {
     ? sql`case when ${turnHidden(sql)} then ${holeView(sql)} else m.view end`
     : sql`m.view`;
   // A large thread is read with the bounds' running sum whatever its head said: it may have grown past them since
-  // (one index batch), and the bounds are what keep that read within 16 MiB. A small one cannot grow that far.
+  // (index batches), and the bounds are what keep that read within 16 MiB. A small one is read whole only while the
+  // thread's totals, in the statement's own snapshot, still say it is small (nothing is read otherwise).
   return head.bounded || head.large
     ? sql`select t.view from (
         select ${view} as view, m.rkey, sum(octet_length(m.view)) over (order by m.rkey) as upto
@@ -92,7 +84,10 @@ function turnRows(sql: Queryable, uri: string, head: BodyHead) {
         order by m.rkey limit ${MAX_THREAD_TURNS}) t
       where t.upto <= ${MAX_THREAD_BYTES} order by t.rkey`.raw()
     : sql`select ${view} as view from index_messages m
-        where m.session_uri = ${uri} and m.did = ${head.did} order by m.rkey`.raw();
+        where m.session_uri = ${uri} and m.did = ${head.did}
+          and coalesce((select t.bytes from index_thread_totals t
+            where t.session_uri = ${uri} and t.did = ${head.did}), 0) <= ${LARGE_THREAD_BYTES}
+        order by m.rkey`.raw();
 }
 
 /** `{"session":…,"messages":[…]}` from the session's view and the turns' bytes, with where each lies in it. */
@@ -122,9 +117,3 @@ const SESSION_KEY = Buffer.from('{"session":');
 const MESSAGES_KEY = Buffer.from(',"messages":[');
 const COMMA = Buffer.from(',');
 const END = Buffer.from(']}');
-
-const BUSY = () =>
-  new AppError('BUSY', 'Many long conversations are being read right now. Try again in a few seconds.', {
-    retryAfter: 5,
-    status: 503,
-  });

@@ -1,7 +1,6 @@
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { AppError } from '../http/index.ts';
-import { FairSlots } from '../slots/index.ts';
-import { LARGE_THREAD_BYTES, LARGE_WAITING } from './fragments.ts';
+import { LARGE_THREAD_BYTES } from './fragments.ts';
+import { busyReading, largeThreadPlaces } from './places.ts';
 
 /**
  * Where each piece of a thread's answer lies in its bytes: the session's view, then each turn's, as [start, end)
@@ -13,28 +12,19 @@ export type ThreadBounds = Uint32Array;
 const SLICE_BYTES = 256 * 1024;
 
 /**
- * Large threads' parses under way at once, at most: each holds its thread's objects as they grow (a few times its
- * bytes), and one that yields lets another start. One author's threads take one of them at a time (slots keyed by
- * the author's DID, ADR 0089): a repo that publishes many large threads and has them read makes other authors'
- * readers wait for at most one of its parses. A thread of `LARGE_THREAD_BYTES` or less (a few slices) takes none.
+ * Large threads' parses, in places (ADR 0089): each holds its thread's objects as they grow (a few times its bytes),
+ * and one that yields lets another start. A repo that publishes many large threads and has them read makes other
+ * authors' readers wait for at most one of its parses. A thread of `LARGE_THREAD_BYTES` or less (a few slices) takes
+ * none.
  */
-export const PARSES_AT_ONCE = 2;
-/** Longest a parse waits for its place (then 503 BUSY), and longest it may take once it has one. */
-export const PARSE_WAIT_MS = 10_000;
 export const PARSE_HOLD_MS = 30_000;
-const parses = new FairSlots({
-  capacity: PARSES_AT_ONCE,
-  perPlayer: 1,
-  reserve: 0,
-  queuePerPlayer: 8,
-  queueTotal: LARGE_WAITING,
-  queueFullStatus: 503,
-  waitMs: PARSE_WAIT_MS,
+export const LARGE_PARSES_AT_ONCE = 2;
+/** Parses waiting in all, at most: each holds its thread's bytes (up to 16 MiB), which the cache may not. */
+export const LARGE_PARSES_WAITING = 4;
+const parses = largeThreadPlaces({
+  atOnce: LARGE_PARSES_AT_ONCE,
+  waiting: LARGE_PARSES_WAITING,
   holdMs: PARSE_HOLD_MS,
-  messages: {
-    queueFull: "Many of this author's conversations are being read right now. Try again in a few seconds.",
-    busy: 'Many large conversations are being read right now. Try again in a few seconds.',
-  },
 });
 
 /** Parses under way now, and one author's waiting (tests). */
@@ -68,7 +58,7 @@ export function parseThread<S, M>(
         since = 0;
         await pause();
         // Its place's time ran out (the loop is that busy): said as the server being busy, not as its failure.
-        if (signal?.aborted) throw BUSY();
+        if (signal?.aborted) throw busyReading();
       }
     }
     const [session, ...messages] = pieces;
@@ -76,12 +66,6 @@ export function parseThread<S, M>(
   };
   return body.length > LARGE_THREAD_BYTES ? parses.run(author, parse) : parse();
 }
-
-const BUSY = () =>
-  new AppError('BUSY', 'Many large conversations are being read right now. Try again in a few seconds.', {
-    retryAfter: 5,
-    status: 503,
-  });
 
 function deepFreeze<T>(value: T): T {
   if (value && typeof value === 'object' && !Object.isFrozen(value)) {

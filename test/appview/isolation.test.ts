@@ -9,6 +9,7 @@ import { getThread, listSessions } from '../../src/appview/read.ts';
 import { shapeProblem } from '../../src/appview/shape.ts';
 import { indexRecords, refusal } from '../../src/appview/store.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { noNetwork } from '../support/records.ts';
 
 // One hostile record cannot stop the index (issue 24): every record is decided — indexed or skipped and
 // counted — and the cursor moves past it; deletes win over stale copies; inactive authors are not served.
@@ -346,8 +347,6 @@ describe('what the review of the first version found', () => {
     expect(await indexed(uri)).toBe(true);
   });
 });
-
-const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 
 describe('account status', () => {
   it('an author whose account is not active is served to no one until it is active again', async () => {

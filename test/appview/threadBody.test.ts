@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
 import { LARGE_THREAD_BYTES, MAX_THREAD_TURNS } from '../../src/appview/fragments.ts';
-import type { Network } from '../../src/appview/network.ts';
+import { LARGE_WAIT_MS } from '../../src/appview/places.ts';
 import { getThreadBody } from '../../src/appview/read.ts';
 import {
   type BodyHead,
-  LARGE_READ_WAIT_MS,
+  LARGE_READ_STATEMENT_MS,
   LARGE_READS_AT_ONCE,
   largeReadsNow,
   largeReadsWaitingBy,
@@ -12,7 +12,7 @@ import {
 } from '../../src/appview/threadBody.ts';
 import { connect, type Sql } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { indexThread } from '../support/records.ts';
+import { indexThread, noNetwork } from '../support/records.ts';
 
 // A thread's turns are read whole for its answer: up to 16 MiB of rows, joined, and a database connection while
 // they stream. Readers of one thread share one read; a large thread's read takes one of two places, one author's at
@@ -24,7 +24,6 @@ beforeAll(async () => {
 });
 afterAll(() => db?.drop());
 
-const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 let n = 0;
 const author = () => ({
   did: `did:plc:body${(++n).toString().padStart(20, '0')}`,
@@ -79,22 +78,29 @@ it('a thread past a megabyte is read in a place, a smaller one in none; each ans
   }
 });
 
-it('at most two large reads at once, one author’s at a time: another author’s goes first', async () => {
-  const [a, b, c] = [await largeThread(), await largeThread(), await largeThread()];
+it('one large read at a time: the others wait in their lines, and past every line together are refused (503)', async () => {
+  const [a, b] = [await largeThread(), await largeThread()];
   const held = await heldPool();
-  // Author a's two reads: one holds a place (waiting for the held connection), the other waits for a's turn.
-  const aReads = [readThreadBody(held.sql, a.uri, a.head), readThreadBody(held.sql, a.uri, a.head)];
+  // Author a's first read holds the place (waiting for the held connection); a's second and b's wait.
+  const reads = [readThreadBody(held.sql, a.uri, a.head), readThreadBody(held.sql, a.uri, a.head)];
   await expect.poll(() => largeReadsWaitingBy(a.did)).toBe(1);
-  expect(largeReadsNow()).toBe(1);
-  // b takes the other place at once, though a's second came first; c waits.
-  const bRead = readThreadBody(held.sql, b.uri, b.head);
-  await expect.poll(() => largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
-  expect(largeReadsWaitingBy(a.did)).toBe(1);
-  const cRead = readThreadBody(held.sql, c.uri, c.head);
-  await expect.poll(() => largeReadsWaitingBy(c.did)).toBe(1);
+  expect(largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
+  reads.push(readThreadBody(held.sql, b.uri, b.head));
+  await expect.poll(() => largeReadsWaitingBy(b.did)).toBe(1);
+  // Every line together: 16 waiting, whoever the authors (threads nobody wrote: read, they are empty).
+  const others = Array.from({ length: 14 }, () => author().did);
+  const empty = others.map((did) =>
+    readThreadBody(held.sql, `at://${did}/click.aligned.chat.session/3k`, { ...a.head, did }),
+  );
+  await expect.poll(() => others.filter((did) => largeReadsWaitingBy(did) === 1).length).toBe(14);
+  await expect(readThreadBody(held.sql, a.uri, { ...a.head, did: author().did })).rejects.toMatchObject({
+    code: 'BUSY',
+    status: 503,
+  });
   await held.free();
-  for (const read of await Promise.all([...aReads, bRead, cRead]))
+  for (const read of await Promise.all(reads))
     expect(JSON.parse(read.body.toString()).messages).toHaveLength(40);
+  for (const read of await Promise.all(empty)) expect(JSON.parse(read.body.toString()).messages).toEqual([]);
   expect(largeReadsNow()).toBe(0);
   await held.sql.end();
 });
@@ -110,22 +116,26 @@ it('readers of one thread while it is read share the read: its rows are read onc
   await sql.end();
 });
 
-it('a large read that waits too long for its place is refused as busy (503)', async () => {
-  const [a, b, c] = [await largeThread(), await largeThread(), await largeThread()];
+it('a large read that waits too long for its place, or holds it too long awaiting a connection, is refused as busy (503)', async () => {
+  const [a, c] = [await largeThread(), await largeThread()];
   const held = await heldPool();
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   try {
-    const holders = [readThreadBody(held.sql, a.uri, a.head), readThreadBody(held.sql, b.uri, b.head)];
+    const holders = [readThreadBody(held.sql, a.uri, a.head)];
     await expect.poll(() => largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
     const late = readThreadBody(held.sql, c.uri, c.head);
     const refused = expect(late).rejects.toMatchObject({ code: 'BUSY', status: 503, retryAfter: 5 });
     await expect.poll(() => largeReadsWaitingBy(c.did)).toBe(1);
-    vi.advanceTimersByTime(LARGE_READ_WAIT_MS);
+    vi.advanceTimersByTime(LARGE_WAIT_MS);
     await refused;
     expect(largeReadsWaitingBy(c.did)).toBe(0);
+    // The holder's place runs out while it still awaits a connection: the place is given back, and the read, when a
+    // connection comes, does not run in a place it no longer holds.
+    vi.advanceTimersByTime(LARGE_READ_STATEMENT_MS + 5_000 - LARGE_WAIT_MS);
+    expect(largeReadsNow()).toBe(0);
     vi.useRealTimers();
     await held.free();
-    await Promise.all(holders);
+    await expect(holders[0]).rejects.toMatchObject({ code: 'BUSY', status: 503 });
   } finally {
     vi.useRealTimers();
   }
@@ -157,11 +167,27 @@ it('a large read that runs past its time is ended by PostgreSQL and said as busy
   expect(JSON.parse((await readThreadBody(db.sql, a.uri, a.head)).body.toString()).messages).toHaveLength(40);
 });
 
-it('a large thread is read within the bounds though its head said it was inside them (it may have grown since)', async () => {
+it('a thread is read within the bounds, in a place, whatever its head said (it may have grown since)', async () => {
   const writer = author();
-  const turns = Array.from({ length: MAX_THREAD_TURNS + 1 }, (_, i) => ({ role: 'user', text: `${i}` }));
+  // 5,001 turns of some 500 bytes: past the turns' bound, and past a megabyte.
+  const turns = Array.from({ length: MAX_THREAD_TURNS + 1 }, (_, i) => ({
+    role: 'user',
+    text: `${i}`.padEnd(300, 'x'),
+  }));
   const { uri } = await indexThread(db.sql, writer, 'Grown', turns);
-  const head: BodyHead = { did: writer.did, session: '{}', holes: false, bounded: false, large: true };
-  const read = await readThreadBody(db.sql, uri, head);
-  expect(JSON.parse(read.body.toString()).messages).toHaveLength(MAX_THREAD_TURNS);
+  for (const large of [true, false]) {
+    let held: number | undefined;
+    const sql = connect(db.url, {
+      max: 1,
+      name: 'agentsville-test',
+      onQuery: (q) => {
+        if (/sum\(octet_length/.test(q)) held = largeReadsNow();
+      },
+    });
+    const head: BodyHead = { did: writer.did, session: '{}', holes: false, bounded: false, large };
+    const read = await readThreadBody(sql, uri, head);
+    expect(JSON.parse(read.body.toString()).messages).toHaveLength(MAX_THREAD_TURNS);
+    expect(held).toBe(1);
+    await sql.end();
+  }
 }, 60_000);

@@ -8,7 +8,7 @@ import { getThreadBody, getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords, removeRecord } from '../../src/appview/store.ts';
 import { setThreadCacheBytes, threadCacheBytes } from '../../src/appview/threadCache.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { userTurn } from '../support/records.ts';
+import { noNetwork, userTurn } from '../support/records.ts';
 
 // #32: getThread and the reader serve a thread from each instance's memory while it is unchanged, and every
 // instance sees a change written through any other at its next read: the thread's version is read from the
@@ -46,7 +46,6 @@ interface Thread {
 const DID = 'did:plc:cachecachecachecachecach';
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
 const CID2 = 'bafyreihdwdcefgh4dqkjv67uzcmw7ojee6xedzdetojuzjevtenxquvyku';
-const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 const here = async (uri: string) => {
   const json = await getThreadJson(db.sql, noNetwork, uri);
   return json === null ? null : (JSON.parse(json) as Thread);

@@ -2,12 +2,11 @@ import { TID } from '@atproto/common-web';
 import fc from 'fast-check';
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { Network } from '../../src/appview/network.ts';
 import { getThreadJson } from '../../src/appview/read.ts';
 import { indexRecords } from '../../src/appview/store.ts';
 import type { Sql } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { userTurn } from '../support/records.ts';
+import { noNetwork, userTurn } from '../support/records.ts';
 
 // A thread is served in its turns' key order whatever order they were indexed and rewritten in, and whatever plan
 // PostgreSQL picks: here it may not walk the thread's index (an index scan gives key order by itself), so rows come
@@ -32,7 +31,6 @@ afterAll(async () => {
 
 const DID = 'did:plc:orderorderorderorderorde';
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
-const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 
 it('turns indexed in any order, some rewritten, are read in key order', async () => {
   const [{ plan }] = (await reader`select current_setting('enable_indexscan') as plan`) as unknown as [

@@ -1,18 +1,18 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it, vi } from 'vitest';
-import { LARGE_THREAD_BYTES, LARGE_WAITING } from '../../src/appview/fragments.ts';
-import type { Network } from '../../src/appview/network.ts';
+import { LARGE_THREAD_BYTES } from '../../src/appview/fragments.ts';
+import { LARGE_WAIT_MS } from '../../src/appview/places.ts';
 import { getThread, getThreadBody } from '../../src/appview/read.ts';
 import {
+  LARGE_PARSES_AT_ONCE,
+  LARGE_PARSES_WAITING,
   PARSE_HOLD_MS,
-  PARSE_WAIT_MS,
-  PARSES_AT_ONCE,
   parsesNow,
   parsesWaitingBy,
   parseThread,
 } from '../../src/appview/threadParse.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { indexThread } from '../support/records.ts';
+import { indexThread, noNetwork } from '../support/records.ts';
 
 // A thread's answer (up to 16 MiB) is parsed for the reader a turn at a time, the event loop turning between
 // slices: one JSON.parse of the whole held every other request on the instance for as long.
@@ -23,7 +23,6 @@ beforeAll(async () => {
 });
 afterAll(() => db?.drop());
 
-const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 let n = 0;
 const author = () => ({
   did: `did:plc:parse${(++n).toString().padStart(19, '0')}`,
@@ -101,10 +100,10 @@ const held = () => {
 /** Large parses that hold every place until `release`, one author's each (each pauses after its first piece). */
 async function holdEveryParse() {
   const { pause, release } = held();
-  const holders = Array.from({ length: PARSES_AT_ONCE }, () =>
+  const holders = Array.from({ length: LARGE_PARSES_AT_ONCE }, () =>
     parseThread(author().did, LARGE.body, LARGE.bounds, { pause, sliceBytes: 1 }),
   );
-  await expect.poll(() => parsesNow()).toBe(PARSES_AT_ONCE);
+  await expect.poll(() => parsesNow()).toBe(LARGE_PARSES_AT_ONCE);
   return async () => {
     release();
     await Promise.all(holders);
@@ -116,7 +115,7 @@ it('at most two large parses run at once: the others wait their turn, one author
   const writer = author();
   const waiting = Array.from({ length: 3 }, () => parseThread(writer.did, LARGE.body, LARGE.bounds));
   await expect.poll(() => parsesWaitingBy(writer.did)).toBe(3);
-  expect(parsesNow()).toBe(PARSES_AT_ONCE);
+  expect(parsesNow()).toBe(LARGE_PARSES_AT_ONCE);
   // A thread of a megabyte or less is parsed at once, though every place is taken.
   const { uri } = await indexThread(db.sql, writer, 'Small', [{ role: 'user', text: 'b' }]);
   const small = (await getThreadBody(db.sql, noNetwork, uri))!;
@@ -143,20 +142,22 @@ it("an author whose threads wait for a parse holds one place: another author's t
 
 it('a parse that waits too long is refused as busy (503), as is one past every line together; no place is left taken', async () => {
   const release = await holdEveryParse();
-  // Every line together: LARGE_WAITING parses of as many authors wait, and the next is refused at once.
-  const lines = Array.from({ length: LARGE_WAITING }, () => author().did);
+  // Every line together: LARGE_PARSES_WAITING parses of as many authors wait, and the next is refused at once.
+  const lines = Array.from({ length: LARGE_PARSES_WAITING }, () => author().did);
   vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout'] });
   try {
     const waiting = lines.map((did) => parseThread(did, LARGE.body, LARGE.bounds));
     const refused = waiting.map((w) => expect(w).rejects.toMatchObject({ code: 'BUSY', status: 503 }));
-    await expect.poll(() => lines.filter((did) => parsesWaitingBy(did) === 1).length).toBe(LARGE_WAITING);
+    await expect
+      .poll(() => lines.filter((did) => parsesWaitingBy(did) === 1).length)
+      .toBe(LARGE_PARSES_WAITING);
     await expect(parseThread(author().did, LARGE.body, LARGE.bounds)).rejects.toMatchObject({
       code: 'BUSY',
       status: 503,
       retryAfter: 5,
     });
     // The waiting ones' time runs out.
-    vi.advanceTimersByTime(PARSE_WAIT_MS);
+    vi.advanceTimersByTime(LARGE_WAIT_MS);
     await Promise.all(refused);
     expect(lines.filter((did) => parsesWaitingBy(did) > 0)).toEqual([]);
   } finally {

@@ -1,9 +1,13 @@
 import type { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
+import type { Network } from '../../src/appview/network.ts';
 import { indexRecords } from '../../src/appview/store.ts';
 import type { Sql } from '../../src/db/index.ts';
 
 const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+
+/** A network that knows nobody: reads of threads indexThread put in (verified handles) need none. */
+export const noNetwork = { identity: async () => null, didOf: async () => null } as unknown as Network;
 
 /**
  * A thread put straight into the index, as if read from the network: its author known by a verified handle (no
