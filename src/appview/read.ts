@@ -213,7 +213,7 @@ async function threadHead(sql: Sql, uri: string): Promise<ThreadHead | undefined
     select s.did, s.cid || '|' || coalesce(${verifiedHandle(sql)}, '') || '|' || coalesce(t.version, 0)
         || '|' || coalesce(tl.stamp, '') as version,
       coalesce(t.turns > ${MAX_THREAD_TURNS} or t.bytes > ${MAX_THREAD_BYTES}, false) as bounded,
-      coalesce(t.bytes > ${LARGE_THREAD_BYTES}, false) as large,
+      coalesce(t.bytes > ${LARGE_THREAD_BYTES}, false) as large, coalesce(t.turns, 0) = 0 as empty,
       ${hidden(sql)} as hidden, tl.held > 0 as holes, ${verifiedHandle(sql)} as handle,
       json_build_object(
         'uri', s.uri, 'cid', s.cid, 'record', s.record,

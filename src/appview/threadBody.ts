@@ -14,6 +14,8 @@ export interface BodyHead {
   bounded: boolean;
   /** Its turns hold more than `LARGE_THREAD_BYTES`: read in one of the large reads' slots. */
   large: boolean;
+  /** It had no turns (a session published, its turns not indexed yet). */
+  empty: boolean;
 }
 
 /** Longest a large read's statement runs (PostgreSQL ends it); its place is given back a little after. */
@@ -49,9 +51,9 @@ export async function readThreadBody(
 ): Promise<{ body: Buffer; bounds: ThreadBounds }> {
   if (!head.large) {
     const rows = await turnRows(sql, uri, head);
-    // None: the thread is empty, or has grown past `LARGE_THREAD_BYTES` since its head was read (the statement reads
-    // nothing then): read as large.
-    if (rows.length) return joinThread(head.session, rows);
+    // None where its head saw some: it has grown past `LARGE_THREAD_BYTES` since (the statement reads nothing
+    // then), and is read as large. (An empty thread that grew so is answered empty, as of the head's version.)
+    if (rows.length || head.empty) return joinThread(head.session, rows);
   }
   return largeReads.run(head.did, (signal) =>
     // On a connection of its own, PostgreSQL ending the statement at its time: a cancel sent from here stops

@@ -35,7 +35,14 @@ const largeTurns = Array.from({ length: 40 }, (_, i) => ({ role: 'user', text: `
 async function largeThread() {
   const writer = author();
   const { uri } = await indexThread(db.sql, writer, 'Long', largeTurns);
-  const head: BodyHead = { did: writer.did, session: '{}', holes: false, bounded: false, large: true };
+  const head: BodyHead = {
+    did: writer.did,
+    session: '{}',
+    holes: false,
+    bounded: false,
+    large: true,
+    empty: false,
+  };
   return { did: writer.did, uri, head };
 }
 
@@ -184,10 +191,29 @@ it('a thread is read within the bounds, in a place, whatever its head said (it m
         if (/sum\(octet_length/.test(q)) held = largeReadsNow();
       },
     });
-    const head: BodyHead = { did: writer.did, session: '{}', holes: false, bounded: false, large };
+    const head: BodyHead = {
+      did: writer.did,
+      session: '{}',
+      holes: false,
+      bounded: false,
+      large,
+      empty: false,
+    };
     const read = await readThreadBody(sql, uri, head);
     expect(JSON.parse(read.body.toString()).messages).toHaveLength(MAX_THREAD_TURNS);
     expect(held).toBe(1);
     await sql.end();
   }
 }, 60_000);
+
+it('an empty thread is read with one statement and no place', async () => {
+  const writer = author();
+  const { uri } = await indexThread(db.sql, writer, 'Empty', []);
+  const statements: string[] = [];
+  const sql = connect(db.url, { max: 1, name: 'agentsville-test', onQuery: (q) => statements.push(q) });
+  const answer = await getThreadBody(sql, noNetwork, uri);
+  expect(JSON.parse(answer!.body.toString()).messages).toEqual([]);
+  expect(statements.filter((q) => /from index_messages m\s+where m.session_uri/.test(q))).toHaveLength(1);
+  expect(statements.some((q) => /statement_timeout/.test(q))).toBe(false);
+  await sql.end();
+});
