@@ -11,13 +11,13 @@ export type ThreadBounds = Uint32Array;
 /** Bytes parsed between two turns of the event loop: about a millisecond or two of JSON.parse. */
 const SLICE_BYTES = 256 * 1024;
 
+export const PARSE_HOLD_MS = 30_000;
 /**
  * Large threads' parses, in places (ADR 0089): each holds its thread's objects as they grow (a few times its bytes),
  * and one that yields lets another start. A repo that publishes many large threads and has them read makes other
  * authors' readers wait for at most one of its parses. A thread of `LARGE_THREAD_BYTES` or less (a few slices) takes
  * none.
  */
-export const PARSE_HOLD_MS = 30_000;
 export const LARGE_PARSES_AT_ONCE = 2;
 /** Parses waiting in all, at most: each holds its thread's bytes (up to 16 MiB), which the cache may not. */
 export const LARGE_PARSES_WAITING = 4;

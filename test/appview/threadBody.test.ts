@@ -6,6 +6,7 @@ import {
   type BodyHead,
   LARGE_READ_STATEMENT_MS,
   LARGE_READS_AT_ONCE,
+  LARGE_READS_WAITING,
   largeReadsNow,
   largeReadsWaitingBy,
   readThreadBody,
@@ -15,8 +16,8 @@ import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { indexThread, noNetwork } from '../support/records.ts';
 
 // A thread's turns are read whole for its answer: up to 16 MiB of rows, joined, and a database connection while
-// they stream. Readers of one thread share one read; a large thread's read takes one of two places, one author's at
-// a time, and waits and holds its place for a bounded time.
+// they stream. Readers of one thread share one read; a large thread's read takes the one place, one author's at a
+// time, and waits and holds its place for a bounded time.
 
 let db: TestDatabase;
 beforeAll(async () => {
@@ -94,16 +95,17 @@ it('one large read at a time: the others wait in their lines, and past every lin
   expect(largeReadsNow()).toBe(LARGE_READS_AT_ONCE);
   reads.push(readThreadBody(held.sql, b.uri, b.head));
   await expect.poll(() => largeReadsWaitingBy(b.did)).toBe(1);
-  // Every line together: 16 waiting, whoever the authors (threads nobody wrote: read, they are empty).
-  const others = Array.from({ length: 14 }, () => author().did);
+  // Every line together: LARGE_READS_WAITING waiting, whoever the authors (threads nobody wrote: read, they are
+  // empty); the next is refused at once, not queued.
+  const others = Array.from({ length: LARGE_READS_WAITING - 2 }, () => author().did);
   const empty = others.map((did) =>
     readThreadBody(held.sql, `at://${did}/click.aligned.chat.session/3k`, { ...a.head, did }),
   );
-  await expect.poll(() => others.filter((did) => largeReadsWaitingBy(did) === 1).length).toBe(14);
-  await expect(readThreadBody(held.sql, a.uri, { ...a.head, did: author().did })).rejects.toMatchObject({
-    code: 'BUSY',
-    status: 503,
-  });
+  await expect.poll(() => others.filter((did) => largeReadsWaitingBy(did) === 1).length).toBe(others.length);
+  const late = author().did;
+  const refused = readThreadBody(held.sql, a.uri, { ...a.head, did: late });
+  expect(largeReadsWaitingBy(late)).toBe(0);
+  await expect(refused).rejects.toMatchObject({ code: 'BUSY', status: 503 });
   await held.free();
   for (const read of await Promise.all(reads))
     expect(JSON.parse(read.body.toString()).messages).toHaveLength(40);
@@ -182,7 +184,12 @@ it('a thread is read within the bounds, in a place, whatever its head said (it m
     text: `${i}`.padEnd(300, 'x'),
   }));
   const { uri } = await indexThread(db.sql, writer, 'Grown', turns);
-  for (const large of [true, false]) {
+  // Read as large, as small (it grew past a megabyte and 5,000 turns since), and as past the bounds in turns alone.
+  for (const [large, bounded] of [
+    [true, false],
+    [false, false],
+    [false, true],
+  ]) {
     let held: number | undefined;
     const sql = connect(db.url, {
       max: 1,
@@ -195,8 +202,8 @@ it('a thread is read within the bounds, in a place, whatever its head said (it m
       did: writer.did,
       session: '{}',
       holes: false,
-      bounded: false,
-      large,
+      bounded: bounded!,
+      large: large!,
       empty: false,
     };
     const read = await readThreadBody(sql, uri, head);
@@ -206,14 +213,14 @@ it('a thread is read within the bounds, in a place, whatever its head said (it m
   }
 }, 60_000);
 
-it('an empty thread is read with one statement and no place', async () => {
+it('an empty thread is answered without a read of its turns, and takes no place', async () => {
   const writer = author();
   const { uri } = await indexThread(db.sql, writer, 'Empty', []);
   const statements: string[] = [];
   const sql = connect(db.url, { max: 1, name: 'agentsville-test', onQuery: (q) => statements.push(q) });
   const answer = await getThreadBody(sql, noNetwork, uri);
   expect(JSON.parse(answer!.body.toString()).messages).toEqual([]);
-  expect(statements.filter((q) => /from index_messages m\s+where m.session_uri/.test(q))).toHaveLength(1);
+  expect(statements.filter((q) => /from index_messages m/.test(q))).toEqual([]);
   expect(statements.some((q) => /statement_timeout/.test(q))).toBe(false);
   await sql.end();
 });
