@@ -11,6 +11,7 @@ export type ThreadBounds = Uint32Array;
 /** Bytes parsed between two turns of the event loop: about a millisecond or two of JSON.parse. */
 const SLICE_BYTES = 256 * 1024;
 
+/** Longest a large parse holds its place: it stops at its next slice after. */
 export const PARSE_HOLD_MS = 30_000;
 /**
  * Large threads' parses, in places (ADR 0089): each holds its thread's objects as they grow (a few times its bytes),

@@ -55,9 +55,10 @@ export class FairSlots {
   }
 
   /**
-   * A slot for `player`, when one is free for it. Refused with 429 BUSY when the Player already has its
-   * queue's worth waiting, 503 BUSY when none came within `waitMs`; `signal` (the caller went away) gives up
-   * the wait with its reason. `holdMs` overrides the pool's deadline for this slot.
+   * A slot for `player`, when one is free for it. Refused with BUSY at once when the Player already has its
+   * queue's worth waiting (429, or `queueFullStatus`) or every queue together is full (`queueTotal`, 503), and
+   * with 503 BUSY when none came within `waitMs`; `signal` (the caller went away) gives up the wait with its
+   * reason. `holdMs` overrides the pool's deadline for this slot.
    */
   acquire(player: string, { signal, holdMs }: { signal?: AbortSignal; holdMs?: number } = {}): Promise<Slot> {
     signal?.throwIfAborted();
