@@ -9,6 +9,7 @@ import { startDriver } from './latency.ts';
 import { parallelEfficiency } from './parallel.ts';
 import { spawnBenchServer } from './servers.ts';
 import { MIN_PAIRS, median, paired, round, spreadOf } from './stats.ts';
+import { mainThreadSwitches, medianSwitches, type Switches, switchesPerTurn } from './switches.ts';
 
 const TURNS = 80;
 const DELTAS = 40;
@@ -73,15 +74,21 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     const busy: Record<PhaseName, number[]> = { one: [], two: [], half: [] };
     // CPU per turn by process, per phase: where a second instance's extra cost goes.
     const perTurn: Record<PhaseName, Record<Part, number>[]> = { one: [], two: [], half: [] };
+    // Context switches per turn of the servers' main threads, per phase: whether a second instance's extra cost
+    // comes with being preempted more.
+    const switches: Record<PhaseName, Switches[]> = { one: [], two: [], half: [] };
     const pids = { server: servers.map((s) => s.child.pid), driver: [driver.pid] };
     const rate = async (name: PhaseName) => {
       const { instances, players } = PHASES[name];
       const c0 = await cpuTimes();
       const p0 = await partTicks(pids);
+      const s0 = await mainThreadSwitches(pids.server);
       const t0 = performance.now();
       await driver.run(phase(instances, players));
       const c1 = await cpuTimes();
       const p1 = await partTicks(pids);
+      const s1 = await mainThreadSwitches(pids.server);
+      if (s0 && s1) switches[name].push(switchesPerTurn(s0, s1, players * ROUNDS));
       if (c0 && c1)
         busy[name].push(((c1.busy - c0.busy) / (c1.total - c0.total)) * os.availableParallelism());
       if (p0 && p1) perTurn[name].push(perTurnMs(p0, p1, c1 && c0 ? c1.busy - c0.busy : 0, players * ROUNDS));
@@ -140,6 +147,12 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       // The same work (the driver's) done with one instance's load and with two: the machine's own efficiency
       // under this load, which the busy-loop probe above does not see (caches, switches between processes).
       same_work_efficiency: sameWork(perTurn),
+      // The servers' main threads, switched off their cores per turn: waiting for work, or preempted.
+      main_thread_switches_per_turn: {
+        one: medianSwitches(switches.one),
+        two: medianSwitches(switches.two),
+        half_alone: medianSwitches(switches.half),
+      },
       cores,
     };
   } finally {
