@@ -43,6 +43,7 @@ export const FRAME_ERROR_CODES = [
   'INTERNAL',
   'HOP_LIMIT',
   'HANDOFF_FAILED',
+  'STEP_LIMIT',
   'BUDGET_SPENT',
   'REPLY_ENDED',
 ] as const;

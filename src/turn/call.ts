@@ -1,4 +1,4 @@
-import { hasToolCall, isStepCount, type ModelMessage, type streamText, type ToolSet } from 'ai';
+import { isStepCount, type ModelMessage, type streamText, type ToolSet } from 'ai';
 import type { Frame } from '../parts/index.ts';
 import { MESSAGE_NPC } from '../tools/index.ts';
 import { outputLimit, thinkingSupport } from '../village/index.ts';
@@ -6,7 +6,7 @@ import type { TurnBudget } from './budget.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
 import { outputTokens } from './endings.ts';
 import { instructionsFor } from './prompt.ts';
-import { type Halt, type ReplyState, stepCharged, stepTokens } from './reply.ts';
+import { type Halt, MAX_STEPS, type ReplyState, stepCharged, stepTokens } from './reply.ts';
 import { telemetryFor } from './telemetry.ts';
 import { thinkingOptions } from './thinking.ts';
 
@@ -43,11 +43,12 @@ export function callOptions(
     // Only a card's post-history instructions come as a system message after the history (turn/prompt.ts).
     allowSystemInMessages: context.messages.some((m) => m.role === 'system'),
     tools,
-    // A hand-over ends the reply: the named NPC answers next. Before each further step the one just ended is
-    // charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
+    // A hand-over ends the reply: the named NPC answers next. One that failed (no such NPC) does not: the Model
+    // reads why in the next step and may hand over again or answer itself. Before each further step the one just
+    // ended is charged and the budgets asked; spent, the reply ends there (all conditions are evaluated each time).
     stopWhen: [
-      isStepCount(deps.maxSteps ?? 8),
-      hasToolCall(MESSAGE_NPC),
+      isStepCount(r.state.maxSteps),
+      ({ steps }) => steps.at(-1)?.toolResults.some((t) => t.toolName === MESSAGE_NPC) ?? false,
       async ({ steps }) => {
         const tokens = stepTokens(steps.at(-1)?.usage);
         stepCharged(r.state, tokens, await r.budget.charge(tokens));

@@ -24,7 +24,11 @@ export type ReplyErrorCode =
   | LimitReached['code']
   | BudgetSpent['code']
   | 'INTERNAL'
-  | 'PROVIDER_TIMEOUT';
+  | 'PROVIDER_TIMEOUT'
+  | 'STEP_LIMIT';
+
+/** Provider calls one reply may take, one per step: each step after the first answers the tool calls before it. */
+export const MAX_STEPS = 8;
 
 /**
  * Why our side ended the Provider call, when it did: the Player's Stop (`stopped`), the server's shutdown
@@ -53,6 +57,11 @@ export interface ReplyState {
   readonly model: string;
   /** The SDK's silence time-out, as the Player is told it. */
   readonly chunkTimeoutMs: number;
+  /** The steps the reply may take (the call's `stopWhen`); one that used them all on tools did not finish. */
+  readonly maxSteps: number;
+  /** Steps ended so far, and the reason the last one gave at the reply's `finish`. */
+  steps: number;
+  lastReason: string | undefined;
   /** MCP tools' own descriptions, kept on their calls (known once the tools are built). */
   descriptions: Record<string, string>;
   parts: Part[];
@@ -87,12 +96,16 @@ export function newReply(
   messageId: string,
   ids: { provider: string; model: string },
   chunkTimeoutMs: number,
+  maxSteps = MAX_STEPS,
 ): ReplyState {
   return {
     messageId,
     provider: ids.provider,
     model: ids.model,
     chunkTimeoutMs,
+    maxSteps,
+    steps: 0,
+    lastReason: undefined,
     descriptions: {},
     parts: [],
     status: 'complete',
@@ -148,6 +161,7 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
   if (fragment) addFragment(state, fragment, emit);
   else if (chunk.type === 'start-step') state.stepOpen = true;
   else if (chunk.type === 'finish-step') {
+    state.steps++;
     // A step cut short stays open: it is charged an estimate, not its half figure (ADR 0032).
     if (counted(chunk.finishReason)) {
       state.stepUsage = addUsage(state.stepUsage, toUsage(chunk.usage));
@@ -193,6 +207,7 @@ function addFragment(state: ReplyState, fragment: Part, emit: (frame: Frame) => 
 /** The SDK's `finish`: the reply ends the way the Provider ended it (ADR 0051); what came is kept on every path. */
 function finish(state: ReplyState, chunk: Extract<ReplyChunk, { type: 'finish' }>): void {
   state.ended = true;
+  state.lastReason = chunk.finishReason;
   state.finished = counted(chunk.finishReason);
   state.usage = state.finished ? toUsage(chunk.totalUsage) : state.stepUsage;
   if (state.finished) state.cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
@@ -248,6 +263,7 @@ export function settle(state: ReplyState, cause: Cause): Settled {
     else if (halt) fail(state, halt);
     else if (state.overBudget) fail(state, state.overBudget);
     else if (!state.ended) fail(state, unfinished(state.provider));
+    else if (stepsRanOut(state)) fail(state, stepLimit(state.maxSteps));
   }
   const usage = state.usage ?? state.stepUsage;
   state.usage = usage;
@@ -272,6 +288,24 @@ export function settle(state: ReplyState, cause: Cause): Settled {
     frames,
   };
 }
+
+/**
+ * The reply used every step it may take and its last still called tools: the Model meant to go on, so it did not
+ * finish (only a hand-over ends a reply on a tool call). Said, not stopped silently: it reads like one that
+ * stopped mid-thought otherwise.
+ */
+function stepsRanOut(state: ReplyState): boolean {
+  return (
+    state.lastReason === 'tool-calls' &&
+    state.steps >= state.maxSteps &&
+    !state.parts.some((p) => p.type === 'tool' && p.name === TOOL_NAMES.messageNpc && p.state === 'done')
+  );
+}
+
+const stepLimit = (steps: number) => ({
+  code: 'STEP_LIMIT' as const,
+  message: `The NPC used all ${steps} of its steps on tools without finishing its answer, so the reply stops here. What it did is kept; reply to let it go on.`,
+});
 
 function thrown(state: ReplyState, error: unknown, halt: Halt | undefined): void {
   if (typeof halt === 'string') state.status = halt;

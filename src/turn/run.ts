@@ -124,7 +124,7 @@ async function runReply(
 ): Promise<ReplyEnd> {
   const { tail, books, toolsReady } = prepare(deps, plan, handoff);
   const message = replyId ? { id: replyId } : await insertReply(deps, plan);
-  const state = newReply(message.id, plan.speaker.resolved, deps.chunkTimeoutMs);
+  const state = newReply(message.id, plan.speaker.resolved, deps.chunkTimeoutMs, deps.maxSteps);
   const start = startFrame(plan, message.id);
   // Others may follow the reply from here on (another tab, another instance): they read its Parts as they stand.
   plan.track?.(start, () => state.parts);

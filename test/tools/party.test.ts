@@ -86,6 +86,57 @@ describe('a Party', () => {
     }
   });
 
+  it('a hand-over to no such NPC does not end the reply: the Model reads why and answers itself', async () => {
+    const { conversationId } = await setupConversation(app, cookie, trio);
+    app.fake.enqueue(handOver('Zed', 'hi'), reply('Zed is not here; I will answer myself.'));
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, {
+        cookie,
+        body: { text: '@Ada ask Zed' },
+      }),
+    );
+    expect(frames.filter((f) => f.type === 'start').length).toBe(1);
+    expect(frames.filter((f) => f.type === 'error')).toEqual([]);
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+    // The second step carried the failed call's reason to the Model.
+    const second = streamed().at(-1)!.body;
+    expect(JSON.stringify(second.messages.at(-1))).toMatch(
+      /no NPC named .{1,6}Zed.{1,6} here\. You can hand over to: Bo, Cy/,
+    );
+    const stored = await messages(app, cookie, conversationId);
+    expect(stored.at(-1)).toMatchObject({ npcName: 'Ada', status: 'complete' });
+    expect(stored.at(-1)?.text).toBe('Zed is not here; I will answer myself.');
+  });
+
+  it('a reply that used all its steps on tools ends failed, with an error frame that says so', async () => {
+    const { conversationId } = await setupConversation(app, cookie, trio);
+    const before = streamed().length;
+    // Each step's call has its own id, as Providers give them.
+    app.fake.enqueue(
+      ...Array.from({ length: 8 }, (_, i) => (r: Reply) => {
+        r.toolCallStart(0, `call_${i}`, 'message_npc', JSON.stringify({ npc: 'Zed', message: 'hi' }));
+        r.finish('tool_calls');
+      }),
+    );
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, {
+        cookie,
+        body: { text: '@Ada ask Zed' },
+      }),
+    );
+    expect(streamed().length - before).toBe(8);
+    expect(frames.filter((f) => f.type === 'start').length).toBe(1);
+    const error = frames.find((f) => f.type === 'error') as { code: string; message: string };
+    expect(error).toMatchObject({ code: 'STEP_LIMIT' });
+    expect(error.message).toMatch(/all 8 of its steps/);
+    expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'failed' });
+    // What it did is kept: eight failed calls, in order.
+    const stored = await messages(app, cookie, conversationId);
+    const parts = stored.at(-1)!.parts as { type: string; state?: string }[];
+    expect(parts.filter((p) => p.type === 'tool').map((p) => p.state)).toEqual(Array(8).fill('failed'));
+    expect(stored.at(-1)).toMatchObject({ status: 'failed' });
+  });
+
   it('the Player addresses an NPC by @name; a solo Conversation has no message_npc', async () => {
     const { conversationId } = await setupConversation(app, cookie, trio);
     app.fake.enqueue(reply('Cy here.'));

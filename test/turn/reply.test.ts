@@ -17,6 +17,7 @@ import {
   type Cause,
   called,
   type Halt,
+  MAX_STEPS,
   newReply,
   type ReplyChunk,
   type ReplyState,
@@ -388,6 +389,33 @@ describe('a reply our side ended', () => {
     expect(cut).toMatchObject({ type: 'text', text: expect.stringMatching(/^xxxx/) });
     expect(r.end.estimatedTokens).toBe(Math.ceil((PROMPT_CHARS + (cut as { text: string }).text.length) / 4));
     expectAgreement(r);
+  });
+
+  it('every step spent on tools is not a finished reply: failed STEP_LIMIT, unless the last handed over', () => {
+    const step = (i: number, toolName = 'search', output: unknown = { found: i }) =>
+      [
+        { type: 'start-step', request: {}, warnings: [] },
+        { type: 'tool-call', toolCallId: `c${i}`, toolName, input: {} },
+        { type: 'tool-result', toolCallId: `c${i}`, toolName, input: {}, output },
+        { type: 'finish-step', finishReason: 'tool-calls', usage: { inputTokens: 7, outputTokens: 3 } },
+      ] as ReplyChunk[];
+    const end = {
+      type: 'finish',
+      finishReason: 'tool-calls',
+      totalUsage: { inputTokens: 70, outputTokens: 30 },
+    };
+    const steps = (n: number) => Array.from({ length: n }, (_, i) => step(i)).flat();
+    const spent = replay([...steps(MAX_STEPS), end] as ReplyChunk[]);
+    expect(spent.end).toMatchObject({ status: 'failed', code: 'STEP_LIMIT' });
+    expect(spent.end.error).toContain(`all ${MAX_STEPS} of its steps`);
+    // Everything it did is kept.
+    expect(spent.state.parts.filter((p) => p.type === 'tool')).toHaveLength(MAX_STEPS);
+    expectAgreement(spent);
+    // A hand-over on the last step ends the reply as it should; fewer steps than the limit are the Provider's
+    // own ending.
+    const handed = step(MAX_STEPS - 1, 'message_npc', { handedTo: 'Bo' });
+    expect(replay([...steps(MAX_STEPS - 1), ...handed, end] as ReplyChunk[]).end.status).toBe('complete');
+    expect(replay([...steps(MAX_STEPS - 1), end] as ReplyChunk[]).end.status).toBe('complete');
   });
 
   it('stopped between steps (the last one counted, no next one begun): its usage, and nothing estimated', () => {
