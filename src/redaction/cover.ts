@@ -1,7 +1,7 @@
 import { readsAsMarkdown } from '../markdown/index.ts';
 import { type Apart, apart } from './apart.ts';
 import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './candidates.ts';
-import { ASCII, DECODABLE, type Folded, fold, LINK_DESTINATION } from './fold.ts';
+import { ASCII, DECODABLE, type Folded, fold, LINK_DESTINATION, OTHER_DIGITS, unspaced } from './fold.ts';
 import { shownText } from './markdown.ts';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
@@ -80,7 +80,17 @@ function rendered(s: string): Folded[] {
  * punctuation (so "hunter2$%" leaves no "$%" beside a bar, and "🦩" alone is covered too).
  */
 export function needlesOf(words: string): string[] {
-  const whole = fold(words).text.trim();
+  // Digits of other scripts both as the letters they look like and as digits, as texts are read (`search`).
+  if (OTHER_DIGITS.test(words))
+    return [
+      ...new Set([...needlesIn(words, fold(words)), ...needlesIn(words, fold(words, { digits: true }))]),
+    ];
+  return needlesIn(words, fold(words));
+}
+
+function needlesIn(words: string, folded: Folded): string[] {
+  // "山田 太郎" as "山田太郎": texts are also read with such breaks gone (`unspaced`), so both spellings are found.
+  const whole = (unspaced(folded, words) ?? folded).text.trim();
   const core = whole.replace(EDGES, '');
   const out = core ? [core] : [];
   // The whole too when its edges hold symbols, or it is nothing but symbols; never for mere punctuation.
@@ -163,6 +173,7 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
   const views = literal ? [written, literal] : [written];
   const unlinked = s.includes('](') ? fold(s, { hideLinks: true }) : undefined;
   if (unlinked) views.push(unlinked);
+  if (OTHER_DIGITS.test(s)) views.push(fold(s, { digits: true }));
   const split =
     parse ??
     (maySplit(written.skeleton!) ||
@@ -174,6 +185,10 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
   for (const v of [...views]) {
     const joined = spelled(v);
     if (joined) views.push(joined);
+  }
+  for (const v of [...views]) {
+    const together = unspaced(v, s);
+    if (together) views.push(together);
   }
   const hits: Span[] = [];
   for (const f of views) {

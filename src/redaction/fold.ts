@@ -57,6 +57,10 @@ export const LINK_DESTINATION =
 /** The same as ENCODED, and a link's destination. */
 const ENCODED_OR_LINK = new RegExp(`${LINK_DESTINATION.source}|${ENCODED.source}`, 'g');
 const DIGIT = /[0-9]/;
+/** A decimal digit of any script: Unicode encodes each script's ten in one run, 0 to 9, in order. */
+const DECIMAL = /^\p{Nd}$/u;
+/** A decimal digit other than 0–9: a string with any is also read for its digits (`fold`'s `digits`). */
+export const OTHER_DIGITS = /(?![0-9])\p{Nd}/u;
 /** Printable ASCII other than letters and digits, and the line breaks. */
 const ASCII_PUNCTUATION = /^[\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/;
 /** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
@@ -77,12 +81,15 @@ function decoded(token: string): string | null {
 }
 
 /** How one grapheme reads, for matching: '' when invisible, ' ' when it breaks words. */
-function foldGrapheme(g: string): string {
+function foldGrapheme(g: string, digits: boolean): string {
   if (MARKS.has(g)) return '';
   if (g === '+') return ' ';
   // What NFKD reads as plain letters or digits is those: the look-alike map takes a full-width "０" or "𝟎" for
   // "O", "ℐ" for "J".
   const decomposed = g.normalize('NFKD').replace(INVISIBLE, '');
+  // Read for its digits, a digit NFKD leaves as it is (Arabic-Indic "٣", Devanagari "३") is the digit it is:
+  // "۰۶۱۲" is 0612. Otherwise it is read as the letter it looks like, if any ("८" as "c").
+  if (digits && DECIMAL.test(decomposed)) return String(digitValue(decomposed.codePointAt(0)!));
   const bare = PLAIN.test(decomposed)
     ? decomposed
     : unparenthesised(unconfused(g).normalize('NFKD').replace(INVISIBLE, ''));
@@ -94,6 +101,41 @@ function foldGrapheme(g: string): string {
     .toLowerCase()
     .replace(STROKED, (c) => STROKES[c]!)
     .normalize('NFC');
+}
+
+/** A decimal digit's value: its place in its script's run of ten (runs may sit side by side, each from 0). */
+function digitValue(cp: number): number {
+  let first = cp;
+  while (DECIMAL.test(String.fromCodePoint(first - 1))) first--;
+  return (cp - first) % 10;
+}
+
+/** Scripts written without spaces between words: a space or line break inside a name there is often not a break. */
+const UNSPACED =
+  /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Bopomofo}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
+
+/**
+ * `f` (a fold of `s`) with each break between two characters of such a script read as nothing: "山田 太郎" and
+ * "李\n雷" as the names "山田太郎" and "李雷" are. The script is the source's: the look-alike map may have read
+ * "丁" as "t". Null when it has no such break.
+ */
+export function unspaced(f: Folded, s: string): Folded | null {
+  const unspacedAt = (i: number) => {
+    const at = f.from[i];
+    return at !== undefined && UNSPACED.test(String.fromCodePoint(s.codePointAt(at) ?? 32));
+  };
+  let out: Folded | null = null;
+  const t = f.text;
+  for (let i = 0; i < t.length; i++) {
+    const gap = t[i] === ' ' && i > 0 && unspacedAt(i - 1) && unspacedAt(i + 1);
+    if (gap && !out) out = { text: t.slice(0, i), from: f.from.slice(0, i), to: f.to.slice(0, i) };
+    else if (out && !gap) {
+      out.text += t[i];
+      out.from.push(f.from[i]!);
+      out.to.push(f.to[i]!);
+    }
+  }
+  return out;
 }
 
 /**
@@ -108,9 +150,17 @@ export function fold(
     withSkeleton = false,
     decode = true,
     reading = 'marks',
-  }: { hideLinks?: boolean; withSkeleton?: boolean; decode?: boolean; reading?: Reading } = {},
+    digits = false,
+  }: {
+    hideLinks?: boolean;
+    withSkeleton?: boolean;
+    decode?: boolean;
+    reading?: Reading;
+    /** Digits of every script read as the digits they are (`OTHER_DIGITS`), not as the letters they look like. */
+    digits?: boolean;
+  } = {},
 ): Folded {
-  const folding = new Folding(s, withSkeleton, reading);
+  const folding = new Folding(s, withSkeleton, reading, digits);
   const encoded = hideLinks ? ENCODED_OR_LINK : ENCODED;
   let last = 0;
   for (const m of decode ? s.matchAll(encoded) : []) {
@@ -148,6 +198,7 @@ class Folding {
     private readonly s: string,
     withSkeleton: boolean,
     private readonly reading: Reading = 'marks',
+    private readonly digits = false,
   ) {
     this.skeleton = withSkeleton ? '' : null;
     this.fences =
@@ -232,7 +283,7 @@ class Folding {
     }
     const read = (piece: string, from: number) => {
       if (!span) this.mark(piece, offset + from);
-      this.push(foldGrapheme(piece), ...at(from, piece.length));
+      this.push(foldGrapheme(piece, this.digits), ...at(from, piece.length));
     };
     for (const { segment, index } of segmenter.segment(t)) {
       // Markdown reads characters, not graphemes: a mark or a line's end with something invisible or combining

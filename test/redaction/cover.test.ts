@@ -132,6 +132,41 @@ describe('the covering pass', () => {
     );
   });
 
+  it('covers a name in a script written without spaces however it is broken, and digits of any script', () => {
+    const han = fc.integer({ min: 0x4e00, max: 0x9fa5 }).map((c) => String.fromCodePoint(c));
+    const name = fc.array(han, { minLength: 2, maxLength: 4 }).map((cs) => cs.join(''));
+    const gap = fc.constantFrom(' ', '\n', '\u3000', '  ', ' \n ');
+    fc.assert(
+      fc.property(name, name, fc.nat(), gap, fc.boolean(), (secret, other, at, space, coverSpaced) => {
+        fc.pre(!other.includes(secret) && !secret.includes(other));
+        const cut = 1 + (at % (secret.length - 1));
+        const broken = secret.slice(0, cut) + space + secret.slice(cut);
+        // Covered as written either way: "山田太郎" finds "山田 太郎", and "山田 太郎" finds "山田太郎".
+        const cover = makeCover([coverSpaced ? broken : secret]);
+        const text = `今日は${broken}さんと${other}さんに会った。${secret}さん`;
+        const out = cover.apply(text);
+        expect(out.replace(/\s/g, '')).not.toContain(secret);
+        expect(out).toContain(`さんと${other}さんに会った`);
+        expect(out.match(new RegExp(REDACTION_BAR, 'g'))).toHaveLength(2);
+      }),
+      { numRuns: 200 },
+    );
+    // Each script's digits, 0 to 9 in one run (side by side for the mathematical ones).
+    const zeros = [0x30, 0x660, 0x6f0, 0x966, 0x9e6, 0xe50, 0xff10, 0x1d7ce, 0x1d7ec, 0x1e950];
+    const digits = fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 6, maxLength: 10 });
+    const spell = (ds: number[], zs: number[]) =>
+      ds.map((d, i) => String.fromCodePoint(zs[i % zs.length]! + d)).join('');
+    const scripts = fc.array(fc.constantFrom(...zeros), { minLength: 1, maxLength: 3 });
+    fc.assert(
+      fc.property(digits, scripts, scripts, (ds, coverIn, textIn) => {
+        const written = spell(ds, textIn);
+        const out = makeCover([spell(ds, coverIn)]).apply(`call ${written} tonight`);
+        expect(out).toBe(`call ${REDACTION_BAR} tonight`);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
   it('merges overlapping and touching spans into one run, covering exactly their union', () => {
     const span = fc
       .tuple(fc.nat(60), fc.integer({ min: 1, max: 20 }))
