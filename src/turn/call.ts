@@ -6,7 +6,7 @@ import type { TurnBudget } from './budget.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
 import { outputTokens } from './endings.ts';
 import { instructionsFor } from './prompt.ts';
-import { type Halt, MAX_STEPS, type ReplyState, stepCharged, stepTokens } from './reply.ts';
+import { type Halt, type ReplyState, stepCharged, stepTokens } from './reply.ts';
 import { telemetryFor } from './telemetry.ts';
 import { thinkingOptions } from './thinking.ts';
 
