@@ -83,15 +83,21 @@ function findToolIndex(parts: readonly Part[], id: string): number {
 function mergeTool(prev: ToolPart, next: ToolPart): ToolPart {
   // A finished call never goes back to running: a late duplicate fragment must not reopen it.
   const state = prev.state !== 'running' && next.state === 'running' ? prev.state : next.state;
+  const name = next.name ?? prev.name;
+  const description = next.description ?? prev.description;
+  const input = next.input !== undefined ? next.input : prev.input;
+  const output = next.output !== undefined ? next.output : prev.output;
+  const error = next.error ?? prev.error;
+  // No key for what neither has: the merged call reads as the stored one does (JSON keeps no undefined).
   return {
     type: 'tool',
     id: prev.id,
-    name: next.name ?? prev.name,
-    ...(next.description || prev.description ? { description: next.description ?? prev.description } : {}),
-    input: next.input !== undefined ? next.input : prev.input,
+    ...(name !== undefined ? { name } : {}),
+    ...(description ? { description } : {}),
+    ...(input !== undefined ? { input } : {}),
     state,
-    output: next.output !== undefined ? next.output : prev.output,
-    error: next.error ?? prev.error,
+    ...(output !== undefined ? { output } : {}),
+    ...(error !== undefined ? { error } : {}),
   };
 }
 

@@ -27,6 +27,12 @@ export type ReplyErrorCode =
   | 'PROVIDER_TIMEOUT'
   | 'STEP_LIMIT';
 
+/**
+ * What is kept of a call's arguments as streamed, before the call is whole: enough to show what the NPC had sent
+ * when the reply is cut mid-call, and a bound on what a Model streaming one endless argument makes us hold.
+ */
+export const PARTIAL_INPUT_CHARS = 16_384;
+
 /** Provider calls one reply may take, one per step: each step after the first answers the tool calls before it. */
 export const MAX_STEPS = 8;
 
@@ -62,6 +68,8 @@ export interface ReplyState {
   /** Steps ended so far, and the reason the last one gave at the reply's `finish`. */
   steps: number;
   lastReason: string | undefined;
+  /** Arguments of calls not whole yet, as streamed (`PARTIAL_INPUT_CHARS` at most): kept if the reply ends first. */
+  inputs: Map<string, string>;
   /** MCP tools' own descriptions, kept on their calls (known once the tools are built). */
   descriptions: Record<string, string>;
   parts: Part[];
@@ -106,6 +114,7 @@ export function newReply(
     maxSteps,
     steps: 0,
     lastReason: undefined,
+    inputs: new Map(),
     descriptions: {},
     parts: [],
     status: 'complete',
@@ -154,6 +163,14 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
     addDelta(state, chunk.type === 'text-delta' ? 'text' : 'reasoning', chunk.text, emit);
     return;
   }
+  // A call's arguments as they stream are held, not sent: the whole call (`tool-call`) carries them parsed.
+  if (chunk.type === 'tool-input-delta') {
+    const sent = state.inputs.get(chunk.id) ?? '';
+    if (sent.length < PARTIAL_INPUT_CHARS)
+      state.inputs.set(chunk.id, (sent + chunk.delta).slice(0, PARTIAL_INPUT_CHARS));
+    return;
+  }
+  if (chunk.type === 'tool-call') state.inputs.delete(chunk.toolCallId);
   // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
   const raw =
     chunk.type === 'reasoning-start' ? sectionBreak(state.parts) : toFragment(chunk, state.descriptions);
@@ -269,7 +286,11 @@ export function settle(state: ReplyState, cause: Cause): Settled {
   state.usage = usage;
   const failed = state.status === 'failed';
   const code = failed ? (state.error?.code ?? 'PROVIDER_ERROR') : null;
-  const frames: Frame[] = [];
+  const frames: Frame[] = partialInputs(state).map((part) => ({
+    type: 'part',
+    messageId: state.messageId,
+    part,
+  }));
   if (failed)
     frames.push({
       type: 'error',
@@ -287,6 +308,24 @@ export function settle(state: ReplyState, cause: Cause): Settled {
     chargedTokens: state.charged,
     frames,
   };
+}
+
+/**
+ * Calls the reply ended in the middle of (cut at the output limit, stopped, the stream broken) keep the arguments
+ * the NPC had sent of them, as the text it sent: seed 000 shows a call's arguments, and an abort keeps what was
+ * produced. Folded into the reply and returned as fragments for the frames that tell the browser.
+ */
+function partialInputs(state: ReplyState): Part[] {
+  const out: Part[] = [];
+  for (const [id, text] of state.inputs) {
+    const call = state.parts.find((p) => p.type === 'tool' && p.id === id);
+    if (call?.type !== 'tool' || call.input !== undefined || !text) continue;
+    const fragment = wellFormed<Part>({ type: 'tool', id, state: call.state, input: text });
+    state.parts = foldPart(state.parts, fragment);
+    out.push(fragment);
+  }
+  state.inputs.clear();
+  return out;
 }
 
 /**

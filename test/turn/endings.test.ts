@@ -54,9 +54,11 @@ function expectTruncated(asked: Awaited<ReturnType<typeof ask>>) {
   expect(asked.finish?.status).toBe('truncated');
   expect(asked.error).toBeUndefined();
   expect(asked.reply.error).toBeNull();
-  // As streamed, but for a call the limit cut, which is stored settled as failed.
+  // As streamed, but for a call the limit cut, which is stored settled as failed, saying why.
   expect(asked.reply.parts).toMatchObject(
-    asked.streamed.map((p) => (p.type === 'tool' ? { ...p, state: 'failed' } : p)),
+    asked.streamed.map((p) =>
+      p.type === 'tool' ? { ...p, state: 'failed', error: expect.stringContaining('cut') } : p,
+    ),
   );
 }
 
@@ -87,7 +89,8 @@ describe('Anthropic Messages', () => {
     expectTruncated(asked);
     expect(asked.reply.text).toBe('I will note the whole guide.');
     const call = asked.reply.parts.find((p) => (p as { type: string }).type === 'tool');
-    expect(call).toMatchObject({ state: 'failed' });
+    // The arguments the NPC had sent before the cut are kept, as it sent them (seed 000: a call shows them).
+    expect(call).toMatchObject({ state: 'failed', input: '{"text": "# A GUIDE\\n\\nFiling' });
     expect(asked.reply.usage).toMatchObject({ inputTokens: 40, outputTokens: 124 });
     // One request: the cut call was not run and sent back.
     expect(fake.requests.at(-1)!.path).toBe('/v1/messages');

@@ -72,7 +72,7 @@ describe('the Player stops the reply', () => {
     expect(reply?.parts).toEqual([{ type: 'text', text: reply?.text }]);
   });
 
-  it('mid-tool-call: the call is kept with its name, settled as failed because it was stopped', async () => {
+  it('mid-tool-call: the call is kept with its name and the arguments sent so far, settled as failed because it was stopped', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     app.fake.enqueue(async (r) => {
       r.text('Let me check. ');
@@ -96,6 +96,8 @@ describe('the Player stops the reply', () => {
         type: 'tool',
         id: 'call_9',
         name: 'search',
+        // What the NPC had sent of its arguments when it was stopped (the Stop may beat the second piece).
+        input: expect.stringMatching(/^\{"q":("weat)?$/),
         state: 'failed',
         error: 'Stopped before the call finished.',
       },

@@ -19,6 +19,7 @@ import {
   type Halt,
   MAX_STEPS,
   newReply,
+  PARTIAL_INPUT_CHARS,
   type ReplyChunk,
   type ReplyState,
   reduceReply,
@@ -388,6 +389,35 @@ describe('a reply our side ended', () => {
     const cut = r.state.parts.at(-1);
     expect(cut).toMatchObject({ type: 'text', text: expect.stringMatching(/^xxxx/) });
     expect(r.end.estimatedTokens).toBe(Math.ceil((PROMPT_CHARS + (cut as { text: string }).text.length) / 4));
+    expectAgreement(r);
+  });
+
+  it('a call cut before it was whole keeps the arguments sent so far, bounded; a whole call keeps its own', () => {
+    const r = replay(
+      [
+        { type: 'start-step', request: {}, warnings: [] },
+        { type: 'tool-input-start', id: 'c1', toolName: 'search' },
+        { type: 'tool-input-delta', id: 'c1', delta: '{"q":' },
+        { type: 'tool-input-delta', id: 'c1', delta: '"weat' },
+        { type: 'tool-input-start', id: 'c2', toolName: 'search' },
+        { type: 'tool-input-delta', id: 'c2', delta: 'x'.repeat(PARTIAL_INPUT_CHARS - 1) },
+        { type: 'tool-input-delta', id: 'c2', delta: 'yz' },
+        { type: 'tool-input-delta', id: 'c2', delta: 'more' },
+        { type: 'tool-input-start', id: 'c3', toolName: 'search' },
+        { type: 'tool-input-delta', id: 'c3', delta: '{"q":1}' },
+        { type: 'tool-call', toolCallId: 'c3', toolName: 'search', input: { q: 1 } },
+        { type: 'abort' },
+      ] as ReplyChunk[],
+      { halt: 'stopped' },
+    );
+    expect(r.end.status).toBe('stopped');
+    const calls = r.state.parts.filter((p) => p.type === 'tool');
+    expect(calls.map((c) => c.input)).toEqual([
+      '{"q":"weat',
+      `${'x'.repeat(PARTIAL_INPUT_CHARS - 1)}y`,
+      { q: 1 },
+    ]);
+    // The browser is told: what it folded is what is stored.
     expectAgreement(r);
   });
 

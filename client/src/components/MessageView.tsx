@@ -129,7 +129,8 @@ function PartView({ part }: { part: Exclude<Part, AttachmentPart> }) {
       {part.input !== undefined && (
         <details>
           <summary>Arguments</summary>
-          <pre>{JSON.stringify(part.input, null, 2)}</pre>
+          {/* A call cut before it was whole keeps its arguments as the text the NPC had sent. */}
+          <pre>{typeof part.input === 'string' ? part.input : JSON.stringify(part.input, null, 2)}</pre>
         </details>
       )}
       {part.state === 'done' && part.output !== undefined && (
