@@ -1,7 +1,16 @@
 import { readsAsMarkdown } from '../markdown/index.ts';
 import { type Apart, apart } from './apart.ts';
 import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './candidates.ts';
-import { ASCII, DECODABLE, type Folded, fold, LINK_DESTINATION, OTHER_DIGITS, unspaced } from './fold.ts';
+import {
+  ASCII,
+  DECODABLE,
+  type Folded,
+  fold,
+  hasOtherDigits,
+  LINK_DESTINATION,
+  UNSPACED,
+  unspaced,
+} from './fold.ts';
 import { shownText } from './markdown.ts';
 import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
 
@@ -66,6 +75,7 @@ function rendered(s: string): Folded[] {
     // The renderer decodes references and escapes but shows a percent-escape as written: read both ways.
     const folds = [fold(shown.text)];
     if (DECODABLE.test(shown.text)) folds.push(fold(shown.text, { decode: false }));
+    if (hasOtherDigits(shown.text)) folds.push(fold(shown.text, { digits: true }));
     return folds.map((f) => ({
       text: f.text,
       from: f.from.map((i) => shown.from[i]!),
@@ -81,16 +91,15 @@ function rendered(s: string): Folded[] {
  */
 export function needlesOf(words: string): string[] {
   // Digits of other scripts both as the letters they look like and as digits, as texts are read (`search`).
-  if (OTHER_DIGITS.test(words))
-    return [
-      ...new Set([...needlesIn(words, fold(words)), ...needlesIn(words, fold(words, { digits: true }))]),
-    ];
-  return needlesIn(words, fold(words));
+  const folds = hasOtherDigits(words) ? [fold(words), fold(words, { digits: true })] : [fold(words)];
+  // "山田 太郎" also as "山田太郎", as texts are read with such breaks gone (`unspaced`), so both spellings are
+  // found; and as written, for a text whose breaks `unspaced` cannot place (a spelling decoded: "&#23665;").
+  const joined = UNSPACED.test(words) ? folds.flatMap((f) => unspaced(f, words) ?? []) : [];
+  return [...new Set([...folds, ...joined].flatMap(needlesIn))];
 }
 
-function needlesIn(words: string, folded: Folded): string[] {
-  // "山田 太郎" as "山田太郎": texts are also read with such breaks gone (`unspaced`), so both spellings are found.
-  const whole = (unspaced(folded, words) ?? folded).text.trim();
+function needlesIn(folded: Folded): string[] {
+  const whole = folded.text.trim();
   const core = whole.replace(EDGES, '');
   const out = core ? [core] : [];
   // The whole too when its edges hold symbols, or it is nothing but symbols; never for mere punctuation.
@@ -173,10 +182,11 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
   const views = literal ? [written, literal] : [written];
   const unlinked = s.includes('](') ? fold(s, { hideLinks: true }) : undefined;
   if (unlinked) views.push(unlinked);
-  if (OTHER_DIGITS.test(s)) views.push(fold(s, { digits: true }));
+  if (hasOtherDigits(s)) views.push(fold(s, { digits: true }));
   const split =
     parse ??
     (maySplit(written.skeleton!) ||
+      (hasOtherDigits(s) && maySplit(fold(s, { withSkeleton: true, digits: true }).skeleton!)) ||
       (literal !== undefined && maySplit(literal.skeleton!)) ||
       (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)) ||
       mayBeApart(s, [written.text, literal?.text, unlinked?.text]));
@@ -186,10 +196,11 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
     const joined = spelled(v);
     if (joined) views.push(joined);
   }
-  for (const v of [...views]) {
-    const together = unspaced(v, s);
-    if (together) views.push(together);
-  }
+  if (UNSPACED.test(s))
+    for (const v of [...views]) {
+      const together = unspaced(v, s);
+      if (together) views.push(together);
+    }
   const hits: Span[] = [];
   for (const f of views) {
     for (const needle of needles) {

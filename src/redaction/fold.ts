@@ -59,8 +59,14 @@ const ENCODED_OR_LINK = new RegExp(`${LINK_DESTINATION.source}|${ENCODED.source}
 const DIGIT = /[0-9]/;
 /** A decimal digit of any script: Unicode encodes each script's ten in one run, 0 to 9, in order. */
 const DECIMAL = /^\p{Nd}$/u;
-/** A decimal digit other than 0–9: a string with any is also read for its digits (`fold`'s `digits`). */
-export const OTHER_DIGITS = /(?![0-9])\p{Nd}/u;
+const OTHER_DIGITS = /(?![0-9])\p{Nd}/u;
+
+/**
+ * `s` has a decimal digit that is not 0–9 even as NFKD reads it (a full-width "３" is 3 already): it is also read
+ * for its digits (`fold`'s `digits`).
+ */
+export const hasOtherDigits = (s: string): boolean =>
+  OTHER_DIGITS.test(s) && OTHER_DIGITS.test(s.normalize('NFKD'));
 /** Printable ASCII other than letters and digits, and the line breaks. */
 const ASCII_PUNCTUATION = /^[\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/;
 /** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
@@ -111,7 +117,7 @@ function digitValue(cp: number): number {
 }
 
 /** Scripts written without spaces between words: a space or line break inside a name there is often not a break. */
-const UNSPACED =
+export const UNSPACED =
   /[\p{scx=Han}\p{scx=Hiragana}\p{scx=Katakana}\p{scx=Bopomofo}\p{scx=Thai}\p{scx=Lao}\p{scx=Khmer}\p{scx=Myanmar}]/u;
 
 /**
@@ -156,7 +162,7 @@ export function fold(
     withSkeleton?: boolean;
     decode?: boolean;
     reading?: Reading;
-    /** Digits of every script read as the digits they are (`OTHER_DIGITS`), not as the letters they look like. */
+    /** Digits of every script read as the digits they are (`hasOtherDigits`), not as the letters they look like. */
     digits?: boolean;
   } = {},
 ): Folded {

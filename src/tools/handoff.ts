@@ -6,7 +6,8 @@ export const MESSAGE_NPC = TOOL_NAMES.messageNpc;
 
 /**
  * `message_npc`: hands the Conversation to another NPC of the Party, who answers in the same stream. The reply
- * ends at the call; the turn loop (turn/run.ts) starts the named NPC with the message.
+ * ends at a call that succeeds; the turn loop (turn/run.ts) starts the named NPC with the message. One naming
+ * no NPC here fails with who is, and the Model takes another step (turn/call.ts).
  */
 export function messageNpcTool(others: string[]) {
   return tool({

@@ -65,9 +65,9 @@ export interface ReplyState {
   readonly chunkTimeoutMs: number;
   /** The steps the reply may take (the call's `stopWhen`); one that used them all on tools did not finish. */
   readonly maxSteps: number;
-  /** Steps ended so far, and the reason the last one gave at the reply's `finish`. */
+  /** Steps ended so far, and the tool calls of the last step begun (the SDK goes on while a step calls tools). */
   steps: number;
-  lastReason: string | undefined;
+  stepCalls: number;
   /** Arguments of calls not whole yet, as streamed (`PARTIAL_INPUT_CHARS` at most): kept if the reply ends first. */
   inputs: Map<string, string>;
   /** MCP tools' own descriptions, kept on their calls (known once the tools are built). */
@@ -113,7 +113,7 @@ export function newReply(
     chunkTimeoutMs,
     maxSteps,
     steps: 0,
-    lastReason: undefined,
+    stepCalls: 0,
     inputs: new Map(),
     descriptions: {},
     parts: [],
@@ -170,14 +170,19 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
       state.inputs.set(chunk.id, (sent + chunk.delta).slice(0, PARTIAL_INPUT_CHARS));
     return;
   }
-  if (chunk.type === 'tool-call') state.inputs.delete(chunk.toolCallId);
+  if (chunk.type === 'tool-call') {
+    state.inputs.delete(chunk.toolCallId);
+    state.stepCalls++;
+  }
   // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
   const raw =
     chunk.type === 'reasoning-start' ? sectionBreak(state.parts) : toFragment(chunk, state.descriptions);
   const fragment = raw && wellFormed(raw);
   if (fragment) addFragment(state, fragment, emit);
-  else if (chunk.type === 'start-step') state.stepOpen = true;
-  else if (chunk.type === 'finish-step') {
+  else if (chunk.type === 'start-step') {
+    state.stepOpen = true;
+    state.stepCalls = 0;
+  } else if (chunk.type === 'finish-step') {
     state.steps++;
     // A step cut short stays open: it is charged an estimate, not its half figure (ADR 0032).
     if (counted(chunk.finishReason)) {
@@ -224,7 +229,6 @@ function addFragment(state: ReplyState, fragment: Part, emit: (frame: Frame) => 
 /** The SDK's `finish`: the reply ends the way the Provider ended it (ADR 0051); what came is kept on every path. */
 function finish(state: ReplyState, chunk: Extract<ReplyChunk, { type: 'finish' }>): void {
   state.ended = true;
-  state.lastReason = chunk.finishReason;
   state.finished = counted(chunk.finishReason);
   state.usage = state.finished ? toUsage(chunk.totalUsage) : state.stepUsage;
   if (state.finished) state.cacheWrites = chunk.totalUsage.inputTokenDetails?.cacheWriteTokens ?? null;
@@ -329,13 +333,14 @@ function partialInputs(state: ReplyState): Part[] {
 }
 
 /**
- * The reply used every step it may take and its last still called tools: the Model meant to go on, so it did not
- * finish (only a hand-over ends a reply on a tool call). Said, not stopped silently: it reads like one that
- * stopped mid-thought otherwise.
+ * The reply used every step it may take and its last still called tools: the SDK would have taken another, so the
+ * Model did not finish (only a hand-over ends a reply on a tool call). Counted from the calls, not the Provider's
+ * finish reason: some report "stop" for a step that called tools. Said, not stopped silently: it reads like one
+ * that stopped mid-thought otherwise.
  */
 function stepsRanOut(state: ReplyState): boolean {
   return (
-    state.lastReason === 'tool-calls' &&
+    state.stepCalls > 0 &&
     state.steps >= state.maxSteps &&
     !state.parts.some((p) => p.type === 'tool' && p.name === TOOL_NAMES.messageNpc && p.state === 'done')
   );

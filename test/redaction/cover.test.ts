@@ -151,6 +151,21 @@ describe('the covering pass', () => {
       }),
       { numRuns: 200 },
     );
+    // Written as references or percent-escapes, where no break can be placed in the source: the spaced needle.
+    const spaced = makeCover(['山田 太郎']);
+    expect(spaced.apply('&#23665;&#30000; &#22826;&#37070;')).toBe(REDACTION_BAR);
+    expect(spaced.apply('%E5%B1%B1%E7%94%B0 %E5%A4%AA%E9%83%8E')).toBe(REDACTION_BAR);
+    // Other scripts' digits as the reader's Markdown shows them: a footnote's number, a table's cells.
+    const persian = (t: string) => t.replace(/[\u06f0-\u06f9]/g, (c) => String(c.charCodeAt(0) - 0x6f0));
+    for (const [words, text] of [
+      ['Room 101', 'Room ۱۰[^a]\n\n[^a]: n'],
+      ['PELICAN-7731', '| a |\n|---|\n| PELICAN |\n| ۷۷۳۱ |'],
+    ] as const) {
+      const needle = loose(words);
+      expect(reads(persian(text))).toContain(needle);
+      const out = makeCover([words]).apply(text);
+      expect(reads(persian(out)), out).not.toContain(needle);
+    }
     // Each script's digits, 0 to 9 in one run (side by side for the mathematical ones).
     const zeros = [0x30, 0x660, 0x6f0, 0x966, 0x9e6, 0xe50, 0xff10, 0x1d7ce, 0x1d7ec, 0x1e950];
     const digits = fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 6, maxLength: 10 });

@@ -446,6 +446,16 @@ describe('a reply our side ended', () => {
     const handed = step(MAX_STEPS - 1, 'message_npc', { handedTo: 'Bo' });
     expect(replay([...steps(MAX_STEPS - 1), ...handed, end] as ReplyChunk[]).end.status).toBe('complete');
     expect(replay([...steps(MAX_STEPS - 1), end] as ReplyChunk[]).end.status).toBe('complete');
+    // Counted from the calls, not the Provider's word: a last step that called tools but said "stop" ran out
+    // too, and a last step of text alone that said "tool-calls" did not.
+    const saidStop = { ...end, finishReason: 'stop' };
+    expect(replay([...steps(MAX_STEPS), saidStop] as ReplyChunk[]).end).toMatchObject({ code: 'STEP_LIMIT' });
+    const textOnly = [
+      { type: 'start-step', request: {}, warnings: [] },
+      { type: 'text-delta', id: 't', text: 'Done.' },
+      { type: 'finish-step', finishReason: 'tool-calls', usage: { inputTokens: 7, outputTokens: 3 } },
+    ];
+    expect(replay([...steps(MAX_STEPS - 1), ...textOnly, end] as ReplyChunk[]).end.status).toBe('complete');
   });
 
   it('stopped between steps (the last one counted, no next one begun): its usage, and nothing estimated', () => {
