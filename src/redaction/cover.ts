@@ -4,6 +4,7 @@ import { asciiSkeleton, type Candidates, candidates, READINGS_DIFFER } from './c
 import {
   ASCII,
   DECODABLE,
+  decodedText,
   type Folded,
   fold,
   hasOtherDigits,
@@ -91,10 +92,11 @@ function rendered(s: string): Folded[] {
  */
 export function needlesOf(words: string): string[] {
   // Digits of other scripts both as the letters they look like and as digits, as texts are read (`search`).
-  const folds = hasOtherDigits(words) ? [fold(words), fold(words, { digits: true })] : [fold(words)];
+  const seen = decodedText(words);
+  const folds = hasOtherDigits(seen) ? [fold(words), fold(words, { digits: true })] : [fold(words)];
   // "山田 太郎" also as "山田太郎", as texts are read with such breaks gone (`unspaced`), so both spellings are
   // found; and as written, for a text whose breaks `unspaced` cannot place (a spelling decoded: "&#23665;").
-  const joined = UNSPACED.test(words) ? folds.flatMap((f) => unspaced(f, words) ?? []) : [];
+  const joined = UNSPACED.test(seen) ? folds.flatMap((f) => unspaced(f, words) ?? []) : [];
   return [...new Set([...folds, ...joined].flatMap(needlesIn))];
 }
 
@@ -173,6 +175,9 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
       return [];
   }
   const written = fold(s, { withSkeleton: parse === undefined });
+  // As a reader sees it, references and escapes decoded: "&#1777;" is a Persian 1, "&#23665;" is 山.
+  const seen = decodedText(s);
+  const digitsToo = hasOtherDigits(seen);
   // A spelling a reader may see as written, not decoded (a percent-escape in prose): "%7a^b" shows "a^b".
   const literal = DECODABLE.test(s)
     ? fold(s, { withSkeleton: parse === undefined, decode: false })
@@ -182,11 +187,11 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
   const views = literal ? [written, literal] : [written];
   const unlinked = s.includes('](') ? fold(s, { hideLinks: true }) : undefined;
   if (unlinked) views.push(unlinked);
-  if (hasOtherDigits(s)) views.push(fold(s, { digits: true }));
+  if (digitsToo) views.push(fold(s, { digits: true }));
   const split =
     parse ??
     (maySplit(written.skeleton!) ||
-      (hasOtherDigits(s) && maySplit(fold(s, { withSkeleton: true, digits: true }).skeleton!)) ||
+      (digitsToo && maySplit(fold(s, { withSkeleton: true, digits: true }).skeleton!)) ||
       (literal !== undefined && maySplit(literal.skeleton!)) ||
       (READINGS_DIFFER.test(s) && maySplit(fold(s, { withSkeleton: true, reading: 'kept' }).skeleton!)) ||
       mayBeApart(s, [written.text, literal?.text, unlinked?.text]));
@@ -196,7 +201,7 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
     const joined = spelled(v);
     if (joined) views.push(joined);
   }
-  if (UNSPACED.test(s))
+  if (UNSPACED.test(seen))
     for (const v of [...views]) {
       const together = unspaced(v, s);
       if (together) views.push(together);

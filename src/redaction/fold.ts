@@ -72,6 +72,10 @@ const ASCII_PUNCTUATION = /^[\n\r\x20-\x2f\x3a-\x40\x5b-\x60\x7b-\x7e]$/;
 /** Spellings the quick look cannot read (references, escapes): a string with any is always folded. */
 export const DECODABLE = /[&%\\]/;
 
+/** `s` with every spelling a reader decodes decoded: what the gates on scripts and digits look at. */
+export const decodedText = (s: string): string =>
+  DECODABLE.test(s) ? s.replace(ENCODED, (m) => decoded(m) ?? m) : s;
+
 /** What an encoded spelling stands for; null when it decodes to nothing a reader would show differently. */
 function decoded(token: string): string | null {
   if (token.startsWith('\\')) return token.slice(1);
@@ -126,9 +130,14 @@ export const UNSPACED =
  * "丁" as "t". Null when it has no such break.
  */
 export function unspaced(f: Folded, s: string): Folded | null {
+  // The source the unit came from: a character, or a spelling decoded ("&#23665;" is 山).
   const unspacedAt = (i: number) => {
     const at = f.from[i];
-    return at !== undefined && UNSPACED.test(String.fromCodePoint(s.codePointAt(at) ?? 32));
+    if (at === undefined) return false;
+    const c = String.fromCodePoint(s.codePointAt(at) ?? 32);
+    if (!DECODABLE.test(c)) return UNSPACED.test(c);
+    const source = s.slice(at, f.to[i]);
+    return UNSPACED.test(decoded(source) ?? source);
   };
   let out: Folded | null = null;
   const t = f.text;

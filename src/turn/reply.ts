@@ -172,7 +172,8 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
   }
   if (chunk.type === 'tool-call') {
     state.inputs.delete(chunk.toolCallId);
-    state.stepCalls++;
+    // The SDK takes another step for the calls it runs, not for those the Provider ran itself.
+    if (!chunk.providerExecuted) state.stepCalls++;
   }
   // Made storable as it arrives (no NUL, no half surrogate pairs): see parts/wellFormed.ts.
   const raw =

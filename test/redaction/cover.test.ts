@@ -155,6 +155,9 @@ describe('the covering pass', () => {
     const spaced = makeCover(['山田 太郎']);
     expect(spaced.apply('&#23665;&#30000; &#22826;&#37070;')).toBe(REDACTION_BAR);
     expect(spaced.apply('%E5%B1%B1%E7%94%B0 %E5%A4%AA%E9%83%8E')).toBe(REDACTION_BAR);
+    // And the other way round: covered joined, written spaced in references; digits written as references.
+    expect(makeCover(['山田太郎']).apply('&#23665;&#30000; &#22826;&#37070;')).toBe(REDACTION_BAR);
+    expect(makeCover(['Room 101']).apply('Room &#1777;&#1776;&#1777;')).toBe(REDACTION_BAR);
     // Other scripts' digits as the reader's Markdown shows them: a footnote's number, a table's cells.
     const persian = (t: string) => t.replace(/[\u06f0-\u06f9]/g, (c) => String(c.charCodeAt(0) - 0x6f0));
     for (const [words, text] of [

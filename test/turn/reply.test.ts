@@ -456,6 +456,11 @@ describe('a reply our side ended', () => {
       { type: 'finish-step', finishReason: 'tool-calls', usage: { inputTokens: 7, outputTokens: 3 } },
     ];
     expect(replay([...steps(MAX_STEPS - 1), ...textOnly, end] as ReplyChunk[]).end.status).toBe('complete');
+    // A call the Provider ran itself asks for no further step.
+    const byProvider = step(MAX_STEPS - 1).map((c) =>
+      c.type === 'tool-call' ? { ...c, providerExecuted: true } : c,
+    );
+    expect(replay([...steps(MAX_STEPS - 1), ...byProvider, end] as ReplyChunk[]).end.status).toBe('complete');
   });
 
   it('stopped between steps (the last one counted, no next one begun): its usage, and nothing estimated', () => {
