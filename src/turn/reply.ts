@@ -333,6 +333,17 @@ function partialInputs(state: ReplyState): Part[] {
   return out;
 }
 
+/** The hand-over a reply ended with, if any: a completed message_npc call (the turn loop starts that NPC next). */
+export function handoffIn(parts: Part[]): { npc: string; message: string } | undefined {
+  const call = parts.findLast(
+    (p) => p.type === 'tool' && p.name === TOOL_NAMES.messageNpc && p.state === 'done',
+  );
+  if (call?.type !== 'tool') return undefined;
+  const input = call.input as { message?: string };
+  const output = call.output as { handedTo?: string };
+  return output?.handedTo && input?.message ? { npc: output.handedTo, message: input.message } : undefined;
+}
+
 /**
  * The reply used every step it may take and its last still called tools: the SDK would have taken another, so the
  * Model did not finish (only a hand-over ends a reply on a tool call). Counted from the calls, not the Provider's
@@ -340,11 +351,7 @@ function partialInputs(state: ReplyState): Part[] {
  * that stopped mid-thought otherwise.
  */
 function stepsRanOut(state: ReplyState): boolean {
-  return (
-    state.stepCalls > 0 &&
-    state.steps >= state.maxSteps &&
-    !state.parts.some((p) => p.type === 'tool' && p.name === TOOL_NAMES.messageNpc && p.state === 'done')
-  );
+  return state.stepCalls > 0 && state.steps >= state.maxSteps && handoffIn(state.parts) === undefined;
 }
 
 const stepLimit = (steps: number) => ({

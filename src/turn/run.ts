@@ -1,9 +1,9 @@
 import { experimental_streamTextLowMemory as streamTextOnce } from 'ai';
 import type { booksOf } from '../cards/index.ts';
 import { type Conversation, getConversation, type readHistoryTail } from '../conversations/index.ts';
-import type { Frame, Part } from '../parts/index.ts';
+import type { Frame } from '../parts/index.ts';
 import { SHUTDOWN } from '../replies/index.ts';
-import { MESSAGE_NPC, type TurnTools } from '../tools/index.ts';
+import type { TurnTools } from '../tools/index.ts';
 import type { Npc } from '../village/index.ts';
 import { DEFAULT_REPLY_LIMITS, ReplyBounds } from './bounds.ts';
 import { TurnBudget } from './budget.ts';
@@ -15,6 +15,7 @@ import {
   type Cause,
   called,
   type EndStatus,
+  handoffIn,
   newReply,
   type ReplyState,
   reduceReply,
@@ -241,13 +242,4 @@ function nextToAnswer(
   const at = plan.participants.findIndex((p) => p.id === current);
   const order = [...plan.participants.slice(at + 1), ...plan.participants.slice(0, Math.max(0, at))];
   return order.find((p) => !answered.has(p.id));
-}
-
-/** The hand-over a reply ended with, if any: a completed message_npc call. */
-function handoffIn(parts: Part[]): ReplyEnd['handoff'] {
-  const call = parts.findLast((p) => p.type === 'tool' && p.name === MESSAGE_NPC && p.state === 'done');
-  if (call?.type !== 'tool') return undefined;
-  const input = call.input as { message?: string };
-  const output = call.output as { handedTo?: string };
-  return output?.handedTo && input?.message ? { npc: output.handedTo, message: input.message } : undefined;
 }

@@ -422,11 +422,11 @@ describe('a reply our side ended', () => {
   });
 
   it('every step spent on tools is not a finished reply: failed STEP_LIMIT, unless the last handed over', () => {
-    const step = (i: number, toolName = 'search', output: unknown = { found: i }) =>
+    const step = (i: number, toolName = 'search', output: unknown = { found: i }, input: unknown = {}) =>
       [
         { type: 'start-step', request: {}, warnings: [] },
-        { type: 'tool-call', toolCallId: `c${i}`, toolName, input: {} },
-        { type: 'tool-result', toolCallId: `c${i}`, toolName, input: {}, output },
+        { type: 'tool-call', toolCallId: `c${i}`, toolName, input },
+        { type: 'tool-result', toolCallId: `c${i}`, toolName, input, output },
         { type: 'finish-step', finishReason: 'tool-calls', usage: { inputTokens: 7, outputTokens: 3 } },
       ] as ReplyChunk[];
     const end = {
@@ -443,7 +443,7 @@ describe('a reply our side ended', () => {
     expectAgreement(spent);
     // A hand-over on the last step ends the reply as it should; fewer steps than the limit are the Provider's
     // own ending.
-    const handed = step(MAX_STEPS - 1, 'message_npc', { handedTo: 'Bo' });
+    const handed = step(MAX_STEPS - 1, 'message_npc', { handedTo: 'Bo' }, { npc: 'Bo', message: 'Yours.' });
     expect(replay([...steps(MAX_STEPS - 1), ...handed, end] as ReplyChunk[]).end.status).toBe('complete');
     expect(replay([...steps(MAX_STEPS - 1), end] as ReplyChunk[]).end.status).toBe('complete');
     // Counted from the calls, not the Provider's word: a last step that called tools but said "stop" ran out
