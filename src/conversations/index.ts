@@ -15,6 +15,7 @@ export {
   lastPlayerTextSql,
   messageIds,
   messageText,
+  messageTexts,
   pathRoles,
   readHistoryTail,
   replyState,

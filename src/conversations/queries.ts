@@ -17,6 +17,17 @@ export async function messageText(sql: Sql, messageId: string): Promise<string |
   return row?.text ?? null;
 }
 
+/** The flattened text of each of `ids` that is a Message of the Conversation ('' for one with none). */
+export async function messageTexts(
+  sql: Sql,
+  conversationId: string,
+  ids: readonly string[],
+): Promise<{ id: string; text: string }[]> {
+  if (!ids.length) return [];
+  return sql<{ id: string; text: string }[]>`select id, coalesce(text, '') as text from messages
+    where conversation_id = ${conversationId} and id = any(${ids}::uuid[])`;
+}
+
 /** A Conversation's title as it stands (undefined when there is no such Conversation). */
 export async function titleOf(sql: Sql, conversationId: string): Promise<string | null | undefined> {
   const [row] = await sql<{ title: string | null }[]>`select title from conversations

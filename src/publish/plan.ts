@@ -345,9 +345,12 @@ function diff(
   next: Omit<PublishedRecord, 'cid' | 'pending'>,
 ): PublishedRecord {
   if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
-  const same = JSON.stringify(sortKeys(prior.record)) === JSON.stringify(sortKeys(next.record));
-  return { ...next, cid: prior.cid, pending: same ? null : 'update' };
+  return { ...next, cid: prior.cid, pending: sameRecord(prior.record, next.record) ? null : 'update' };
 }
+
+/** Two records alike whatever their keys' order (PostgreSQL's jsonb keeps its own). */
+export const sameRecord = (a: unknown, b: unknown) =>
+  JSON.stringify(sortKeys(a)) === JSON.stringify(sortKeys(b));
 
 function sortKeys(v: unknown): unknown {
   if (Array.isArray(v)) return v.map(sortKeys);

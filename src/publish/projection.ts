@@ -325,21 +325,55 @@ export function projectSession(args: {
     createdAt: args.createdAt.toISOString(),
     agents,
   };
-  const session = coverStrings(record, args.cover, SESSION_KEEP);
+  const avatars = args.agents
+    .slice(0, 20)
+    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
+    .map((a) => (a.avatar ? (avatarJson(a.avatar) as unknown as AgentRecord['avatar']) : undefined));
+  return coverSession(record, args.cover, avatars);
+}
+
+/** The session covered and clipped to its limits, each agent's picture put back as given. */
+function coverSession(
+  record: SessionRecord,
+  cover: Cover,
+  avatars: readonly (AgentRecord['avatar'] | undefined)[],
+): SessionRecord {
+  const session = coverStrings(record, cover, SESSION_KEEP);
   // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
   session.title = clip(session.title, 200);
-  for (const agent of session.agents ?? []) {
+  for (const [i, agent] of (session.agents ?? []).entries()) {
     agent.name = clip(agent.name, 64);
     if (agent.role) agent.role = clip(agent.role, 100);
     if (agent.description) agent.description = clip(agent.description, 300);
+    // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
+    const avatar = avatars[i];
+    if (avatar) agent.avatar = avatar;
+    else delete agent.avatar;
   }
-  // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
-  args.agents.slice(0, 20).forEach((a, i) => {
-    const agent = session.agents?.[i];
-    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
-    if (a.avatar && agent) agent.avatar = avatarJson(a.avatar) as unknown as AgentRecord['avatar'];
-  });
   return session;
+}
+
+/**
+ * A record as stored (already projected and written) with `cover` applied again as the projection applies it: for
+ * words covered since it was written, without planning the Conversation again (publish/coverAtOnce.ts). A turn's
+ * step names and default-length summaries are clipped as checkLimits clips them; its text is left to the caller
+ * to check.
+ */
+export function coverRecord(collection: string, record: Record<string, unknown>, cover: Cover) {
+  if (collection === SESSION) {
+    const session = record as unknown as SessionRecord;
+    const avatars = (session.agents ?? []).map((a) => a.avatar);
+    const stripped = session.agents
+      ? { ...session, agents: session.agents.map(({ avatar: _, ...a }) => a) }
+      : session;
+    return coverSession(stripped, cover, avatars) as unknown as Record<string, unknown>;
+  }
+  const out = coverStrings(record as unknown as MessageRecord, cover, MESSAGE_KEEP);
+  for (const step of out.steps ?? []) {
+    step.name = clip(step.name, 64);
+    if (step.summary) step.summary = clip(step.summary, 250);
+  }
+  return out as unknown as Record<string, unknown>;
 }
 
 /** Top-level fields that are structure, not words: identifiers, enums, dates. Every other string is covered. */

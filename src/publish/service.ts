@@ -2,30 +2,20 @@ import { Agent } from '@atproto/api';
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import { indexedUris, indexRecords, removeRecords, underAuthorLock } from '../appview/index.ts';
 import { restoreSession } from '../auth/index.ts';
-import {
-  allMessages,
-  everyMessageId,
-  getConversation,
-  getParticipants,
-  markInterrupted,
-} from '../conversations/index.ts';
 import type { Leases, Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { publishOutcome } from '../metrics/index.ts';
 import type { Preview } from '../redaction/index.ts';
-import { skillNames } from '../tools/index.ts';
-import { npcAvatars } from './avatars.ts';
 import { POINTS_PER_HOUR, pointsFor } from './batches.ts';
+import { coverDespite } from './coverWrite.ts';
 import { executePending, PublishPausedError } from './execute.ts';
-import { turnEnded } from './hold.ts';
-import { choose, type Loaded, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
-import type { PublishTurn } from './projection.ts';
+import { loadForPlan } from './load.ts';
+import { choose, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
 import { agentRepo, type Repo, type RepoWrite, type Written } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
 import {
   dropPublication,
-  getDraft,
   getPublication,
   getPublishedRecords,
   markAllForDeletion,
@@ -55,30 +45,6 @@ async function repoFor(deps: PublishDeps, did: string): Promise<{ repo: Repo; ag
   return { repo: agentRepo(agent, did), agent };
 }
 
-async function loadTurns(sql: Sql, conversationId: string): Promise<PublishTurn[]> {
-  let messages = await allMessages(sql, conversationId);
-  // A reply left streaming by a server that has since died is not in progress: it is marked interrupted here
-  // (as every server does at start), so it cannot block publishing while the others keep running.
-  if (messages.some((m) => m.status === 'streaming')) {
-    const ended = await markInterrupted(sql);
-    // Ended now: a live Conversation gives the reply its hold-back window (ADR 0046).
-    await turnEnded(sql, ended);
-    if (ended.length) messages = await allMessages(sql, conversationId);
-  }
-  if (messages.some((m) => m.status === 'streaming')) {
-    throw new AppError('TURN_IN_PROGRESS', 'An NPC is still answering. Publish once the reply has finished.');
-  }
-  return messages.map((m) => ({
-    messageId: m.id,
-    role: m.role,
-    npcId: m.npcId,
-    parts: m.parts,
-    createdAt: m.createdAt,
-    provider: m.provider,
-    model: m.model,
-  }));
-}
-
 /**
  * Loads what the plan needs, looks up the links it asks for, and plans (plan.ts): every record the Conversation
  * should have on the PDS and the write each needs.
@@ -92,38 +58,14 @@ async function planFor(
   input: PublishInput,
   lookups: 'all' | ReadonlySet<string>,
 ): Promise<Planned> {
-  const conversation = await getConversation(deps.sql, playerId, conversationId);
-  if (!conversation) throw new AppError('NOT_FOUND', 'Conversation not found.');
-  const [turns, participants, existing, current, draft, skills, everyId] = await Promise.all([
-    loadTurns(deps.sql, conversationId),
-    getParticipants(deps.sql, conversationId),
-    getPublishedRecords(deps.sql, conversationId),
-    getPublication(deps.sql, conversationId),
-    getDraft(deps.sql, conversationId),
-    skillNames(deps.sql, playerId),
-    everyMessageId(deps.sql, conversationId),
-  ]);
-  const chosen = choose(turns, input, draft);
-  const wanted = lookupsOf(turns, chosen, lookups);
+  const loaded = await loadForPlan(deps.sql, { id: playerId, did }, conversationId);
+  const chosen = choose(loaded.turns, input, loaded.draft);
+  const wanted = lookupsOf(loaded.turns, chosen, lookups);
   const resolution = await resolveAll(
     networkResolver(agent, deps.plcUrl, deps.localNetwork, deps.fetch),
     wanted.pointers,
     wanted.accounts,
   );
-  const loaded: Loaded = {
-    did,
-    turns,
-    participants,
-    existing,
-    sessionRkey: current?.sessionRkey,
-    draft,
-    skills,
-    everyId,
-    avatars: await npcAvatars(
-      deps.sql,
-      participants.map((n) => n.id),
-    ),
-  };
   return plan(loaded, input, chosen, resolution);
 }
 
@@ -167,6 +109,22 @@ export async function publish(
   input: PublishInput,
 ) {
   const { repo, agent } = await repoFor(deps, player.did);
+  // Refused, the words the request covers still leave what is already out (ADR 0090).
+  return publishPlanned(deps, repo, agent, player, conversationId, input).catch(async (e: unknown) => {
+    throw await coverDespite(deps.sql, player, conversationId, input, e, () =>
+      run(deps, repo, conversationId),
+    );
+  });
+}
+
+async function publishPlanned(
+  deps: PublishDeps,
+  repo: Repo,
+  agent: Agent,
+  player: { id: string; did: string },
+  conversationId: string,
+  input: PublishInput,
+) {
   const planned = await planFor(deps, player.did, agent, conversationId, player.id, input, 'all');
   const preview = toPreview(planned);
   // Every published turn's links were looked up above; one left unchecked would be published without them.

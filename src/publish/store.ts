@@ -159,6 +159,35 @@ export async function savePlan(
   });
 }
 
+/**
+ * Stores what covering at once changed (coverAtOnce.ts): the draft's redactions and words, and each changed
+ * record with its write; the publication goes to 'publishing', so a server that dies before the writes resumes
+ * them at start. The rest of the plan (the title, the path reviewed) is left as it was.
+ */
+export async function saveCover(
+  sql: Sql,
+  conversationId: string,
+  covered: { draft: Draft; records: PublishedRecord[] },
+): Promise<void> {
+  const { draft } = covered;
+  const rows = covered.records.map((r) => ({ rkey: r.rkey, record: r.record, pending: r.pending }));
+  await transaction(sql, async (tx) => {
+    await tx`update publication_drafts set choices = ${tx.json(draft.choices as JsonValue)},
+        words = ${tx.json(draft.words as JsonValue)}, updated_at = now()
+      where conversation_id = ${conversationId}`;
+    if (!rows.length) return;
+    await tx`update publications set status = 'publishing', error = null, updated_at = now()
+      where conversation_id = ${conversationId}`;
+    // In chunks, as savePlan writes: one value's size stays bounded whatever the Conversation's length.
+    for (let i = 0; i < rows.length; i += 500) {
+      const chunk = rows.slice(i, i + 500);
+      await tx`update publication_records p set record = x.record, pending = x.pending
+        from jsonb_to_recordset(${tx.json(chunk as unknown as JsonValue)}) as x(rkey text, record jsonb, pending text)
+        where p.conversation_id = ${conversationId} and p.rkey = x.rkey`;
+    }
+  });
+}
+
 export async function pendingWrites(sql: Sql, conversationId: string): Promise<RepoWrite[]> {
   const rows = await sql<PublishedRecord[]>`
     select rkey, collection, record, pending from publication_records

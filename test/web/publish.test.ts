@@ -227,6 +227,65 @@ it('by keyboard: words typed are redacted, each redaction removable; problems li
   await shoot(page, 'publish-problems');
 }, 60_000);
 
+it('words covered in a published Conversation go out at once, though the publish is refused for something else', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+    turns: [
+      { role: 'player', parts: [{ type: 'text', text: 'Meet me at the Harbour Gate at nine.' }] },
+      { role: 'npc', parts: [{ type: 'text', text: 'The Harbour Gate it is.' }] },
+    ],
+  });
+  const put = await app.api(`/api/conversations/${conversationId}/publication`, {
+    method: 'PUT',
+    body: {},
+    cookie: alice.cookie,
+  });
+  expect(put.status).toBe(200);
+  const { uri } = (await put.json()) as { uri: string };
+  const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
+  const out = async () =>
+    JSON.stringify([
+      (
+        await agent.com.atproto.repo.listRecords({
+          repo: alice.did,
+          collection: 'click.aligned.chat.session',
+        })
+      ).data.records,
+      (
+        await agent.com.atproto.repo.listRecords({
+          repo: alice.did,
+          collection: 'click.aligned.chat.message',
+        })
+      ).data.records,
+    ]);
+  expect(await out()).toContain('Harbour Gate');
+
+  await page.goto(`${app.url}/c/${conversationId}/publish`);
+  const turns = page.locator('.publish-turn');
+  await expect.poll(() => turns.count()).toBe(2);
+  const words = turns.nth(0).getByLabel('Words to redact in this turn');
+  await words.fill('harbour gate');
+  await words.press('Enter');
+  // Something else the Player asked for cannot be published: a ref that is no record link.
+  await turns.nth(1).getByLabel('Also about (record links, comma-separated)').fill('not a link');
+  await page.getByRole('button', { name: 'Update publication' }).click();
+  await page.locator('.problems a').first().waitFor();
+  const note = page.getByTestId('covered-at-once');
+  await note.waitFor();
+  // The title (made from the first turn) and both turns.
+  expect(await note.textContent()).toBe(
+    'The words you just covered are covered already in what was published: 3 records rewritten. Nothing else changed.',
+  );
+  const now = await out();
+  expect(now).toContain(uri);
+  expect(now.toLowerCase()).not.toContain('harbour');
+  // The page as it settles: the publication and the preview read again after the refusal.
+  await page.locator('section.preview').waitFor();
+  await shoot(page, 'publish-covered-despite');
+}, 60_000);
+
 it('while publishing, the page says how many turns are written of how many, from the stored plan', async () => {
   const alice = await local.signInAs('alice.test');
   const { app, browser } = local;

@@ -1,8 +1,9 @@
 import { Link, useParams } from 'react-router';
+import { ApiError } from '../api.ts';
 import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
 import { LivePausedNote, LiveSettings } from '../components/LivePublishing.tsx';
-import { Barred, PreviewView, ProblemList } from '../components/PublishPreview.tsx';
+import { Barred, PreviewView, type Problem, ProblemList } from '../components/PublishPreview.tsx';
 import { ShareLinks } from '../components/ShareLinks.tsx';
 import { TurnEditor } from '../components/TurnEditor.tsx';
 import { type Publication, usePublication } from '../hooks/usePublication.ts';
@@ -108,13 +109,43 @@ export function PublishPage() {
       <PublishActions p={p} onUnpublish={() => void confirmUnpublish()} />
       {current && p.plan && <LiveSettings conversationId={id} publication={p.plan} />}
       {publish.isPending && <PublishProgress planned={p.planned} remaining={p.remaining} />}
-      {p.publishProblems ? (
-        <ProblemList problems={p.publishProblems} />
-      ) : (
-        <ErrorNote error={publish.error ?? unpublish.error ?? preview.error} />
-      )}
+      <Refusal problems={p.publishProblems} error={publish.error ?? unpublish.error ?? preview.error} />
       {shown && <PreviewView preview={shown} />}
     </div>
+  );
+}
+
+/** Why the last publish was refused: its problems, each by its turn, or its error. */
+function Refusal({ problems, error }: { problems: Problem[] | null; error: unknown }) {
+  if (!problems) return <ErrorNote error={error} />;
+  return (
+    <>
+      <ProblemList problems={problems} />
+      <CoveredNote error={error} />
+    </>
+  );
+}
+
+/**
+ * A refused publish still covered the words just covered in what was already out (ADR 0090): said beside the
+ * problems (other refusals say it in their message).
+ */
+function CoveredNote({ error }: { error: unknown }) {
+  const covered =
+    error instanceof ApiError
+      ? (error.details as { covered?: { records: number; holes: number[]; written: boolean } } | undefined)
+          ?.covered
+      : undefined;
+  if (!covered?.records) return null;
+  const holes = covered.holes.length
+    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: with the bars, it no longer fits a record)`
+    : '';
+  return (
+    <p className="notice" role="status" data-testid="covered-at-once">
+      {covered.written
+        ? `The words you just covered are covered already in what was published: ${plural(covered.records, 'record')} rewritten${holes}. Nothing else changed.`
+        : 'Covering the words you just covered in what was published did not finish. Publish again to finish it.'}
+    </p>
   );
 }
 

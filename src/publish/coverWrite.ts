@@ -1,0 +1,108 @@
+import { messageTexts } from '../conversations/index.ts';
+import type { Sql } from '../db/index.ts';
+import { AppError } from '../http/index.ts';
+import { type CoveredAtOnce, coverAtOnce } from './coverAtOnce.ts';
+import { loadForPlan } from './load.ts';
+import type { PublishInput } from './plan.ts';
+import { getPublication, pendingWrites, saveCover } from './store.ts';
+
+/** The refusals that leave the PDS as it was, and that a covering change goes out despite (ADR 0090). */
+const REFUSALS = new Set([
+  'PUBLISH_PROBLEMS',
+  'RATE_LIMIT_BUDGET',
+  'TURN_IN_PROGRESS',
+  'CONVERSATION_CHANGED',
+]);
+
+/**
+ * What to answer a publish refused with `refusal`. When the Conversation is published and the request covers
+ * words it did not, those words are covered at once in what is out (coverAtOnce.ts), the records written by
+ * `write`, and the refusal says so (`details.covered`). A publication left part-way ('failed': a cover's writes
+ * that did not finish, say) is finished too, as publishing again promises. Anything else: the refusal as it was.
+ */
+export async function coverDespite(
+  sql: Sql,
+  player: { id: string; did: string },
+  conversationId: string,
+  input: PublishInput,
+  refusal: unknown,
+  write: () => Promise<unknown>,
+): Promise<unknown> {
+  if (!(refusal instanceof AppError) || !REFUSALS.has(refusal.code)) return refusal;
+  const publication = await getPublication(sql, conversationId);
+  if (!publication || publication.status === 'unpublishing') return refusal;
+  const covered = await coverNew(sql, player, conversationId, input);
+  const leftOver =
+    !covered?.records.length &&
+    publication.status === 'failed' &&
+    (await pendingWrites(sql, conversationId)).length > 0;
+  if (!covered && !leftOver) return refusal;
+  const said = await sayWritten(covered, leftOver, write);
+  return new AppError(refusal.code, `${refusal.message} ${said.sentence}`, {
+    details: {
+      ...(refusal.details as object | undefined),
+      ...(covered
+        ? { covered: { records: covered.records.length, holes: covered.holes, written: said.written } }
+        : {}),
+    },
+    retryAfter: refusal.retryAfter,
+    cause: refusal,
+  });
+}
+
+/** The request's new redactions covered in what is out and stored with their writes; null if it has none. */
+async function coverNew(
+  sql: Sql,
+  player: { id: string; did: string },
+  conversationId: string,
+  input: PublishInput,
+): Promise<CoveredAtOnce | null> {
+  const named = Object.entries(input.choices).filter(([, c]) => c.redactions?.length);
+  if (!named.length) return null;
+  const loaded = await loadForPlan(sql, player, conversationId, 'allow');
+  const { draft } = loaded;
+  if (!draft) return null;
+  const onPath = new Set(loaded.turns.map((t) => t.messageId));
+  // Only turns with a record out can show words off the path: those the request names are read.
+  const out = new Set(loaded.existing.map((r) => r.messageId));
+  const elsewhere = named.map(([id]) => id).filter((id) => !onPath.has(id) && out.has(id));
+  const covered = coverAtOnce(
+    { ...loaded, draft },
+    input.choices,
+    await messageTexts(sql, conversationId, elsewhere),
+  );
+  if (covered) await saveCover(sql, conversationId, covered);
+  return covered;
+}
+
+/** Writes what is pending, and says what happened in a sentence for the Player. */
+async function sayWritten(
+  covered: CoveredAtOnce | null,
+  leftOver: boolean,
+  write: () => Promise<unknown>,
+): Promise<{ sentence: string; written: boolean }> {
+  if (!covered?.records.length && !leftOver)
+    return {
+      sentence: 'Your new redactions are kept; nothing already published showed those words.',
+      written: true,
+    };
+  const ok = await write().then(
+    () => null,
+    (e: unknown) => (e instanceof Error ? e.message : String(e)),
+  );
+  if (ok !== null)
+    return {
+      sentence: `What was already published could not be brought up to date: ${ok}`,
+      written: false,
+    };
+  if (!covered?.records.length)
+    return { sentence: 'What an earlier publish left unwritten is written now.', written: true };
+  const n = covered.records.length;
+  const holes = covered.holes.length
+    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: with the bars, it no longer fits a record)`
+    : '';
+  return {
+    sentence: `The words you just covered are covered already in what was published: ${n === 1 ? 'one record' : `${n} records`} rewritten${holes}. Nothing else changed.`,
+    written: true,
+  };
+}

@@ -1,0 +1,220 @@
+import { AtpAgent } from '@atproto/api';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { insertConversation } from '../support/conversations.ts';
+import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { sessionRecords } from '../support/publication.ts';
+
+/**
+ * Covering words in a published Conversation is not held up by anything else a publish refuses (ADR 0090): the
+ * words leave the PDS and the index at once, and nothing else the refused request asked for goes out.
+ */
+
+let local: LocalApp;
+let alice: { cookie: string; did: string; playerId: string };
+let bob: AtpAgent;
+/** Writes to the PDS counted; `failNext` has the PDS refuse the next one (counted in `failed`). */
+const writes = { applyWrites: 0, failNext: false, failed: 0 };
+const countingFetch: typeof fetch = async (input, init) => {
+  const req = new Request(input, init);
+  if (req.url.includes('com.atproto.repo.applyWrites')) {
+    writes.applyWrites++;
+    if (writes.failNext) {
+      writes.failNext = false;
+      writes.failed++;
+      return Response.json({ error: 'InvalidRequest', message: 'injected refusal' }, { status: 400 });
+    }
+  }
+  return fetch(req);
+};
+
+beforeAll(async () => {
+  local = await startLocalApp({ oauthFetch: countingFetch });
+  alice = await local.signInAs('alice.test');
+  const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+  bob = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+  await bob.login({ identifier: account.handle, password: account.password });
+}, 120_000);
+afterAll(() => local?.close());
+
+const api = (path: string, init: { method?: string; body?: unknown } = {}) =>
+  local.app.api(path, { ...init, cookie: alice.cookie });
+
+/** Every surface the thread is read on: the PDS, our index, the reader API. */
+async function everywhere(conversationId: string) {
+  const sql = local.app.db.sql;
+  const [pub] =
+    await sql`select did, session_rkey from publications where conversation_id = ${conversationId}`;
+  const uri = `at://${pub!.did}/click.aligned.chat.session/${pub!.session_rkey}`;
+  const pds = await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri);
+  const index = await sql`select to_jsonb(s) as row from index_sessions s where uri = ${uri}
+    union all select to_jsonb(m) from index_messages m where session_uri = ${uri}`;
+  const reader = await (
+    await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${pub!.session_rkey}`)
+  ).text();
+  const messages = [...pds.entries()]
+    .filter(([k]) => k.startsWith('click.aligned.chat.message/'))
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([, r]) => r.value as { text?: string; withheld?: boolean; refs?: unknown[] });
+  return { all: JSON.stringify([[...pds.values()], index, reader]), messages };
+}
+
+const spanOf = (text: string, word: string) => {
+  const start = text.indexOf(word);
+  return { start, end: start + word.length };
+};
+
+describe('covering words in a published Conversation', () => {
+  it('goes out though the publish is refused for a deleted post, makes a turn the bars overfill a hole, and keeps covering', async () => {
+    const post = await bob.post({ text: 'The map room', createdAt: new Date().toISOString() });
+    const link = `https://bsky.app/profile/bob.test/post/${post.uri.split('/').pop()}`;
+    const reply = 'Zephyr keeps the maps in the east wing.';
+    const long = 'Zephyr '.repeat(2_140).trim();
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: `Does Zephyr keep ${link}?` }] },
+        { role: 'npc', parts: [{ type: 'text', text: reply }] },
+        { role: 'player', parts: [{ type: 'text', text: 'Say his name many times.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: long }] },
+      ],
+    });
+    const first = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(first.status).toBe(200);
+    expect((await everywhere(conversationId)).all).toMatch(/zephyr/i);
+
+    // The post the first turn links to is deleted: publishing anything now is refused (UNRESOLVED_REF).
+    await bob.deletePost(post.uri);
+    const before = writes.applyWrites;
+    const choices = { [ids[1]!]: { redactions: [spanOf(reply, 'Zephyr')] }, [ids[2]!]: { withheld: true } };
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices },
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as {
+      error: {
+        code: string;
+        message: string;
+        details: { problems: { code: string; turn: number }[]; covered: unknown };
+      };
+    };
+    expect(error.code).toBe('PUBLISH_PROBLEMS');
+    // The plan with the new cover is refused for the deleted post, and for turn 4 that its bars make too long.
+    expect(error.details.problems.map((p) => [p.code, p.turn])).toEqual([
+      ['UNRESOLVED_REF', 1],
+      ['TEXT_TOO_LONG', 4],
+    ]);
+    // The title (made from turn 1) and turns 1, 2 and 4 showed the word; 4, with its bars, is longer than a record
+    // may be.
+    expect(error.details.covered).toEqual({ records: 4, holes: [4], written: true });
+    expect(error.message).toMatch(/covered already in what was published: 4 records rewritten/);
+    expect(writes.applyWrites).toBeGreaterThan(before);
+
+    const after = await everywhere(conversationId);
+    expect(after.all).not.toMatch(/zephyr/i);
+    expect(after.messages[1]!.text).toBe('████████ keeps the maps in the east wing.');
+    expect(after.messages[3]).toMatchObject({ withheld: true });
+    expect(after.messages[3]!.text).toBeUndefined();
+    // Nothing else the refused request asked for went out: turn 3 is not withheld, and turn 1, rewritten, keeps
+    // the link it was published with.
+    expect(after.messages[2]).toMatchObject({ text: 'Say his name many times.' });
+    expect(after.messages[0]!.text).toBe(`Does ████████ keep ${link}?`);
+    expect(after.messages[0]!.refs).toHaveLength(1);
+    const { publication, draft } = (await (
+      await api(`/api/conversations/${conversationId}/publication`)
+    ).json()) as {
+      publication: { status: string };
+      draft: { choices: Record<string, unknown> };
+    };
+    expect(publication.status).toBe('published');
+    expect(draft.choices).toEqual({ [ids[1]!]: choices[ids[1]!] });
+
+    // Published again with the link withheld and naming no redaction: the draft's still covers.
+    const again = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: { withheld: true }, [ids[3]!]: { withheld: true } } },
+    });
+    expect(again.status).toBe(200);
+    expect((await everywhere(conversationId)).all).not.toMatch(/zephyr/i);
+  }, 120_000);
+
+  it('goes out while a reply is still being written, and a request that covers nothing new writes nothing', async () => {
+    const text = 'Meet me at Halvard Quay at nine.';
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Halvard Quay it is.' }] },
+      ],
+    });
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    // The reply is being written again, by this (live) server.
+    await local.app.db
+      .sql`update messages set status = 'streaming', instance_id = ${local.app.running.instanceId}
+      where id = ${ids[1]!}`;
+    const cover = { [ids[0]!]: { redactions: [spanOf(text, 'Halvard Quay')] } };
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: cover },
+    });
+    expect(res.status).toBe(409);
+    const { error } = (await res.json()) as { error: { code: string; details: { covered: unknown } } };
+    expect(error.code).toBe('TURN_IN_PROGRESS');
+    // The title (made from the first turn), both turns.
+    expect(error.details.covered).toEqual({ records: 3, holes: [], written: true });
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/halvard/i);
+    expect(seen.messages.map((m) => m.text)).toEqual(['Meet me at ████████ at nine.', '████████ it is.']);
+
+    // The same again: nothing new to cover, nothing written, the refusal as it was.
+    const before = writes.applyWrites;
+    const same = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: cover },
+    });
+    expect(same.status).toBe(409);
+    expect(((await same.json()) as { error: { details?: unknown } }).error.details).toBeUndefined();
+    expect(writes.applyWrites).toBe(before);
+  }, 120_000);
+
+  it('a cover whose writes fail is said to have failed, and publishing again, refused or not, finishes it', async () => {
+    const text = 'Ask Orsolya at the gate.';
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'I will.' }] },
+      ],
+    });
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    // Refused for a mention that resolves to no one; the PDS refuses the cover's write.
+    const body = {
+      choices: { [ids[0]!]: { redactions: [spanOf(text, 'Orsolya')], mentions: ['@nobody.test'] } },
+    };
+    writes.failNext = true;
+    const failed = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body });
+    expect(writes.failed).toBe(1);
+    expect(failed.status).toBe(400);
+    const first = (await failed.json()) as { error: { message: string; details: { covered: unknown } } };
+    expect(first.error.details.covered).toEqual({ records: 2, holes: [], written: false });
+    expect(first.error.message).toMatch(/could not be brought up to date/);
+    expect((await everywhere(conversationId)).all).toMatch(/orsolya/i);
+    const state = (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+      publication: { status: string };
+    };
+    expect(state.publication.status).toBe('failed');
+
+    // Again, as the page says: still refused, nothing new to cover, and what was left unwritten goes out.
+    const again = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body });
+    expect(again.status).toBe(400);
+    const second = (await again.json()) as { error: { message: string; details: { covered?: unknown } } };
+    expect(second.error.details.covered).toBeUndefined();
+    expect(second.error.message).toMatch(/left unwritten is written now/);
+    expect((await everywhere(conversationId)).all).not.toMatch(/orsolya/i);
+    const after = (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {
+      publication: { status: string };
+    };
+    expect(after.publication.status).toBe('published');
+  }, 120_000);
+});

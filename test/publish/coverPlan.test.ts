@@ -1,0 +1,180 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { coverAtOnce } from '../../src/publish/coverAtOnce.ts';
+import { choose, type Loaded, type PublishInput, plan, sameRecord } from '../../src/publish/plan.ts';
+import type { PublishTurn, Resolution } from '../../src/publish/projection.ts';
+import type { PublishedRecord } from '../../src/publish/store.ts';
+import { type Choices, coverOf, REDACTION_BAR, type Span } from '../../src/redaction/index.ts';
+
+// Covering at once (ADR 0090), pure: over generated Conversations, redactions already published and redactions
+// added, what it writes is exactly what a whole publish with both would change, and nothing it leaves shows a
+// covered word.
+
+const ADA = '11111111-1111-4111-8111-111111111111';
+const NOTHING: Resolution = { refs: new Map(), mentions: new Map() };
+const WORDS = ['Zephyr', 'Quay', 'east', 'wing', 'maps', 'nine', 'the', 'Halvard', 'ZEPHYR', 'Zephyr’s'];
+
+const turn = (i: number, text: string): PublishTurn => ({
+  messageId: `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+  role: i % 2 ? 'npc' : 'player',
+  npcId: i % 2 ? ADA : null,
+  parts: [{ type: 'text', text }],
+  createdAt: new Date(Date.UTC(2026, 10, 1, 10, i)),
+  provider: i % 2 ? 'openai' : null,
+  model: i % 2 ? 'gpt-x' : null,
+});
+
+const loadedOf = (turns: PublishTurn[]): Loaded => ({
+  did: 'did:plc:alice',
+  turns,
+  participants: [{ id: ADA, name: 'Ada', jobTitle: 'Keeper', description: '' }],
+  existing: [],
+  sessionRkey: undefined,
+  draft: undefined,
+  skills: [],
+  everyId: turns.map((t) => t.messageId),
+  avatars: new Map(),
+});
+
+const planOf = (l: Loaded, input: PublishInput) => plan(l, input, choose(l.turns, input, l.draft), NOTHING);
+const written = (records: PublishedRecord[]) =>
+  records.map((r) => ({ ...r, cid: `cid-${r.rkey}`, pending: null }));
+
+/** Word ranges (first word, count) as character spans of the words joined by spaces. */
+function spansOf(words: string[], ranges: [number, number][]): Span[] {
+  const starts: number[] = [];
+  let at = 0;
+  for (const w of words) {
+    starts.push(at);
+    at += w.length + 1;
+  }
+  return ranges.map(([first, count]) => {
+    const a = first % words.length;
+    const b = Math.min(words.length - 1, a + (count % 3));
+    return { start: starts[a]!, end: starts[b]! + words[b]!.length };
+  });
+}
+
+const conversation = fc
+  .array(fc.array(fc.constantFrom(...WORDS), { minLength: 1, maxLength: 25 }), { minLength: 2, maxLength: 5 })
+  .chain((turns) => {
+    const ranges = fc.array(fc.tuple(fc.nat(40), fc.nat(5)), { maxLength: 3 });
+    return fc.record({
+      turns: fc.constant(turns),
+      before: fc.array(ranges, { minLength: turns.length, maxLength: turns.length }),
+      added: fc.array(ranges, { minLength: turns.length, maxLength: turns.length }),
+    });
+  });
+
+/** Every string of a record a reader reads (not its ids, dates or type). */
+function readable(record: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  const walk = (v: unknown) => {
+    if (typeof v === 'string') out.push(v);
+    else if (Array.isArray(v)) v.forEach(walk);
+    else if (v && typeof v === 'object') Object.values(v).forEach(walk);
+  };
+  for (const [k, v] of Object.entries(record))
+    if (!['$type', 'session', 'role', 'createdAt', 'refs', 'mentions'].includes(k)) walk(v);
+  return out;
+}
+
+describe('covering at once', () => {
+  it('writes exactly what a whole publish with the added redactions would change, and leaves no covered word', () => {
+    fc.assert(
+      fc.property(conversation, ({ turns: wordLists, before, added }) => {
+        const turns = wordLists.map((w, i) => turn(i, w.join(' ')));
+        const choicesOf = (ranges: [number, number][][]): Choices =>
+          Object.fromEntries(
+            turns.flatMap((t, i) =>
+              ranges[i]!.length ? [[t.messageId, { redactions: spansOf(wordLists[i]!, ranges[i]!) }]] : [],
+            ),
+          );
+        const old = choicesOf(before);
+        const first = planOf(loadedOf(turns), { choices: old });
+        const loaded = { ...loadedOf(turns), existing: written(first.records), draft: first.draft };
+        const request = choicesOf(added);
+        const out = coverAtOnce(loaded, request);
+
+        const key = (s: Span) => `${s.start}:${s.end}`;
+        const isNew = turns.some((t) => {
+          const had = new Set((old[t.messageId]?.redactions ?? []).map(key));
+          return (request[t.messageId]?.redactions ?? []).some((s) => !had.has(key(s)));
+        });
+        expect(out === null).toBe(!isNew);
+        if (!out) return;
+
+        // The draft keeps every redaction it had and every one added.
+        for (const t of turns) {
+          const kept = new Set((out.draft.choices[t.messageId]?.redactions ?? []).map(key));
+          for (const s of [
+            ...(old[t.messageId]?.redactions ?? []),
+            ...(request[t.messageId]?.redactions ?? []),
+          ])
+            expect(kept.has(key(s))).toBe(true);
+        }
+        // The oracle: a whole publish of both sets of redactions, over what is out.
+        const whole = planOf(loaded, { choices: out.draft.choices });
+        const rewritten = new Map(out.records.map((r) => [r.rkey, r]));
+        for (const stored of loaded.existing) {
+          const expected = whole.records.find((r) => r.rkey === stored.rkey)!;
+          const got = rewritten.get(stored.rkey);
+          expect(got?.record ?? stored.record).toEqual(expected.record);
+          // Only what changes is written.
+          if (got) expect(sameRecord(got.record, stored.record)).toBe(false);
+        }
+        expect(out.holes).toEqual([]);
+
+        // And directly: no string a reader reads shows a covered word.
+        const cover = coverOf(
+          turns.map((t) => ({ id: t.messageId, text: (t.parts[0] as { text: string }).text })),
+          out.draft.choices,
+        );
+        for (const stored of loaded.existing)
+          for (const s of readable(rewritten.get(stored.rkey)?.record ?? stored.record))
+            expect(cover.find(s), s).toEqual([]);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('covers a word that an earlier bar had cut off from its selection, as a whole publish would', () => {
+    // "east" was covered; now "east wing" is. Covering the published text again would leave "wing" beside the
+    // bar: the turn is planned again from its own text instead.
+    const text = 'The maps are in the east wing.';
+    const turns = [turn(0, 'Where are the maps?'), turn(1, text)];
+    const at = (w: string) => ({ start: text.indexOf(w), end: text.indexOf(w) + w.length });
+    const first = planOf(loadedOf(turns), {
+      choices: { [turns[1]!.messageId]: { redactions: [at('east')] } },
+    });
+    // Ada was renamed since: the session would change too, but not by the cover, and nothing else goes out.
+    const renamed = loadedOf(turns);
+    renamed.participants = [{ ...renamed.participants[0]!, name: 'Ada Lovelace' }];
+    const loaded = { ...renamed, existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [at('east wing')] } })!;
+    expect(out.records.map((r) => r.record.text)).toEqual([`The maps are in the ${REDACTION_BAR}.`]);
+  });
+
+  it('covers the words of a reply regenerated since the page was opened: its record, still out, becomes a hole', () => {
+    const old = 'Zephyr is in the east wing.';
+    const [question, reply, again] = [turn(0, 'Where is Zephyr?'), turn(1, old), turn(3, 'He is out.')];
+    const first = planOf(loadedOf([question!, reply!]), { choices: {} });
+    // The reply was regenerated: the path is the question and the new reply, not yet published.
+    const loaded = { ...loadedOf([question!, again!]), existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [reply!.messageId]: { redactions: [{ start: 0, end: 6 }] } }, [
+      { id: reply!.messageId, text: old },
+    ])!;
+    expect(out.draft.words[reply!.messageId]).toEqual(['Zephyr']);
+    const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
+    expect(byMessage.get(question!.messageId)?.text).toBe(`Where is ${REDACTION_BAR}?`);
+    expect(byMessage.get(reply!.messageId)).toEqual({
+      $type: 'click.aligned.chat.message',
+      session: expect.any(String),
+      role: 'assistant',
+      createdAt: expect.any(String),
+      withheld: true,
+    });
+    expect(byMessage.get(null)?.title).toBe(`Where is ${REDACTION_BAR}?`);
+    expect(out.holes).toEqual([2]);
+  });
+});
