@@ -1,9 +1,10 @@
-import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { MESSAGE, type MessageRecord, SESSION } from '../lexicon/index.ts';
 import { flattenText } from '../parts/index.ts';
-import { type Choices, coveredWords, type Span } from '../redaction/index.ts';
+import { type Choices, type Cover, coveredWords, type Span } from '../redaction/index.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
-import { coverRecord, type Resolution } from './projection.ts';
+import { coverStrings, MESSAGE_KEEP, type Resolution } from './projection.ts';
 import type { Draft, PublishedRecord } from './store.ts';
+import { clip } from './text.ts';
 
 /**
  * Covering is never held up by the rest of a publish (ADR 0090). A Player who covers words in a published
@@ -72,7 +73,7 @@ export function coverAtOnce(
     let record: Record<string, unknown>;
     if (!before || !after || after.pending === 'delete') {
       // Off the path: its record cannot be planned again; one the cover touches is withheld until deleted.
-      if (sameRecord(coverRecord(r.collection, r.record, now.cover), r.record)) continue;
+      if (sameRecord(coverStored(r.record, now.cover), r.record)) continue;
       record = holeOf(r.record);
     } else if (sameRecord(before.record, after.record)) continue;
     else if (now.refused.has(r.messageId))
@@ -109,6 +110,19 @@ function union(had: readonly Span[], more: readonly Span[]): Span[] {
     const key = `${s.start}:${s.end}`;
     if (!seen.has(key)) out.push(s);
     seen.add(key);
+  }
+  return out;
+}
+
+/**
+ * A turn's stored record with `cover` applied again as the projection applies it (its step names and summaries
+ * clipped after), for a record that cannot be planned again: only to tell whether the cover touches it.
+ */
+function coverStored(record: Record<string, unknown>, cover: Cover) {
+  const out = coverStrings(record as unknown as MessageRecord, cover, MESSAGE_KEEP);
+  for (const step of out.steps ?? []) {
+    step.name = clip(step.name, 64);
+    if (step.summary) step.summary = clip(step.summary, 250);
   }
   return out;
 }

@@ -278,6 +278,14 @@ function linksOf(
       'COVERED_REFERENCE',
       `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
+  // A name can resolve to a did:web spelling a covered word (did:web:zephyr.example); the DID is what goes out.
+  const spells = (did: string | undefined) =>
+    did?.startsWith('did:web:') && ctx.published.cover.find(did.slice(8)).length > 0;
+  const spelled = (raw: string) =>
+    problem(
+      'COVERED_REFERENCE',
+      `“${raw}” in turn ${index + 1} leads to an account whose address shows words you covered. Remove it, or remove the redaction.`,
+    );
   const refs = pointers.flatMap((p) => {
     if (!ctx.resolution.refs.has(pointerKey(p))) {
       unchecked.push(pointerKey(p));
@@ -286,7 +294,9 @@ function linksOf(
     const resolved = ctx.resolution.refs.get(pointerKey(p));
     if (!resolved)
       problem('UNRESOLVED_REF', `Turn ${index + 1} refers to ${pointerKey(p)}, which could not be found.`);
-    return resolved ? [{ uri: resolved.uri, cid: resolved.cid }] : [];
+    else if (spells(resolved.uri.split('/')[2])) spelled(pointerKey(p));
+    else return [{ uri: resolved.uri, cid: resolved.cid }];
+    return [];
   });
   const mentions = accounts.flatMap((a) => {
     if (!ctx.resolution.mentions.has(a)) {
@@ -299,7 +309,9 @@ function linksOf(
         'UNRESOLVED_MENTION',
         `Turn ${index + 1} mentions @${a}, which could not be resolved to an account.`,
       );
-    return did ? [did] : [];
+    else if (spells(did)) spelled(`@${a}`);
+    else return [did];
+    return [];
   });
   return { refs, mentions };
 }
@@ -325,63 +337,29 @@ export function projectSession(args: {
     createdAt: args.createdAt.toISOString(),
     agents,
   };
-  const avatars = args.agents
-    .slice(0, 20)
-    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
-    .map((a) => (a.avatar ? (avatarJson(a.avatar) as unknown as AgentRecord['avatar']) : undefined));
-  return coverSession(record, args.cover, avatars);
-}
-
-/** The session covered and clipped to its limits, each agent's picture put back as given. */
-function coverSession(
-  record: SessionRecord,
-  cover: Cover,
-  avatars: readonly (AgentRecord['avatar'] | undefined)[],
-): SessionRecord {
-  const session = coverStrings(record, cover, SESSION_KEEP);
+  const session = coverStrings(record, args.cover, SESSION_KEEP);
   // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
   session.title = clip(session.title, 200);
-  for (const [i, agent] of (session.agents ?? []).entries()) {
+  for (const agent of session.agents ?? []) {
     agent.name = clip(agent.name, 64);
     if (agent.role) agent.role = clip(agent.role, 100);
     if (agent.description) agent.description = clip(agent.description, 300);
-    // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
-    const avatar = avatars[i];
-    if (avatar) agent.avatar = avatar;
-    else delete agent.avatar;
   }
+  // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
+  args.agents.slice(0, 20).forEach((a, i) => {
+    const agent = session.agents?.[i];
+    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
+    if (a.avatar && agent) agent.avatar = avatarJson(a.avatar) as unknown as AgentRecord['avatar'];
+  });
   return session;
 }
 
-/**
- * A record as stored (already projected and written) with `cover` applied again as the projection applies it: for
- * words covered since it was written, without planning the Conversation again (publish/coverAtOnce.ts). A turn's
- * step names and default-length summaries are clipped as checkLimits clips them; its text is left to the caller
- * to check.
- */
-export function coverRecord(collection: string, record: Record<string, unknown>, cover: Cover) {
-  if (collection === SESSION) {
-    const session = record as unknown as SessionRecord;
-    const avatars = (session.agents ?? []).map((a) => a.avatar);
-    const stripped = session.agents
-      ? { ...session, agents: session.agents.map(({ avatar: _, ...a }) => a) }
-      : session;
-    return coverSession(stripped, cover, avatars) as unknown as Record<string, unknown>;
-  }
-  const out = coverStrings(record as unknown as MessageRecord, cover, MESSAGE_KEEP);
-  for (const step of out.steps ?? []) {
-    step.name = clip(step.name, 64);
-    if (step.summary) step.summary = clip(step.summary, 250);
-  }
-  return out as unknown as Record<string, unknown>;
-}
-
 /** Top-level fields that are structure, not words: identifiers, enums, dates. Every other string is covered. */
-const MESSAGE_KEEP = new Set(['$type', 'session', 'role', 'createdAt', 'refs', 'mentions']);
+export const MESSAGE_KEEP = new Set(['$type', 'session', 'role', 'createdAt', 'refs', 'mentions']);
 const SESSION_KEEP = new Set(['$type', 'createdAt']);
 
 /** A deep copy of `record` with the cover applied to every string outside the `keep` fields. */
-function coverStrings<T extends object>(record: T, cover: Cover, keep: ReadonlySet<string>): T {
+export function coverStrings<T extends object>(record: T, cover: Cover, keep: ReadonlySet<string>): T {
   if (!cover.needles.length) return structuredClone(record);
   const walk = (v: unknown): unknown => {
     if (typeof v === 'string') return cover.apply(v);

@@ -265,6 +265,39 @@ describe('the projection', () => {
     expect(problems.map((p) => p.code)).toEqual(['UNRESOLVED_REF', 'UNRESOLVED_MENTION']);
   });
 
+  it('refuses a link or mention whose name resolves to a did:web that spells a covered word', () => {
+    const text = 'Zephyr said so: https://bsky.app/profile/bob.test/post/3kpost1, ask @bob.test.';
+    const t = turn([{ type: 'text', text }], { role: 'player' });
+    const choice = { redactions: [{ start: 0, end: 6 }] };
+    const published = publishedTexts([t], { m1: choice });
+    const resolved = (did: string): Resolution => ({
+      refs: new Map([
+        [
+          'at://bob.test/app.bsky.feed.post/3kpost1',
+          { uri: `at://${did}/app.bsky.feed.post/3kpost1`, cid: 'bafyreia' },
+        ],
+      ]),
+      mentions: new Map([['bob.test', did]]),
+    });
+    const ctx = (resolution: Resolution) => ({
+      sessionUri,
+      resolution,
+      published,
+      known: { agents: [], skills: [] },
+    });
+    const web = projectTurn(t, 0, choice, ctx(resolved('did:web:ZEPHYR.example')));
+    expect(web.problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
+    expect(JSON.stringify(web.record).toLowerCase()).not.toContain('zephyr');
+    // Percent-escaped in the DID as a did:web may be (the cover reads escapes).
+    const escaped = projectTurn(t, 0, choice, ctx(resolved('did:web:%7Aephyr.example%3A8080')));
+    expect(escaped.problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
+    // The control: a name that resolves elsewhere publishes its link and mention.
+    const plc = projectTurn(t, 0, choice, ctx(resolved('did:plc:bob')));
+    expect(plc.problems).toEqual([]);
+    expect(plc.record.mentions).toEqual(['did:plc:bob']);
+    expect(plc.record.refs).toHaveLength(1);
+  });
+
   it('does not publish a mention or link that sits under a redaction', () => {
     const text = 'Ask @secret.test about it.';
     const t = turn([{ type: 'text', text }], { role: 'player' });
