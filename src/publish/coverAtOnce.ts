@@ -2,7 +2,7 @@ import { MESSAGE, type MessageRecord, SESSION } from '../lexicon/index.ts';
 import { flattenText } from '../parts/index.ts';
 import { type Choices, type Cover, coveredWords, type Span } from '../redaction/index.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
-import { coverStrings, MESSAGE_KEEP, type Resolution } from './projection.ts';
+import { coverStrings, MESSAGE_KEEP, type Resolution, webDidShows } from './projection.ts';
 import type { Draft, PublishedRecord } from './store.ts';
 import { clip } from './text.ts';
 
@@ -70,15 +70,18 @@ export function coverAtOnce(
     if (r.pending === 'delete') continue;
     const before = was.records.get(r.rkey);
     const after = now.records.get(r.rkey);
+    // The links it was published with, less any whose DID now spells a covered word.
+    const links = linksOf(r.record, now.cover);
     let record: Record<string, unknown>;
     if (!before || !after || after.pending === 'delete') {
       // Off the path: its record cannot be planned again; one the cover touches is withheld until deleted.
-      if (sameRecord(coverStored(r.record, now.cover), r.record)) continue;
+      if (!links.dropped && sameRecord(coverStored(r.record, now.cover), r.record)) continue;
       record = holeOf(r.record);
-    } else if (sameRecord(before.record, after.record)) continue;
-    else if (now.refused.has(r.messageId))
+    } else if (now.refused.has(r.messageId) && !sameRecord(before.record, after.record))
       record = r.collection === SESSION ? bareSession(after.record) : holeOf(r.record);
-    else record = withLinksOf(after.record, r.record);
+    else if (!sameRecord(before.record, after.record)) record = withLinks(after.record, links);
+    else if (links.dropped) record = withLinks(r.record, links);
+    else continue;
     if (sameRecord(record, r.record)) continue;
     if (r.collection === MESSAGE && record.withheld && !r.record.withheld) holes.push(r.position);
     const choice = after && after.pending !== 'delete' ? after.choice : r.choice;
@@ -127,14 +130,30 @@ function coverStored(record: Record<string, unknown>, cover: Cover) {
   return out;
 }
 
-/** The planned record with the links and mentions the stored one was published with (never covered: they are ids). */
-function withLinksOf(planned: Record<string, unknown>, stored: Record<string, unknown>) {
-  const { refs: _r, mentions: _m, ...rest } = planned;
+interface Links {
+  refs?: unknown;
+  mentions?: unknown;
+  /** Some were left out: their DID spells a covered word. */
+  dropped: boolean;
+}
+
+/** A stored record's refs and mentions (ids, never covered), less those whose did:web spells a covered word. */
+function linksOf(stored: Record<string, unknown>, cover: Cover): Links {
+  const refs = (stored.refs ?? []) as { uri: string }[];
+  const mentions = (stored.mentions ?? []) as string[];
+  const keptRefs = refs.filter((r) => !webDidShows(r.uri.split('/')[2], cover));
+  const keptMentions = mentions.filter((did) => !webDidShows(did, cover));
   return {
-    ...rest,
-    ...(stored.refs ? { refs: stored.refs } : {}),
-    ...(stored.mentions ? { mentions: stored.mentions } : {}),
+    ...(keptRefs.length ? { refs: keptRefs } : {}),
+    ...(keptMentions.length ? { mentions: keptMentions } : {}),
+    dropped: keptRefs.length < refs.length || keptMentions.length < mentions.length,
   };
+}
+
+/** `record` with `links` for its refs and mentions (a plan made with no lookup has none of its own). */
+function withLinks(record: Record<string, unknown>, { dropped: _, ...links }: Links) {
+  const { refs: _r, mentions: _m, ...rest } = record;
+  return { ...rest, ...links };
 }
 
 /** A turn as a hole, where it stood: its place and time are already public, nothing else of it stays. */

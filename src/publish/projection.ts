@@ -253,6 +253,10 @@ export function projectTurn(
   return { record: out, problems, unchecked };
 }
 
+/** A name can resolve to a did:web spelling a covered word (did:web:zephyr.example), and the DID is what goes out. */
+export const webDidShows = (did: string | undefined, cover: Cover) =>
+  Boolean(did?.startsWith('did:web:') && cover.find(did.slice(8)).length > 0);
+
 /**
  * The turn's record links and mentions as looked up: one not looked up yet goes to `unchecked`, one that is bad,
  * covered or could not be resolved is a problem.
@@ -278,9 +282,7 @@ function linksOf(
       'COVERED_REFERENCE',
       `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
-  // A name can resolve to a did:web spelling a covered word (did:web:zephyr.example); the DID is what goes out.
-  const spells = (did: string | undefined) =>
-    did?.startsWith('did:web:') && ctx.published.cover.find(did.slice(8)).length > 0;
+  const spells = (did: string | undefined) => webDidShows(did, ctx.published.cover);
   const spelled = (raw: string) =>
     problem(
       'COVERED_REFERENCE',

@@ -177,4 +177,21 @@ describe('covering at once', () => {
     expect(byMessage.get(null)?.title).toBe(`Where is ${REDACTION_BAR}?`);
     expect(out.holes).toEqual([2]);
   });
+
+  it('drops a link or mention already out whose did:web spells a word covered now, in a turn the cover does not touch', () => {
+    const turns = [turn(0, 'Ask @bob.test.'), turn(1, 'Zephyr is here.')];
+    const resolution: Resolution = {
+      refs: new Map(),
+      mentions: new Map([['bob.test', 'did:web:zephyr.example']]),
+    };
+    const l = loadedOf(turns);
+    const input = { choices: {} };
+    const first = plan(l, input, choose(turns, input, undefined), resolution);
+    expect(first.records[1]!.record.mentions).toEqual(['did:web:zephyr.example']);
+    const loaded = { ...l, existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [{ start: 0, end: 6 }] } })!;
+    const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
+    expect(byMessage.get(turns[0]!.messageId)).toEqual({ ...first.records[1]!.record, mentions: undefined });
+    expect(JSON.stringify(out.records).toLowerCase()).not.toContain('zephyr');
+  });
 });
