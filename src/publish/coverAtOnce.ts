@@ -1,38 +1,53 @@
-import { MESSAGE, type MessageRecord, SESSION } from '../lexicon/index.ts';
+import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { flattenText } from '../parts/index.ts';
-import { type Choices, type Cover, coveredWords, type Span } from '../redaction/index.ts';
+import {
+  type Choices,
+  type Cover,
+  coveredWords,
+  makeCover,
+  REDACTION_BAR,
+  type Span,
+} from '../redaction/index.ts';
+import { coverStored } from './covering.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
-import { coverStrings, MESSAGE_KEEP, type Resolution, webDidShows } from './projection.ts';
+import { type Resolution, webDidShows } from './projection.ts';
 import type { Draft, PublishedRecord } from './store.ts';
-import { clip } from './text.ts';
 
 /**
- * Covering is never held up by the rest of a publish (ADR 0090). A Player who covers words in a published
- * Conversation wants them off the PDS; when the publish that carries the new redactions is refused for something
- * else (a link whose post was deleted, a turn too long, a reply still streaming, a turn that came since), the
- * new redactions alone go out, over what is already out. Each record already out is planned twice, as the last
- * publish left it and with the new redactions added, from the stored turns, with no lookup: where the two differ
- * the second is written, keeping the links and mentions the record has (looked up when it was published). A
- * turn that the new plan refuses (the bars make it too long) becomes a hole, as does a turn no longer on the path
- * whose record the cover touches (the next publish deletes it). Nothing else the request asked for goes out.
+ * Covering is never held up by the rest of a publish (ADR 0090). When a publish of a Conversation already out is
+ * refused and its request adds redactions, the new redactions alone go out, over what is out. Each record out is
+ * judged against the Conversation planned twice from its stored turns, with the draft as it was and with the new
+ * redactions, with no lookup:
+ * - where the first plan reproduces the record (it is as the last publish left it), the second is written, with
+ *   the links the record was published with: exactly what a whole publish would write;
+ * - where it does not (an NPC renamed since, another branch shown), nothing of the drift goes out: the stored
+ *   record is covered again as it stands;
+ * - a turn the new redactions make unpublishable (too long with the bars, a link showing a covered word), or one
+ *   no longer on the path that they touch, becomes a hole.
+ * Last, every record out is checked: none may show a covered word, or end, clipped, in part of one.
  * Pure: the loading and the writing are coverWrite.ts's.
  */
 export interface CoveredAtOnce {
-  /** The draft with the new redactions added to those it had (a redaction is never dropped here). */
-  draft: Draft;
-  /** The stored records the new redactions change, each with the write it now needs. */
+  /** By Message id: each turn's redactions with the new ones added (a redaction is never dropped here). */
+  redactions: Record<string, Span[]>;
+  /** By Message id, for those turns: the words their redactions cover (kept for turns that later go). */
+  words: Record<string, string[]>;
+  /** The stored records that change, each with the write it now needs. */
   records: PublishedRecord[];
   /** The turns (by position, 1 for the first) whose records became holes. */
   holes: number[];
 }
+
+/** A turn may hold at most this many redactions (the request's own bound): more are not added. */
+const MAX_REDACTIONS = 500;
 
 /** No lookups: a link not looked up is left out of a plan's record, and the stored record's is kept. */
 const NOTHING_LOOKED_UP: Resolution = { refs: new Map(), mentions: new Map() };
 
 /**
  * `loaded`: as for a publish, with the draft; `request`: the refused request's choices; `elsewhere`: turns it
- * names that are no longer on the path (a reply regenerated since the page was opened), whose words then cover
- * as those of turns gone do. Null when the request covers nothing the draft did not already cover.
+ * names that are not on the path (a reply regenerated since the page was opened), whose words then cover as those
+ * of turns gone do. Null when the request covers nothing the draft did not already cover.
  */
 export function coverAtOnce(
   loaded: Loaded & { draft: Draft },
@@ -44,53 +59,73 @@ export function coverAtOnce(
     ...elsewhere.map((t) => [t.id, t.text] as const),
     ...turns.map((t) => [t.messageId, flattenText(t.parts)] as const),
   ]);
-  const choices: Choices = { ...draft.choices };
-  let added = false;
+  const redactions: Record<string, Span[]> = {};
+  const words: Record<string, string[]> = {};
   for (const [id, choice] of Object.entries(request)) {
-    const had = choices[id]?.redactions ?? [];
-    const all = union(had, choice.redactions ?? []);
-    if (!texts.has(id) || all.length === had.length) continue;
-    choices[id] = { ...choices[id], redactions: all };
-    added = true;
+    const text = texts.get(id);
+    const had = draft.choices[id]?.redactions ?? [];
+    const all = text === undefined ? had : union(had, choice.redactions ?? [], text.length);
+    if (all.length === had.length || all.length > MAX_REDACTIONS) continue;
+    redactions[id] = all;
+    words[id] = coveredWords(text!, all);
   }
-  if (!added) return null;
-  // The words each turn's redactions cover, kept as a plan keeps them; those of turns off the path cover
-  // everywhere, as those of turns gone do.
-  const words: Record<string, string[]> = { ...draft.words };
-  for (const [id, text] of texts) {
-    const redactions = choices[id]?.redactions;
-    if (redactions?.length) words[id] = coveredWords(text, redactions);
-  }
-  const next: Draft = { ...draft, choices, words };
+  if (!Object.keys(redactions).length) return null;
+  const choices = { ...draft.choices };
+  for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
+  const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
   const was = planWith(loaded, draft);
   const now = planWith(loaded, next);
+  // The words covered only now: a string clipped before may end in part of one.
+  const before = new Set(Object.values(was.words).flat());
+  const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
   const records: PublishedRecord[] = [];
   const holes: number[] = [];
   for (const r of loaded.existing) {
     if (r.pending === 'delete') continue;
-    const before = was.records.get(r.rkey);
-    const after = now.records.get(r.rkey);
-    // The links it was published with, less any whose DID now spells a covered word.
-    const links = linksOf(r.record, now.cover);
-    let record: Record<string, unknown>;
-    if (!before || !after || after.pending === 'delete') {
-      // Off the path: its record cannot be planned again; one the cover touches is withheld until deleted.
-      if (!links.dropped && sameRecord(coverStored(r.record, now.cover), r.record)) continue;
-      record = holeOf(r.record);
-    } else if (now.refused.has(r.messageId) && !sameRecord(before.record, after.record))
-      record = r.collection === SESSION ? bareSession(after.record) : holeOf(r.record);
-    else if (!sameRecord(before.record, after.record)) record = withLinks(after.record, links);
-    else if (links.dropped) record = withLinks(r.record, links);
-    else continue;
-    if (sameRecord(record, r.record)) continue;
-    if (r.collection === MESSAGE && record.withheld && !r.record.withheld) holes.push(r.position);
-    const choice = after && after.pending !== 'delete' ? after.choice : r.choice;
-    records.push({ ...r, record, choice, pending: r.cid ? 'update' : 'create' });
+    const changed = judge(r, { was, now, clipped, named: r.messageId !== null && r.messageId in redactions });
+    if (!changed || sameRecord(changed, r.record)) continue;
+    if (r.collection === MESSAGE && changed.withheld && !r.record.withheld) holes.push(r.position);
+    records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
-  return { draft: next, records, holes };
+  return { redactions, words, records, holes };
 }
 
-/** The plan of the path with `draft`'s choices, its records by rkey, and what it refuses (by Message id). */
+type Planned = ReturnType<typeof planWith>;
+type Guard = (record: Record<string, unknown>) => Record<string, unknown>;
+
+/** What a stored record must become (undefined: it stays as it is). */
+function judge(
+  r: PublishedRecord,
+  o: { was: Planned; now: Planned; clipped: Guard; named: boolean },
+): Record<string, unknown> | undefined {
+  const { was, now } = o;
+  const before = was.records.get(r.rkey);
+  const after = now.records.get(r.rkey);
+  const links = linksOf(r.record, now.cover);
+  const id = r.messageId;
+  let record: Record<string, unknown> | undefined;
+  if (!before || !after || after.pending === 'delete') {
+    // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
+    if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);
+  } else if (r.collection === MESSAGE && now.refused.has(id) && !was.refused.has(id))
+    record = holeOf(r.record);
+  else if (sameRecord(withLinks(before.record, linksOf(r.record)), r.record)) {
+    if (!sameRecord(before.record, after.record) || links.dropped) record = withLinks(after.record, links);
+  } else {
+    // Drifted since it was published: nothing of the drift goes out. Covered as it stands, and guarded (a plan
+    // clips after covering; this record was clipped before these words were covered).
+    record = o.clipped(coverStored(r.collection, withLinks(r.record, links), now.cover));
+  }
+  // Whatever it became, covered again: none may show a covered word.
+  const out = record ?? r.record;
+  if (out.withheld) return record;
+  const safe = coverStored(r.collection, out, now.cover);
+  const final = sameRecord(safe, out) ? out : safe;
+  if (sameRecord(final, r.record)) return undefined;
+  return fits(r.collection, final) ? final : unfit(r, final);
+}
+
+/** The plan of the path with `draft`'s choices: its records by rkey, what it refuses, its cover and words. */
 function planWith(loaded: Loaded, draft: Draft) {
   const onPath = new Set(loaded.turns.map((t) => t.messageId));
   const input: PublishInput = {
@@ -102,32 +137,71 @@ function planWith(loaded: Loaded, draft: Draft) {
     records: new Map(planned.records.map((r) => [r.rkey, r])),
     refused: new Set(planned.problems.map((p) => p.messageId)),
     cover: chosen.published.cover,
+    words: chosen.words,
   };
 }
 
-/** Spans of both, each once, in the order first given: each selection is kept (its own words cover alone). */
-function union(had: readonly Span[], more: readonly Span[]): Span[] {
-  const seen = new Set(had.map((s) => `${s.start}:${s.end}`));
+/** Spans of both clamped to the text, each once, in the order first given (each selection's words cover alone). */
+function union(had: readonly Span[], more: readonly Span[], length: number): Span[] {
+  const key = (s: Span) => `${s.start}:${s.end}`;
+  const seen = new Set(had.map(key));
   const out = [...had];
   for (const s of more) {
-    const key = `${s.start}:${s.end}`;
-    if (!seen.has(key)) out.push(s);
-    seen.add(key);
+    const span = { start: Math.min(s.start, length), end: Math.min(s.end, length) };
+    if (span.end <= span.start || seen.has(key(span))) continue;
+    seen.add(key(span));
+    out.push(span);
   }
   return out;
 }
 
+/** Whether a record shows a covered word, or ends, clipped, in part of one covered only now. */
+const shows = (r: PublishedRecord, cover: Cover, clipped: Guard) =>
+  !sameRecord(clipped(coverStored(r.collection, r.record, cover)), r.record);
+
+function fits(collection: string, record: Record<string, unknown>): boolean {
+  return isValidRecord(collection === SESSION ? SESSION : MESSAGE, record);
+}
+
+/** A record that cannot stay as covered: a turn becomes a hole, the session its title alone. */
+function unfit(r: PublishedRecord, covered: Record<string, unknown>): Record<string, unknown> {
+  if (r.collection === MESSAGE) return holeOf(r.record);
+  const { $type, title, createdAt } = covered;
+  return { $type, title, createdAt, agents: [] };
+}
+
+/** Characters of newly covered words past which a clipped string is barred whole instead of probed. */
+const PROBE_CHARS = 4_000;
+
 /**
- * A turn's stored record with `cover` applied again as the projection applies it (its step names and summaries
- * clipped after), for a record that cannot be planned again: only to tell whether the cover touches it.
+ * A string the projection clipped (it ends in "…") was cut after covering with the words covered then: it may end
+ * in part of a word covered only now ("Halvard Qu…"), which the cover no longer recognises. Each ending of each
+ * new word is put back after it; where the cover then finds one reaching past the cut, the string is barred from
+ * there. Past PROBE_CHARS of new words (hundreds of redactions at once), a clipped string is barred whole.
  */
-function coverStored(record: Record<string, unknown>, cover: Cover) {
-  const out = coverStrings(record as unknown as MessageRecord, cover, MESSAGE_KEEP);
-  for (const step of out.steps ?? []) {
-    step.name = clip(step.name, 64);
-    if (step.summary) step.summary = clip(step.summary, 250);
-  }
-  return out;
+function clippedGuard(fresh: readonly string[]): Guard {
+  if (!fresh.length) return (record) => record;
+  const cover = makeCover(fresh);
+  const probes = fresh.reduce((n, w) => n + w.length, 0) <= PROBE_CHARS;
+  const guard = (s: string): string => {
+    if (!s.endsWith('…')) return s;
+    if (!probes) return `${REDACTION_BAR}…`;
+    const head = s.slice(0, -1);
+    let from = head.length;
+    for (const w of fresh)
+      for (let k = 1; k < w.length; k++)
+        for (const hit of cover.find(head + w.slice(k)))
+          if (hit.end > head.length) from = Math.min(from, hit.start);
+    return from < head.length ? `${head.slice(0, from)}${REDACTION_BAR}…` : s;
+  };
+  const walk = (v: unknown): unknown => {
+    if (typeof v === 'string') return guard(v);
+    if (Array.isArray(v)) return v.map(walk);
+    if (v && typeof v === 'object')
+      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return (record) => walk(record) as Record<string, unknown>;
 }
 
 interface Links {
@@ -138,11 +212,11 @@ interface Links {
 }
 
 /** A stored record's refs and mentions (ids, never covered), less those whose did:web spells a covered word. */
-function linksOf(stored: Record<string, unknown>, cover: Cover): Links {
+function linksOf(stored: Record<string, unknown>, cover?: Cover): Links {
   const refs = (stored.refs ?? []) as { uri: string }[];
   const mentions = (stored.mentions ?? []) as string[];
-  const keptRefs = refs.filter((r) => !webDidShows(r.uri.split('/')[2], cover));
-  const keptMentions = mentions.filter((did) => !webDidShows(did, cover));
+  const keptRefs = cover ? refs.filter((r) => !webDidShows(r.uri.split('/')[2], cover)) : refs;
+  const keptMentions = cover ? mentions.filter((did) => !webDidShows(did, cover)) : mentions;
   return {
     ...(keptRefs.length ? { refs: keptRefs } : {}),
     ...(keptMentions.length ? { mentions: keptMentions } : {}),
@@ -160,10 +234,4 @@ function withLinks(record: Record<string, unknown>, { dropped: _, ...links }: Li
 function holeOf(record: Record<string, unknown>): Record<string, unknown> {
   const { $type, session, role, createdAt } = record;
   return { $type, session, role, createdAt, withheld: true };
-}
-
-/** A session whose agents the new plan refuses: its title alone, as covered. */
-function bareSession(record: Record<string, unknown>): Record<string, unknown> {
-  const { $type, title, createdAt } = record;
-  return { $type, title, createdAt, agents: [] };
 }

@@ -32,9 +32,12 @@ export async function coverDespite(
   const publication = await getPublication(sql, conversationId);
   if (!publication || publication.status === 'unpublishing') return refusal;
   const covered = await coverNew(sql, player, conversationId, input);
+  // Only for the Player's own request with redactions (the publish page's): a live append's refusal retried
+  // every few seconds must not write each time.
   const leftOver =
     !covered?.records.length &&
     publication.status === 'failed' &&
+    hasRedactions(input) &&
     (await pendingWrites(sql, conversationId)).length > 0;
   if (!covered && !leftOver) return refusal;
   const said = await sayWritten(covered, leftOver, write);
@@ -50,6 +53,8 @@ export async function coverDespite(
   });
 }
 
+const hasRedactions = (input: PublishInput) => Object.values(input.choices).some((c) => c.redactions?.length);
+
 /** The request's new redactions covered in what is out and stored with their writes; null if it has none. */
 async function coverNew(
   sql: Sql,
@@ -57,15 +62,16 @@ async function coverNew(
   conversationId: string,
   input: PublishInput,
 ): Promise<CoveredAtOnce | null> {
-  const named = Object.entries(input.choices).filter(([, c]) => c.redactions?.length);
-  if (!named.length) return null;
+  if (!hasRedactions(input)) return null;
   const loaded = await loadForPlan(sql, player, conversationId, 'allow');
   const { draft } = loaded;
   if (!draft) return null;
   const onPath = new Set(loaded.turns.map((t) => t.messageId));
-  // Only turns with a record out can show words off the path: those the request names are read.
-  const out = new Set(loaded.existing.map((r) => r.messageId));
-  const elsewhere = named.map(([id]) => id).filter((id) => !onPath.has(id) && out.has(id));
+  const all = new Set(loaded.everyId);
+  // Turns of the Conversation off the path that the request covers words in: their words cover too.
+  const elsewhere = Object.entries(input.choices)
+    .filter(([id, c]) => c.redactions?.length && !onPath.has(id) && all.has(id))
+    .map(([id]) => id);
   const covered = coverAtOnce(
     { ...loaded, draft },
     input.choices,
@@ -86,20 +92,20 @@ async function sayWritten(
       sentence: 'Your new redactions are kept; nothing already published showed those words.',
       written: true,
     };
-  const ok = await write().then(
+  const failure = await write().then(
     () => null,
     (e: unknown) => (e instanceof Error ? e.message : String(e)),
   );
-  if (ok !== null)
+  if (failure !== null)
     return {
-      sentence: `What was already published could not be brought up to date: ${ok}`,
+      sentence: `What was already published could not be brought up to date: ${failure}`,
       written: false,
     };
   if (!covered?.records.length)
     return { sentence: 'What an earlier publish left unwritten is written now.', written: true };
   const n = covered.records.length;
   const holes = covered.holes.length
-    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: with the bars, it no longer fits a record)`
+    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';
   return {
     sentence: `The words you just covered are covered already in what was published: ${n === 1 ? 'one record' : `${n} records`} rewritten${holes}. Nothing else changed.`,

@@ -345,7 +345,10 @@ function diff(
   next: Omit<PublishedRecord, 'cid' | 'pending'>,
 ): PublishedRecord {
   if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
-  return { ...next, cid: prior.cid, pending: sameRecord(prior.record, next.record) ? null : 'update' };
+  // The stored record is what was planned, not what the PDS holds, until its write is done: a plan that left it
+  // pending (a write that failed, a cover not yet written) still owes the PDS that write.
+  const written = prior.pending === null && sameRecord(prior.record, next.record);
+  return { ...next, cid: prior.cid, pending: written ? null : 'update' };
 }
 
 /** Two records alike whatever their keys' order (PostgreSQL's jsonb keeps its own). */

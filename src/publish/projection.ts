@@ -18,6 +18,7 @@ import {
   type Problem,
   type TurnChoice,
 } from '../redaction/index.ts';
+import { coverSession, coverStrings, MESSAGE_KEEP } from './covering.ts';
 import { checkLimits, type Report } from './limits.ts';
 import {
   findMentions,
@@ -339,38 +340,9 @@ export function projectSession(args: {
     createdAt: args.createdAt.toISOString(),
     agents,
   };
-  const session = coverStrings(record, args.cover, SESSION_KEEP);
-  // Clipped only after covering: a covered word cut short would no longer be recognised, and would leak.
-  session.title = clip(session.title, 200);
-  for (const agent of session.agents ?? []) {
-    agent.name = clip(agent.name, 64);
-    if (agent.role) agent.role = clip(agent.role, 100);
-    if (agent.description) agent.description = clip(agent.description, 300);
-  }
-  // Put in after covering: a blob reference is structure (a CID and a type), not words, and is not covered.
-  args.agents.slice(0, 20).forEach((a, i) => {
-    const agent = session.agents?.[i];
-    // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
-    if (a.avatar && agent) agent.avatar = avatarJson(a.avatar) as unknown as AgentRecord['avatar'];
-  });
-  return session;
-}
-
-/** Top-level fields that are structure, not words: identifiers, enums, dates. Every other string is covered. */
-export const MESSAGE_KEEP = new Set(['$type', 'session', 'role', 'createdAt', 'refs', 'mentions']);
-const SESSION_KEEP = new Set(['$type', 'createdAt']);
-
-/** A deep copy of `record` with the cover applied to every string outside the `keep` fields. */
-export function coverStrings<T extends object>(record: T, cover: Cover, keep: ReadonlySet<string>): T {
-  if (!cover.needles.length) return structuredClone(record);
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return cover.apply(v);
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object')
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-    return v;
-  };
-  return Object.fromEntries(
-    Object.entries(record).map(([k, v]) => [k, keep.has(k) ? structuredClone(v) : walk(v)]),
-  ) as T;
+  // Its JSON form, as the record is sent and kept (validation reads it back as a BlobRef: lexicon/index.ts).
+  const avatars = args.agents
+    .slice(0, 20)
+    .map((a) => (a.avatar ? (avatarJson(a.avatar) as unknown as AgentRecord['avatar']) : undefined));
+  return coverSession(record, args.cover, avatars);
 }

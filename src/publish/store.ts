@@ -160,20 +160,27 @@ export async function savePlan(
 }
 
 /**
- * Stores what covering at once changed (coverAtOnce.ts): the draft's redactions and words, and each changed
+ * Stores what covering at once changed (coverAtOnce.ts): each named turn's redactions and words, merged into the
+ * draft in the statement (a hold-back marked meanwhile, outside the publication lease, is kept), and each changed
  * record with its write; the publication goes to 'publishing', so a server that dies before the writes resumes
  * them at start. The rest of the plan (the title, the path reviewed) is left as it was.
  */
 export async function saveCover(
   sql: Sql,
   conversationId: string,
-  covered: { draft: Draft; records: PublishedRecord[] },
+  covered: {
+    redactions: Record<string, unknown[]>;
+    words: Record<string, string[]>;
+    records: PublishedRecord[];
+  },
 ): Promise<void> {
-  const { draft } = covered;
   const rows = covered.records.map((r) => ({ rkey: r.rkey, record: r.record, pending: r.pending }));
   await transaction(sql, async (tx) => {
-    await tx`update publication_drafts set choices = ${tx.json(draft.choices as JsonValue)},
-        words = ${tx.json(draft.words as JsonValue)}, updated_at = now()
+    await tx`update publication_drafts d set
+        choices = d.choices || coalesce((select jsonb_object_agg(e.key,
+          coalesce(d.choices -> e.key, '{}'::jsonb) || jsonb_build_object('redactions', e.value))
+          from jsonb_each(${tx.json(covered.redactions as JsonValue)}) e), '{}'::jsonb),
+        words = d.words || ${tx.json(covered.words as JsonValue)}, updated_at = now()
       where conversation_id = ${conversationId}`;
     if (!rows.length) return;
     await tx`update publications set status = 'publishing', error = null, updated_at = now()

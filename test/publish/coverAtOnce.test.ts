@@ -1,5 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { saveCover } from '../../src/publish/store.ts';
 import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
 import { sessionRecords } from '../support/publication.ts';
@@ -217,4 +218,58 @@ describe('covering words in a published Conversation', () => {
     };
     expect(after.publication.status).toBe('published');
   }, 120_000);
+
+  it('a cover whose writes failed is written by the next publish that succeeds, though its plan is unchanged', async () => {
+    const text = 'Ask Orsolya at the gate.';
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'I will.' }] },
+      ],
+    });
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    const cover = { redactions: [spanOf(text, 'Orsolya')] };
+    writes.failNext = true;
+    const failed = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: { ...cover, mentions: ['@nobody.test'] } } },
+    });
+    expect(failed.status).toBe(400);
+    expect((await everywhere(conversationId)).all).toMatch(/orsolya/i);
+    // The mention taken out: the plan now equals the stored records, whose writes are still owed.
+    const ok = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: cover } },
+    });
+    expect(ok.status).toBe(200);
+    expect((await everywhere(conversationId)).all).not.toMatch(/orsolya/i);
+  }, 120_000);
+
+  it('stores the added redactions into the draft as it stands: a hold-back marked meanwhile is kept', async () => {
+    const sql = local.app.db.sql;
+    const { conversationId, ids } = await insertConversation(sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Hello Quinn.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Hello.' }] },
+      ],
+    });
+    expect(
+      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
+    ).toBe(200);
+    // Marked withheld by a hold-back (outside the publication's lease) after covering read the draft.
+    await sql`update publication_drafts set choices = choices || ${sql.json({ [ids[0]!]: { withheld: true } })}
+      where conversation_id = ${conversationId}`;
+    const redactions = [{ start: 6, end: 11 }];
+    await saveCover(sql, conversationId, {
+      redactions: { [ids[0]!]: redactions },
+      words: { [ids[0]!]: ['Quinn'] },
+      records: [],
+    });
+    const [draft] =
+      await sql`select choices, words from publication_drafts where conversation_id = ${conversationId}`;
+    expect(draft!.choices).toEqual({ [ids[0]!]: { withheld: true, redactions } });
+    expect(draft!.words).toEqual({ [ids[0]!]: ['Quinn'] });
+  }, 60_000);
 });

@@ -105,8 +105,11 @@ describe('covering at once', () => {
         if (!out) return;
 
         // The draft keeps every redaction it had and every one added.
+        const merged = { ...first.draft.choices };
+        for (const [id, all] of Object.entries(out.redactions))
+          merged[id] = { ...merged[id], redactions: all };
         for (const t of turns) {
-          const kept = new Set((out.draft.choices[t.messageId]?.redactions ?? []).map(key));
+          const kept = new Set((merged[t.messageId]?.redactions ?? []).map(key));
           for (const s of [
             ...(old[t.messageId]?.redactions ?? []),
             ...(request[t.messageId]?.redactions ?? []),
@@ -114,7 +117,7 @@ describe('covering at once', () => {
             expect(kept.has(key(s))).toBe(true);
         }
         // The oracle: a whole publish of both sets of redactions, over what is out.
-        const whole = planOf(loaded, { choices: out.draft.choices });
+        const whole = planOf(loaded, { choices: merged });
         const rewritten = new Map(out.records.map((r) => [r.rkey, r]));
         for (const stored of loaded.existing) {
           const expected = whole.records.find((r) => r.rkey === stored.rkey)!;
@@ -128,7 +131,7 @@ describe('covering at once', () => {
         // And directly: no string a reader reads shows a covered word.
         const cover = coverOf(
           turns.map((t) => ({ id: t.messageId, text: (t.parts[0] as { text: string }).text })),
-          out.draft.choices,
+          merged,
         );
         for (const stored of loaded.existing)
           for (const s of readable(rewritten.get(stored.rkey)?.record ?? stored.record))
@@ -164,7 +167,7 @@ describe('covering at once', () => {
     const out = coverAtOnce(loaded, { [reply!.messageId]: { redactions: [{ start: 0, end: 6 }] } }, [
       { id: reply!.messageId, text: old },
     ])!;
-    expect(out.draft.words[reply!.messageId]).toEqual(['Zephyr']);
+    expect(out.words[reply!.messageId]).toEqual(['Zephyr']);
     const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
     expect(byMessage.get(question!.messageId)?.text).toBe(`Where is ${REDACTION_BAR}?`);
     expect(byMessage.get(reply!.messageId)).toEqual({
@@ -193,5 +196,75 @@ describe('covering at once', () => {
     const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
     expect(byMessage.get(turns[0]!.messageId)).toEqual({ ...first.records[1]!.record, mentions: undefined });
     expect(JSON.stringify(out.records).toLowerCase()).not.toContain('zephyr');
+  });
+
+  it('a record the Conversation has drifted from (an NPC renamed since) is covered as it stands: nothing of the drift goes out', () => {
+    // The title is clipped at "… Halvard…": the words covered now are "Halvard Quay".
+    const long = 'We walked a long while along the old sea wall and the harbour, then met Halvard Quay.';
+    const turns = [turn(0, long), turn(1, 'Zephyr says hello.')];
+    const first = planOf(
+      {
+        ...loadedOf(turns),
+        participants: [{ id: ADA, name: 'Zephyr', jobTitle: 'Guide', description: '' }],
+      },
+      { choices: {} },
+    );
+    const title = first.records[0]!.record.title as string;
+    expect(title.endsWith('Halvard…')).toBe(true);
+    const renamed = {
+      ...loadedOf(turns),
+      participants: [{ id: ADA, name: 'Keeper', jobTitle: 'Guide', description: '' }],
+    };
+    const loaded = { ...renamed, existing: written(first.records), draft: first.draft };
+    const at = long.indexOf('Halvard Quay');
+    const out = coverAtOnce(loaded, {
+      [turns[0]!.messageId]: { redactions: [{ start: at, end: at + 'Halvard Quay'.length }] },
+      [turns[1]!.messageId]: { redactions: [{ start: 0, end: 6 }] },
+    })!;
+    const session = out.records.find((r) => r.collection === 'click.aligned.chat.session')!.record as {
+      title: string;
+      agents: { name: string }[];
+    };
+    // The stored session, covered: the renamed NPC is not published, its old name is covered, and the title
+    // does not end in the start of the covered words.
+    expect(session.agents.map((a) => a.name)).toEqual([REDACTION_BAR]);
+    expect(session.title).toBe(`${title.slice(0, -'Halvard…'.length)}${REDACTION_BAR}…`);
+    expect(JSON.stringify(out.records)).not.toMatch(/Keeper|Halvard|Zephyr/);
+  });
+
+  it('a turn shown on another branch since: its title is not published, the stored one is covered, the named turn becomes a hole', () => {
+    const [meet, sure, hello] = [
+      turn(0, 'Meet Alice at the quay.'),
+      turn(1, 'Sure.'),
+      turn(2, 'Hello there.'),
+    ];
+    const first = planOf(loadedOf([meet!, sure!]), { choices: {} });
+    // The first turn was edited onto a new branch: the path is the new turn alone.
+    const loaded = { ...loadedOf([hello!]), existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [meet!.messageId]: { redactions: [{ start: 5, end: 10 }] } }, [
+      { id: meet!.messageId, text: 'Meet Alice at the quay.' },
+    ])!;
+    const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
+    expect(byMessage.get(null)?.title).toBe(`Meet ${REDACTION_BAR} at the quay.`);
+    expect(byMessage.get(meet!.messageId)?.withheld).toBe(true);
+    expect(byMessage.has(sure!.messageId)).toBe(false);
+    expect(out.holes).toEqual([1]);
+  });
+
+  it('a turn whose added mention now shows a covered word becomes a hole, though its text does not change', () => {
+    const turns = [turn(0, 'Ask alice about it.'), turn(1, 'I will.')];
+    const choices = { [turns[1]!.messageId]: { mentions: ['alice.example.com'] } };
+    const resolution: Resolution = {
+      refs: new Map(),
+      mentions: new Map([['alice.example.com', 'did:plc:alice']]),
+    };
+    const l = loadedOf(turns);
+    const first = plan(l, { choices }, choose(turns, { choices }, undefined), resolution);
+    expect(first.records[2]!.record.mentions).toEqual(['did:plc:alice']);
+    const loaded = { ...l, existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [turns[0]!.messageId]: { redactions: [{ start: 4, end: 9 }] } })!;
+    const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
+    expect(byMessage.get(turns[1]!.messageId)?.withheld).toBe(true);
+    expect(out.holes).toEqual([2]);
   });
 });

@@ -159,6 +159,19 @@ describe('plan', () => {
     expect(existing.every((r) => r.rkey < p2.rkey)).toBe(true);
   });
 
+  it('a record whose write is still owed (a write that failed) is written by the next plan, though it is unchanged', () => {
+    const first = planOf(loaded());
+    const owed = written(first.records).map((r) =>
+      r.messageId === 'a1' ? { ...r, pending: 'update' as const } : r,
+    );
+    const again = planOf(loaded({ existing: owed, sessionRkey: first.sessionRkey }));
+    expect(again.records.map((r) => [r.messageId, r.pending])).toEqual([
+      [null, null],
+      ['p1', null],
+      ['a1', 'update'],
+    ]);
+  });
+
   it('deletes the record of a turn that has left the path, and keeps the draft’s choice for another branch', () => {
     const first = planOf(loaded());
     const existing = written(first.records);

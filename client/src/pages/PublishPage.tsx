@@ -138,7 +138,7 @@ function CoveredNote({ error }: { error: unknown }) {
       : undefined;
   if (!covered?.records) return null;
   const holes = covered.holes.length
-    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: with the bars, it no longer fits a record)`
+    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';
   return (
     <p className="notice" role="status" data-testid="covered-at-once">
