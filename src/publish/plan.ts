@@ -345,10 +345,10 @@ function diff(
   next: Omit<PublishedRecord, 'cid' | 'pending'>,
 ): PublishedRecord {
   if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
-  // The stored record is what was planned, not what the PDS holds, until its write is done: a plan that left it
-  // pending (a write that failed, a cover not yet written) still owes the PDS that write.
-  const written = prior.pending === null && sameRecord(prior.record, next.record);
-  return { ...next, cid: prior.cid, pending: written ? null : 'update' };
+  // The stored record is what was planned, not what the PDS holds, until its update is done: a plan that left
+  // one pending (a write that failed, a cover not yet written) still owes the PDS that write.
+  const owed = prior.pending === 'update';
+  return { ...next, cid: prior.cid, pending: owed || !sameRecord(prior.record, next.record) ? 'update' : null };
 }
 
 /** Two records alike whatever their keys' order (PostgreSQL's jsonb keeps its own). */
