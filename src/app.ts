@@ -1,6 +1,12 @@
 import type { NodeOAuthClient } from '@atproto/oauth-client-node';
 import express, { type Express, type RequestHandler } from 'express';
-import { type Network, readerRoutes, readerSource, readIndexerFigures } from './appview/index.ts';
+import {
+  type CoverOf,
+  type Network,
+  readerRoutes,
+  readerSource,
+  readIndexerFigures,
+} from './appview/index.ts';
 import { attachmentRoutes } from './attachments/index.ts';
 import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/index.ts';
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
@@ -20,7 +26,7 @@ import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import { countRefusals, metricsRoute } from './metrics/index.ts';
 import { moderationRoutes, reportRoutes } from './moderation/index.ts';
 import type { Outbound } from './outbound/index.ts';
-import { liveTurnEnd, publicationStatusSql, publishRoutes, turnEnded } from './publish/index.ts';
+import { liveTurnEnd, publicationStatusSql, publishRoutes, readerCover, turnEnded } from './publish/index.ts';
 import { type ReplyHub, type ReplyMirror, replyRoutes } from './replies/index.ts';
 import { grantTargets, toolRoutes } from './tools/index.ts';
 import { turnRoutes } from './turn/index.ts';
@@ -74,6 +80,8 @@ export interface AppDeps {
   fetch: typeof globalThis.fetch;
   /** Reads published threads from the network for the reader. */
   reader: Network;
+  /** The cover of a thread published from here: what the reader looks up beside it is covered as it is. */
+  coverOf: CoverOf;
   dataDir: string;
   /** Outbound requests to MCP Servers (ALLOW_PRIVATE_TOOL_URLS decides whether private addresses pass). */
   toolOutbound: Outbound;
@@ -129,6 +137,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     trustedProxies: config.trustedProxies,
     toolLimits: config.toolLimits,
     reader: ctx.reader,
+    coverOf: readerCover(ctx.sql),
     fetch: ctx.outbound.network,
     log: subsystemLog(ctx.logger, 'http'),
     logger: ctx.logger,

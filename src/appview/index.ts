@@ -16,4 +16,4 @@ export {
   removeRecords,
   underAuthorLock,
 } from './store.ts';
-export { readThread, type ThreadView } from './thread.ts';
+export { type CoverOf, readThread, type ThreadView } from './thread.ts';

@@ -2,7 +2,7 @@ import type { Sql } from '../db/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import type { Network } from './network.ts';
 import { isTombstoned, listSessions, resolveActor } from './read.ts';
-import { readThread, shownText, type ThreadView } from './thread.ts';
+import { type CoverOf, readThread, shownText, type ThreadView } from './thread.ts';
 
 /** What a thread's head (its description, its card) reads: who, the session, and its first turns' records. */
 type ThreadHead = Pick<ThreadView, 'author' | 'session'> & {
@@ -66,7 +66,7 @@ export function threadMeta(base: string, thread: ThreadHead, rkey: string): Page
  * What the server-rendered reading pages read (src/web/readerPages.ts's ReaderSource): a page of a thread as the
  * reader's API answers it, with the head the whole thread gives it — or "gone" when the index holds its delete.
  */
-export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string }) {
+export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string; coverOf?: CoverOf }) {
   const { sql, reader } = deps;
   return {
     async thread(actor: string, rkey: string, page = 1) {
@@ -75,7 +75,10 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string 
       // A thread the index holds is served whatever delete came before it (published again under the same key,
       // the earlier delete may reach the index after the new record's write-through); one it does not hold is not
       // looked for in its author's repo when the index holds its delete, and is "gone".
-      const read = await readThread(sql, reader, did, rkey, page, { deletedStaysGone: true });
+      const read = await readThread(sql, reader, did, rkey, page, {
+        deletedStaysGone: true,
+        coverOf: deps.coverOf,
+      });
       if (read === 'no-page') return read;
       if (read) {
         const { thread, window, opening } = read;

@@ -8,7 +8,7 @@ import { AvatarCache } from './avatars.ts';
 import { atomFeed, sitemap } from './feeds.ts';
 import type { Network } from './network.ts';
 import { getThreadBody, indexedAvatar, listSessions, recentThreads, resolveActor } from './read.ts';
-import { readThread } from './thread.ts';
+import { type CoverOf, readThread } from './thread.ts';
 
 const GET_THREAD = 'click.aligned.chat.getThread';
 const LIST_SESSIONS = 'click.aligned.chat.listSessions';
@@ -38,7 +38,13 @@ function xrpcParams(nsid: string, query: Record<string, unknown>): Record<string
 /**
  * Public reading: our AppView's XRPC queries (for any client) and the reader UI's API. No session needed.
  */
-export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string }): Router {
+export function readerRoutes(deps: {
+  sql: Sql;
+  reader: Network;
+  baseUrl: string;
+  /** The cover of a thread published from here (see readThread). */
+  coverOf?: CoverOf;
+}): Router {
   const { sql, reader } = deps;
   const router = Router();
   // Feeds and the sitemap are read by machines that come back often: a CDN may keep them a few minutes.
@@ -127,7 +133,7 @@ export function readerRoutes(deps: { sql: Sql; reader: Network; baseUrl: string 
     if (!query.success) throw notFound('Page');
     // One page of the thread, the first unless another is named: never the whole thread (up to 16 MiB, encoded
     // on the event loop for each request), which the app's thread page once asked for every 5 s.
-    const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1);
+    const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1, { coverOf: deps.coverOf });
     // What is missing, for a reader whose open page finds it so (client/src/reader/Unpublished.tsx).
     if (!read) throw new AppError('NOT_FOUND', 'Thread not found.', { details: { missing: 'thread' } });
     if (read === 'no-page')

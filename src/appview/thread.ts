@@ -2,9 +2,13 @@ import type { Sql } from '../db/index.ts';
 import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { type ThreadWindow, threadWindow, turnWeight } from '../markdown/index.ts';
+import type { Cover } from '../redaction/index.ts';
 import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
 import { cachedThread, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
+
+/** The cover of the Conversation published as a session (by its at-uri), when it was published from here. */
+export type CoverOf = (sessionUri: string) => Promise<Cover | null>;
 
 export interface ThreadView {
   uri: string;
@@ -56,7 +60,7 @@ export async function readThread(
   actor: string,
   rkey: string,
   page = 1,
-  options: ThreadReadOptions = {},
+  options: ThreadReadOptions & { coverOf?: CoverOf } = {},
 ): Promise<ThreadPage | 'no-page' | null> {
   const did = await resolveActor(sql, network, actor);
   if (!did) return null;
@@ -81,7 +85,7 @@ export async function readThread(
   );
   const UNCHECKED = Symbol('unchecked');
   // All at once: the lookups (each within the per-read bound) and the two label reads.
-  const [refsNow, handlesNow, turnLabelRows, labels] = await Promise.all([
+  const [refsNow, handlesNow, turnLabelRows, labels, cover] = await Promise.all([
     lookUpAll<string, RefNow | null | typeof UNCHECKED>(
       records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
       (uri) => recordNow(network, uri),
@@ -90,7 +94,11 @@ export async function readThread(
     lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d), null),
     sameTurns && early ? early : turnLabels(sql, uris),
     notices,
+    options.coverOf?.(uri) ?? null,
   ]);
+  // Looked up now, never in a record: a thread published from here has its Conversation's cover applied to them.
+  const coveredText = (text: string | null) => (text && cover ? cover.apply(text) : text);
+  const coveredHandle = (handle: string | null) => (handle && cover?.find(handle).length ? null : handle);
   const onTurn = labelsByTurn(turnLabelRows);
   const messages = shown.map((m, i) => ({
     uri: m.uri,
@@ -104,10 +112,13 @@ export async function readThread(
         uri: ref.uri,
         cid: ref.cid,
         state: !now ? ('deleted' as const) : now.cid === ref.cid ? ('same' as const) : ('changed' as const),
-        text: now?.text ?? null,
+        text: coveredText(now?.text ?? null),
       };
     }),
-    mentions: (records[i]!.mentions ?? []).map((d) => ({ did: d, handle: handlesNow.get(d) ?? null })),
+    mentions: (records[i]!.mentions ?? []).map((d) => ({
+      did: d,
+      handle: coveredHandle(handlesNow.get(d) ?? null),
+    })),
     labels: onTurn.get(m.uri)?.notices ?? [],
     // Said only of a hole (a label that arrived after the thread was read hides the turn at the next read).
     ...(m.record.withheld === true && onTurn.get(m.uri)?.hides ? { hidden: true as const } : {}),

@@ -5,6 +5,7 @@ export { executePending } from './execute.ts';
 export { liveTurnEnd, turnEnded } from './hold.ts';
 export { startLiveAppends } from './live.ts';
 export { defaultTitle, projectSession, projectTurn, publishedTexts } from './projection.ts';
+export { readerCover } from './readerCover.ts';
 export { agentRepo, type Repo, type RepoWrite } from './repo.ts';
 export { publishRoutes } from './routes.ts';
 export { type PublishDeps, resume } from './service.ts';

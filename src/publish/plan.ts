@@ -348,7 +348,11 @@ function diff(
   // The stored record is what was planned, not what the PDS holds, until its update is done: a plan that left
   // one pending (a write that failed, a cover not yet written) still owes the PDS that write.
   const owed = prior.pending === 'update';
-  return { ...next, cid: prior.cid, pending: owed || !sameRecord(prior.record, next.record) ? 'update' : null };
+  return {
+    ...next,
+    cid: prior.cid,
+    pending: owed || !sameRecord(prior.record, next.record) ? 'update' : null,
+  };
 }
 
 /** Two records alike whatever their keys' order (PostgreSQL's jsonb keeps its own). */

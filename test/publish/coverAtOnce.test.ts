@@ -273,3 +273,43 @@ describe('covering words in a published Conversation', () => {
     expect(draft!.words).toEqual({ [ids[0]!]: ['Quinn'] });
   }, 60_000);
 });
+
+describe('what the reader looks up beside a thread published from here', () => {
+  it('is covered as the records are: a linked post’s text and a mentioned account’s handle', async () => {
+    const post = await bob.post({ text: 'Zephyr keeps the maps.', createdAt: new Date().toISOString() });
+    // By DID: the handle is covered below.
+    const first = `Zephyr wrote ${post.uri}`;
+    const bobDid = bob.session!.did;
+    const second = 'Ask bob.test about it.';
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: first }] },
+        { role: 'npc', parts: [{ type: 'text', text: second }] },
+      ],
+    });
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {
+        choices: {
+          [ids[0]!]: { redactions: [spanOf(first, 'Zephyr')], mentions: [bobDid] },
+          [ids[1]!]: { redactions: [spanOf(second, 'bob.test')] },
+        },
+      },
+    });
+    expect(res.status).toBe(200);
+    const rkey = ((await res.json()) as { uri: string }).uri.split('/').pop()!;
+    const reader = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey}`);
+    const { thread } = (await reader.json()) as {
+      thread: {
+        messages: { refs: { text: string | null }[]; mentions: { did: string; handle: string | null }[] }[];
+      };
+    };
+    expect(thread.messages[0]!.refs[0]!.text).toBe('████████ keeps the maps.');
+    expect(thread.messages[0]!.mentions).toEqual([{ did: bobDid, handle: null }]);
+    const page = await (
+      await fetch(`${local.app.running.listenUrl}/profile/alice.test/thread/${rkey}`)
+    ).text();
+    expect(page).toContain('keeps the maps.');
+    expect(page.toLowerCase()).not.toMatch(/zephyr|bob\.test/);
+  }, 120_000);
+});
