@@ -10,7 +10,8 @@ import {
 } from '../redaction/index.ts';
 import { coverStored } from './covering.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
-import { type Resolution, webDidShows } from './projection.ts';
+import { type Resolution, referencesOf, webDidShows } from './projection.ts';
+import { pointerKey } from './references.ts';
 import type { Draft, PublishedRecord } from './store.ts';
 
 /**
@@ -34,8 +35,12 @@ export interface CoveredAtOnce {
   words: Record<string, string[]>;
   /** The stored records that change, each with the write it now needs. */
   records: PublishedRecord[];
-  /** The turns (by position, 1 for the first) whose records became holes. */
+  /** The turns on the path (by position, 1 for the first) whose records became holes. */
   holes: number[];
+  /** Rows planned but never written, of turns no longer on the path: dropped, never to be written (as a plan does). */
+  stale: string[];
+  /** Turns whose new redactions were not added: they already hold MAX_REDACTIONS. */
+  tooMany: number;
 }
 
 /** A turn may hold at most this many redactions (the request's own bound): more are not added. */
@@ -61,15 +66,20 @@ export function coverAtOnce(
   ]);
   const redactions: Record<string, Span[]> = {};
   const words: Record<string, string[]> = {};
+  let tooMany = 0;
   for (const [id, choice] of Object.entries(request)) {
     const text = texts.get(id);
     const had = draft.choices[id]?.redactions ?? [];
     const all = text === undefined ? had : union(had, choice.redactions ?? [], text.length);
-    if (all.length === had.length || all.length > MAX_REDACTIONS) continue;
-    redactions[id] = all;
-    words[id] = coveredWords(text!, all);
+    if (all.length === had.length) continue;
+    if (all.length > MAX_REDACTIONS) tooMany++;
+    else {
+      redactions[id] = all;
+      words[id] = coveredWords(text!, all);
+    }
   }
-  if (!Object.keys(redactions).length) return null;
+  const nothing = { redactions, words, records: [], holes: [], stale: [], tooMany };
+  if (!Object.keys(redactions).length) return tooMany ? nothing : null;
   const choices = { ...draft.choices };
   for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
   const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
@@ -80,14 +90,20 @@ export function coverAtOnce(
   const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
   const records: PublishedRecord[] = [];
   const holes: number[] = [];
+  const stale: string[] = [];
   for (const r of loaded.existing) {
     if (r.pending === 'delete') continue;
+    const onPath = now.records.get(r.rkey)?.pending !== 'delete' && now.records.has(r.rkey);
+    if (!onPath && r.cid === null) {
+      stale.push(r.rkey);
+      continue;
+    }
     const changed = judge(r, { was, now, clipped, named: r.messageId !== null && r.messageId in redactions });
     if (!changed || sameRecord(changed, r.record)) continue;
-    if (r.collection === MESSAGE && changed.withheld && !r.record.withheld) holes.push(r.position);
+    if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) holes.push(r.position);
     records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
-  return { redactions, words, records, holes };
+  return { redactions, words, records, holes, stale, tooMany };
 }
 
 type Planned = ReturnType<typeof planWith>;
@@ -101,15 +117,18 @@ function judge(
   const { was, now } = o;
   const before = was.records.get(r.rkey);
   const after = now.records.get(r.rkey);
-  const links = linksOf(r.record, now.cover);
   const id = r.messageId;
+  const links = linksOf(r.record, now.cover, {
+    refs: was.references(id)?.pointers === now.references(id)?.pointers,
+    mentions: was.references(id)?.accounts === now.references(id)?.accounts,
+  });
   let record: Record<string, unknown> | undefined;
   if (!before || !after || after.pending === 'delete') {
     // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
     if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);
   } else if (r.collection === MESSAGE && now.refused.has(id) && !was.refused.has(id))
     record = holeOf(r.record);
-  else if (sameRecord(withLinks(before.record, linksOf(r.record)), r.record)) {
+  else if (sameRecord(withLinks(before.record, storedLinks(r.record)), r.record)) {
     if (!sameRecord(before.record, after.record) || links.dropped) record = withLinks(after.record, links);
   } else {
     // Drifted since it was published: nothing of the drift goes out. Covered as it stands, and guarded (a plan
@@ -133,11 +152,19 @@ function planWith(loaded: Loaded, draft: Draft) {
   };
   const chosen = choose(loaded.turns, input, draft);
   const planned = plan({ ...loaded, draft }, input, chosen, NOTHING_LOOKED_UP);
+  const turns = new Map(loaded.turns.map((t) => [t.messageId, t]));
   return {
     records: new Map(planned.records.map((r) => [r.rkey, r])),
     refused: new Set(planned.problems.map((p) => p.messageId)),
     cover: chosen.published.cover,
     words: chosen.words,
+    /** A path turn's links and accounts as this plan reads them from its published text and choice. */
+    references: (id: string | null) => {
+      const turn = id === null ? undefined : turns.get(id);
+      if (!turn) return undefined;
+      const found = referencesOf(turn, chosen.choices[turn.messageId] ?? {}, chosen.published);
+      return { pointers: found.pointers.map(pointerKey).join(' '), accounts: found.accounts.join(' ') };
+    },
   };
 }
 
@@ -171,37 +198,44 @@ function unfit(r: PublishedRecord, covered: Record<string, unknown>): Record<str
 }
 
 /** Characters of newly covered words past which a clipped string is barred whole instead of probed. */
-const PROBE_CHARS = 4_000;
+const PROBE_CHARS = 512;
 
 /**
- * A string the projection clipped (it ends in "…") was cut after covering with the words covered then: it may end
- * in part of a word covered only now ("Halvard Qu…"), which the cover no longer recognises. Each ending of each
- * new word is put back after it; where the cover then finds one reaching past the cut, the string is barred from
- * there. Past PROBE_CHARS of new words (hundreds of redactions at once), a clipped string is barred whole.
+ * The fields the projection clips (ending them in "…") were cut after covering with the words covered then: one
+ * may end in part of a word covered only now ("Halvard Qu…"), which the cover no longer recognises. Each ending of
+ * each new word is put back after the string's last characters; where the cover then finds one reaching past the
+ * cut, the string is barred from there. Past PROBE_CHARS of new words, a clipped field is barred whole.
  */
 function clippedGuard(fresh: readonly string[]): Guard {
   if (!fresh.length) return (record) => record;
   const cover = makeCover(fresh);
   const probes = fresh.reduce((n, w) => n + w.length, 0) <= PROBE_CHARS;
-  const guard = (s: string): string => {
-    if (!s.endsWith('…')) return s;
+  // A word's spellings the cover reads (references, escapes) are longer than the word: a window that holds them.
+  const window = 16 * Math.max(...fresh.map((w) => w.length)) + 64;
+  const guard = (s: unknown): unknown => {
+    if (typeof s !== 'string' || !s.endsWith('…')) return s;
     if (!probes) return `${REDACTION_BAR}…`;
     const head = s.slice(0, -1);
-    let from = head.length;
+    const tail = head.slice(-window);
+    let from = tail.length;
     for (const w of fresh)
       for (let k = 1; k < w.length; k++)
-        for (const hit of cover.find(head + w.slice(k)))
-          if (hit.end > head.length) from = Math.min(from, hit.start);
-    return from < head.length ? `${head.slice(0, from)}${REDACTION_BAR}…` : s;
+        for (const hit of cover.find(tail + w.slice(k)))
+          if (hit.end > tail.length) from = Math.min(from, hit.start);
+    return from < tail.length ? `${head.slice(0, head.length - tail.length + from)}${REDACTION_BAR}…` : s;
   };
-  const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return guard(v);
-    if (Array.isArray(v)) return v.map(walk);
-    if (v && typeof v === 'object')
-      return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));
-    return v;
+  const fields = (o: unknown, keys: readonly string[]) => {
+    if (!o || typeof o !== 'object') return;
+    const r = o as Record<string, unknown>;
+    for (const k of keys) if (k in r) r[k] = guard(r[k]);
   };
-  return (record) => walk(record) as Record<string, unknown>;
+  return (record) => {
+    const out = structuredClone(record);
+    fields(out, ['title']);
+    for (const agent of (out.agents ?? []) as unknown[]) fields(agent, ['name', 'role', 'description']);
+    for (const step of (out.steps ?? []) as unknown[]) fields(step, ['name', 'summary']);
+    return out;
+  };
 }
 
 interface Links {
@@ -211,18 +245,36 @@ interface Links {
   dropped: boolean;
 }
 
-/** A stored record's refs and mentions (ids, never covered), less those whose did:web spells a covered word. */
-function linksOf(stored: Record<string, unknown>, cover?: Cover): Links {
+/**
+ * A stored record's refs and mentions (ids, looked up when it was published, never covered), less any that now
+ * show a covered word (a did:web, a record key), and all of its refs (mentions) when the new redactions change
+ * which links (accounts) its turn names: one may have been under the words just covered, and a stored link
+ * cannot be told back to the words it came from. A whole publish looks them up again.
+ */
+function linksOf(
+  stored: Record<string, unknown>,
+  cover: Cover,
+  same: { refs: boolean; mentions: boolean },
+): Links {
   const refs = (stored.refs ?? []) as { uri: string }[];
   const mentions = (stored.mentions ?? []) as string[];
-  const keptRefs = cover ? refs.filter((r) => !webDidShows(r.uri.split('/')[2], cover)) : refs;
-  const keptMentions = cover ? mentions.filter((did) => !webDidShows(did, cover)) : mentions;
+  const keptRefs = same.refs
+    ? refs.filter((r) => !cover.find(r.uri).length && !webDidShows(r.uri.split('/')[2], cover))
+    : [];
+  const keptMentions = same.mentions ? mentions.filter((did) => !webDidShows(did, cover)) : [];
   return {
     ...(keptRefs.length ? { refs: keptRefs } : {}),
     ...(keptMentions.length ? { mentions: keptMentions } : {}),
     dropped: keptRefs.length < refs.length || keptMentions.length < mentions.length,
   };
 }
+
+/** A stored record's refs and mentions as they are. */
+const storedLinks = (stored: Record<string, unknown>): Links => ({
+  ...(stored.refs ? { refs: stored.refs } : {}),
+  ...(stored.mentions ? { mentions: stored.mentions } : {}),
+  dropped: false,
+});
 
 /** `record` with `links` for its refs and mentions (a plan made with no lookup has none of its own). */
 function withLinks(record: Record<string, unknown>, { dropped: _, ...links }: Links) {

@@ -41,11 +41,18 @@ export async function coverDespite(
     (await pendingWrites(sql, conversationId)).length > 0;
   if (!covered && !leftOver) return refusal;
   const said = await sayWritten(covered, leftOver, write);
-  return new AppError(refusal.code, `${refusal.message} ${said.sentence}`, {
+  return new AppError(refusal.code, `${refusal.message} ${said.sentence}`.trim(), {
     details: {
       ...(refusal.details as object | undefined),
       ...(covered
-        ? { covered: { records: covered.records.length, holes: covered.holes, written: said.written } }
+        ? {
+            covered: {
+              records: covered.records.length,
+              holes: covered.holes,
+              written: said.written,
+              tooMany: covered.tooMany,
+            },
+          }
         : {}),
     },
     retryAfter: refusal.retryAfter,
@@ -87,9 +94,23 @@ async function sayWritten(
   leftOver: boolean,
   write: () => Promise<unknown>,
 ): Promise<{ sentence: string; written: boolean }> {
+  const full = covered?.tooMany
+    ? ` ${covered.tooMany === 1 ? 'One turn holds' : `${covered.tooMany} turns hold`} 500 redactions already: the words you selected there are not covered. Merge some selections and publish again.`
+    : '';
+  const said = await writeAndSay(covered, leftOver, write);
+  return { ...said, sentence: said.sentence + full };
+}
+
+async function writeAndSay(
+  covered: CoveredAtOnce | null,
+  leftOver: boolean,
+  write: () => Promise<unknown>,
+): Promise<{ sentence: string; written: boolean }> {
   if (!covered?.records.length && !leftOver)
     return {
-      sentence: 'Your new redactions are kept; nothing already published showed those words.',
+      sentence: Object.keys(covered?.redactions ?? {}).length
+        ? 'Your new redactions are kept; nothing already published showed those words.'
+        : '',
       written: true,
     };
   const failure = await write().then(
@@ -108,7 +129,7 @@ async function sayWritten(
     ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';
   return {
-    sentence: `The words you just covered are covered already in what was published: ${n === 1 ? 'one record' : `${n} records`} rewritten${holes}. Nothing else changed.`,
+    sentence: `The words you just covered are covered already in what was published: ${n === 1 ? 'one record' : `${n} records`} rewritten${holes}. Nothing else you asked for went out.`,
     written: true,
   };
 }

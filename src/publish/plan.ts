@@ -345,9 +345,10 @@ function diff(
   next: Omit<PublishedRecord, 'cid' | 'pending'>,
 ): PublishedRecord {
   if (!prior || prior.cid === null) return { ...next, cid: null, pending: 'create' };
-  // The stored record is what was planned, not what the PDS holds, until its update is done: a plan that left
-  // one pending (a write that failed, a cover not yet written) still owes the PDS that write.
-  const owed = prior.pending === 'update';
+  // The stored record is what was planned, not what the PDS holds, until its write is done: a plan that left it
+  // pending (a write that failed, a cover not yet written, a delete an unpublish did not finish: such a record is
+  // still on the PDS, as it was before) still owes the PDS that record.
+  const owed = prior.pending !== null;
   return {
     ...next,
     cid: prior.cid,

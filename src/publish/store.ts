@@ -172,6 +172,8 @@ export async function saveCover(
     redactions: Record<string, unknown[]>;
     words: Record<string, string[]>;
     records: PublishedRecord[];
+    /** Rows never written, of turns no longer on the path: dropped, as savePlan drops them. */
+    stale: string[];
   },
 ): Promise<void> {
   const rows = covered.records.map((r) => ({ rkey: r.rkey, record: r.record, pending: r.pending }));
@@ -182,6 +184,9 @@ export async function saveCover(
           from jsonb_each(${tx.json(covered.redactions as JsonValue)}) e), '{}'::jsonb),
         words = d.words || ${tx.json(covered.words as JsonValue)}, updated_at = now()
       where conversation_id = ${conversationId}`;
+    if (covered.stale.length)
+      await tx`delete from publication_records where conversation_id = ${conversationId} and cid is null
+        and rkey = any(${covered.stale})`;
     if (!rows.length) return;
     await tx`update publications set status = 'publishing', error = null, updated_at = now()
       where conversation_id = ${conversationId}`;

@@ -12,6 +12,8 @@ import { type Choices, coverOf, REDACTION_BAR, type Span } from '../../src/redac
 
 const ADA = '11111111-1111-4111-8111-111111111111';
 const NOTHING: Resolution = { refs: new Map(), mentions: new Map() };
+/** A record's CID as the PDS gives it (a strongRef's must parse). */
+const CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
 const WORDS = ['Zephyr', 'Quay', 'east', 'wing', 'maps', 'nine', 'the', 'Halvard', 'ZEPHYR', 'Zephyr’s'];
 
 const turn = (i: number, text: string): PublishTurn => ({
@@ -178,7 +180,8 @@ describe('covering at once', () => {
       withheld: true,
     });
     expect(byMessage.get(null)?.title).toBe(`Where is ${REDACTION_BAR}?`);
-    expect(out.holes).toEqual([2]);
+    // Not on the path: said as no turn of it.
+    expect(out.holes).toEqual([]);
   });
 
   it('drops a link or mention already out whose did:web spells a word covered now, in a turn the cover does not touch', () => {
@@ -248,7 +251,7 @@ describe('covering at once', () => {
     expect(byMessage.get(null)?.title).toBe(`Meet ${REDACTION_BAR} at the quay.`);
     expect(byMessage.get(meet!.messageId)?.withheld).toBe(true);
     expect(byMessage.has(sure!.messageId)).toBe(false);
-    expect(out.holes).toEqual([1]);
+    expect(out.holes).toEqual([]);
   });
 
   it('a turn whose added mention now shows a covered word becomes a hole, though its text does not change', () => {
@@ -266,5 +269,76 @@ describe('covering at once', () => {
     const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
     expect(byMessage.get(turns[1]!.messageId)?.withheld).toBe(true);
     expect(out.holes).toEqual([2]);
+  });
+
+  it('drops the links and mentions of a turn whose linked names the new words cover, and any ref that spells one', () => {
+    const turns = [
+      turn(0, 'Ask @bob.test, see at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed'),
+      turn(1, 'Ok.'),
+    ];
+    const resolution: Resolution = {
+      refs: new Map([
+        [
+          'at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed',
+          { uri: 'at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed', cid: CID },
+        ],
+      ]),
+      mentions: new Map([['bob.test', 'did:plc:bob']]),
+    };
+    const l = loadedOf(turns);
+    const input = { choices: {} };
+    const first = plan(l, input, choose(turns, input, undefined), resolution);
+    expect(first.records[1]!.record).toMatchObject({
+      refs: [{ cid: CID }],
+      mentions: ['did:plc:bob'],
+    });
+    // "bob" covered in the reply: the mention's handle in turn 1 is covered, so its DID goes.
+    const loaded2 = {
+      ...l,
+      turns: [turns[0]!, turn(1, 'Ok, bob.')],
+      existing: written(first.records),
+      draft: first.draft,
+    };
+    const out = coverAtOnce(loaded2, { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 7 }] } })!;
+    const first1 = out.records.find((r) => r.messageId === turns[0]!.messageId)!.record;
+    expect(first1.mentions).toBeUndefined();
+    expect(first1.refs).toEqual([{ uri: 'at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed', cid: CID }]);
+    // "zephyr" covered: the ref whose record key spells it goes too.
+    const loaded3 = {
+      ...l,
+      turns: [turns[0]!, turn(1, 'Ok, zephyr.')],
+      existing: written(first.records),
+      draft: first.draft,
+    };
+    const out3 = coverAtOnce(loaded3, { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 10 }] } })!;
+    const first3 = out3.records.find((r) => r.messageId === turns[0]!.messageId)!.record;
+    expect(first3.refs).toBeUndefined();
+    expect(JSON.stringify(out3.records).toLowerCase()).not.toContain('zephyr');
+  });
+
+  it('drops rows never written of turns no longer on the path, and says when a turn holds too many redactions', () => {
+    const [a, b, c] = [turn(0, 'Zephyr is here.'), turn(1, 'Hello Zephyr.'), turn(2, 'Bye.')];
+    const first = planOf(loadedOf([a!, b!]), { choices: {} });
+    // b's record was planned but never written (a publish paused), then b was regenerated as c.
+    const existing = written(first.records).map((r) =>
+      r.messageId === b!.messageId ? { ...r, cid: null, pending: 'create' as const } : r,
+    );
+    const loaded = { ...loadedOf([a!, c!]), existing, draft: first.draft };
+    const out = coverAtOnce(loaded, { [a!.messageId]: { redactions: [{ start: 0, end: 6 }] } })!;
+    expect(out.stale).toEqual([existing.find((r) => r.messageId === b!.messageId)!.rkey]);
+    expect(out.records.some((r) => r.messageId === b!.messageId)).toBe(false);
+
+    // A turn that holds 500 redactions already takes no more, and says so.
+    const text = 'Zephyr is here, and here, and here again.';
+    const spans: { start: number; end: number }[] = [];
+    for (let start = 0; start < text.length && spans.length < 500; start++)
+      for (let end = start + 1; end <= text.length && spans.length < 500; end++) spans.push({ start, end });
+    const d = turn(0, text);
+    const full = { ...loadedOf([d]), existing: written(planOf(loadedOf([d]), { choices: {} }).records) };
+    const crowded = { ...full, draft: { ...first.draft, choices: { [d.messageId]: { redactions: spans } } } };
+    const more = coverAtOnce(crowded, { [d.messageId]: { redactions: [{ start: 40, end: 41 }] } })!;
+    expect(more.tooMany).toBe(1);
+    expect(more.redactions).toEqual({});
+    expect(more.records).toEqual([]);
   });
 });

@@ -159,15 +159,20 @@ describe('plan', () => {
     expect(existing.every((r) => r.rkey < p2.rkey)).toBe(true);
   });
 
-  it('a record whose write is still owed (a write that failed) is written by the next plan, though it is unchanged', () => {
+  it('a record whose write is still owed (a write that failed, an unfinished delete) is written by the next plan, though it is unchanged', () => {
     const first = planOf(loaded());
+    // a1's update failed; p1 was left to delete by an unpublish that stopped part-way (it is still out).
     const owed = written(first.records).map((r) =>
-      r.messageId === 'a1' ? { ...r, pending: 'update' as const } : r,
+      r.messageId === 'a1'
+        ? { ...r, pending: 'update' as const }
+        : r.messageId === 'p1'
+          ? { ...r, pending: 'delete' as const }
+          : r,
     );
     const again = planOf(loaded({ existing: owed, sessionRkey: first.sessionRkey }));
     expect(again.records.map((r) => [r.messageId, r.pending])).toEqual([
       [null, null],
-      ['p1', null],
+      ['p1', 'update'],
       ['a1', 'update'],
     ]);
   });

@@ -276,7 +276,7 @@ it('words covered in a published Conversation go out at once, though the publish
   await note.waitFor();
   // The title (made from the first turn) and both turns.
   expect(await note.textContent()).toBe(
-    'The words you just covered are covered already in what was published: 3 records rewritten. Nothing else changed.',
+    'The words you just covered are covered already in what was published: 3 records rewritten. Nothing else you asked for went out.',
   );
   const now = await out();
   expect(now).toContain(uri);

@@ -133,18 +133,26 @@ function Refusal({ problems, error }: { problems: Problem[] | null; error: unkno
 function CoveredNote({ error }: { error: unknown }) {
   const covered =
     error instanceof ApiError
-      ? (error.details as { covered?: { records: number; holes: number[]; written: boolean } } | undefined)
-          ?.covered
+      ? (
+          error.details as
+            | { covered?: { records: number; holes: number[]; written: boolean; tooMany: number } }
+            | undefined
+        )?.covered
       : undefined;
-  if (!covered?.records) return null;
+  if (!covered?.records && !covered?.tooMany) return null;
+  const full = covered.tooMany
+    ? ` ${covered.tooMany === 1 ? 'One turn holds' : `${covered.tooMany} turns hold`} 500 redactions already: the words you selected there are not covered. Merge some selections and publish again.`
+    : '';
   const holes = covered.holes.length
     ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';
   return (
     <p className="notice" role="status" data-testid="covered-at-once">
-      {covered.written
-        ? `The words you just covered are covered already in what was published: ${plural(covered.records, 'record')} rewritten${holes}. Nothing else changed.`
-        : 'Covering the words you just covered in what was published did not finish. Publish again to finish it.'}
+      {!covered.records
+        ? full.trim()
+        : covered.written
+          ? `The words you just covered are covered already in what was published: ${plural(covered.records, 'record')} rewritten${holes}. Nothing else you asked for went out.${full}`
+          : `Covering the words you just covered in what was published did not finish. Publish again to finish it.${full}`}
     </p>
   );
 }
