@@ -59,6 +59,19 @@ async function everywhere(conversationId: string) {
   return { all: JSON.stringify([[...pds.values()], index, reader]), messages };
 }
 
+/** A Conversation of a question and its reply, published as it is. */
+async function published(question: string, reply: string) {
+  const made = await insertConversation(local.app.db.sql, alice.playerId, {
+    turns: [
+      { role: 'player', parts: [{ type: 'text', text: question }] },
+      { role: 'npc', parts: [{ type: 'text', text: reply }] },
+    ],
+  });
+  const res = await api(`/api/conversations/${made.conversationId}/publication`, { method: 'PUT', body: {} });
+  expect(res.status).toBe(200);
+  return made;
+}
+
 const spanOf = (text: string, word: string) => {
   const start = text.indexOf(word);
   return { start, end: start + word.length };
@@ -140,15 +153,7 @@ describe('covering words in a published Conversation', () => {
 
   it('goes out while a reply is still being written, and a request that covers nothing new writes nothing', async () => {
     const text = 'Meet me at Halvard Quay at nine.';
-    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
-      turns: [
-        { role: 'player', parts: [{ type: 'text', text }] },
-        { role: 'npc', parts: [{ type: 'text', text: 'Halvard Quay it is.' }] },
-      ],
-    });
-    expect(
-      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
-    ).toBe(200);
+    const { conversationId, ids } = await published(text, 'Halvard Quay it is.');
     // The reply is being written again, by this (live) server.
     await local.app.db
       .sql`update messages set status = 'streaming', instance_id = ${local.app.running.instanceId}
@@ -180,15 +185,7 @@ describe('covering words in a published Conversation', () => {
 
   it('a cover whose writes fail is said to have failed, and publishing again, refused or not, finishes it', async () => {
     const text = 'Ask Orsolya at the gate.';
-    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
-      turns: [
-        { role: 'player', parts: [{ type: 'text', text }] },
-        { role: 'npc', parts: [{ type: 'text', text: 'I will.' }] },
-      ],
-    });
-    expect(
-      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
-    ).toBe(200);
+    const { conversationId, ids } = await published(text, 'I will.');
     // Refused for a mention that resolves to no one; the PDS refuses the cover's write.
     const body = {
       choices: { [ids[0]!]: { redactions: [spanOf(text, 'Orsolya')], mentions: ['@nobody.test'] } },
@@ -221,15 +218,7 @@ describe('covering words in a published Conversation', () => {
 
   it('a cover whose writes failed is written by the next publish that succeeds, though its plan is unchanged', async () => {
     const text = 'Ask Orsolya at the gate.';
-    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
-      turns: [
-        { role: 'player', parts: [{ type: 'text', text }] },
-        { role: 'npc', parts: [{ type: 'text', text: 'I will.' }] },
-      ],
-    });
-    expect(
-      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
-    ).toBe(200);
+    const { conversationId, ids } = await published(text, 'I will.');
     const cover = { redactions: [spanOf(text, 'Orsolya')] };
     writes.failNext = true;
     const failed = await api(`/api/conversations/${conversationId}/publication`, {
@@ -249,15 +238,7 @@ describe('covering words in a published Conversation', () => {
 
   it('stores the added redactions into the draft as it stands: a hold-back marked meanwhile is kept', async () => {
     const sql = local.app.db.sql;
-    const { conversationId, ids } = await insertConversation(sql, alice.playerId, {
-      turns: [
-        { role: 'player', parts: [{ type: 'text', text: 'Hello Quinn.' }] },
-        { role: 'npc', parts: [{ type: 'text', text: 'Hello.' }] },
-      ],
-    });
-    expect(
-      (await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} })).status,
-    ).toBe(200);
+    const { conversationId, ids } = await published('Hello Quinn.', 'Hello.');
     // Marked withheld by a hold-back (outside the publication's lease) after covering read the draft.
     await sql`update publication_drafts set choices = choices || ${sql.json({ [ids[0]!]: { withheld: true } })}
       where conversation_id = ${conversationId}`;
