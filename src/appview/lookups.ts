@@ -24,6 +24,9 @@ class Remembered<V> {
   }
 }
 
+/** What a reader is shown of a linked record's text, at most. */
+export const QUOTE_CHARS = 1000;
+
 export interface RefNow {
   cid: string;
   text: string | null;
@@ -69,7 +72,9 @@ export const recordNow = (network: Network, uri: string) =>
     if (!now) return null;
     const text = (now.value as { text?: unknown } | undefined)?.text;
     // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
-    return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 1000) : null };
+    // Twice what is shown: a thread's cover is applied before the quote is cut (thread.ts), so a covered word
+    // across the cut is still found whole.
+    return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 2 * QUOTE_CHARS) : null };
   });
 
 export const handleNow = (network: Network, did: string) =>

@@ -3,7 +3,7 @@ import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { type ThreadWindow, threadWindow, turnWeight } from '../markdown/index.ts';
 import type { Cover } from '../redaction/index.ts';
-import { handleNow, lookUpAll, type RefNow, recordNow } from './lookups.ts';
+import { handleNow, lookUpAll, QUOTE_CHARS, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
 import { cachedThread, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
 
@@ -94,11 +94,10 @@ export async function readThread(
     lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d), null),
     sameTurns && early ? early : turnLabels(sql, uris),
     notices,
-    options.coverOf?.(uri) ?? null,
+    // Only a page with something looked up needs it.
+    records.some((r) => r.refs?.length || r.mentions?.length) ? (options.coverOf?.(uri) ?? null) : null,
   ]);
-  // Looked up now, never in a record: a thread published from here has its Conversation's cover applied to them.
-  const coveredText = (text: string | null) => (text && cover ? cover.apply(text) : text);
-  const coveredHandle = (handle: string | null) => (handle && cover?.find(handle).length ? null : handle);
+  const { coveredText, coveredHandle } = covering(cover);
   const onTurn = labelsByTurn(turnLabelRows);
   const messages = shown.map((m, i) => ({
     uri: m.uri,
@@ -131,6 +130,18 @@ export async function readThread(
     messages,
   };
   return { thread: view, window, opening: openingOf(thread.messages) };
+}
+
+/**
+ * What is looked up now is never in a record: a thread published from here has its Conversation's cover applied
+ * to it, a quote before it is cut (a covered word across the cut would no longer be found).
+ */
+function covering(cover: Cover | null) {
+  return {
+    coveredText: (text: string | null) =>
+      text === null ? null : (cover ? cover.apply(text) : text).slice(0, QUOTE_CHARS),
+    coveredHandle: (handle: string | null) => (handle && cover?.find(handle).length ? null : handle),
+  };
 }
 
 /** Each turn's labels, by its URI: notices to click through, and which holes a labeler made. */

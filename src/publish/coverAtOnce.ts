@@ -118,9 +118,12 @@ function judge(
   const before = was.records.get(r.rkey);
   const after = now.records.get(r.rkey);
   const id = r.messageId;
+  // Which links its turn names, asked only of a record that has some (a full reading of the turn's text).
+  const linked = Boolean(r.record.refs || r.record.mentions);
+  const [then, later] = linked ? [was.references(id), now.references(id)] : [];
   const links = linksOf(r.record, now.cover, {
-    refs: was.references(id)?.pointers === now.references(id)?.pointers,
-    mentions: was.references(id)?.accounts === now.references(id)?.accounts,
+    refs: then?.pointers === later?.pointers,
+    mentions: then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
   if (!before || !after || after.pending === 'delete') {
@@ -258,9 +261,13 @@ function linksOf(
 ): Links {
   const refs = (stored.refs ?? []) as { uri: string }[];
   const mentions = (stored.mentions ?? []) as string[];
-  const keptRefs = same.refs
-    ? refs.filter((r) => !cover.find(r.uri).length && !webDidShows(r.uri.split('/')[2], cover))
-    : [];
+  // As a publish checks a link (referencesOf): its collection and record key, and a did:web; not a did:plc,
+  // whose random letters a short covered word can be found in.
+  const spells = (uri: string) => {
+    const [, , did, collection = '', rkey = ''] = uri.split('/');
+    return cover.find(collection).length > 0 || cover.find(rkey).length > 0 || webDidShows(did, cover);
+  };
+  const keptRefs = same.refs ? refs.filter((r) => !spells(r.uri)) : [];
   const keptMentions = same.mentions ? mentions.filter((did) => !webDidShows(did, cover)) : [];
   return {
     ...(keptRefs.length ? { refs: keptRefs } : {}),

@@ -95,10 +95,10 @@ async function sayWritten(
   write: () => Promise<unknown>,
 ): Promise<{ sentence: string; written: boolean }> {
   const full = covered?.tooMany
-    ? ` ${covered.tooMany === 1 ? 'One turn holds' : `${covered.tooMany} turns hold`} 500 redactions already: the words you selected there are not covered. Merge some selections and publish again.`
+    ? `${covered.tooMany === 1 ? 'One turn' : `${covered.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
     : '';
   const said = await writeAndSay(covered, leftOver, write);
-  return { ...said, sentence: said.sentence + full };
+  return { ...said, sentence: [said.sentence, full].filter(Boolean).join(' ') };
 }
 
 async function writeAndSay(

@@ -77,13 +77,16 @@ export async function executePending(
           await wait(Math.max(ms, 0));
           continue;
         }
-        if (failure === 'refused' || attempt >= attempts) throw e;
-        if (await landed(repo, batch)) {
+        if (failure === 'refused') throw e;
+        // Looked for on the last attempt too: a batch that landed there and was left pending would be written
+        // again at the next try, and a create the PDS already holds is refused, for good.
+        if (await landed(repo, batch).catch(() => false)) {
           // The commit's rev was in the answer that was lost: these records' revs stay unknown.
           told = { cids: await currentCids(repo, batch), rev: null };
           await markWritten(sql, conversationId, batch, told);
           break;
         }
+        if (attempt >= attempts) throw e;
         await wait(Math.min(250 * 2 ** attempt, 5000));
       }
     }

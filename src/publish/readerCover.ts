@@ -1,10 +1,6 @@
 import type { Sql } from '../db/index.ts';
 import { type Cover, makeCover } from '../redaction/index.ts';
 
-/** Covers made lately, by their words: a thread read often is not folded again on each read. */
-const made = new Map<string, Cover>();
-const KEPT = 200;
-
 /**
  * What the reader shows beside a thread published from here is looked up when it is read (a linked post's text
  * now, a mentioned account's handle now) and was never in a record: the Conversation's cover is applied to it
@@ -19,15 +15,9 @@ export function readerCover(sql: Sql): (uri: string) => Promise<Cover | null> {
     const [row] = await sql<{ words: Record<string, string[]> }[]>`
       select d.words from publications p join publication_drafts d using (conversation_id)
       where p.did = ${did} and p.session_rkey = ${rkey}`;
-    const words = [...new Set(Object.values(row?.words ?? {}).flat())].sort();
-    if (!words.length) return null;
-    const key = JSON.stringify(words);
-    let cover = made.get(key);
-    if (!cover) {
-      cover = makeCover(words);
-      made.set(key, cover);
-      if (made.size > KEPT) made.delete(made.keys().next().value!);
-    }
-    return cover;
+    const words = new Set(Object.values(row?.words ?? {}).flat());
+    // Made for this read alone: a cover remembers every string it found clean, which a cover kept across reads
+    // of a popular thread would do without end.
+    return words.size ? makeCover(words) : null;
   };
 }

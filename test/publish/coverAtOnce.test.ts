@@ -287,6 +287,27 @@ describe('what the reader looks up beside a thread published from here', () => {
       };
     };
     expect(thread.messages[0]!.refs[0]!.text).toBe('████████ keeps the maps.');
+    // A long record linked: its quote is cut at 1,000 characters after covering, not before (a covered word
+    // across the cut would show its first half).
+    const note = await bob.com.atproto.repo.createRecord({
+      repo: bobDid,
+      collection: 'com.example.note',
+      record: { $type: 'com.example.note', text: `${'x'.repeat(995)} Zephyr and more.` },
+    });
+    const long = `Zephyr noted ${note.data.uri}`;
+    const other = await published(long, 'Fine.');
+    const covered = await api(`/api/conversations/${other.conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [other.ids[0]!]: { redactions: [spanOf(long, 'Zephyr')] } } },
+    });
+    expect(covered.status).toBe(200);
+    const rkey2 = ((await covered.json()) as { uri: string }).uri.split('/').pop()!;
+    const reread = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey2}`);
+    const quote = (await reread.json()) as { thread: typeof thread };
+    const text = quote.thread.messages[0]!.refs[0]!.text!;
+    expect(text).toHaveLength(1000);
+    expect(text.endsWith(' ████')).toBe(true);
+    expect(text).not.toMatch(/zeph/i);
     expect(thread.messages[0]!.mentions).toEqual([{ did: bobDid, handle: null }]);
     const page = await (
       await fetch(`${local.app.running.listenUrl}/profile/alice.test/thread/${rkey}`)

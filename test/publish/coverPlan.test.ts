@@ -316,6 +316,25 @@ describe('covering at once', () => {
     expect(JSON.stringify(out3.records).toLowerCase()).not.toContain('zephyr');
   });
 
+  it('keeps a link whose resolved did:plc happens to hold a covered word, as a whole publish does', () => {
+    const turns = [turn(0, 'see https://bsky.app/profile/bob.test/post/3kabc'), turn(1, 'Ok, qq.')];
+    const resolution: Resolution = {
+      refs: new Map([
+        [
+          'at://bob.test/app.bsky.feed.post/3kabc',
+          { uri: 'at://did:plc:abqqcd/app.bsky.feed.post/3kabc', cid: CID },
+        ],
+      ]),
+      mentions: new Map(),
+    };
+    const l = loadedOf(turns);
+    const first = plan(l, { choices: {} }, choose(turns, { choices: {} }, undefined), resolution);
+    const loaded = { ...l, existing: written(first.records), draft: first.draft };
+    const out = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 6 }] } })!;
+    // Only the reply changes; the link's record is left as it was.
+    expect(out.records.map((r) => r.messageId)).toEqual([turns[1]!.messageId]);
+  });
+
   it('drops rows never written of turns no longer on the path, and says when a turn holds too many redactions', () => {
     const [a, b, c] = [turn(0, 'Zephyr is here.'), turn(1, 'Hello Zephyr.'), turn(2, 'Bye.')];
     const first = planOf(loadedOf([a!, b!]), { choices: {} });

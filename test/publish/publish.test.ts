@@ -8,7 +8,7 @@ import { expectRepoToMatchPlan, sessionRecords } from '../support/publication.ts
 
 /** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
 const faults = {
-  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send' | 'pause-2nd',
+  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send' | 'pause-2nd' | 'land-on-last',
   calls: 0,
   /** How many faults were injected: a fault test proves its fault happened. */
   fired: 0,
@@ -37,6 +37,14 @@ const faultyFetch: typeof fetch = async (input, init) => {
       { error: 'RateLimitExceeded', message: 'come back in an hour' },
       { status: 429, headers: { 'ratelimit-reset': String(Math.ceil(Date.now() / 1000) + 3600) } },
     );
+  }
+  // Four answers of 500 before the PDS sees the batch, then the fifth (the last attempt) lands and its answer is lost.
+  if (faults.mode === 'land-on-last' && faults.calls <= 5) {
+    faults.fired++;
+    if (faults.calls < 5)
+      return Response.json({ error: 'InternalServerError', message: 'injected failure' }, { status: 500 });
+    await fetch(req);
+    throw new TypeError('fetch failed: socket hang up');
   }
   if (faults.mode === 'drop-after-send' && faults.calls === 1) {
     faults.fired++;
@@ -282,6 +290,25 @@ describe('publishing a Conversation to the Player’s PDS', () => {
       await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
     }, 90_000);
   }
+
+  it('a batch that lands on the last attempt, its answer lost, is found written: the publish finishes, no duplicate', async () => {
+    const { conversationId } = await fixture();
+    faults.mode = 'land-on-last';
+    faults.calls = 0;
+    faults.fired = 0;
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(faults.fired).toBe(5);
+    faults.mode = 'none';
+    expect(res.status).toBe(200);
+    const { publication } = (await (
+      await api(`/api/conversations/${conversationId}/publication`)
+    ).json()) as {
+      publication: { uri: string; status: string };
+    };
+    expect(publication.status).toBe('published');
+    await expectRepoToMatchPlan(local, alice.did, conversationId, publication.uri);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 90_000);
 
   it('refuses before any byte reaches the PDS when a turn is too long or a mention does not resolve', async () => {
     const { conversationId, ids } = await fixture();

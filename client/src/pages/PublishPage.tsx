@@ -141,7 +141,7 @@ function CoveredNote({ error }: { error: unknown }) {
       : undefined;
   if (!covered?.records && !covered?.tooMany) return null;
   const full = covered.tooMany
-    ? ` ${covered.tooMany === 1 ? 'One turn holds' : `${covered.tooMany} turns hold`} 500 redactions already: the words you selected there are not covered. Merge some selections and publish again.`
+    ? ` ${covered.tooMany === 1 ? 'One turn' : `${covered.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
     : '';
   const holes = covered.holes.length
     ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
