@@ -98,8 +98,14 @@ export function coverAtOnce(
       stale.push(r.rkey);
       continue;
     }
-    const changed = judge(r, { was, now, clipped, named: r.messageId !== null && r.messageId in redactions });
-    if (!changed || sameRecord(changed, r.record)) continue;
+    const changed = judge(r, {
+      was,
+      now,
+      clipped,
+      onPath,
+      named: r.messageId !== null && r.messageId in redactions,
+    });
+    if (!changed) continue;
     if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) holes.push(r.position);
     records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
@@ -112,7 +118,7 @@ type Guard = (record: Record<string, unknown>) => Record<string, unknown>;
 /** What a stored record must become (undefined: it stays as it is). */
 function judge(
   r: PublishedRecord,
-  o: { was: Planned; now: Planned; clipped: Guard; named: boolean },
+  o: { was: Planned; now: Planned; clipped: Guard; onPath: boolean; named: boolean },
 ): Record<string, unknown> | undefined {
   const { was, now } = o;
   const before = was.records.get(r.rkey);
@@ -126,7 +132,7 @@ function judge(
     mentions: then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
-  if (!before || !after || after.pending === 'delete') {
+  if (!o.onPath || !before || !after) {
     // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
     if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);
   } else if (r.collection === MESSAGE && now.refused.has(id) && !was.refused.has(id))
@@ -140,11 +146,9 @@ function judge(
   }
   // Whatever it became, covered again: none may show a covered word.
   const out = record ?? r.record;
-  if (out.withheld) return record;
-  const safe = coverStored(r.collection, out, now.cover);
-  const final = sameRecord(safe, out) ? out : safe;
+  const final = out.withheld ? out : coverStored(r.collection, out, now.cover);
   if (sameRecord(final, r.record)) return undefined;
-  return fits(r.collection, final) ? final : unfit(r, final);
+  return out.withheld || fits(r.collection, final) ? final : unfit(r, final);
 }
 
 /** The plan of the path with `draft`'s choices: its records by rkey, what it refuses, its cover and words. */

@@ -1,6 +1,7 @@
 import { messageTexts } from '../conversations/index.ts';
 import type { Sql } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
+import { type CoveredDetails, coveredSentences } from '../wire/index.ts';
 import { type CoveredAtOnce, coverAtOnce } from './coverAtOnce.ts';
 import { loadForPlan } from './load.ts';
 import type { PublishInput } from './plan.ts';
@@ -51,7 +52,7 @@ export async function coverDespite(
               holes: covered.holes,
               written: said.written,
               tooMany: covered.tooMany,
-            },
+            } satisfies CoveredDetails,
           }
         : {}),
     },
@@ -94,11 +95,9 @@ async function sayWritten(
   leftOver: boolean,
   write: () => Promise<unknown>,
 ): Promise<{ sentence: string; written: boolean }> {
-  const full = covered?.tooMany
-    ? `${covered.tooMany === 1 ? 'One turn' : `${covered.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
-    : '';
   const said = await writeAndSay(covered, leftOver, write);
-  return { ...said, sentence: [said.sentence, full].filter(Boolean).join(' ') };
+  const tooMany = covered ? coveredSentences({ ...covered, records: covered.records.length }).tooMany : '';
+  return { ...said, sentence: [said.sentence, tooMany].filter(Boolean).join(' ') };
 }
 
 async function writeAndSay(
@@ -124,12 +123,8 @@ async function writeAndSay(
     };
   if (!covered?.records.length)
     return { sentence: 'What an earlier publish left unwritten is written now.', written: true };
-  const n = covered.records.length;
-  const holes = covered.holes.length
-    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
-    : '';
   return {
-    sentence: `The words you just covered are covered already in what was published: ${n === 1 ? 'one record' : `${n} records`} rewritten${holes}. Nothing else you asked for went out.`,
+    sentence: coveredSentences({ ...covered, records: covered.records.length }).rewritten,
     written: true,
   };
 }

@@ -22,6 +22,31 @@ export const PublishProblem = z.object({
   message: z.string(),
 });
 
+/** What a refused publish still covered in what was out (ADR 0090): the refusal's `details.covered`. */
+export const CoveredDetails = z.object({
+  records: z.number().int(),
+  holes: z.array(z.number().int()),
+  written: z.boolean(),
+  tooMany: z.number().int(),
+});
+export type CoveredDetails = z.output<typeof CoveredDetails>;
+
+/**
+ * What covering at once says to the Player, written once for the server's message and the publish page:
+ * `rewritten` when records were written, `tooMany` when turns took none of their new redactions (else '').
+ */
+export function coveredSentences(c: Omit<CoveredDetails, 'written'>): { rewritten: string; tooMany: string } {
+  const holes = c.holes.length
+    ? ` (${c.holes.length === 1 ? `turn ${c.holes[0]} is` : `turns ${c.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
+    : '';
+  return {
+    rewritten: `The words you just covered are covered already in what was published: ${c.records === 1 ? 'one record' : `${c.records} records`} rewritten${holes}. Nothing else you asked for went out.`,
+    tooMany: c.tooMany
+      ? `${c.tooMany === 1 ? 'One turn' : `${c.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
+      : '',
+  };
+}
+
 /** POST …/publication/preview: the records as they would be written, and what stands in the way. */
 export const PublishPreview = z.object({
   /** The session record's at-uri. */

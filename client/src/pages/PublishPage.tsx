@@ -1,4 +1,5 @@
 import { Link, useParams } from 'react-router';
+import { CoveredDetails, coveredSentences } from '../../../src/wire/index.ts';
 import { ApiError } from '../api.ts';
 import { useDialogs } from '../components/Dialog.tsx';
 import { ErrorNote } from '../components/ErrorNote.tsx';
@@ -131,28 +132,19 @@ function Refusal({ problems, error }: { problems: Problem[] | null; error: unkno
  * problems (other refusals say it in their message).
  */
 function CoveredNote({ error }: { error: unknown }) {
-  const covered =
+  const parsed =
     error instanceof ApiError
-      ? (
-          error.details as
-            | { covered?: { records: number; holes: number[]; written: boolean; tooMany: number } }
-            | undefined
-        )?.covered
+      ? CoveredDetails.safeParse((error.details as { covered?: unknown } | undefined)?.covered)
       : undefined;
+  const covered = parsed?.success ? parsed.data : undefined;
   if (!covered?.records && !covered?.tooMany) return null;
-  const full = covered.tooMany
-    ? ` ${covered.tooMany === 1 ? 'One turn' : `${covered.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
-    : '';
-  const holes = covered.holes.length
-    ? ` (${covered.holes.length === 1 ? `turn ${covered.holes[0]} is` : `turns ${covered.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
-    : '';
+  const { rewritten, tooMany } = coveredSentences(covered);
+  const done = covered.written
+    ? rewritten
+    : 'Covering the words you just covered in what was published did not finish. Publish again to finish it.';
   return (
     <p className="notice" role="status" data-testid="covered-at-once">
-      {!covered.records
-        ? full.trim()
-        : covered.written
-          ? `The words you just covered are covered already in what was published: ${plural(covered.records, 'record')} rewritten${holes}. Nothing else you asked for went out.${full}`
-          : `Covering the words you just covered in what was published did not finish. Publish again to finish it.${full}`}
+      {[covered.records ? done : '', tooMany].filter(Boolean).join(' ')}
     </p>
   );
 }
