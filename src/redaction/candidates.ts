@@ -88,19 +88,20 @@ export function asciiSkeleton(lower: string, reading: Reading = 'marks'): string
   );
 }
 
-interface Node {
-  next: Map<string, Node>;
-  ids: number[];
-}
-const node = (): Node => ({ next: new Map(), ids: [] });
-const insert = (root: Node, key: string, id: number) => {
-  let at = root;
-  for (const c of key) {
-    const n = at.next.get(c) ?? node();
-    at.next.set(c, n);
-    at = n;
-  }
-  at.ids.push(id);
+/**
+ * How many of a needle's characters either side of a split are matched exactly. A piece longer than this is known
+ * by its REACH characters next to the split: a text that has them is parsed (the parse then decides), which reads
+ * more, never less. Exact pieces of every length cost a needle's length squared to build, and one covered
+ * paragraph of 5,000 characters took 5.7 s of the event loop to make its cover.
+ */
+const REACH = 32;
+
+/** Pieces of needles by their characters next to a split, each with the needles (ids) it is a piece of. */
+type Pieces = Map<string, number[]>;
+const add = (pieces: Pieces, key: string, id: number) => {
+  const ids = pieces.get(key);
+  if (!ids) pieces.set(key, [id]);
+  else if (ids[ids.length - 1] !== id) ids.push(id);
 };
 
 /** Whether this skeleton may show a needle split by Markdown. */
@@ -112,51 +113,74 @@ const count = (s: string, n: string) => {
   return k;
 };
 
-/** The test for these needles (folded); needles of one kept character cannot be split. */
-/** Each needle's pieces either side of a split, in tries read from a bracket: backwards for its beginnings, forwards for its ends. */
-function tries(needles: readonly string[]) {
-  const heads = node(); // each needle's proper beginnings, reversed: read backwards from a bracket
-  // Each needle's proper ends, read forwards from a bracket: those after a space or punctuation in the needle
-  // (loose), and those after a letter (tight).
-  const loose = node();
-  const tight = node();
+/**
+ * Each needle's proper beginnings (read backwards from a bracket) and proper ends (read forwards from one): ends
+ * after a space or punctuation in the needle (loose), and after a letter (tight). Pieces past REACH by the REACH
+ * characters next to the split.
+ */
+function split(needles: readonly string[]) {
+  const heads: Pieces = new Map();
+  const loose: Pieces = new Map();
+  const tight: Pieces = new Map();
+  // Every run of up to GRAM characters in a needle, for `near` to stop where no piece can be.
+  const grams = new Set<string>();
   let any = false;
-  let longest = 0;
   needles.forEach((needle, id) => {
-    // The needle's kept characters, each with whether a space or punctuation comes right before it.
-    const cps: { c: string; spaced: boolean }[] = [];
-    let spaced = false;
+    // The needle's kept characters (code points), each with whether a space or punctuation comes right before it.
+    const cps: string[] = [];
+    const spaced: boolean[] = [];
+    let after = false;
     for (const c of needle) {
-      if (skeletonOf(c)) cps.push({ c, spaced });
-      spaced = !skeletonOf(c);
+      if (skeletonOf(c)) {
+        cps.push(c);
+        spaced.push(after);
+      }
+      after = !skeletonOf(c);
     }
-    longest = Math.max(longest, needle.length);
+    for (let k = 0; k < cps.length; k++)
+      for (let n = 1; n <= GRAM && k + n <= cps.length; n++) grams.add(cps.slice(k, k + n).join(''));
     for (let k = 1; k < cps.length; k++) {
-      insert(
-        heads,
-        cps
-          .slice(0, k)
-          .map((x) => x.c)
-          .reverse()
-          .join(''),
-        id,
-      );
-      insert(
-        cps[k]!.spaced ? loose : tight,
-        cps
-          .slice(k)
-          .map((x) => x.c)
-          .join(''),
-        id,
-      );
+      add(heads, cps.slice(Math.max(0, k - REACH), k).join(''), id);
+      add(spaced[k] ? loose : tight, cps.slice(k, k + REACH).join(''), id);
       any = true;
     }
   });
-  return { heads, loose, tight, any, longest };
+  return { heads, loose, tight, grams, any };
+}
+
+/** How many characters at the growing end of a piece are checked against GRAMS before the piece is looked up. */
+const GRAM = 4;
+
+/**
+ * Up to REACH characters (code points) next to `p`, nearest first, reading past brackets; fewer where the last GRAM
+ * read are in no needle (no longer piece can be in one either): most text near a bracket stops within a character
+ * or two, as a trie's walk would.
+ */
+function near(marked: string, p: number, backwards: boolean, grams: Set<string>): string[] {
+  const out: string[] = [];
+  for (let i = p; out.length < REACH && (backwards ? i > 0 : i < marked.length); ) {
+    let c: string;
+    if (backwards) {
+      const low = marked.charCodeAt(i - 1);
+      const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
+      c = marked.slice(i - width, i);
+      i -= width;
+    } else {
+      c = String.fromCodePoint(marked.codePointAt(i)!);
+      i += c.length;
+    }
+    // A footnote's label between pieces shows nothing in an image's alt, and a `)` or `]` may be shown as
+    // written ("# 2) [Maple](…) Street"): read past every bracket.
+    if (BRACKETS.test(c)) continue;
+    out.push(c);
+    const edge = out.slice(-GRAM);
+    if (!grams.has((backwards ? edge.reverse() : edge).join(''))) return out.slice(0, -1);
+  }
+  return out;
 }
 
 export function candidates(needles: readonly string[]): Candidates {
-  const { heads, loose, tight, any, longest } = tries(needles);
+  const { heads, loose, tight, grams, any } = split(needles);
   const cores = [...new Set(needles.map(skeletonOf))].filter(Boolean);
   return (skeleton) => {
     // Letters next to each other once marks and brackets are gone, with one of them between: an occurrence
@@ -168,33 +192,26 @@ export function candidates(needles: readonly string[]): Candidates {
     const marked = skeleton.replaceAll(MARK, '');
     const began = new Set<number>();
     const ended = new Set<number>();
+    const look = (pieces: Pieces, key: string, into: Set<number>) => {
+      for (const id of pieces.get(key) ?? []) into.add(id);
+    };
     for (const { index: p, 0: c } of marked.matchAll(/[\ue001-\ue003]/g)) {
-      let at: Node | undefined = AFTER_SHOWN.has(c) ? heads : undefined;
-      // Code points, read backwards: a surrogate pair is stepped over whole.
-      for (let i = p; at && i > 0; ) {
-        const low = marked.charCodeAt(i - 1);
-        const width = low >= 0xdc00 && low <= 0xdfff && i > 1 ? 2 : 1;
-        const prev = marked.slice(i - width, i);
-        i -= width;
-        // A footnote's label between pieces shows nothing in an image's alt, and a `)` or `]` may be shown as
-        // written ("# 2) [Maple](…) Street"): read past every bracket.
-        if (!BRACKETS.test(prev)) at = at.next.get(prev);
-        for (const id of at?.ids ?? []) began.add(id);
+      if (AFTER_SHOWN.has(c)) {
+        let key = '';
+        for (const prev of near(marked, p, true, grams)) {
+          key = prev + key;
+          look(heads, key, began);
+        }
       }
       if (!BEFORE_SHOWN.has(c)) continue;
       const after = marked[p + 1];
-      const from = after === LOOSE ? p + 2 : p + 1;
       // A space or punctuation right after: the word goes on only after its own. A letter right after: the
       // word's own space may have come before the hidden part, so either kind of end.
-      const tries = after === LOOSE ? [loose] : [loose, tight];
-      for (let trie of tries) {
-        for (const next of marked.slice(from, from + 2 * longest)) {
-          if (BRACKETS.test(next)) continue;
-          const n = trie.next.get(next);
-          if (!n) break;
-          trie = n;
-          for (const id of n.ids) ended.add(id);
-        }
+      const ends = after === LOOSE ? [loose] : [loose, tight];
+      let key = '';
+      for (const next of near(marked, after === LOOSE ? p + 2 : p + 1, false, grams)) {
+        key += next;
+        for (const pieces of ends) look(pieces, key, ended);
       }
     }
     for (const id of began) if (ended.has(id)) return true;

@@ -398,6 +398,18 @@ describe('the covering pass', () => {
     expectCoveredAsShown(cases, '\n\né');
   });
 
+  it('covers a long needle split by a link anywhere along it, past the characters read exactly either side', () => {
+    // A secret with no breaks (so no phrase's words give it away) and longer than candidates.ts's REACH.
+    const secret = 'sk4f9A8b7C6d5E4f3A2b1C0d9E8f7A6b5C4d3E2f1A0b9C8d7';
+    const cases: [string, string][] = [];
+    for (let k = 1; k < secret.length; k++) {
+      const [head, tail] = [secret.slice(0, k), secret.slice(k)];
+      cases.push([secret, `key [${head}](u "t")${tail} end`], [secret, `key ![${head}](u)${tail}`]);
+      cases.push([secret, `key [${head}][r]${tail} end\n\n[r]: /u`]);
+    }
+    expectCoveredAsShown(cases, '\n\né');
+  });
+
   it('covers a needle however Markdown splices it, wherever the reader is shown it (generated)', () => {
     const needles = [
       'PELICAN',
@@ -410,6 +422,9 @@ describe('the covering pass', () => {
       'Room 101',
       '12 Maple Street',
       '^hunter2',
+      // Longer than the characters read exactly either side of a split (candidates.ts REACH): split past them.
+      'The ledger kept since 1887 in the east wing of Halvard Quay',
+      'sk4f9A8b7C6d5E4f3A2b1C0d9E8f7A6b5C4d3E2f1A0b9C8d7',
     ];
     // Marks between a needle's pieces, and around each piece: emphasis, code, links, images, footnotes, references,
     // HTML, block markers at a line's start, hidden lines, footnote definitions, table pipes, escapes and spellings
