@@ -7,17 +7,70 @@ import { type Cover, makeCover } from '../redaction/index.ts';
  * too, so a word the Player covered does not come back through someone else's post. Given to the reader (app.ts
  * wires it), as a session's at-uri to the cover of the Conversation published under it; null for a thread
  * published from elsewhere (its author's covered words never left that server) or with nothing covered.
+ *
+ * Covers are kept, so an anonymous reader's every read does not pay for making one over all the Player's words
+ * (10,000 of them take 170 ms). A kept cover is used only while the draft is as it was made from (its updated_at,
+ * read on every read, so a word covered since takes effect at once on every instance), for at most KEEP_MS (a
+ * cover remembers the strings it found clean, at most REMEMBER of them), and the kept covers hold at most
+ * MAX_NEEDLES needles between them, least recently read dropped first.
  */
-export function readerCover(sql: Sql): (uri: string) => Promise<Cover | null> {
+export const KEEP_MS = 60_000;
+export const MAX_NEEDLES = 50_000;
+const MAX_COVERS = 256;
+const REMEMBER = 2_000;
+
+interface Kept {
+  at: string;
+  made: number;
+  cover: Cover | null;
+}
+
+export function readerCover(
+  sql: Sql,
+  o: { now?: () => number; maxNeedles?: number } = {},
+): (uri: string) => Promise<Cover | null> {
+  const { now = Date.now, maxNeedles = MAX_NEEDLES } = o;
+  const kept = new Map<string, Kept>();
+  let needles = 0;
+  const size = (k: Kept) => k.cover?.needles.length ?? 0;
+  const drop = (uri: string) => {
+    const k = kept.get(uri);
+    if (k) needles -= size(k);
+    kept.delete(uri);
+  };
   return async (uri) => {
     const [, , did, , rkey] = uri.split('/');
     if (!did || !rkey) return null;
-    const [row] = await sql<{ words: Record<string, string[]> }[]>`
-      select d.words from publications p join publication_drafts d using (conversation_id)
+    const mine = kept.get(uri);
+    const fresh = mine && now() - mine.made < KEEP_MS ? mine.at : '';
+    // The words only when the kept cover will not do: one statement either way.
+    const [row] = await sql<{ at: string; words: Record<string, string[]> | null }[]>`
+      select d.updated_at::text as at, case when d.updated_at::text = ${fresh} then null else d.words end as words
+      from publications p join publication_drafts d using (conversation_id)
       where p.did = ${did} and p.session_rkey = ${rkey}`;
-    const words = new Set(Object.values(row?.words ?? {}).flat());
-    // Made for this read alone: a cover remembers every string it found clean, which a cover kept across reads
-    // of a popular thread would do without end.
-    return words.size ? makeCover(words) : null;
+    if (!row) {
+      drop(uri);
+      return null;
+    }
+    if (row.words === null && mine) {
+      // Read again: last in the order of dropping.
+      kept.delete(uri);
+      kept.set(uri, mine);
+      return mine.cover;
+    }
+    const words = new Set(Object.values(row.words ?? {}).flat());
+    const made: Kept = {
+      at: row.at,
+      made: now(),
+      cover: words.size ? makeCover(words, { remember: REMEMBER }) : null,
+    };
+    drop(uri);
+    kept.set(uri, made);
+    needles += size(made);
+    for (const [old] of kept) {
+      if (old === uri || (needles <= maxNeedles && kept.size <= MAX_COVERS)) break;
+      drop(old);
+    }
+    return made.cover;
   };
 }

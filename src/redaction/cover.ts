@@ -120,19 +120,24 @@ export interface Cover {
 }
 
 /** A cover for these words (the texts under redactions); words that fold to nothing are dropped. */
-export function makeCover(words: Iterable<string>): Cover {
+export function makeCover(words: Iterable<string>, options: { remember?: number } = {}): Cover {
   const set = new Set<string>();
   for (const w of words) for (const n of needlesOf(w)) set.add(n);
   const needles = [...set].sort((a, b) => b.length - a.length);
   const maySplit = candidates(needles);
   const mayBeApart = apart(needles);
   // Strings this cover found showing nothing: a publish covers each turn's text, then every string of every record
-  // again, most of them that same text (half the covering pass's time). Exact strings only, held for one plan.
+  // again, most of them that same text (half the covering pass's time). Exact strings only, held for one plan, or
+  // at most `remember` of them in a cover kept across requests.
   const clean = new Set<string>();
+  const remember = options.remember ?? Number.POSITIVE_INFINITY;
   const find = (s: string): Span[] => {
     if (!needles.length || !s || clean.has(s)) return [];
     const hits = search(s, needles, maySplit, mayBeApart);
-    if (!hits.length) clean.add(s);
+    if (!hits.length) {
+      if (clean.size >= remember) clean.clear();
+      clean.add(s);
+    }
     return hits;
   };
   return {
