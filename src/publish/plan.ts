@@ -7,7 +7,13 @@ import {
   type PublishedAvatar,
   SESSION,
 } from '../lexicon/index.ts';
-import type { AgentChoices, Choices, Preview } from '../redaction/index.ts';
+import {
+  type AgentChoices,
+  type Choices,
+  MAX_REDACTIONS,
+  type Preview,
+  redactionCount,
+} from '../redaction/index.ts';
 import {
   defaultTitle,
   type Problem,
@@ -129,6 +135,13 @@ export function choose(turns: readonly PublishTurn[], input: PublishInput, draft
   }
   // Words the Player covered in turns that have since gone still cover, until the Player lets them go.
   const removed = input.forgetRemoved ? {} : removedWords(draft, known);
+  const count = redactionCount(choices) + Object.values(removed).flat().length;
+  if (count > MAX_REDACTIONS)
+    throw new AppError(
+      'TOO_MANY_REDACTIONS',
+      `A Conversation covers at most ${MAX_REDACTIONS.toLocaleString('en')} selections, and this one would cover ${count.toLocaleString('en')}. Merge selections that touch, withhold turns instead of covering them word by word, or let go of the words of turns that have gone.`,
+      { details: { count, max: MAX_REDACTIONS } },
+    );
   const published = publishedTexts(turns, choices, Object.values(removed).flat());
   return { known, choices, published, words: { ...removed, ...published.words } };
 }

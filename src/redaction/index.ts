@@ -8,6 +8,8 @@ export {
   coveredWords,
   coverOf,
   extraPlaces,
+  MAX_REDACTIONS,
+  redactionCount,
   TurnChoice,
 } from './choices.ts';
 export { applySpans, type Cover, makeCover, needlesOf } from './cover.ts';

@@ -93,6 +93,7 @@ export const ERRORS = {
   PUBLISH_PROBLEMS: 400,
   RATE_LIMIT_BUDGET: 400,
   CONVERSATION_CHANGED: 409,
+  TOO_MANY_REDACTIONS: 422,
   /** 502: the PDS failed part-way; 429: it asked us to slow down. Either way the plan is stored and resumes. */
   PUBLISH_INCOMPLETE: [502, 429],
   PUBLICATION_BUSY: 503,

@@ -3,6 +3,7 @@ import { MESSAGE, SESSION } from '../../src/lexicon/index.ts';
 import { choose, type Loaded, lookupsOf, type PublishInput, plan } from '../../src/publish/plan.ts';
 import type { PublishTurn, Resolution } from '../../src/publish/projection.ts';
 import type { Draft, PublishedRecord } from '../../src/publish/store.ts';
+import { MAX_REDACTIONS } from '../../src/redaction/index.ts';
 
 // The pure plan, fed plain values: what publishing decides from the turns, the draft and the records already on
 // the PDS, with no database and no network (those are service.ts's).
@@ -96,6 +97,23 @@ describe('choose', () => {
     const forgot = choose(TURNS, { choices: {}, forgetRemoved: true }, d);
     expect(forgot.words).toEqual({});
     expect(forgot.published.texts.get('a1')).toContain('harbour');
+  });
+  it('refuses a Conversation that would cover more than MAX_REDACTIONS selections, the words of turns gone counted', () => {
+    const text = 'x'.repeat(2 * MAX_REDACTIONS);
+    const turns = Array.from({ length: 11 }, (_, i) => turn(`t${i}`, text));
+    // 500 a turn (the most one turn takes): ten turns are MAX_REDACTIONS, an eleventh's one more is too many.
+    const spans = (n: number) => Array.from({ length: n }, (_, i) => ({ start: 2 * i, end: 2 * i + 1 }));
+    const choices = Object.fromEntries(
+      turns.slice(0, 10).map((t) => [t.messageId, { redactions: spans(500) }]),
+    );
+    expect(code(() => choose(turns, { choices }, undefined))).toBeUndefined();
+    const over = { ...choices, t10: { redactions: spans(1) } };
+    expect(code(() => choose(turns, { choices: over }, undefined))).toBe('TOO_MANY_REDACTIONS');
+    // The draft's choices for turns the request does not name count, and so do the words of turns gone.
+    expect(code(() => choose(turns, { choices: {} }, draft({ choices: over })))).toBe('TOO_MANY_REDACTIONS');
+    const gone = draft({ choices, words: { gone: ['harbour'] } });
+    expect(code(() => choose(turns, { choices: {} }, gone))).toBe('TOO_MANY_REDACTIONS');
+    expect(code(() => choose(turns, { choices: {}, forgetRemoved: true }, gone))).toBeUndefined();
   });
 });
 
