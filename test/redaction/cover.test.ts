@@ -270,6 +270,32 @@ describe('the covering pass', () => {
     );
   });
 
+  it('reads control characters and noncharacters inside a word as the reader shows them: as nothing', () => {
+    const unseen = [
+      ...Array.from({ length: 9 }, (_, i) => i),
+      ...Array.from({ length: 18 }, (_, i) => 0x0e + i),
+      ...Array.from({ length: 33 }, (_, i) => 0x7f + i),
+      0xfdd0,
+      0xfffe,
+      0xffff,
+    ].map((c) => String.fromCharCode(c));
+    const hidden = new RegExp(`[${unseen.join('')}]`, 'g');
+    fc.assert(
+      fc.property(
+        fc.constantFrom('Zephyr', 'PELICAN-7731', 'Søren'),
+        fc.array(fc.tuple(fc.nat(), fc.constantFrom(...unseen)), { minLength: 1, maxLength: 3 }),
+        (secret, inserts) => {
+          const chars = [...secret];
+          for (const [at, c] of inserts) chars.splice(1 + (at % (chars.length - 1)), 0, c);
+          const out = makeCover([secret]).apply(`Ask ${chars.join('')} now.`);
+          // As a browser or the Atom feed shows it: without them.
+          expect(loose(out.replace(hidden, ''))).not.toContain(loose(secret));
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
   it('is not fooled by separators, strokes, touching selections or symbols', () => {
     const cases: [string[], string, string][] = [
       // An MCP tool named after a server: underscores read as word breaks.
