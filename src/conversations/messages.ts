@@ -6,6 +6,7 @@ import {
   readParts,
   settleRunningTools,
   stripMarkdown,
+  unfinishedCall,
 } from '../parts/index.ts';
 
 /** `truncated`: the Provider cut the reply at its output limit; what came is kept (issue 27). */
@@ -121,18 +122,11 @@ export function toMessage(row: MessageRow): Message {
 }
 
 /** What a reply looks like when it ends other than cleanly: calls still running are settled as failed. */
-export function settle(parts: Part[], status: MessageStatus): { parts: Part[]; text: string } {
-  const reason =
-    status === 'stopped'
-      ? 'Stopped before the call finished.'
-      : status === 'interrupted'
-        ? 'The server stopped before the call finished.'
-        : status === 'failed'
-          ? 'The reply failed before the call finished.'
-          : status === 'truncated'
-            ? 'The reply was cut at the output limit before the call was complete.'
-            : 'The call never finished.';
-  const settled = settleRunningTools(parts, reason);
+export function settle(
+  parts: Part[],
+  status: Exclude<MessageStatus, 'streaming'>,
+): { parts: Part[]; text: string } {
+  const settled = settleRunningTools(parts, unfinishedCall(status));
   return { parts: settled, text: flattenText(settled) };
 }
 

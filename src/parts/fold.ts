@@ -101,6 +101,17 @@ function mergeTool(prev: ToolPart, next: ToolPart): ToolPart {
   };
 }
 
+/** Why a call still running when its reply ended with `status` did not finish: its error once settled. */
+export function unfinishedCall(
+  status: 'complete' | 'truncated' | 'stopped' | 'failed' | 'interrupted',
+): string {
+  if (status === 'stopped') return 'Stopped before the call finished.';
+  if (status === 'interrupted') return 'The server stopped before the call finished.';
+  if (status === 'failed') return 'The reply failed before the call finished.';
+  if (status === 'truncated') return 'The reply was cut at the output limit before the call was complete.';
+  return 'The call never finished.';
+}
+
 /**
  * Ends every call still running, as failed with the reason: a reply that stopped, failed or was interrupted
  * leaves no call "in flight" forever.

@@ -1,7 +1,7 @@
 // parts/: the Part types, the fold, the SSE frame schema and the browser's frame application (live.ts). Pure;
 // imported by the server and the browser.
 export { attachmentsOf, flattenText } from './flatten.ts';
-export { appendRun, foldPart, foldParts, readParts, settleRunningTools } from './fold.ts';
+export { appendRun, foldPart, foldParts, readParts, settleRunningTools, unfinishedCall } from './fold.ts';
 export {
   ErrorFrame,
   FinishFrame,

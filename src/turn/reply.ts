@@ -1,6 +1,14 @@
 import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '../conversations/index.ts';
-import { appendRun, type Frame, foldPart, type Part, wellFormed, wellFormedText } from '../parts/index.ts';
+import {
+  appendRun,
+  type Frame,
+  foldPart,
+  type Part,
+  unfinishedCall,
+  wellFormed,
+  wellFormedText,
+} from '../parts/index.ts';
 import { sharedFile, TOOL_NAMES } from '../tools/index.ts';
 import { charsOf, type LimitReached, providerQuiet } from './bounds.ts';
 import type { BudgetSpent } from './budget.ts';
@@ -291,7 +299,7 @@ export function settle(state: ReplyState, cause: Cause): Settled {
   state.usage = usage;
   const failed = state.status === 'failed';
   const code = failed ? (state.error?.code ?? 'PROVIDER_ERROR') : null;
-  const frames: Frame[] = partialInputs(state).map((part) => ({
+  const frames: Frame[] = [...partialInputs(state), ...settledCalls(state)].map((part) => ({
     type: 'part',
     messageId: state.messageId,
     part,
@@ -330,6 +338,20 @@ function partialInputs(state: ReplyState): Part[] {
     out.push(fragment);
   }
   state.inputs.clear();
+  return out;
+}
+
+/**
+ * Calls still running when the reply ended, settled as failed with why (as the row stores them): folded into the
+ * reply and returned as fragments, so the browser watching it stops showing them "running…".
+ */
+function settledCalls(state: ReplyState): Part[] {
+  const error = unfinishedCall(state.status);
+  const out: Part[] = [];
+  for (const p of state.parts)
+    if (p.type === 'tool' && p.state === 'running')
+      out.push({ type: 'tool', id: p.id, state: 'failed', error });
+  for (const fragment of out) state.parts = foldPart(state.parts, fragment);
   return out;
 }
 
