@@ -82,6 +82,8 @@ export interface AppDeps {
   reader: Network;
   /** The cover of a thread published from here: what the reader looks up beside it is covered as it is. */
   coverOf: CoverOf;
+  /** The first wait before a publication left part-way is tried again in the background (ADR 0091). */
+  retryMs: number;
   dataDir: string;
   /** Outbound requests to MCP Servers (ALLOW_PRIVATE_TOOL_URLS decides whether private addresses pass). */
   toolOutbound: Outbound;
@@ -138,6 +140,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     toolLimits: config.toolLimits,
     reader: ctx.reader,
     coverOf: readerCover(ctx.sql),
+    retryMs: config.liveRetryMs,
     fetch: ctx.outbound.network,
     log: subsystemLog(ctx.logger, 'http'),
     logger: ctx.logger,

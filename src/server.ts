@@ -14,6 +14,7 @@ import {
   type PublishDeps,
   resume,
   startLiveAppends,
+  startPublishRetries,
   turnEnded,
   unfinishedPublications,
   withPublicationLock,
@@ -166,6 +167,7 @@ function publishDeps(ctx: AppContext): PublishDeps {
     localNetwork: ctx.network.local,
     fetch: ctx.outbound.network,
     log: subsystemLog(ctx.logger, 'publish'),
+    retryMs: ctx.config.liveRetryMs,
   };
 }
 
@@ -178,10 +180,14 @@ async function startPublishing(ctx: AppContext): Promise<() => void> {
   const log = subsystemLog(ctx.logger, 'server');
   const unfinished = await unfinishedPublications(ctx.sql);
   const stopLiveAppends = startLiveAppends(deps, { retryMs: ctx.config.liveRetryMs });
+  const stopRetries = startPublishRetries(deps, Math.min(5000, ctx.config.liveRetryMs));
   for (const p of unfinished) {
     withPublicationLock(ctx.leases, p.conversationId, () => resume(deps, p.did, p.conversationId)).catch(
       (e) => log(`publication ${p.conversationId} still unfinished`, e),
     );
   }
-  return stopLiveAppends;
+  return () => {
+    stopLiveAppends();
+    stopRetries();
+  };
 }

@@ -7,6 +7,7 @@ export { startLiveAppends } from './live.ts';
 export { defaultTitle, projectSession, projectTurn, publishedTexts } from './projection.ts';
 export { readerCover } from './readerCover.ts';
 export { agentRepo, type Repo, type RepoWrite } from './repo.ts';
+export { startPublishRetries } from './retry.ts';
 export { publishRoutes } from './routes.ts';
 export { type PublishDeps, resume } from './service.ts';
 export {

@@ -14,6 +14,7 @@ import { loadForPlan } from './load.ts';
 import { choose, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
 import { agentRepo, type Repo, type RepoWrite, type Written } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
+import { scheduleRetry } from './retryDue.ts';
 import {
   dropPublication,
   getPublication,
@@ -37,6 +38,8 @@ export interface PublishDeps {
   /** The outbound fetch for resolving refs and mentions (see outbound/). */
   fetch: typeof globalThis.fetch;
   log: (message: string, error?: unknown) => void;
+  /** The first wait before a run left part-way is tried again in the background (ADR 0091). */
+  retryMs: number;
 }
 
 /** The Player's repo through their OAuth session: the only way the server writes to a PDS. */
@@ -237,6 +240,13 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       conversationId,
       publication?.status === 'unpublishing' ? 'unpublishing' : 'failed',
       message,
+    );
+    const next = await scheduleRetry(deps.sql, conversationId, e, deps.retryMs);
+    deps.log(
+      `publication ${conversationId} stopped part-way (failure ${next?.failures ?? '?'} in a row; ${
+        next?.dueAt ? `tried again at ${next.dueAt.toISOString()}` : 'waits for the Player'
+      })`,
+      e,
     );
     throw new AppError('PUBLISH_INCOMPLETE', message, {
       status: e instanceof PublishPausedError ? 429 : 502,

@@ -25,6 +25,8 @@ export interface Publication {
   liveDelaySeconds: number;
   /** When the next append goes out, if one is waiting. */
   liveDueAt: Date | null;
+  /** When a run left part-way is tried again in the background (ADR 0091), if it is. */
+  retryDueAt: Date | null;
 }
 
 export interface PublishedRecord {
@@ -75,7 +77,8 @@ export async function getPublication(
 ): Promise<Publication | undefined> {
   const [row] = await sql<Publication[]>`
     select conversation_id as "conversationId", did, session_rkey as "sessionRkey", title, status, error, live,
-      live_withhold as "liveWithhold", live_delay_seconds as "liveDelaySeconds", live_due_at as "liveDueAt"
+      live_withhold as "liveWithhold", live_delay_seconds as "liveDelaySeconds", live_due_at as "liveDueAt",
+      retry_due_at as "retryDueAt"
     from publications where conversation_id = ${conversationId}`;
   return row;
 }
@@ -240,7 +243,10 @@ export async function setStatus(
   status: Publication['status'],
   error: string | null,
 ) {
-  await sql`update publications set status = ${status}, error = ${error}, updated_at = now()
+  // Published: nothing is left to try again (ADR 0091).
+  await sql`update publications set status = ${status}, error = ${error}, updated_at = now(),
+      retry_due_at = case when ${status} = 'published' then null else retry_due_at end,
+      retry_failures = case when ${status} = 'published' then 0 else retry_failures end
     where conversation_id = ${conversationId}`;
 }
 

@@ -103,6 +103,8 @@ export const PublicationView = z.object({
   liveDelaySeconds: z.number().int(),
   /** When the next append goes out, if one is waiting. */
   liveDueAt: Time.nullable(),
+  /** When a run left part-way (`failed`, or `unpublishing`) is tried again by the server itself, if it is. */
+  retryDueAt: Time.nullable(),
   /** The path shown has left the one reviewed and published: nothing goes out until it is published again. */
   livePaused: z.boolean(),
   /** The session record's at-uri. */

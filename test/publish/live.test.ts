@@ -452,3 +452,29 @@ it('a Player whose PDS hangs holds up only their own live appends: another Playe
     return one.length === 4 && two.length === 4;
   });
 }, 60_000);
+
+it('a publish the PDS failed, not live, is finished by the server itself; the page says when (ADR 0091)', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ho' }]);
+  await turn(c, 'One', 'Uno.');
+  faults.fired = 0;
+  faults.failNext = 5;
+  const res = await api(`/api/conversations/${c}/publication`, { method: 'PUT', body: { choices: {} } });
+  expect(res.status).toBe(502);
+  expect(faults.fired).toBe(5);
+  // Held off while the Player looks: the page says the server tries again, and when.
+  await local.app.db.sql`update publications set retry_due_at = now() + interval '10 minutes'
+    where conversation_id = ${c}`;
+  const { page } = local.browser;
+  await page.goto(`${local.app.url}/c/${c}/publish`);
+  await page.getByText('The server tries again by itself at').waitFor();
+  await shoot(page, 'publish-failed-retry-scheduled');
+  await page.goto('about:blank');
+  await local.app.db.sql`update publications set retry_due_at = now() where conversation_id = ${c}`;
+  const uri = `at://${alice.did}/click.aligned.chat.session/${
+    (await local.app.db.sql`select session_rkey from publications where conversation_id = ${c}`)[0]!
+      .session_rkey
+  }`;
+  await until('the retried publish', async () => (await published(uri)).length === 2, 30_000);
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.']);
+  expect((await liveRow(c)).status).toBe('published');
+}, 60_000);

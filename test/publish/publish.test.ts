@@ -8,7 +8,15 @@ import { expectRepoToMatchPlan, sessionRecords } from '../support/publication.ts
 
 /** Faults injected between the server and the PDS, on the OAuth session's own HTTP client. */
 const faults = {
-  mode: 'none' as 'none' | 'fail-2nd' | '429-once' | 'drop-after-send' | 'pause-2nd' | 'land-on-last',
+  mode: 'none' as
+    | 'none'
+    | 'fail-2nd'
+    | '429-once'
+    | 'drop-after-send'
+    | 'pause-2nd'
+    | 'land-on-last'
+    | 'down'
+    | 'refuse',
   calls: 0,
   /** How many faults were injected: a fault test proves its fault happened. */
   fired: 0,
@@ -46,6 +54,15 @@ const faultyFetch: typeof fetch = async (input, init) => {
     await fetch(req);
     throw new TypeError('fetch failed: socket hang up');
   }
+  // The PDS out of reach until the test brings it back; or refusing every write.
+  if (faults.mode === 'down') {
+    faults.fired++;
+    return Response.json({ error: 'InternalServerError', message: 'injected outage' }, { status: 503 });
+  }
+  if (faults.mode === 'refuse') {
+    faults.fired++;
+    return Response.json({ error: 'InvalidRequest', message: 'injected refusal' }, { status: 400 });
+  }
   if (faults.mode === 'drop-after-send' && faults.calls === 1) {
     faults.fired++;
     await fetch(req); // the PDS applies the batch; the answer never arrives
@@ -60,7 +77,7 @@ let post: { uri: string; cid: string };
 let bobDid: string;
 
 beforeAll(async () => {
-  local = await startLocalApp({ oauthFetch: faultyFetch });
+  local = await startLocalApp({ oauthFetch: faultyFetch, env: { LIVE_RETRY_SECONDS: '1' } });
   alice = await local.signInAs('alice.test');
   const bob = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
   bobDid = bob.did;
@@ -309,6 +326,64 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     await expectRepoToMatchPlan(local, alice.did, conversationId, publication.uri);
     await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
   }, 90_000);
+
+  it('a publish or unpublish the PDS failed part-way is finished in the background once it is back (ADR 0091)', async () => {
+    const { conversationId } = await fixture();
+    const state = async () => {
+      const [row] = await local.app.db.sql<{ status: string; due: Date | null; failures: number }[]>`
+        select status, retry_due_at as due, retry_failures as failures from publications
+        where conversation_id = ${conversationId}`;
+      return row;
+    };
+    const until = async (done: () => Promise<boolean>) => {
+      for (let i = 0; i < 300 && !(await done()); i++) await new Promise((r) => setTimeout(r, 100));
+      expect(await done()).toBe(true);
+    };
+    faults.mode = 'down';
+    faults.fired = 0;
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(res.status).toBe(502);
+    expect(faults.fired).toBeGreaterThan(0);
+    expect(await state()).toMatchObject({ status: 'failed', failures: 1, due: expect.any(Date) });
+    // Back: no request of the Player's finishes it.
+    faults.mode = 'none';
+    await until(async () => (await state())?.status === 'published');
+    expect(await state()).toMatchObject({ due: null, failures: 0 });
+    const { publication } = (await (
+      await api(`/api/conversations/${conversationId}/publication`)
+    ).json()) as {
+      publication: { uri: string };
+    };
+    await expectRepoToMatchPlan(local, alice.did, conversationId, publication.uri);
+
+    // An unpublish that stopped part-way takes down what is still out, once the PDS is back.
+    faults.mode = 'down';
+    const gone = await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+    expect(gone.status).toBe(502);
+    expect(await state()).toMatchObject({ status: 'unpublishing', due: expect.any(Date) });
+    faults.mode = 'none';
+    await until(async () => (await state()) === undefined);
+    expect((await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, publication.uri)).size).toBe(
+      0,
+    );
+  }, 90_000);
+
+  it('a write the PDS refused is not tried again by itself: the Player is shown why', async () => {
+    const { conversationId } = await fixture();
+    faults.mode = 'refuse';
+    faults.fired = 0;
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    faults.mode = 'none';
+    expect(res.status).toBe(502);
+    expect(faults.fired).toBe(1);
+    const [row] = await local.app.db.sql`select status, retry_due_at as due, retry_failures as failures
+      from publications where conversation_id = ${conversationId}`;
+    expect(row).toMatchObject({ status: 'failed', due: null, failures: 1 });
+    // Resumed by hand, it finishes.
+    const resumed = await api(`/api/conversations/${conversationId}/publication/resume`, { method: 'POST' });
+    expect(resumed.status).toBe(200);
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
 
   it('refuses before any byte reaches the PDS when a turn is too long or a mention does not resolve', async () => {
     const { conversationId, ids } = await fixture();

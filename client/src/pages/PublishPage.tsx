@@ -28,14 +28,21 @@ type Current = NonNullable<NonNullable<Publication['publication']['data']>['publ
 
 /**
  * Where the publication stands, said once: a failure by its own message (which names the cause), then what
- * finishes it — a live one is tried again by itself (ADR 0077).
+ * finishes it — a live one is tried again by itself (ADR 0077), and so is one the PDS failed (ADR 0091).
  */
 function stateLine(c: Current): string {
+  const retry = c.retryDueAt
+    ? `The server tries again by itself at ${new Date(c.retryDueAt).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit' })}`
+    : null;
+  if (c.status === 'unpublishing' && retry)
+    return `${PUBLICATION_STATE.unpublishing} ${retry}, or unpublish again to finish now. `;
   if (c.status !== 'failed') return `${PUBLICATION_STATE[c.status]} `;
   const next =
     c.live && c.liveDueAt
       ? 'Live publishing tries again by itself, or publish again to finish now.'
-      : 'Publish again to finish.';
+      : retry
+        ? `${retry}, or publish again to finish now.`
+        : 'Publish again to finish.';
   return `${c.error ?? PUBLICATION_STATE.failed} ${next} `;
 }
 

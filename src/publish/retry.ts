@@ -1,0 +1,80 @@
+import { AppError } from '../http/index.ts';
+import { scheduleRetry } from './retryDue.ts';
+import { type PublishDeps, resume } from './service.ts';
+import { withPublicationLock } from './store.ts';
+
+/**
+ * Publications a run left part-way, tried again in the background (ADR 0091): a publish or cover the PDS failed
+ * (out of reach, restarting, a sign-in being renewed) is finished, and an unpublish that stopped part-way takes
+ * down what is still out, without the Player coming back. Live ones that failed are the live appends' (ADR 0077).
+ */
+
+interface DueRetry {
+  conversationId: string;
+  playerId: string;
+  did: string;
+}
+
+/** Retries one server runs at once (each for a different Player). */
+export const RETRIES_AT_ONCE = 4;
+
+/** Takes one due retry, if any, of a Player not in `busy`: `skip locked` and clearing the due time make one server take it. */
+async function takeDue(deps: PublishDeps, busy: readonly string[]): Promise<DueRetry | undefined> {
+  const [due] = await deps.sql<DueRetry[]>`
+    update publications set retry_due_at = null
+    where conversation_id = (
+      select conversation_id from publications
+      where retry_due_at <= now() and (status = 'unpublishing' or (status = 'failed' and not live))
+        and player_id <> all(${busy}::uuid[])
+      order by retry_due_at limit 1 for update skip locked)
+    returning conversation_id as "conversationId", player_id as "playerId", did`;
+  return due;
+}
+
+async function runRetry(deps: PublishDeps, due: DueRetry): Promise<void> {
+  try {
+    await withPublicationLock(deps.leases, due.conversationId, () =>
+      resume(deps, due.did, due.conversationId),
+    );
+  } catch (e) {
+    // A run that stopped part-way has counted itself and set its next try; anything before it (the sign-in out
+    // of reach, the lock busy) is counted here.
+    if (e instanceof AppError && e.code === 'PUBLISH_INCOMPLETE') return;
+    const next = await scheduleRetry(deps.sql, due.conversationId, e, deps.retryMs);
+    deps.log(
+      `publication ${due.conversationId} could not be tried again (failure ${next?.failures ?? '?'} in a row; ${
+        next?.dueAt ? `tried again at ${next.dueAt.toISOString()}` : 'waits for the Player'
+      })`,
+      e,
+    );
+  }
+}
+
+/**
+ * Every server looks for due retries every few seconds and runs up to RETRIES_AT_ONCE at once, one per Player: a
+ * retry waits on the Player's own PDS, so a slow or hostile PDS holds up only its own Player's.
+ */
+export function startPublishRetries(deps: PublishDeps, everyMs = 5000): () => void {
+  const running = new Set<string>();
+  let taking = false;
+  const timer = setInterval(() => {
+    if (taking) return;
+    taking = true;
+    (async () => {
+      while (running.size < RETRIES_AT_ONCE) {
+        const due = await takeDue(deps, [...running]);
+        if (!due) break;
+        running.add(due.playerId);
+        void runRetry(deps, due)
+          .catch((e) => deps.log('publication retry failed', e))
+          .finally(() => running.delete(due.playerId));
+      }
+    })()
+      .catch((e) => deps.log('publication retry sweep failed', e))
+      .finally(() => {
+        taking = false;
+      });
+  }, everyMs);
+  timer.unref();
+  return () => clearInterval(timer);
+}
