@@ -9,10 +9,12 @@ export const threadPath = (s: { uri: string }): string => {
 
 /**
  * Text fit for XML 1.0: what an author published may hold characters no XML document can (control characters,
- * a lone surrogate), escaped or not — a feed with one is refused whole by feed readers. Those are dropped.
+ * a lone surrogate), escaped or not — a feed with one is refused whole by feed readers. Those are dropped, but a
+ * form feed becomes a space: the cover reads it as a word break, as a browser shows it (redaction/fold.ts), and
+ * dropped it would join the words either side into one a cover did not read.
  */
 const xmlText = (s: string): string =>
-  s.replace(/[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, '');
+  s.replaceAll('\f', ' ').replace(/[^\t\n\r\u0020-\ud7ff\ue000-\ufffd\u{10000}-\u{10ffff}]/gu, '');
 
 const title = (s: SessionView): string => {
   const t = (s.record as { title?: unknown }).title;

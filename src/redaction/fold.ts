@@ -27,13 +27,13 @@ export interface Folded {
 // Printable ASCII and the bar itself (which folds to itself): one code unit each, no segmentation needed.
 export const ASCII = /^[\t\n\r\x20-\x7e\u2588]*$/;
 /**
- * What a reader does not see between letters: combining marks, default-ignorable characters, and control
- * characters other than the white space ones (a browser shows "Zeph\u0001yr" as "Zephyr", and the Atom feed drops
- * what XML cannot hold) and noncharacters.
+ * What a reader does not see between letters: combining marks, default-ignorable characters, noncharacters, and
+ * control characters other than tab, line feed, form feed and carriage return, which HTML shows as white space (a
+ * browser shows "Zeph\u0001yr" and "Zeph\u000byr" as "Zephyr", and the Atom feed drops what XML cannot hold).
  */
 const INVISIBLE =
   // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is read as invisible
-  /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}\x00-\x08\x0e-\x1f\x7f-\x9f\p{Noncharacter_Code_Point}]/gu;
+  /[\p{Mn}\p{Me}\p{Default_Ignorable_Code_Point}\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\p{Noncharacter_Code_Point}]/gu;
 const BREAK = /^[\s\p{Pd}\p{Pc}\u2212]+$/u;
 const PLAIN = /^[A-Za-z0-9]+$/;
 const QUOTES = /[\u2018\u2019\u201a\u201b\u2032\u02bc\uff07]/gu;

@@ -273,6 +273,7 @@ describe('the covering pass', () => {
   it('reads control characters and noncharacters inside a word as the reader shows them: as nothing', () => {
     const unseen = [
       ...Array.from({ length: 9 }, (_, i) => i),
+      0x0b,
       ...Array.from({ length: 18 }, (_, i) => 0x0e + i),
       ...Array.from({ length: 33 }, (_, i) => 0x7f + i),
       0xfdd0,
