@@ -19,16 +19,18 @@ export const MAX_NEEDLES = 50_000;
 const MAX_COVERS = 256;
 const REMEMBER = 2_000;
 
+/** A session's at-uri to its cover; `held` says what is kept (the count the bounds read, and a recount). */
+export type ReaderCover = ((uri: string) => Promise<Cover | null>) & {
+  held(): { needles: number; covers: number; counted: number };
+};
+
 interface Kept {
   at: string;
   made: number;
   cover: Cover | null;
 }
 
-export function readerCover(
-  sql: Sql,
-  o: { now?: () => number; maxNeedles?: number } = {},
-): (uri: string) => Promise<Cover | null> {
+export function readerCover(sql: Sql, o: { now?: () => number; maxNeedles?: number } = {}): ReaderCover {
   const { now = Date.now, maxNeedles = MAX_NEEDLES } = o;
   const kept = new Map<string, Kept>();
   let needles = 0;
@@ -38,7 +40,18 @@ export function readerCover(
     if (k) needles -= size(k);
     kept.delete(uri);
   };
-  return async (uri) => {
+  // Kept (again) as the most recently read, counted once whatever another read did meanwhile; then the least
+  // recently read dropped until the bounds hold.
+  const keep = (uri: string, k: Kept) => {
+    drop(uri);
+    kept.set(uri, k);
+    needles += size(k);
+    for (const [old] of kept) {
+      if (old === uri || (needles <= maxNeedles && kept.size <= MAX_COVERS)) break;
+      drop(old);
+    }
+  };
+  const coverOf = async (uri: string): Promise<Cover | null> => {
     const [, , did, , rkey] = uri.split('/');
     if (!did || !rkey) return null;
     const mine = kept.get(uri);
@@ -53,9 +66,7 @@ export function readerCover(
       return null;
     }
     if (row.words === null && mine) {
-      // Read again: last in the order of dropping.
-      kept.delete(uri);
-      kept.set(uri, mine);
+      keep(uri, mine);
       return mine.cover;
     }
     const words = new Set(Object.values(row.words ?? {}).flat());
@@ -64,13 +75,14 @@ export function readerCover(
       made: now(),
       cover: words.size ? makeCover(words, { remember: REMEMBER }) : null,
     };
-    drop(uri);
-    kept.set(uri, made);
-    needles += size(made);
-    for (const [old] of kept) {
-      if (old === uri || (needles <= maxNeedles && kept.size <= MAX_COVERS)) break;
-      drop(old);
-    }
+    keep(uri, made);
     return made.cover;
   };
+  return Object.assign(coverOf, {
+    held: () => ({
+      needles,
+      covers: kept.size,
+      counted: [...kept.values()].reduce((n, k) => n + size(k), 0),
+    }),
+  });
 }

@@ -72,4 +72,18 @@ describe("the reader's cover of a thread published from here", () => {
     expect(await coverOf(a)).toBe(keptA);
     expect(await coverOf(b)).not.toBe(keptB);
   });
+
+  it('counts each kept cover once, however reads of the same threads overlap', async () => {
+    const coverOf = readerCover(db.sql, { maxNeedles: 3 });
+    const uris = [
+      await published('3kreaderf', { x: ['Echo', 'Foxtrot'] }),
+      await published('3kreaderg', { x: ['Golf'] }),
+      await published('3kreaderh', { x: ['Hotel', 'India'] }),
+    ];
+    for (let round = 0; round < 20; round++)
+      await Promise.all(Array.from({ length: 12 }, (_, i) => coverOf(uris[(i * 7 + round) % 3]!)));
+    const held = coverOf.held();
+    expect(held.needles).toBe(held.counted);
+    expect(held.needles).toBeLessThanOrEqual(3);
+  });
 });
