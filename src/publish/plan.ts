@@ -10,6 +10,7 @@ import {
 import {
   type AgentChoices,
   type Choices,
+  MAX_COVERED_CHARS,
   MAX_REDACTIONS,
   type Preview,
   redactionCount,
@@ -135,15 +136,27 @@ export function choose(turns: readonly PublishTurn[], input: PublishInput, draft
   }
   // Words the Player covered in turns that have since gone still cover, until the Player lets them go.
   const removed = input.forgetRemoved ? {} : removedWords(draft, known);
-  const count = redactionCount(choices) + Object.values(removed).flat().length;
-  if (count > MAX_REDACTIONS)
+  const gone = Object.values(removed).flat();
+  const published = publishedTexts(turns, choices, gone, (words) =>
+    withinCover(redactionCount(choices) + gone.length, words),
+  );
+  return { known, choices, published, words: { ...removed, ...published.words } };
+}
+
+/**
+ * Refuses a cover past its bounds before it is made (it costs the covered words' length, for every publish,
+ * preview and live turn): MAX_REDACTIONS selections, the words still covered from turns gone counted too, and
+ * MAX_COVERED_CHARS characters of distinct covered words (overlapping selections each count).
+ */
+function withinCover(count: number, words: readonly string[]): void {
+  let chars = 0;
+  for (const w of new Set(words)) chars += w.length;
+  if (count > MAX_REDACTIONS || chars > MAX_COVERED_CHARS)
     throw new AppError(
       'TOO_MANY_REDACTIONS',
-      `A Conversation covers at most ${MAX_REDACTIONS.toLocaleString('en')} selections, and this one would cover ${count.toLocaleString('en')}. Merge selections that touch, withhold turns instead of covering them word by word, or let go of the words of turns that have gone.`,
-      { details: { count, max: MAX_REDACTIONS } },
+      `A Conversation covers at most ${MAX_REDACTIONS.toLocaleString('en')} selections of ${MAX_COVERED_CHARS.toLocaleString('en')} characters in all, and this one would cover ${count.toLocaleString('en')} of ${chars.toLocaleString('en')}. Merge selections that touch, withhold turns instead of covering them whole or word by word, or let go of the words of turns that have gone.`,
+      { details: { count, chars, max: MAX_REDACTIONS, maxChars: MAX_COVERED_CHARS } },
     );
-  const published = publishedTexts(turns, choices, Object.values(removed).flat());
-  return { known, choices, published, words: { ...removed, ...published.words } };
 }
 
 /**

@@ -90,11 +90,15 @@ export interface Published {
   times: Map<string, Date>;
 }
 
-/** `more`: words covered besides the turns' own redactions (those of turns that have since gone). */
+/**
+ * `more`: words covered besides the turns' own redactions (those of turns that have since gone). `limit` is shown
+ * every covered word before a cover is made of them, and may refuse them (a cover costs their length).
+ */
 export function publishedTexts(
   turns: readonly PublishTurn[],
   choices: Choices,
   more: readonly string[] = [],
+  limit?: (words: readonly string[]) => void,
 ): Published {
   const flat = turns.map((t) => ({ id: t.messageId, text: flattenText(t.parts) }));
   const words: Record<string, string[]> = {};
@@ -102,7 +106,9 @@ export function publishedTexts(
     const redactions = choices[id]?.redactions;
     if (redactions?.length) words[id] = coveredWords(text, redactions);
   }
-  const cover = makeCover([...Object.values(words).flat(), ...more]);
+  const all = [...Object.values(words).flat(), ...more];
+  limit?.(all);
+  const cover = makeCover(all);
   const texts = new Map<string, string>();
   for (const { id, text } of flat) {
     const choice = choices[id];

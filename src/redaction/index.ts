@@ -8,6 +8,7 @@ export {
   coveredWords,
   coverOf,
   extraPlaces,
+  MAX_COVERED_CHARS,
   MAX_REDACTIONS,
   redactionCount,
   TurnChoice,

@@ -3,7 +3,7 @@ import { MESSAGE, SESSION } from '../../src/lexicon/index.ts';
 import { choose, type Loaded, lookupsOf, type PublishInput, plan } from '../../src/publish/plan.ts';
 import type { PublishTurn, Resolution } from '../../src/publish/projection.ts';
 import type { Draft, PublishedRecord } from '../../src/publish/store.ts';
-import { MAX_REDACTIONS } from '../../src/redaction/index.ts';
+import { MAX_COVERED_CHARS, MAX_REDACTIONS } from '../../src/redaction/index.ts';
 
 // The pure plan, fed plain values: what publishing decides from the turns, the draft and the records already on
 // the PDS, with no database and no network (those are service.ts's).
@@ -98,7 +98,7 @@ describe('choose', () => {
     expect(forgot.words).toEqual({});
     expect(forgot.published.texts.get('a1')).toContain('harbour');
   });
-  it('refuses a Conversation that would cover more than MAX_REDACTIONS selections, the words of turns gone counted', () => {
+  it('refuses a Conversation that would cover more than MAX_REDACTIONS selections or MAX_COVERED_CHARS characters', () => {
     const text = 'x'.repeat(2 * MAX_REDACTIONS);
     const turns = Array.from({ length: 11 }, (_, i) => turn(`t${i}`, text));
     // 500 a turn (the most one turn takes): ten turns are MAX_REDACTIONS, an eleventh's one more is too many.
@@ -114,6 +114,12 @@ describe('choose', () => {
     const gone = draft({ choices, words: { gone: ['harbour'] } });
     expect(code(() => choose(turns, { choices: {} }, gone))).toBe('TOO_MANY_REDACTIONS');
     expect(code(() => choose(turns, { choices: {}, forgetRemoved: true }, gone))).toBeUndefined();
+    // Few selections, but long ones: overlapping, each is a word of its own, so their characters add up.
+    const long = turn('long', 'abcdefghij'.repeat(MAX_COVERED_CHARS / 10));
+    const nested = (n: number) => Array.from({ length: n }, (_, i) => ({ start: i, end: MAX_COVERED_CHARS }));
+    const words = (n: number) => ({ choices: { long: { redactions: nested(n) } } });
+    expect(code(() => choose([long], words(1), undefined))).toBeUndefined();
+    expect(code(() => choose([long], words(2), undefined))).toBe('TOO_MANY_REDACTIONS');
   });
 });
 
