@@ -1,14 +1,6 @@
 import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '../conversations/index.ts';
-import {
-  appendRun,
-  type Frame,
-  foldPart,
-  type Part,
-  unfinishedCall,
-  wellFormed,
-  wellFormedText,
-} from '../parts/index.ts';
+import { appendRun, type Frame, foldPart, type Part, wellFormed, wellFormedText } from '../parts/index.ts';
 import { sharedFile, TOOL_NAMES } from '../tools/index.ts';
 import { charsOf, type LimitReached, providerQuiet } from './bounds.ts';
 import type { BudgetSpent } from './budget.ts';
@@ -16,6 +8,7 @@ import { counted, endingOf } from './endings.ts';
 import { blocked, describeFailure, type Failure, unfinished } from './failures.ts';
 import { addUsage, toFragment, toUsage } from './fragments.ts';
 import { sectionBreak } from './thinking.ts';
+import { partialInputs, settledCalls } from './unfinished.ts';
 
 /**
  * One NPC reply as a reducer: what the Provider's stream does to it (`reduceReply`) and how it ends (`settle`),
@@ -78,6 +71,8 @@ export interface ReplyState {
   stepCalls: number;
   /** Arguments of calls not whole yet, as streamed (`PARTIAL_INPUT_CHARS` at most): kept if the reply ends first. */
   inputs: Map<string, string>;
+  /** How many characters of each call not whole yet have streamed: in `chars` until the whole call replaces them. */
+  streamed: Map<string, number>;
   /** MCP tools' own descriptions, kept on their calls (known once the tools are built). */
   descriptions: Record<string, string>;
   parts: Part[];
@@ -100,7 +95,10 @@ export interface ReplyState {
   /** A step has begun and not been counted; what it streamed, in characters. */
   stepOpen: boolean;
   sinceStep: number;
-  /** What the reply holds, in characters (text and reasoning; tool calls and files as JSON): its bounds' count. */
+  /**
+   * What the reply holds, in characters (text and reasoning; tool calls and files as JSON, and the arguments of a
+   * call still streaming): its bounds' count.
+   */
   chars: number;
   /** Tokens of this reply's steps charged as each ended (the final write charges only the rest). */
   charged: number;
@@ -123,6 +121,7 @@ export function newReply(
     steps: 0,
     stepCalls: 0,
     inputs: new Map(),
+    streamed: new Map(),
     descriptions: {},
     parts: [],
     status: 'complete',
@@ -173,6 +172,9 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
   }
   // A call's arguments as they stream are held, not sent: the whole call (`tool-call`) carries them parsed.
   if (chunk.type === 'tool-input-delta') {
+    // Counted as they stream: a call's arguments that never end would otherwise grow without the reply's bound.
+    state.chars += chunk.delta.length;
+    state.streamed.set(chunk.id, (state.streamed.get(chunk.id) ?? 0) + chunk.delta.length);
     const sent = state.inputs.get(chunk.id) ?? '';
     if (sent.length < PARTIAL_INPUT_CHARS)
       state.inputs.set(chunk.id, (sent + chunk.delta).slice(0, PARTIAL_INPUT_CHARS));
@@ -180,6 +182,9 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
   }
   if (chunk.type === 'tool-call') {
     state.inputs.delete(chunk.toolCallId);
+    // The whole call is counted as its fragment: what streamed of it no longer is.
+    state.chars -= state.streamed.get(chunk.toolCallId) ?? 0;
+    state.streamed.delete(chunk.toolCallId);
     // The SDK takes another step for the calls it runs, not for those the Provider ran itself.
     if (!chunk.providerExecuted) state.stepCalls++;
   }
@@ -299,7 +304,11 @@ export function settle(state: ReplyState, cause: Cause): Settled {
   state.usage = usage;
   const failed = state.status === 'failed';
   const code = failed ? (state.error?.code ?? 'PROVIDER_ERROR') : null;
-  const frames: Frame[] = [...partialInputs(state), ...settledCalls(state)].map((part) => ({
+  const cut = partialInputs(state.parts, state.inputs);
+  state.inputs.clear();
+  const ended = settledCalls(cut.parts, state.status);
+  state.parts = ended.parts;
+  const frames: Frame[] = [...cut.fragments, ...ended.fragments].map((part) => ({
     type: 'part',
     messageId: state.messageId,
     part,
@@ -321,38 +330,6 @@ export function settle(state: ReplyState, cause: Cause): Settled {
     chargedTokens: state.charged,
     frames,
   };
-}
-
-/**
- * Calls the reply ended in the middle of (cut at the output limit, stopped, the stream broken) keep the arguments
- * the NPC had sent of them, as the text it sent: seed 000 shows a call's arguments, and an abort keeps what was
- * produced. Folded into the reply and returned as fragments for the frames that tell the browser.
- */
-function partialInputs(state: ReplyState): Part[] {
-  const out: Part[] = [];
-  for (const [id, text] of state.inputs) {
-    const call = state.parts.find((p) => p.type === 'tool' && p.id === id);
-    if (call?.type !== 'tool' || call.input !== undefined || !text) continue;
-    const fragment = wellFormed<Part>({ type: 'tool', id, state: call.state, input: text });
-    state.parts = foldPart(state.parts, fragment);
-    out.push(fragment);
-  }
-  state.inputs.clear();
-  return out;
-}
-
-/**
- * Calls still running when the reply ended, settled as failed with why (as the row stores them): folded into the
- * reply and returned as fragments, so the browser watching it stops showing them "running…".
- */
-function settledCalls(state: ReplyState): Part[] {
-  const error = unfinishedCall(state.status);
-  const out: Part[] = [];
-  for (const p of state.parts)
-    if (p.type === 'tool' && p.state === 'running')
-      out.push({ type: 'tool', id: p.id, state: 'failed', error });
-  for (const fragment of out) state.parts = foldPart(state.parts, fragment);
-  return out;
 }
 
 /** The hand-over a reply ended with, if any: a completed message_npc call (the turn loop starts that NPC next). */

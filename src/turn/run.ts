@@ -219,6 +219,8 @@ async function streamReply(
     // As the SDK's clock: Model output, from its first on (before it, the SDK's first-chunk time runs).
     if (OUTPUT[chunk.type]) bounds.heard();
     reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
+    // A call's streaming arguments send no frame (onFrame checks the bound for the rest).
+    if (chunk.type === 'tool-input-delta') bounds.grown(state.chars);
   }
   return { type: 'ended', halt: call.halt() };
 }

@@ -68,6 +68,31 @@ describe('one reply is bounded, whatever the Provider does', () => {
     expect(next.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
   });
 
+  it('a call whose arguments never stop streaming is ended past the character limit; what it sent is kept', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    let sent = 0;
+    app.fake.enqueue(async (r) => {
+      r.toolCallStart(0, 'call_big', 'search', '{"q":"');
+      while (!r.clientGone && sent < 1_000_000) {
+        r.toolCallArgs(0, 'lorem ');
+        sent++;
+        await r.wait(0);
+      }
+    });
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } }),
+    );
+    // The server hung up on the Provider soon after the limit, though no frame went out meanwhile.
+    expect(sent * 'lorem '.length).toBeLessThan(MAX_CHARS * 4);
+    expect(frames.find((f) => f.type === 'error')).toMatchObject({ code: 'REPLY_TOO_LONG' });
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('failed');
+    const [call] = reply?.parts ?? [];
+    expect(call).toMatchObject({ type: 'tool', id: 'call_big', name: 'search', state: 'failed' });
+    expect((call as { input: string }).input).toMatch(/^\{"q":"(lorem )+/);
+    expect(reply?.parts).toEqual(partsOf(frames));
+  });
+
   it('a Provider that trickles a word at a time is ended at the time limit, never waiting for silence', async () => {
     const { conversationId } = await setupConversation(app, cookie);
     const provider = endless(100);
