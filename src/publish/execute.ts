@@ -67,14 +67,15 @@ export async function executePending(
         const failure = writeFailure(e);
         if (failure === 'rate-limited') {
           const resetAt = rateLimitReset(e);
-          const ms = resetAt ? resetAt.getTime() - Date.now() : 1000;
-          if (ms > (o.maxWaitMs ?? 30_000)) {
+          // At least a second between tries, and not for ever: a PDS that keeps saying "now" is asked again later.
+          const ms = Math.max(resetAt ? resetAt.getTime() - Date.now() : 1000, 1000);
+          if (ms > (o.maxWaitMs ?? 30_000) || attempt >= RATE_LIMITED_TRIES) {
             throw new PublishPausedError(
               `Your PDS's rate limit is reached; publishing resumes at ${resetAt?.toISOString() ?? 'a later time'}.`,
               resetAt,
             );
           }
-          await wait(Math.max(ms, 0));
+          await wait(ms);
           continue;
         }
         if (failure === 'refused') throw e;
@@ -124,8 +125,13 @@ export function writeFailure(e: unknown): 'rate-limited' | 'refused' | 'unknown'
   return e.status >= 400 && e.status < 500 ? 'refused' : 'unknown';
 }
 
+/** Tries of one batch a rate limit may take (each at least a second apart) before the publish pauses. */
+const RATE_LIMITED_TRIES = 20;
+
+/** When the PDS says its rate limit resets: only a time within the next day (anything else is not read). */
 function rateLimitReset(e: unknown): Date | null {
   const headers = (e instanceof XRPCError ? e.headers : undefined) ?? {};
-  const reset = Number(headers['ratelimit-reset'] ?? headers['RateLimit-Reset']);
-  return Number.isFinite(reset) && reset > 0 ? new Date(reset * 1000) : null;
+  const reset = Number(headers['ratelimit-reset'] ?? headers['RateLimit-Reset']) * 1000;
+  const now = Date.now();
+  return Number.isFinite(reset) && reset > now && reset < now + 86_400_000 ? new Date(reset) : null;
 }

@@ -25,7 +25,8 @@ export async function setLive(sql: Sql, playerId: string, conversationId: string
   const [row] = await sql`
     update publications set live = ${s.live}, live_withhold = ${s.withholdNew},
       live_delay_seconds = ${s.delaySeconds}, live_due_at = case when ${s.live} then live_due_at end,
-      updated_at = now()
+      -- Off: what a failed append left pending is not sent in the background either (ADR 0091).
+      retry_due_at = case when ${s.live} then retry_due_at end, updated_at = now()
     where conversation_id = ${conversationId} and player_id = ${playerId}
       and status in ('publishing', 'published', 'failed')
     returning conversation_id`;

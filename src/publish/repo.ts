@@ -25,6 +25,9 @@ export interface Repo {
   listRecords(collection: string): AsyncIterable<{ uri: string; cid: string; value: unknown }>;
 }
 
+/** Pages of 100 that a listing reads at most. */
+const LIST_PAGES = 1_000;
+
 const TYPE = {
   create: 'com.atproto.repo.applyWrites#create',
   update: 'com.atproto.repo.applyWrites#update',
@@ -59,12 +62,16 @@ export function agentRepo(agent: Agent, did: string): Repo {
       }
     },
     async *listRecords(collection) {
+      // A PDS that never ends its listing (a cursor that does not move, pages without end) is read so far only:
+      // LIST_PAGES pages, 100,000 records (what it lists is a check after the writes, not the writes).
       let cursor: string | undefined;
-      do {
+      for (let page = 0; page < LIST_PAGES; page++) {
         const res = await agent.com.atproto.repo.listRecords({ repo: did, collection, limit: 100, cursor });
         yield* res.data.records;
-        cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
-      } while (cursor);
+        const next = res.data.records.length === 100 ? res.data.cursor : undefined;
+        if (!next || next === cursor) return;
+        cursor = next;
+      }
     },
   };
 }

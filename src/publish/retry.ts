@@ -1,7 +1,9 @@
+import { messageIds } from '../conversations/index.ts';
 import { AppError } from '../http/index.ts';
-import { scheduleRetry } from './retryDue.ts';
+import { retryLater } from './retryDue.ts';
+import { extendsReviewed } from './review.ts';
 import { type PublishDeps, resume } from './service.ts';
-import { withPublicationLock } from './store.ts';
+import { getPublication, getReviewedPath, withPublicationLock } from './store.ts';
 
 /**
  * Publications a run left part-way, tried again in the background (ADR 0091): a publish or cover the PDS failed
@@ -18,10 +20,13 @@ interface DueRetry {
 /** Retries one server runs at once (each for a different Player). */
 export const RETRIES_AT_ONCE = 4;
 
-/** Takes one due retry, if any, of a Player not in `busy`: `skip locked` and clearing the due time make one server take it. */
+/**
+ * Takes one due retry, if any, of a Player not in `busy`: `skip locked` and moving the due time on make one server
+ * take it; moved on by CLAIM, not cleared, so a server that dies holding it leaves it to be taken again.
+ */
 async function takeDue(deps: PublishDeps, busy: readonly string[]): Promise<DueRetry | undefined> {
   const [due] = await deps.sql<DueRetry[]>`
-    update publications set retry_due_at = null
+    update publications set retry_due_at = now() + ${CLAIM}::interval
     where conversation_id = (
       select conversation_id from publications
       where retry_due_at <= now() and (status = 'unpublishing' or (status = 'failed' and not live))
@@ -31,23 +36,37 @@ async function takeDue(deps: PublishDeps, busy: readonly string[]): Promise<DueR
   return due;
 }
 
+const CLAIM = '10 minutes';
+
 async function runRetry(deps: PublishDeps, due: DueRetry): Promise<void> {
   try {
-    await withPublicationLock(deps.leases, due.conversationId, () =>
-      resume(deps, due.did, due.conversationId),
-    );
+    await withPublicationLock(deps.leases, due.conversationId, async () => {
+      if (await moved(deps, due.conversationId)) return;
+      await resume(deps, due.did, due.conversationId);
+    });
   } catch (e) {
     // A run that stopped part-way has counted itself and set its next try; anything before it (the sign-in out
     // of reach, the lock busy) is counted here.
     if (e instanceof AppError && e.code === 'PUBLISH_INCOMPLETE') return;
-    const next = await scheduleRetry(deps.sql, due.conversationId, e, deps.retryMs);
-    deps.log(
-      `publication ${due.conversationId} could not be tried again (failure ${next?.failures ?? '?'} in a row; ${
-        next?.dueAt ? `tried again at ${next.dueAt.toISOString()}` : 'waits for the Player'
-      })`,
-      e,
-    );
+    await retryLater(deps, due.conversationId, e, 'could not be tried again');
   }
+}
+
+/**
+ * A publish whose path has moved since it was reviewed (a reply regenerated, another branch shown) is not finished
+ * in the background: its stored plan sends what the Player has since replaced. It waits for the Player, as before
+ * ADR 0091. An unpublish always goes on: taking down is what was asked.
+ */
+async function moved(deps: PublishDeps, conversationId: string): Promise<boolean> {
+  const [publication, path, reviewed] = await Promise.all([
+    getPublication(deps.sql, conversationId),
+    messageIds(deps.sql, conversationId),
+    getReviewedPath(deps.sql, conversationId),
+  ]);
+  if (publication?.status !== 'failed' || extendsReviewed(path, reviewed)) return false;
+  await deps.sql`update publications set retry_due_at = null where conversation_id = ${conversationId}`;
+  deps.log(`publication ${conversationId} waits for the Player: its path moved since it was reviewed`);
+  return true;
 }
 
 /**

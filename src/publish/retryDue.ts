@@ -29,3 +29,19 @@ export async function scheduleRetry(
     returning retry_failures as failures, retry_due_at as "dueAt"`;
   return row;
 }
+
+/** Counts the failure and sets the next try, as scheduleRetry, and logs both: `what` happened to the publication. */
+export async function retryLater(
+  deps: { sql: Sql; retryMs: number; log: (message: string, error?: unknown) => void },
+  conversationId: string,
+  e: unknown,
+  what: string,
+): Promise<void> {
+  const next = await scheduleRetry(deps.sql, conversationId, e, deps.retryMs);
+  deps.log(
+    `publication ${conversationId} ${what} (failure ${next?.failures ?? '?'} in a row; ${
+      next?.dueAt ? `tried again at ${next.dueAt.toISOString()}` : 'waits for the Player'
+    })`,
+    e,
+  );
+}

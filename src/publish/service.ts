@@ -14,7 +14,7 @@ import { loadForPlan } from './load.ts';
 import { choose, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
 import { agentRepo, type Repo, type RepoWrite, type Written } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
-import { scheduleRetry } from './retryDue.ts';
+import { retryLater } from './retryDue.ts';
 import {
   dropPublication,
   getPublication,
@@ -241,13 +241,7 @@ async function run(deps: PublishDeps, repo: Repo, conversationId: string): Promi
       publication?.status === 'unpublishing' ? 'unpublishing' : 'failed',
       message,
     );
-    const next = await scheduleRetry(deps.sql, conversationId, e, deps.retryMs);
-    deps.log(
-      `publication ${conversationId} stopped part-way (failure ${next?.failures ?? '?'} in a row; ${
-        next?.dueAt ? `tried again at ${next.dueAt.toISOString()}` : 'waits for the Player'
-      })`,
-      e,
-    );
+    await retryLater(deps, conversationId, e, 'stopped part-way');
     throw new AppError('PUBLISH_INCOMPLETE', message, {
       status: e instanceof PublishPausedError ? 429 : 502,
       cause: e,

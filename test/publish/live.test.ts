@@ -454,6 +454,8 @@ it('a Player whose PDS hangs holds up only their own live appends: another Playe
 }, 60_000);
 
 it('a publish the PDS failed, not live, is finished by the server itself; the page says when (ADR 0091)', async () => {
+  // The browser as Alice again (a test above signed it in as Bob).
+  await local.signInAs('alice.test');
   const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ho' }]);
   await turn(c, 'One', 'Uno.');
   faults.fired = 0;
@@ -477,4 +479,23 @@ it('a publish the PDS failed, not live, is finished by the server itself; the pa
   await until('the retried publish', async () => (await published(uri)).length === 2, 30_000);
   expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.']);
   expect((await liveRow(c)).status).toBe('published');
+}, 60_000);
+
+it('turning live off after an append failed sends nothing more in the background: not the append left pending either', async () => {
+  const { conversationId: c } = await setupConversation(local.app, alice.cookie, [{ name: 'Ka' }]);
+  await turn(c, 'One', 'Uno.');
+  const uri = await publishLive(c);
+  faults.fired = 0;
+  faults.failNext = 5;
+  await turn(c, 'Two', 'Dos.');
+  await until('the failed append', async () => (await liveRow(c)).failures === 1, 30_000, explain(c));
+  const due = async () =>
+    (await local.app.db.sql`select retry_due_at from publications where conversation_id = ${c}`)[0]!
+      .retry_due_at;
+  // The failed run set its own retry; the live appends ignore it while live (they retry themselves).
+  expect(await due()).not.toBeNull();
+  const off = await api(`/api/conversations/${c}/publication/live`, { method: 'PUT', body: { live: false } });
+  expect(off.status).toBe(204);
+  expect(await due()).toBeNull();
+  expect((await published(uri)).map((r) => r.text)).toEqual(['One', 'Uno.']);
 }, 60_000);

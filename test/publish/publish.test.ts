@@ -368,6 +368,27 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     );
   }, 90_000);
 
+  it('a publish whose path moved since it was reviewed is not finished in the background: it waits for the Player', async () => {
+    const { conversationId } = await fixture();
+    faults.mode = 'down';
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(res.status).toBe(502);
+    // As a reply regenerated since would: the path shown no longer starts with the one reviewed.
+    await local.app.db.sql`update publications set reviewed_path = array[gen_random_uuid()],
+      retry_due_at = now() where conversation_id = ${conversationId}`;
+    faults.mode = 'none';
+    faults.calls = 0;
+    const row = async () =>
+      (
+        await local.app.db.sql`select status, retry_due_at as due from publications
+          where conversation_id = ${conversationId}`
+      )[0]!;
+    for (let i = 0; i < 100 && (await row()).due !== null; i++) await new Promise((r) => setTimeout(r, 100));
+    expect(await row()).toMatchObject({ status: 'failed', due: null });
+    expect(faults.calls).toBe(0);
+    await local.app.db.sql`delete from publications where conversation_id = ${conversationId}`;
+  }, 60_000);
+
   it('a write the PDS refused is not tried again by itself: the Player is shown why', async () => {
     const { conversationId } = await fixture();
     faults.mode = 'refuse';
