@@ -37,6 +37,11 @@ export interface CoveredAtOnce {
   records: PublishedRecord[];
   /** The turns on the path (by position, 1 for the first) whose records became holes. */
   holes: number[];
+  /**
+   * Those turns by Message id: withheld in the draft too, so the next publish (or live append) plans the hole that
+   * is out, not the turn it cannot publish, until the Player releases it.
+   */
+  withheld: string[];
   /** Rows planned but never written, of turns no longer on the path: dropped, never to be written (as a plan does). */
   stale: string[];
   /** Turns whose new redactions were not added: they already hold MAX_REDACTIONS. */
@@ -78,7 +83,7 @@ export function coverAtOnce(
       words[id] = coveredWords(text!, all);
     }
   }
-  const nothing = { redactions, words, records: [], holes: [], stale: [], tooMany };
+  const nothing = { redactions, words, records: [], holes: [], withheld: [], stale: [], tooMany };
   if (!Object.keys(redactions).length) return tooMany ? nothing : null;
   const choices = { ...draft.choices };
   for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
@@ -90,6 +95,7 @@ export function coverAtOnce(
   const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
   const records: PublishedRecord[] = [];
   const holes: number[] = [];
+  const withheld: string[] = [];
   const stale: string[] = [];
   for (const r of loaded.existing) {
     if (r.pending === 'delete') continue;
@@ -106,10 +112,13 @@ export function coverAtOnce(
       named: r.messageId !== null && r.messageId in redactions,
     });
     if (!changed) continue;
-    if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) holes.push(r.position);
+    if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) {
+      holes.push(r.position);
+      if (r.messageId) withheld.push(r.messageId);
+    }
     records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
-  return { redactions, words, records, holes, stale, tooMany };
+  return { redactions, words, records, holes, withheld, stale, tooMany };
 }
 
 type Planned = ReturnType<typeof planWith>;

@@ -177,6 +177,8 @@ export async function saveCover(
     records: PublishedRecord[];
     /** Rows never written, of turns no longer on the path: dropped, as savePlan drops them. */
     stale: string[];
+    /** Turns made holes: withheld in the draft (merged, as the redactions are). */
+    withheld: string[];
   },
 ): Promise<void> {
   const rows = covered.records.map((r) => ({ rkey: r.rkey, record: r.record, pending: r.pending }));
@@ -187,6 +189,10 @@ export async function saveCover(
           from jsonb_each(${tx.json(covered.redactions as JsonValue)}) e), '{}'::jsonb),
         words = d.words || ${tx.json(covered.words as JsonValue)}, updated_at = now()
       where conversation_id = ${conversationId}`;
+    if (covered.withheld.length)
+      await tx`update publication_drafts set choices = choices || (select jsonb_object_agg(id,
+          coalesce(choices -> id, '{}'::jsonb) || '{"withheld": true}'::jsonb) from unnest(${covered.withheld}::text[]) as id)
+        where conversation_id = ${conversationId}`;
     if (covered.stale.length)
       await tx`delete from publication_records where conversation_id = ${conversationId} and cid is null
         and rkey = any(${covered.stale})`;

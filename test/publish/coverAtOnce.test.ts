@@ -140,12 +140,13 @@ describe('covering words in a published Conversation', () => {
       draft: { choices: Record<string, unknown> };
     };
     expect(publication.status).toBe('published');
-    expect(draft.choices).toEqual({ [ids[1]!]: choices[ids[1]!] });
+    // Turn 4, a hole on the PDS, is withheld in the draft too: the next publish plans the hole that is out.
+    expect(draft.choices).toEqual({ [ids[1]!]: choices[ids[1]!], [ids[3]!]: { withheld: true } });
 
-    // Published again with the link withheld and naming no redaction: the draft's still covers.
+    // Published again with the link withheld and naming no redaction: the draft's still covers, and holds turn 4.
     const again = await api(`/api/conversations/${conversationId}/publication`, {
       method: 'PUT',
-      body: { choices: { [ids[0]!]: { withheld: true }, [ids[3]!]: { withheld: true } } },
+      body: { choices: { [ids[0]!]: { withheld: true } } },
     });
     expect(again.status).toBe(200);
     expect((await everywhere(conversationId)).all).not.toMatch(/zephyr/i);
@@ -248,10 +249,12 @@ describe('covering words in a published Conversation', () => {
       words: { [ids[0]!]: ['Quinn'] },
       records: [],
       stale: [],
+      // A turn the cover made a hole: withheld in the draft, its other choices kept.
+      withheld: [ids[1]!],
     });
     const [draft] =
       await sql`select choices, words from publication_drafts where conversation_id = ${conversationId}`;
-    expect(draft!.choices).toEqual({ [ids[0]!]: { withheld: true, redactions } });
+    expect(draft!.choices).toEqual({ [ids[0]!]: { withheld: true, redactions }, [ids[1]!]: { withheld: true } });
     expect(draft!.words).toEqual({ [ids[0]!]: ['Quinn'] });
   }, 60_000);
 });

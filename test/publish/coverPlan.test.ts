@@ -269,6 +269,7 @@ describe('covering at once', () => {
     const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
     expect(byMessage.get(turns[1]!.messageId)?.withheld).toBe(true);
     expect(out.holes).toEqual([2]);
+    expect(out.withheld).toEqual([turns[1]!.messageId]);
   });
 
   it('drops the links and mentions of a turn whose linked names the new words cover, and any ref that spells one', () => {
