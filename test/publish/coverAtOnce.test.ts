@@ -254,7 +254,10 @@ describe('covering words in a published Conversation', () => {
     });
     const [draft] =
       await sql`select choices, words from publication_drafts where conversation_id = ${conversationId}`;
-    expect(draft!.choices).toEqual({ [ids[0]!]: { withheld: true, redactions }, [ids[1]!]: { withheld: true } });
+    expect(draft!.choices).toEqual({
+      [ids[0]!]: { withheld: true, redactions },
+      [ids[1]!]: { withheld: true },
+    });
     expect(draft!.words).toEqual({ [ids[0]!]: ['Quinn'] });
   }, 60_000);
 });
