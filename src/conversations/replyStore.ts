@@ -160,10 +160,20 @@ export async function markInterrupted(sql: Sql): Promise<string[]> {
 
 /**
  * Replies that ended without their final write (it failed) on a server that is still alive: not left
- * "streaming" for ever, but interrupted with their last checkpoint.
+ * "streaming" for ever, but interrupted with what had arrived: the Parts this server still holds (what came after
+ * the last checkpoint too), else the last checkpoint.
  */
-export async function markUnfinished(sql: Sql, ids: string[]): Promise<void> {
-  await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(),
-      error = 'The reply could not be completed; what had arrived is kept.'
-    where id = any(${ids}::uuid[]) and status = 'streaming'`;
+export async function markUnfinished(sql: Sql, replies: { id: string; parts?: Part[] }[]): Promise<void> {
+  const error = 'The reply could not be completed; what had arrived is kept.';
+  const held = replies.filter((r) => r.parts);
+  const ids = replies.filter((r) => !r.parts).map((r) => r.id);
+  for (const r of held) {
+    const { parts, text } = settle(r.parts!, 'interrupted');
+    await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(), error = ${error},
+        parts = ${sql.json(parts as JsonValue)}, text = ${text}
+      where id = ${r.id} and status = 'streaming'`;
+  }
+  if (ids.length)
+    await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(), error = ${error}
+      where id = any(${ids}::uuid[]) and status = 'streaming'`;
 }

@@ -178,8 +178,11 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   // Closing this stream does not stop the reply (ADR 0037): Stop does, from any tab or instance. Meanwhile
   // others can follow it, through the hub.
   const begun: string[] = [];
+  // Each reply's Parts as they stand: what a reply whose final write failed is kept with (markUnfinished).
+  const partsOf = new Map<string, () => Part[]>();
   const track = (start: StartFrame, parts: () => Part[]) => {
     begun.push(start.messageId);
+    partsOf.set(start.messageId, parts);
     hub?.begin(start, parts, (reason) => abort.abort(reason));
   };
   const finished = new Set<string>();
@@ -240,7 +243,10 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     // (The first reply's row was written with the claim: it counts even if the turn failed before it began.)
     const unfinished = [...new Set([plan.replyId, ...begun])].filter((id) => !finished.has(id));
     if (unfinished.length)
-      await markUnfinished(deps.sql, unfinished).catch((e) => deps.log('unfinished replies not marked', e));
+      await markUnfinished(
+        deps.sql,
+        unfinished.map((id) => ({ id, parts: partsOf.get(id)?.() })),
+      ).catch((e) => deps.log('unfinished replies not marked', e));
     for (const id of begun) hub?.end(id);
     meter.end();
     sse.end();
