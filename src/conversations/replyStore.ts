@@ -165,13 +165,13 @@ export async function markInterrupted(sql: Sql): Promise<string[]> {
  */
 export async function markUnfinished(sql: Sql, replies: { id: string; parts?: Part[] }[]): Promise<void> {
   const error = 'The reply could not be completed; what had arrived is kept.';
-  const held = replies.filter((r) => r.parts);
   const ids = replies.filter((r) => !r.parts).map((r) => r.id);
-  for (const r of held) {
+  for (const r of replies.filter((r) => r.parts)) {
     const { parts, text } = settle(r.parts!, 'interrupted');
+    // If the Parts themselves cannot be written (what failed the final write may fail this too), the status is.
     await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(), error = ${error},
         parts = ${sql.json(parts as JsonValue)}, text = ${text}
-      where id = ${r.id} and status = 'streaming'`;
+      where id = ${r.id} and status = 'streaming'`.catch(() => ids.push(r.id));
   }
   if (ids.length)
     await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(), error = ${error}

@@ -50,6 +50,7 @@ export async function coverDespite(
             covered: {
               records: covered.records.length,
               holes: covered.holes,
+              withheld: covered.withheld,
               written: said.written,
               tooMany: covered.tooMany,
             } satisfies CoveredDetails,

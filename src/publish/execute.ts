@@ -51,7 +51,9 @@ export async function executePending(
   let rev: string | null = null;
   for (const batch of plan) {
     let told: Written | undefined;
-    for (let attempt = 1; ; attempt++) {
+    // Failures of unknown outcome and rate limits are counted apart: one kind does not use up the other's tries.
+    let limited = 0;
+    for (let attempt = 1; ; ) {
       try {
         calls++;
         // The blobs the batch's records reference first: a PDS refuses a record whose blob it does not hold.
@@ -69,7 +71,7 @@ export async function executePending(
           const resetAt = rateLimitReset(e);
           // At least a second between tries, and not for ever: a PDS that keeps saying "now" is asked again later.
           const ms = Math.max(resetAt ? resetAt.getTime() - Date.now() : 1000, 1000);
-          if (ms > (o.maxWaitMs ?? 30_000) || attempt >= RATE_LIMITED_TRIES) {
+          if (ms > (o.maxWaitMs ?? 30_000) || ++limited >= RATE_LIMITED_TRIES) {
             throw new PublishPausedError(
               `Your PDS's rate limit is reached; publishing resumes at ${resetAt?.toISOString() ?? 'a later time'}.`,
               resetAt,
@@ -89,6 +91,7 @@ export async function executePending(
         }
         if (attempt >= attempts) throw e;
         await wait(Math.min(250 * 2 ** attempt, 5000));
+        attempt++;
       }
     }
     // Outside the write's try: nothing it does can be taken for a write of unknown outcome.

@@ -1,5 +1,11 @@
 import type { Sql } from '../db/index.ts';
-import { type Cover, makeCover } from '../redaction/index.ts';
+import {
+  type Cover,
+  MAX_COVERED_CHARS,
+  MAX_REDACTIONS,
+  makeCover,
+  REDACTION_BAR,
+} from '../redaction/index.ts';
 
 /**
  * What the reader shows beside a thread published from here is looked up when it is read (a linked post's text
@@ -70,11 +76,7 @@ export function readerCover(sql: Sql, o: { now?: () => number; maxNeedles?: numb
       return mine.cover;
     }
     const words = new Set(Object.values(row.words ?? {}).flat());
-    const made: Kept = {
-      at: row.at,
-      made: now(),
-      cover: words.size ? makeCover(words, { remember: REMEMBER }) : null,
-    };
+    const made: Kept = { at: row.at, made: now(), cover: words.size ? coverFor(words) : null };
     keep(uri, made);
     return made.cover;
   };
@@ -85,4 +87,21 @@ export function readerCover(sql: Sql, o: { now?: () => number; maxNeedles?: numb
       counted: [...kept.values()].reduce((n, k) => n + size(k), 0),
     }),
   });
+}
+
+/**
+ * A cover of these words, or, for words past the bounds a publish now keeps to (a draft stored before them), one
+ * that covers every string whole: what is looked up is then not shown at all, rather than a cover costing seconds
+ * made for anonymous readers.
+ */
+function coverFor(words: Set<string>): Cover {
+  let chars = 0;
+  for (const w of words) chars += w.length;
+  if (words.size <= 2 * MAX_REDACTIONS && chars <= MAX_COVERED_CHARS)
+    return makeCover(words, { remember: REMEMBER });
+  return {
+    needles: [],
+    find: (s) => (s ? [{ start: 0, end: s.length }] : []),
+    apply: (s) => (s ? REDACTION_BAR : s),
+  };
 }

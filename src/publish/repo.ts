@@ -62,14 +62,16 @@ export function agentRepo(agent: Agent, did: string): Repo {
       }
     },
     async *listRecords(collection) {
-      // A PDS that never ends its listing (a cursor that does not move, pages without end) is read so far only:
+      // A PDS that never ends its listing (a cursor seen before, pages without end) is read so far only:
       // LIST_PAGES pages, 100,000 records (what it lists is a check after the writes, not the writes).
       let cursor: string | undefined;
+      const seen = new Set<string>();
       for (let page = 0; page < LIST_PAGES; page++) {
         const res = await agent.com.atproto.repo.listRecords({ repo: did, collection, limit: 100, cursor });
         yield* res.data.records;
         const next = res.data.records.length === 100 ? res.data.cursor : undefined;
-        if (!next || next === cursor) return;
+        if (!next || seen.has(next)) return;
+        seen.add(next);
         cursor = next;
       }
     },

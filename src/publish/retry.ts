@@ -8,7 +8,8 @@ import { getPublication, getReviewedPath, withPublicationLock } from './store.ts
 /**
  * Publications a run left part-way, tried again in the background (ADR 0091): a publish or cover the PDS failed
  * (out of reach, restarting, a sign-in being renewed) is finished, and an unpublish that stopped part-way takes
- * down what is still out, without the Player coming back. Live ones that failed are the live appends' (ADR 0077).
+ * down what is still out, without the Player coming back. A live one too: its appends retry only their own
+ * failures (ADR 0077), not a publish by hand's or a cover's, and both take the same lease.
  */
 
 interface DueRetry {
@@ -29,7 +30,7 @@ async function takeDue(deps: PublishDeps, busy: readonly string[]): Promise<DueR
     update publications set retry_due_at = now() + ${CLAIM}::interval
     where conversation_id = (
       select conversation_id from publications
-      where retry_due_at <= now() and (status = 'unpublishing' or (status = 'failed' and not live))
+      where retry_due_at <= now() and status in ('failed', 'unpublishing')
         and player_id <> all(${busy}::uuid[])
       order by retry_due_at limit 1 for update skip locked)
     returning conversation_id as "conversationId", player_id as "playerId", did`;
@@ -53,17 +54,20 @@ async function runRetry(deps: PublishDeps, due: DueRetry): Promise<void> {
 }
 
 /**
- * A publish whose path has moved since it was reviewed (a reply regenerated, another branch shown) is not finished
- * in the background: its stored plan sends what the Player has since replaced. It waits for the Player, as before
- * ADR 0091. An unpublish always goes on: taking down is what was asked.
+ * A publish whose path has moved since it was reviewed (a reply regenerated, another branch shown) and that would
+ * still put a record out for the first time is not finished in the background: its stored plan would send what the
+ * Player has since replaced. It waits for the Player, as before ADR 0091. What only changes records already out
+ * (a cover written at once, ADR 0090) goes on, and so does an unpublish: taking down is what was asked.
  */
 async function moved(deps: PublishDeps, conversationId: string): Promise<boolean> {
-  const [publication, path, reviewed] = await Promise.all([
+  const [publication, path, reviewed, [creates]] = await Promise.all([
     getPublication(deps.sql, conversationId),
     messageIds(deps.sql, conversationId),
     getReviewedPath(deps.sql, conversationId),
+    deps.sql<{ any: boolean }[]>`select exists (select 1 from publication_records
+      where conversation_id = ${conversationId} and pending = 'create') as any`,
   ]);
-  if (publication?.status !== 'failed' || extendsReviewed(path, reviewed)) return false;
+  if (publication?.status !== 'failed' || !creates?.any || extendsReviewed(path, reviewed)) return false;
   await deps.sql`update publications set retry_due_at = null where conversation_id = ${conversationId}`;
   deps.log(`publication ${conversationId} waits for the Player: its path moved since it was reviewed`);
   return true;

@@ -239,14 +239,11 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     if (told.length) await turnEnded?.after(told);
     if (held) out(held);
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
-    // marked interrupted, with its last checkpoint, before its followers are told it ended.
+    // marked interrupted, with the Parts held here, before its followers are told it ended.
     // (The first reply's row was written with the claim: it counts even if the turn failed before it began.)
     const unfinished = [...new Set([plan.replyId, ...begun])].filter((id) => !finished.has(id));
-    if (unfinished.length)
-      await markUnfinished(
-        deps.sql,
-        unfinished.map((id) => ({ id, parts: partsOf.get(id)?.() })),
-      ).catch((e) => deps.log('unfinished replies not marked', e));
+    const left = unfinished.map((id) => ({ id, parts: partsOf.get(id)?.() }));
+    if (left.length) await markUnfinished(deps.sql, left).catch((e) => deps.log('replies not marked', e));
     for (const id of begun) hub?.end(id);
     meter.end();
     sse.end();

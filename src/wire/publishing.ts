@@ -26,6 +26,8 @@ export const PublishProblem = z.object({
 export const CoveredDetails = z.object({
   records: z.number().int(),
   holes: z.array(z.number().int()),
+  /** Those turns by Message id: withheld in the draft now, and so on the publish page. */
+  withheld: z.array(z.string()).default([]),
   written: z.boolean(),
   tooMany: z.number().int(),
 });
@@ -35,7 +37,10 @@ export type CoveredDetails = z.output<typeof CoveredDetails>;
  * What covering at once says to the Player, written once for the server's message and the publish page:
  * `rewritten` when records were written, `tooMany` when turns took none of their new redactions (else '').
  */
-export function coveredSentences(c: Omit<CoveredDetails, 'written'>): { rewritten: string; tooMany: string } {
+export function coveredSentences(c: Pick<CoveredDetails, 'records' | 'holes' | 'tooMany'>): {
+  rewritten: string;
+  tooMany: string;
+} {
   const holes = c.holes.length
     ? ` (${c.holes.length === 1 ? `turn ${c.holes[0]} is` : `turns ${c.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';

@@ -119,7 +119,13 @@ describe('covering words in a published Conversation', () => {
     ]);
     // The title (made from turn 1) and turns 1, 2 and 4 showed the word; 4, with its bars, is longer than a record
     // may be.
-    expect(error.details.covered).toEqual({ records: 4, holes: [4], written: true, tooMany: 0 });
+    expect(error.details.covered).toEqual({
+      records: 4,
+      holes: [4],
+      withheld: [ids[3]],
+      written: true,
+      tooMany: 0,
+    });
     expect(error.message).toMatch(/covered already in what was published: 4 records rewritten/);
     expect(writes.applyWrites).toBeGreaterThan(before);
 
@@ -168,7 +174,7 @@ describe('covering words in a published Conversation', () => {
     const { error } = (await res.json()) as { error: { code: string; details: { covered: unknown } } };
     expect(error.code).toBe('TURN_IN_PROGRESS');
     // The title (made from the first turn), both turns.
-    expect(error.details.covered).toEqual({ records: 3, holes: [], written: true, tooMany: 0 });
+    expect(error.details.covered).toEqual({ records: 3, holes: [], withheld: [], written: true, tooMany: 0 });
     const seen = await everywhere(conversationId);
     expect(seen.all).not.toMatch(/halvard/i);
     expect(seen.messages.map((m) => m.text)).toEqual(['Meet me at ████████ at nine.', '████████ it is.']);
@@ -196,7 +202,13 @@ describe('covering words in a published Conversation', () => {
     expect(writes.failed).toBe(1);
     expect(failed.status).toBe(400);
     const first = (await failed.json()) as { error: { message: string; details: { covered: unknown } } };
-    expect(first.error.details.covered).toEqual({ records: 2, holes: [], written: false, tooMany: 0 });
+    expect(first.error.details.covered).toEqual({
+      records: 2,
+      holes: [],
+      withheld: [],
+      written: false,
+      tooMany: 0,
+    });
     expect(first.error.message).toMatch(/could not be brought up to date/);
     expect((await everywhere(conversationId)).all).toMatch(/orsolya/i);
     const state = (await (await api(`/api/conversations/${conversationId}/publication`)).json()) as {

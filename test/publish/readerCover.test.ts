@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { KEEP_MS, readerCover } from '../../src/publish/readerCover.ts';
+import { MAX_COVERED_CHARS } from '../../src/redaction/index.ts';
 import { insertConversation } from '../support/conversations.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
@@ -71,6 +72,14 @@ describe("the reader's cover of a thread published from here", () => {
     await coverOf(c);
     expect(await coverOf(a)).toBe(keptA);
     expect(await coverOf(b)).not.toBe(keptB);
+  });
+
+  it('covers what is looked up whole for a draft past the bounds a publish keeps to (stored before them)', async () => {
+    const coverOf = readerCover(db.sql);
+    const long = 'x'.repeat(MAX_COVERED_CHARS + 1);
+    const cover = await coverOf(await published('3kreaderi', { x: [long] }));
+    expect(cover!.apply('Anything at all')).toBe(BAR.repeat(8));
+    expect(cover!.find('bob.test')).toEqual([{ start: 0, end: 8 }]);
   });
 
   it('counts each kept cover once, however reads of the same threads overlap', async () => {

@@ -235,6 +235,8 @@ it('words covered in a published Conversation go out at once, though the publish
     turns: [
       { role: 'player', parts: [{ type: 'text', text: 'Meet me at the Harbour Gate at nine.' }] },
       { role: 'npc', parts: [{ type: 'text', text: 'The Harbour Gate it is.' }] },
+      // Fits as it is; with "nine" covered, its bars make it longer than a record may be.
+      { role: 'player', parts: [{ type: 'text', text: 'nine '.repeat(2_900).trim() }] },
     ],
   });
   const put = await app.api(`/api/conversations/${conversationId}/publication`, {
@@ -264,20 +266,26 @@ it('words covered in a published Conversation go out at once, though the publish
 
   await page.goto(`${app.url}/c/${conversationId}/publish`);
   const turns = page.locator('.publish-turn');
-  await expect.poll(() => turns.count()).toBe(2);
+  await expect.poll(() => turns.count()).toBe(3);
   const words = turns.nth(0).getByLabel('Words to redact in this turn');
   await words.fill('harbour gate');
   await words.press('Enter');
+  await words.fill('nine');
+  await words.press('Enter');
+  const withhold = turns.nth(2).getByLabel('Withhold this turn');
+  expect(await withhold.isChecked()).toBe(false);
   // Something else the Player asked for cannot be published: a ref that is no record link.
   await turns.nth(1).getByLabel('Also about (record links, comma-separated)').fill('not a link');
   await page.getByRole('button', { name: 'Update publication' }).click();
   await page.locator('.problems a').first().waitFor();
   const note = page.getByTestId('covered-at-once');
   await note.waitFor();
-  // The title (made from the first turn) and both turns.
+  // The title (made from the first turn) and the three turns, the last now a hole: withheld here too, as in the
+  // draft, so publishing again plans the hole that is out.
   expect(await note.textContent()).toBe(
-    'The words you just covered are covered already in what was published: 3 records rewritten. Nothing else you asked for went out.',
+    'The words you just covered are covered already in what was published: 4 records rewritten (turn 3 is now a hole: it could not stay published with those words covered). Nothing else you asked for went out.',
   );
+  await expect.poll(() => withhold.isChecked()).toBe(true);
   const now = await out();
   expect(now).toContain(uri);
   expect(now.toLowerCase()).not.toContain('harbour');

@@ -5,6 +5,7 @@ import { flattenText, readParts } from '../../../src/parts/index.ts';
 import { type AgentChoices, type Choices, coverOf, type TurnChoice } from '../../../src/redaction/index.ts';
 import {
   ConversationPage,
+  CoveredDetails,
   MessagePage,
   PublicationResponse,
   PublishPreview,
@@ -76,6 +77,8 @@ function usePublish(
   shown: Preview | null,
   setShown: (p: Preview) => void,
   { setPlanned, setPublishing }: ReturnType<typeof usePublishProgress>,
+  /** Turns a refused publish made holes in what was out (ADR 0090): withheld in the draft, so here too. */
+  heldBack: (ids: string[]) => void,
 ) {
   const queryClient = useQueryClient();
   const publish = useMutation({
@@ -101,6 +104,11 @@ function usePublish(
     onError: (e) => {
       if (e instanceof ApiError && e.code === 'CONVERSATION_CHANGED')
         void queryClient.invalidateQueries({ queryKey: ['publish-source', id] });
+      const covered =
+        e instanceof ApiError
+          ? CoveredDetails.safeParse((e.details as { covered?: unknown } | undefined)?.covered)
+          : undefined;
+      if (covered?.success && covered.data.withheld.length) heldBack(covered.data.withheld);
     },
   });
   // The outcome is said at the top of the page, where the eye (and a screen reader) is sent.
@@ -223,7 +231,12 @@ export function usePublication(id: string) {
     loaded,
   );
 
-  const { publish, outcomeRef } = usePublish(id, body, texts, shown, setShown, progress);
+  const { publish, outcomeRef } = usePublish(id, body, texts, shown, setShown, progress, (ids) =>
+    setChoices((c) => ({
+      ...c,
+      ...Object.fromEntries(ids.map((m) => [m, { ...c[m], withheld: true }])),
+    })),
+  );
   const unpublish = useMutation({
     mutationFn: () => api(`/api/conversations/${id}/publication`, { method: 'DELETE' }),
     onSuccess: () => {
