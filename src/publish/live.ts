@@ -7,6 +7,7 @@ import { holdReplies, turnEnded } from './hold.ts';
 import { extendsReviewed } from './review.ts';
 import { type PublishDeps, publish } from './service.ts';
 import { getDraft, withPublicationLock } from './store.ts';
+import { startSweep } from './sweep.ts';
 
 /**
  * Live publishing (ADR 0043, 0046): a published Conversation marked live has each new turn appended to its
@@ -181,26 +182,12 @@ export const LIVE_APPENDS_AT_ONCE = 8;
  * own Player's appends, never another's.
  */
 export function startLiveAppends(deps: PublishDeps, retry: LiveRetry, everyMs = 1000): () => void {
-  const running = new Set<string>();
-  let taking = false;
-  const timer = setInterval(() => {
-    if (taking) return;
-    taking = true;
-    (async () => {
-      while (running.size < LIVE_APPENDS_AT_ONCE) {
-        const due = await takeDue(deps, [...running]);
-        if (!due) break;
-        running.add(due.playerId);
-        void runAppend(deps, due, retry)
-          .catch((e) => deps.log('live append failed', e))
-          .finally(() => running.delete(due.playerId));
-      }
-    })()
-      .catch((e) => deps.log('live publishing sweep failed', e))
-      .finally(() => {
-        taking = false;
-      });
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return startSweep({
+    everyMs,
+    atOnce: LIVE_APPENDS_AT_ONCE,
+    take: (busy) => takeDue(deps, busy),
+    run: (due) => runAppend(deps, due, retry),
+    log: deps.log,
+    what: 'live append',
+  });
 }

@@ -4,6 +4,7 @@ import { retryLater } from './retryDue.ts';
 import { extendsReviewed } from './review.ts';
 import { type PublishDeps, resume } from './service.ts';
 import { getPublication, getReviewedPath, withPublicationLock } from './store.ts';
+import { startSweep } from './sweep.ts';
 
 /**
  * Publications a run left part-way, tried again in the background (ADR 0091): a publish or cover the PDS failed
@@ -73,31 +74,14 @@ async function moved(deps: PublishDeps, conversationId: string): Promise<boolean
   return true;
 }
 
-/**
- * Every server looks for due retries every few seconds and runs up to RETRIES_AT_ONCE at once, one per Player: a
- * retry waits on the Player's own PDS, so a slow or hostile PDS holds up only its own Player's.
- */
+/** Every server looks for due retries every few seconds and runs up to RETRIES_AT_ONCE at once, one per Player. */
 export function startPublishRetries(deps: PublishDeps, everyMs = 5000): () => void {
-  const running = new Set<string>();
-  let taking = false;
-  const timer = setInterval(() => {
-    if (taking) return;
-    taking = true;
-    (async () => {
-      while (running.size < RETRIES_AT_ONCE) {
-        const due = await takeDue(deps, [...running]);
-        if (!due) break;
-        running.add(due.playerId);
-        void runRetry(deps, due)
-          .catch((e) => deps.log('publication retry failed', e))
-          .finally(() => running.delete(due.playerId));
-      }
-    })()
-      .catch((e) => deps.log('publication retry sweep failed', e))
-      .finally(() => {
-        taking = false;
-      });
-  }, everyMs);
-  timer.unref();
-  return () => clearInterval(timer);
+  return startSweep({
+    everyMs,
+    atOnce: RETRIES_AT_ONCE,
+    take: (busy) => takeDue(deps, busy),
+    run: (due) => runRetry(deps, due),
+    log: deps.log,
+    what: 'publication retry',
+  });
 }

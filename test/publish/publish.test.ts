@@ -389,6 +389,34 @@ describe('publishing a Conversation to the Player’s PDS', () => {
     await local.app.db.sql`delete from publications where conversation_id = ${conversationId}`;
   }, 60_000);
 
+  it('a moved path does not hold back writes that only change records already out (a cover written at once)', async () => {
+    const { conversationId } = await fixture();
+    const res = await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(res.status).toBe(200);
+    const { uri } = (await res.json()) as { uri: string };
+    // Left failed with an update of a record that is out, as a cover whose write failed leaves it; and the path
+    // moved since it was reviewed.
+    const sql = local.app.db.sql;
+    const [row] = await sql<{ rkey: string; record: { text: string } }[]>`
+      select rkey, record from publication_records where conversation_id = ${conversationId}
+        and collection = 'click.aligned.chat.message' order by position limit 1`;
+    await sql`update publication_records set pending = 'update',
+        record = jsonb_set(record, '{text}', to_jsonb(${`${REDACTION_BAR} now covered`}::text))
+      where conversation_id = ${conversationId} and rkey = ${row!.rkey}`;
+    await sql`update publications set status = 'failed', reviewed_path = array[gen_random_uuid()],
+      retry_due_at = now() where conversation_id = ${conversationId}`;
+    const status = async () =>
+      (await sql`select status from publications where conversation_id = ${conversationId}`)[0]!.status;
+    for (let i = 0; i < 100 && (await status()) !== 'published'; i++)
+      await new Promise((r) => setTimeout(r, 100));
+    expect(await status()).toBe('published');
+    const out = await sessionRecords(local.app.running.localnet!.pdsUrl, alice.did, uri);
+    expect((out.get(`click.aligned.chat.message/${row!.rkey}`)!.value as { text: string }).text).toBe(
+      `${REDACTION_BAR} now covered`,
+    );
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
+
   it('a write the PDS refused is not tried again by itself: the Player is shown why', async () => {
     const { conversationId } = await fixture();
     faults.mode = 'refuse';
