@@ -10,6 +10,7 @@ import {
 import {
   type AgentChoices,
   type Choices,
+  coverBounds,
   MAX_COVERED_CHARS,
   MAX_REDACTIONS,
   type Preview,
@@ -149,9 +150,8 @@ export function choose(turns: readonly PublishTurn[], input: PublishInput, draft
  * MAX_COVERED_CHARS characters of distinct covered words (overlapping selections each count).
  */
 function withinCover(count: number, words: readonly string[]): void {
-  let chars = 0;
-  for (const w of new Set(words)) chars += w.length;
-  if (count > MAX_REDACTIONS || chars > MAX_COVERED_CHARS)
+  const { chars, within } = coverBounds(count, words);
+  if (!within)
     throw new AppError(
       'TOO_MANY_REDACTIONS',
       `A Conversation covers at most ${MAX_REDACTIONS.toLocaleString('en')} selections of ${MAX_COVERED_CHARS.toLocaleString('en')} characters in all, and this one would cover ${count.toLocaleString('en')} of ${chars.toLocaleString('en')}. Merge selections that touch, withhold turns instead of covering them whole or word by word, or let go of the words of turns that have gone.`,

@@ -1,11 +1,5 @@
 import type { Sql } from '../db/index.ts';
-import {
-  type Cover,
-  MAX_COVERED_CHARS,
-  MAX_REDACTIONS,
-  makeCover,
-  REDACTION_BAR,
-} from '../redaction/index.ts';
+import { type Cover, coverBounds, makeCover, REDACTION_BAR } from '../redaction/index.ts';
 
 /**
  * What the reader shows beside a thread published from here is looked up when it is read (a linked post's text
@@ -95,10 +89,8 @@ export function readerCover(sql: Sql, o: { now?: () => number; maxNeedles?: numb
  * made for anonymous readers.
  */
 function coverFor(words: Set<string>): Cover {
-  let chars = 0;
-  for (const w of words) chars += w.length;
-  if (words.size <= 2 * MAX_REDACTIONS && chars <= MAX_COVERED_CHARS)
-    return makeCover(words, { remember: REMEMBER });
+  // A selection covers at most two words (its own and its merged run's): half the words is the fewest selections.
+  if (coverBounds(Math.ceil(words.size / 2), words).within) return makeCover(words, { remember: REMEMBER });
   return {
     needles: [],
     find: (s) => (s ? [{ start: 0, end: s.length }] : []),

@@ -53,6 +53,16 @@ export type AgentChoices = z.infer<typeof AgentChoices>;
 export const MAX_REDACTIONS = 5_000;
 export const MAX_COVERED_CHARS = 50_000;
 
+/**
+ * What a cover of these words would cost, in characters of distinct words, and whether it keeps to the bounds
+ * with `count` selections: the one rule for refusing a publish (publish/plan.ts) and for what the reader makes.
+ */
+export function coverBounds(count: number, words: Iterable<string>): { chars: number; within: boolean } {
+  let chars = 0;
+  for (const w of new Set(words)) chars += w.length;
+  return { chars, within: count <= MAX_REDACTIONS && chars <= MAX_COVERED_CHARS };
+}
+
 /** How many redactions these choices hold in all. */
 export const redactionCount = (choices: Choices): number =>
   Object.values(choices).reduce((sum, c) => sum + (c.redactions?.length ?? 0), 0);

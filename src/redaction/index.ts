@@ -5,6 +5,7 @@ export {
   AgentChoice,
   AgentChoices,
   Choices,
+  coverBounds,
   coveredWords,
   coverOf,
   extraPlaces,

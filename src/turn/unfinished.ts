@@ -1,4 +1,4 @@
-import { foldPart, type Part, unfinishedCall, wellFormed } from '../parts/index.ts';
+import { foldPart, type Part, settleRunningTools, unfinishedCall, wellFormed } from '../parts/index.ts';
 
 /** Parts with fragments folded in, and the fragments, for the frames that tell the browser. */
 interface Folded {
@@ -33,6 +33,5 @@ export function settledCalls(parts: Part[], status: Parameters<typeof unfinished
   for (const p of parts)
     if (p.type === 'tool' && p.state === 'running')
       fragments.push({ type: 'tool', id: p.id, state: 'failed', error });
-  for (const fragment of fragments) parts = foldPart(parts, fragment);
-  return { parts, fragments };
+  return { parts: settleRunningTools(parts, error), fragments };
 }
