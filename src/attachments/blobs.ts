@@ -26,7 +26,7 @@ export const tooLarge = (maxBytes: number) =>
  */
 export async function writeBlob(
   sql: Sql,
-  source: AsyncIterable<Uint8Array>,
+  source: AsyncIterable<Uint8Array> | Iterable<Uint8Array>,
   maxBytes: number,
   onChunk?: (chunk: Uint8Array) => void,
 ): Promise<WrittenBlob> {

@@ -17,8 +17,9 @@ export {
 } from './blobs.ts';
 export { type Dimensions, ImageHead, imageDimensions } from './dimensions.ts';
 export { attachmentTokens } from './estimate.ts';
+export { type KeepLimits, keepFile, NotKept } from './keep.ts';
 export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts';
-export { isTextType, sniffMediaType } from './sniff.ts';
+export { isTextType, SNIFF_BYTES, sniffMediaType } from './sniff.ts';
 export {
   type AttachmentRow,
   blobsOf,

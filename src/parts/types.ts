@@ -37,8 +37,13 @@ export const FilePart = z.object({
   /** A picture's size in pixels, read from its header at upload: the transcript reserves its box with it. */
   width: z.number().int().positive().optional(),
   height: z.number().int().positive().optional(),
-  /** Its bytes are not on this server: it came in an imported Conversation, whose file carries names only. */
+  /**
+   * Its bytes are not on this server: it came in an imported Conversation, whose file carries names only, or the
+   * server could not keep a file a Model made (`reason` says why).
+   */
   missing: z.literal(true).optional(),
+  /** Why a missing file's bytes are not here, in words for the Player; absent for an imported one. */
+  reason: z.string().max(500).optional(),
 });
 /** A page the Player attached by its URL: fetched once, kept as readable text (ADR 0035). */
 export const UrlPart = z.object({

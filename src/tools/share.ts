@@ -2,27 +2,13 @@ import { open, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { tool } from 'ai';
 import { z } from 'zod';
-import {
-  adoptBlob,
-  attachmentTokens,
-  ImageHead,
-  insertAttachment,
-  QuotaFullError,
-  sniffMediaType,
-  storedBytes,
-  toPart,
-  writeBlob,
-} from '../attachments/index.ts';
+import { type KeepLimits, keepFile, SNIFF_BYTES } from '../attachments/index.ts';
 import type { Sql } from '../db/index.ts';
 import type { FilePart } from '../parts/index.ts';
 import { SANDBOX_HOME, sandboxFolder, withFolder } from './sandbox/host.ts';
 
-export interface ShareLimits {
-  maxBytes: number;
-  types: readonly string[];
-  /** All the Player's attachments together (`playerAttachmentMb`), shared files included. */
-  playerBytes: number;
-}
+/** The Village's limits for uploads, shared files included in the Player's space. */
+export type ShareLimits = KeepLimits;
 
 /** Files one reply may share: each is stored, so a reply cannot fill the store in a loop of calls. */
 export const SHARES_PER_REPLY = 10;
@@ -58,53 +44,26 @@ export function shareFileTool(
       const file = await inside(root, wanted);
       // One open file from the type check to the last byte: what is judged is what is stored.
       const handle = await open(file, 'r');
-      let written: Awaited<ReturnType<typeof writeBlob>>;
-      let mediaType: string | undefined;
-      // A picture's size, so the transcript reserves its box (read from the bytes as they are stored).
-      const image = new ImageHead();
-      const name = path.basename(file);
       try {
         const size = (await handle.stat()).size;
-        if (size > limits.maxBytes)
-          throw new Error(`${wanted} is larger than the Village allows (${limits.maxBytes} bytes).`);
-        if ((await storedBytes(sql, ctx.playerId)) + size > limits.playerBytes)
-          throw new Error("The Player's attachment space is full, so the file cannot be shared.");
-        const head = Buffer.alloc(Math.min(size, 4100));
+        const head = Buffer.alloc(Math.min(size, SNIFF_BYTES));
         await handle.read(head, 0, head.length, 0);
-        mediaType = await sniffMediaType(head, name);
-        if (!mediaType || !limits.types.includes(mediaType))
-          throw new Error(
-            `${name} is not a kind of file the Player can be given (${mediaType ?? 'unrecognised'}).`,
-          );
-        written = await writeBlob(
+        const shared = await keepFile(
           sql,
-          handle.createReadStream({ start: 0, autoClose: false }),
-          limits.maxBytes,
-          (c) => image.push(c),
+          ctx,
+          {
+            name: path.basename(file),
+            size,
+            head,
+            bytes: handle.createReadStream({ start: 0, autoClose: false }),
+          },
+          limits,
         );
+        // A file not kept fails the call with NotKept's words, which the Model and the Player both read.
+        return { shared };
       } finally {
         await handle.close();
       }
-      const type = mediaType;
-      const row = await adoptBlob(sql, written, (tx, blobId) =>
-        insertAttachment(tx, {
-          playerId: ctx.playerId,
-          conversationId: ctx.conversationId,
-          blobId,
-          kind: 'file',
-          name,
-          mediaType: type,
-          size: written.size,
-          tokens: attachmentTokens(type, written.size),
-          ...image.dimensions(type),
-          quota: limits.playerBytes,
-        }),
-      ).catch((e) => {
-        throw e instanceof QuotaFullError
-          ? new Error("The Player's attachment space is full, so the file cannot be shared.")
-          : e;
-      });
-      return { shared: toPart(row) as FilePart };
     },
   });
 }

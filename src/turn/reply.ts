@@ -1,6 +1,14 @@
 import type { TextStreamPart, ToolSet } from 'ai';
 import type { Usage } from '../conversations/index.ts';
-import { appendRun, type Frame, foldPart, type Part, wellFormed, wellFormedText } from '../parts/index.ts';
+import {
+  appendRun,
+  type FilePart,
+  type Frame,
+  foldPart,
+  type Part,
+  wellFormed,
+  wellFormedText,
+} from '../parts/index.ts';
 import { sharedFile, TOOL_NAMES } from '../tools/index.ts';
 import { charsOf, type LimitReached, providerQuiet } from './bounds.ts';
 import type { BudgetSpent } from './budget.ts';
@@ -46,7 +54,9 @@ export type Halt = 'stopped' | 'interrupted' | LimitReached;
 /** A stream part as the reducer reads it: the AI SDK's, with an `abort` told why (the reducer sees no signals). */
 export type ReplyChunk =
   | Exclude<TextStreamPart<ToolSet>, { type: 'abort' }>
-  | { type: 'abort'; halt: Halt | undefined };
+  | { type: 'abort'; halt: Halt | undefined }
+  /** A file the Model made (a `file` or `reasoning-file` part), as kept (madeFiles.ts): its Part, where it came. */
+  | { type: 'made-file'; part: FilePart };
 
 /** How the reply's work ended, as `runReply` saw it. */
 export type Cause =
@@ -168,6 +178,11 @@ export function reduceReply(state: ReplyState, chunk: ReplyChunk, emit: (frame: 
   }
   if (chunk.type === 'text-delta' || chunk.type === 'reasoning-delta') {
     addDelta(state, chunk.type === 'text-delta' ? 'text' : 'reasoning', chunk.text, emit);
+    return;
+  }
+  if (chunk.type === 'made-file') {
+    const fragment = wellFormed(chunk.part);
+    if (fragment) addFragment(state, fragment, emit);
     return;
   }
   // A call's arguments as they stream are held, not sent: the whole call (`tool-call`) carries them parsed.

@@ -11,6 +11,7 @@ import { buildTurnTools } from '../tools/index.ts';
 import { costUsd } from '../village/index.ts';
 import type { Handoff } from './context.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
+import { keepLimits } from './madeFiles.ts';
 import type { ReplyState, Settled } from './reply.ts';
 
 // A reply's reads and writes around its Provider call: what it reads first, its row, its start frame and its
@@ -41,11 +42,7 @@ function prepare(deps: TurnDeps, plan: TurnPlan, handoff: Handoff | undefined) {
     question: handoff?.message ?? plan.playerMessage.text,
     // The sandbox's pull asks whether the Conversation is still there in the statement that reads its version.
     conversationExists: conversationExistsSql,
-    shareLimits: {
-      maxBytes: settings.maxAttachmentMb * 1024 * 1024,
-      types: settings.attachmentTypes,
-      playerBytes: settings.playerAttachmentMb * 1024 * 1024,
-    },
+    shareLimits: keepLimits(settings),
   });
   toolsReady.catch(() => {});
   return { tail, books, toolsReady };

@@ -11,6 +11,7 @@ import { callOptions, type ProviderCall } from './call.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
 import { promptChars } from './history.ts';
+import { keepMadeFile } from './madeFiles.ts';
 import {
   type Cause,
   called,
@@ -215,9 +216,16 @@ async function streamReply(
   const result = streamTextOnce(callOptions(deps, plan, context, withTools ? tools.tools : undefined, r));
   const { bounds } = r;
   if (!withTools) bounds.watchQuiet(deps.chunkTimeoutMs);
+  let made = 0;
   for await (const chunk of result.stream) {
     // As the SDK's clock: Model output, from its first on (before it, the SDK's first-chunk time runs).
     if (OUTPUT[chunk.type]) bounds.heard();
+    if (chunk.type === 'file' || chunk.type === 'reasoning-file') {
+      // Stored before the next part is read: the Parts keep the order the Model made them in.
+      const part = await keepMadeFile(deps, plan, state.messageId, ++made, chunk.file);
+      reduceReply(state, { type: 'made-file', part }, call.onFrame);
+      continue;
+    }
     reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
     // A call's streaming arguments send no frame (onFrame checks the bound for the rest).
     if (chunk.type === 'tool-input-delta') bounds.grown(state.chars);

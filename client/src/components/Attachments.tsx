@@ -17,7 +17,7 @@ export function AttachmentList({ parts }: { parts: AttachmentPart[] }) {
 }
 
 function AttachmentItem({ part }: { part: AttachmentPart }) {
-  // Imported: the file carried its name only, so there is nothing here to show or download.
+  // Imported (the file carried its name only), or a file a Model made that was not kept: nothing to show or download.
   if (part.missing) return <MissingItem part={part} />;
   if (part.type === 'url') {
     let host = part.url;
@@ -53,7 +53,11 @@ function MissingItem({ part }: { part: AttachmentPart }) {
         {part.type === 'url' ? 'WEB' : part.mediaType.startsWith('image/') ? 'IMG' : 'FILE'}
       </span>
       <span className="file-name">{name}</span>
-      <span className="meta">not included in the import</span>
+      {part.type === 'file' && part.reason ? (
+        <span className="meta reason">Not kept. {part.reason}</span>
+      ) : (
+        <span className="meta">not included in the import</span>
+      )}
     </span>
   );
 }
