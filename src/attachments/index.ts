@@ -6,6 +6,7 @@ export {
   avatarBlobBySha256,
   type BlobReference,
   blobFacts,
+  CHUNK_BYTES,
   collectBlobs,
   readBlob,
   readBlobBytes,
@@ -17,7 +18,7 @@ export {
 } from './blobs.ts';
 export { type Dimensions, ImageHead, imageDimensions } from './dimensions.ts';
 export { attachmentTokens } from './estimate.ts';
-export { type KeepLimits, keepFile, NotKept } from './keep.ts';
+export { type KeepLimits, keepFile, NotKept, tooLargeToKeep } from './keep.ts';
 export { type AttachmentDeps, attachmentRoutes, MAX_PENDING } from './routes.ts';
 export { isTextType, SNIFF_BYTES, sniffMediaType } from './sniff.ts';
 export {

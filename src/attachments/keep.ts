@@ -18,6 +18,9 @@ export interface KeepLimits {
 /** Why a file an NPC handed over was not kept, a sentence for the Player (and for the Model, for a shared one). */
 export class NotKept extends Error {}
 
+export const tooLargeToKeep = (maxBytes: number) =>
+  new NotKept(`It is larger than this Village allows (${formatBytes(maxBytes)}).`);
+
 /**
  * Keeps bytes an NPC handed the Player (a file it shared from its sandbox, a file its Model made) as an attachment
  * of the Conversation, on the terms of an upload: within the Village's size limit, of a kind it accepts (sniffed
@@ -36,8 +39,7 @@ export async function keepFile(
   limits: KeepLimits,
 ): Promise<FilePart> {
   const { name, size } = file;
-  if (size > limits.maxBytes)
-    throw new NotKept(`It is larger than this Village allows (${formatBytes(limits.maxBytes)}).`);
+  if (size > limits.maxBytes) throw tooLargeToKeep(limits.maxBytes);
   const full = () => new NotKept("The Player's attachment space is full.");
   if ((await storedBytes(sql, owner.playerId)) + size > limits.playerBytes) throw full();
   const mediaType = await sniffMediaType(file.head, name);

@@ -162,9 +162,13 @@ export function importedRow(
   newId: () => string,
   tree: { id: string; parentId: string | null; onPath: boolean },
 ) {
-  const parts = m.parts.map((p) =>
-    p.type === 'file' || p.type === 'url' ? { ...p, id: newId(), missing: true as const } : p,
-  );
+  const parts = m.parts.map((p) => {
+    if (p.type === 'url') return { ...p, id: newId(), missing: true as const };
+    if (p.type !== 'file') return p;
+    // Imported: its bytes are not here for that reason alone, whatever reason the file gives.
+    const { reason: _reason, ...file } = p;
+    return { ...file, id: newId(), missing: true as const };
+  });
   return {
     id: tree.id,
     parent_id: tree.parentId,
@@ -217,7 +221,7 @@ export function markdownMessage(
       );
     else if (p.type === 'file')
       lines.push(
-        `- Attached file: ${p.name} (${p.mediaType}, ${p.size.toLocaleString('en')} bytes${p.missing ? ', not included in the import' : ''})`,
+        `- Attached file: ${p.name} (${p.mediaType}, ${p.size.toLocaleString('en')} bytes${p.missing ? `, ${p.reason ? `not kept: ${p.reason}` : 'not included in the import'}` : ''})`,
       );
     else if (p.type === 'url') lines.push(`- Attached page: [${p.title ?? p.url}](${p.url})`);
   }

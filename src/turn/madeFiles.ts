@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { type KeepLimits, keepFile, NotKept, SNIFF_BYTES } from '../attachments/index.ts';
+import {
+  CHUNK_BYTES,
+  type KeepLimits,
+  keepFile,
+  NotKept,
+  SNIFF_BYTES,
+  tooLargeToKeep,
+} from '../attachments/index.ts';
 import type { FilePart } from '../parts/index.ts';
 import type { VillageSettings } from '../village/index.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
@@ -30,45 +37,61 @@ const extension = (type: string) => {
 const shownType = (declared: string) =>
   /^[a-z]+\/[a-z0-9.+-]{1,80}$/i.test(declared) ? declared.toLowerCase() : 'application/octet-stream';
 
+/** Bytes a base64 text holds, read from its length (the checks come before any decoding). */
+const decodedSize = (b64: string) => {
+  const body = b64.replace(/\s+/g, '');
+  const padding = body.endsWith('==') ? 2 : body.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((body.length * 3) / 4) - padding);
+};
+
+/** Bytes in pieces of a blob chunk: hashed and written a piece at a time, never in one long turn of the loop. */
+function* pieces(bytes: Uint8Array): Generator<Uint8Array> {
+  for (let at = 0; at < bytes.byteLength; at += CHUNK_BYTES) yield bytes.subarray(at, at + CHUNK_BYTES);
+}
+
 /**
  * A file the Model made (an image from Gemini's image Models, say), kept as an attachment of the reply on the terms
  * of the Player's own uploads (attachments/keep.ts), and shown as a file Part where it came. One that cannot be kept
  * (too large, not a kind the Village accepts, the Player's space full, past MADE_FILES_PER_REPLY) is shown as a file
  * whose bytes are not here, saying why: a reply never drops what its Model made without a word. `index` counts the
- * reply's made files from 1.
+ * reply's made files from 1. Its base64 is decoded only to be stored (Buffer's decoder, which never throws: bytes
+ * that are no base64 come out as no kind of file, refused by their sniffed type).
  */
 export async function keepMadeFile(
   deps: Pick<TurnDeps, 'sql' | 'log'>,
   plan: Pick<TurnPlan, 'playerId' | 'conversation' | 'settings'>,
   messageId: string,
   index: number,
-  file: { uint8Array: Uint8Array; mediaType: string },
+  file: { base64: string; mediaType: string },
 ): Promise<FilePart> {
   const declared = shownType(file.mediaType);
   const kind = declared.startsWith('image/') ? 'image' : 'file';
   const name = `${kind}-${index}.${extension(declared)}`;
-  const bytes = file.uint8Array;
-  const notKept = (reason: string): FilePart => ({
+  const notKept = (reason: string, size = decodedSize(file.base64)): FilePart => ({
     type: 'file',
     id: randomUUID(),
     name,
     mediaType: declared,
-    size: bytes.byteLength,
+    size,
     missing: true,
     reason: reason.slice(0, 500),
   });
   if (index > MADE_FILES_PER_REPLY)
     return notKept(`A reply keeps at most ${MADE_FILES_PER_REPLY} files its Model made.`);
+  const limits = keepLimits(plan.settings);
+  // Too large is said before the bytes are decoded.
+  if (decodedSize(file.base64) > limits.maxBytes) return notKept(tooLargeToKeep(limits.maxBytes).message);
+  const bytes = Buffer.from(file.base64, 'base64');
   try {
     return await keepFile(
       deps.sql,
       { playerId: plan.playerId, conversationId: plan.conversation.id, messageId },
-      { name, size: bytes.byteLength, head: bytes.subarray(0, SNIFF_BYTES), bytes: [bytes] },
-      keepLimits(plan.settings),
+      { name, size: bytes.byteLength, head: bytes.subarray(0, SNIFF_BYTES), bytes: pieces(bytes) },
+      limits,
     );
   } catch (e) {
-    if (e instanceof NotKept) return notKept(e.message);
+    if (e instanceof NotKept) return notKept(e.message, bytes.byteLength);
     deps.log('a file the Model made was not stored', e);
-    return notKept('The server could not store it.');
+    return notKept('The server could not store it.', bytes.byteLength);
   }
 }

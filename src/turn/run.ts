@@ -223,6 +223,8 @@ async function streamReply(
     if (chunk.type === 'file' || chunk.type === 'reasoning-file') {
       // Stored before the next part is read: the Parts keep the order the Model made them in.
       const part = await keepMadeFile(deps, plan, state.messageId, ++made, chunk.file);
+      // Storing it is not the Provider's silence.
+      bounds.heard();
       reduceReply(state, { type: 'made-file', part }, call.onFrame);
       continue;
     }

@@ -121,6 +121,18 @@ it('JSON export → import → export gives the same file; the NPCs are the Play
   expect(file).toMatchObject({ missing: true });
   expect(original.messages[2]!.parts[1]).not.toHaveProperty('missing');
   expect((await app.api(`/api/attachments/${file.id}`, { cookie })).status).toBe(404);
+  // A file says why it was not kept (a made file, ADR 0092) only where it was made: an imported one is missing
+  // because it was imported, whatever reason the file gives.
+  const forged = structuredClone(original);
+  Object.assign(forged.messages[2]!.parts[1]!, {
+    reason: 'Your account is suspended: sign in at evil.example',
+  });
+  const forgedId = (
+    (await (await importFile(JSON.stringify(forged))).json()) as { conversation: { id: string } }
+  ).conversation.id;
+  const forgedFile = (await exportOf(forgedId)).messages[2]!.parts[1]!;
+  expect(forgedFile).toMatchObject({ missing: true });
+  expect(forgedFile).not.toHaveProperty('reason');
   // Paid for where it was made: Usage is what it was.
   expect(await usage()).toEqual(before);
 

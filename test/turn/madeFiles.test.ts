@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { keepFile, NotKept } from '../../src/attachments/index.ts';
 import { MADE_FILES_PER_REPLY } from '../../src/turn/madeFiles.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { askNpc } from '../support/askNpc.ts';
 import { picture } from '../support/picture.ts';
+import { setupConversation } from '../support/turns.ts';
 import { gemini, startWireFake, type WireFake, type WireStep } from '../support/wireFakes.ts';
 
 // Files a Model makes (Gemini's image Models send them as inlineData parts) are the Provider's output too: kept as
@@ -42,12 +44,13 @@ it('keeps a picture the Model made where it came, as the Player can open it, liv
   // Seen while the reply still streams: the file already belongs to it (a crash now would leave the reply's Parts
   // naming it, and a pending upload is swept when abandoned).
   const seen = (async () => {
-    for (;;) {
+    for (let i = 0; i < 500; i++) {
       const [row] = await app.db.sql`select a.message_id, m.status from attachments a
         left join messages m on m.id = a.message_id where a.player_id = ${player.playerId}`;
       if (row) return row;
       await new Promise((r) => setTimeout(r, 20));
     }
+    return null;
   })();
   const { cookie, reply, streamed, finish } = await ask(
     [
@@ -100,6 +103,8 @@ it('shows a made file the Village does not keep as a file not kept, saying why, 
     [
       gemini.chunk([image(noise, 'image/png')], usage),
       gemini.chunk([image(picture(1), 'image/png; <script>')], usage),
+      // Not base64 at all: decoded as far as it goes, it is no kind of file, and the reply goes on.
+      gemini.chunk([{ inlineData: { mimeType: 'image/png', data: 'abc$%^' } }], usage),
       gemini.chunk([gemini.text('Done.')], usage, 'STOP'),
     ],
     player,
@@ -117,6 +122,11 @@ it('shows a made file the Village does not keep as a file not kept, saying why, 
     },
     // A declared type that is not one is not shown; the bytes decide what is kept.
     expect.objectContaining({ type: 'file', name: 'file-2.bin', mediaType: 'image/png', width: 2 }),
+    expect.objectContaining({
+      name: 'image-3.png',
+      missing: true,
+      reason: expect.stringContaining('not a kind'),
+    }),
     { type: 'text', text: 'Done.' },
   ]);
   expect(streamed).toEqual(reply.parts);
@@ -171,4 +181,23 @@ it("shows a made file not kept when the Player's attachment space is full", asyn
   } finally {
     await app.db.sql`update village_settings set player_attachment_mb = 1024`;
   }
+});
+
+it("keeps one of two files racing for the Player's last room: the other is not kept, saying why", async () => {
+  const { playerId, cookie } = await app.signIn();
+  const { conversationId } = await setupConversation(app, cookie, [{ name: 'Iris' }]);
+  const file = (blue: number) => {
+    const bytes = new Uint8Array(600 * 1024);
+    bytes.set(picture(blue));
+    return { name: `p${blue}.png`, size: bytes.byteLength, head: bytes.subarray(0, 4100), bytes: [bytes] };
+  };
+  const limits = { maxBytes: 1024 * 1024, types: ['image/png'], playerBytes: 1024 * 1024 };
+  // Both pass the early look at the Player's space (nothing stored yet); the count under the lock decides.
+  const both = await Promise.allSettled(
+    [1, 2].map((blue) => keepFile(app.db.sql, { playerId, conversationId }, file(blue), limits)),
+  );
+  expect(both.filter((r) => r.status === 'fulfilled')).toHaveLength(1);
+  const refused = both.find((r) => r.status === 'rejected') as PromiseRejectedResult;
+  expect(refused.reason).toBeInstanceOf(NotKept);
+  expect(refused.reason.message).toBe("The Player's attachment space is full.");
 });
