@@ -67,12 +67,13 @@ export async function keepMadeFile(
   const declared = shownType(file.mediaType);
   const kind = declared.startsWith('image/') ? 'image' : 'file';
   const name = `${kind}-${index}.${extension(declared)}`;
-  const notKept = (reason: string, size = decodedSize(file.base64)): FilePart => ({
+  const size = decodedSize(file.base64);
+  const notKept = (reason: string, bytes = size): FilePart => ({
     type: 'file',
     id: randomUUID(),
     name,
     mediaType: declared,
-    size,
+    size: bytes,
     missing: true,
     reason: reason.slice(0, 500),
   });
@@ -80,7 +81,7 @@ export async function keepMadeFile(
     return notKept(`A reply keeps at most ${MADE_FILES_PER_REPLY} files its Model made.`);
   const limits = keepLimits(plan.settings);
   // Too large is said before the bytes are decoded.
-  if (decodedSize(file.base64) > limits.maxBytes) return notKept(tooLargeToKeep(limits.maxBytes).message);
+  if (size > limits.maxBytes) return notKept(tooLargeToKeep(limits.maxBytes).message);
   const bytes = Buffer.from(file.base64, 'base64');
   try {
     return await keepFile(
