@@ -44,6 +44,8 @@ export const FilePart = z.object({
   missing: z.literal(true).optional(),
   /** Why a missing file's bytes are not here, in words for the Player; absent for an imported one. */
   reason: z.string().max(500).optional(),
+  /** A file the Model made while it thought (a draft picture): shown with its reasoning, not as its answer. */
+  thought: z.literal(true).optional(),
 });
 /** A page the Player attached by its URL: fetched once, kept as readable text (ADR 0035). */
 export const UrlPart = z.object({

@@ -63,6 +63,19 @@ export async function keepMadeFile(
   messageId: string,
   index: number,
   file: { base64: string; mediaType: string },
+  /** Made while the Model thought (a `reasoning-file` part). */
+  thought = false,
+): Promise<FilePart> {
+  const part = await keep(deps, plan, messageId, index, file);
+  return thought ? { ...part, thought: true } : part;
+}
+
+async function keep(
+  deps: Pick<TurnDeps, 'sql' | 'log'>,
+  plan: Pick<TurnPlan, 'playerId' | 'conversation' | 'settings'>,
+  messageId: string,
+  index: number,
+  file: { base64: string; mediaType: string },
 ): Promise<FilePart> {
   const declared = shownType(file.mediaType);
   const kind = declared.startsWith('image/') ? 'image' : 'file';

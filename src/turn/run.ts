@@ -222,7 +222,8 @@ async function streamReply(
     if (OUTPUT[chunk.type]) bounds.heard();
     if (chunk.type === 'file' || chunk.type === 'reasoning-file') {
       // Stored before the next part is read: the Parts keep the order the Model made them in.
-      const part = await keepMadeFile(deps, plan, state.messageId, ++made, chunk.file);
+      const thought = chunk.type === 'reasoning-file';
+      const part = await keepMadeFile(deps, plan, state.messageId, ++made, chunk.file, thought);
       // Storing it is not the Provider's silence.
       bounds.heard();
       reduceReply(state, { type: 'made-file', part }, call.onFrame);

@@ -66,6 +66,42 @@ describe('MessageView', () => {
     expect(card?.textContent).toContain('Tides');
   });
 
+  it('folds files the Model made while thinking away with its reasoning, apart from its answer; says why one was not kept', () => {
+    const id = (n: number) => `00000000-0000-4000-8000-00000000001${n}`;
+    const { container } = render(
+      <MessageView
+        message={reply([
+          { type: 'reasoning', text: 'Sketching the coast.' },
+          { type: 'file', id: id(1), name: 'image-1.png', mediaType: 'image/png', size: 90, thought: true },
+          { type: 'file', id: id(2), name: 'image-2.png', mediaType: 'image/png', size: 90 },
+          {
+            type: 'file',
+            id: id(3),
+            name: 'file-3.wav',
+            mediaType: 'audio/wav',
+            size: 300,
+            missing: true,
+            reason: 'It is not a kind of file this Village keeps (unrecognised).',
+          },
+        ])}
+      />,
+    );
+    expect([...container.querySelectorAll('.parts > *')].map((e) => e.className)).toEqual([
+      'reasoning',
+      'reasoning thought-files',
+      'attachments',
+    ]);
+    const drafts = container.querySelector('details.thought-files');
+    expect(drafts?.hasAttribute('open')).toBe(false);
+    expect(drafts?.querySelector('summary')?.textContent).toBe('A draft made while thinking');
+    expect(drafts?.querySelector('.thumb img')?.getAttribute('src')).toBe(`/api/attachments/${id(1)}`);
+    const answer = container.querySelector('.parts > ul.attachments');
+    expect(answer?.querySelector('.thumb img')?.getAttribute('src')).toBe(`/api/attachments/${id(2)}`);
+    expect(answer?.querySelector('.file-chip.missing')?.textContent).toContain(
+      'Not kept. It is not a kind of file this Village keeps (unrecognised).',
+    );
+  });
+
   it('shows a failed call as failed, with its error', () => {
     const { container } = render(
       <MessageView

@@ -76,7 +76,8 @@ it('keeps a picture the Model made where it came, as the Player can open it, liv
     tokens: expect.any(Number),
   });
   expect(reply.parts).toEqual([
-    file('image-1.png', thought),
+    // Drawn while it thought: kept, and marked as a draft of its reasoning.
+    { ...file('image-1.png', thought), thought: true },
     { type: 'text', text: 'Here is the harbour at dawn:' },
     file('image-2.png', made),
     { type: 'text', text: ' Shall I add boats?' },

@@ -37,6 +37,8 @@ it('shows a picture the Model made in the reply, and a made file the Village did
   });
   const usage = { promptTokenCount: 10, candidatesTokenCount: 20 };
   fake.enqueue(() => [
+    gemini.chunk([gemini.thought('Sketching the coastline first.')], usage),
+    gemini.chunk([{ ...inline(png(80, 45, [90, 90, 90]), 'image/png'), thought: true }], usage),
     gemini.chunk([gemini.text('Here is the lighthouse at dusk:')], usage),
     gemini.chunk([inline(png(160, 90, [230, 140, 40]), 'image/png')], usage),
     gemini.chunk(
@@ -55,18 +57,27 @@ it('shows a picture the Model made in the reply, and a made file the Village did
   await box.fill('Paint the lighthouse, and let me hear the sea.');
   await box.press('Enter');
   const reply = page.locator('article.message.npc').last();
-  const thumb = reply.locator('.thumb img');
+  // The answer's picture (the draft is folded away with the reasoning).
+  const thumb = reply.locator('.parts > ul.attachments .thumb img');
   await thumb.waitFor();
   await expect.poll(() => thumb.evaluate((img) => (img as unknown as Img).naturalWidth)).toBe(160);
   const notKept = reply.locator('.file-chip.missing');
   await notKept.waitFor();
   expect(await notKept.textContent()).toContain(
-    'file-2.wavNot kept. It is not a kind of file this Village keeps (unrecognised).',
+    'file-3.wavNot kept. It is not a kind of file this Village keeps (unrecognised).',
   );
+  // The draft it drew while thinking is folded away with its reasoning, and opens to show it.
+  const drafts = reply.locator('details.thought-files');
+  expect(await drafts.getAttribute('open')).toBeNull();
+  await drafts.locator('summary').click();
+  await expect
+    .poll(() => drafts.locator('.thumb img').evaluate((img) => (img as unknown as Img).naturalWidth))
+    .toBe(80);
   await expect.poll(() => reply.getAttribute('data-status')).toBe('complete');
   // As stored: after a reload, the same.
   await page.reload();
-  await page.locator('article.message.npc .thumb img').waitFor();
+  await page.locator('article.message.npc .thumb img').first().waitFor();
   expect(await page.locator('article.message.npc .file-chip.missing').count()).toBe(1);
+  await page.locator('article.message.npc details.thought-files summary').click();
   await shoot(page, 'made-files');
 });

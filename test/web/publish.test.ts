@@ -286,6 +286,10 @@ it('words covered in a published Conversation go out at once, though the publish
     'The words you just covered are covered already in what was published: 4 records rewritten (turn 3 is now a hole: it could not stay published with those words covered). Nothing else you asked for went out.',
   );
   await expect.poll(() => withhold.isChecked()).toBe(true);
+  // The refusal's problems, less turn 3's (too long with the bars): withheld now, it goes out as a hole.
+  await expect
+    .poll(() => page.locator('.problems li').allTextContents())
+    .toEqual([expect.stringMatching(/^Turn 2: /)]);
   const now = await out();
   expect(now).toContain(uri);
   expect(now.toLowerCase()).not.toContain('harbour');

@@ -80,7 +80,15 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
         <div className="parts">
           {groupAttachments(parts).map((item, i) =>
             // Parts never reorder: the index is their identity.
-            Array.isArray(item) ? <AttachmentList key={i} parts={item} /> : <PartView key={i} part={item} />,
+            Array.isArray(item) ? (
+              item[0]?.type === 'file' && item[0].thought ? (
+                <ThoughtFiles key={i} parts={item} />
+              ) : (
+                <AttachmentList key={i} parts={item} />
+              )
+            ) : (
+              <PartView key={i} part={item} />
+            ),
           )}
           {message.status === 'streaming' && parts.length === 0 && <p className="typing">Thinking…</p>}
         </div>
@@ -97,16 +105,33 @@ export const MessageView = memo(function MessageView({ message }: { message: Vie
   );
 });
 
-/** Adjacent attachments are shown together, as one row of thumbnails and chips. */
+/**
+ * Adjacent attachments are shown together, as one row of thumbnails and chips; files the Model made while it
+ * thought, in a row of their own, with its reasoning.
+ */
 type Shown = Exclude<Part, AttachmentPart> | AttachmentPart[];
+const thought = (p: AttachmentPart) => p.type === 'file' && p.thought === true;
 function groupAttachments(parts: Part[]): Shown[] {
   const out: Shown[] = [];
   for (const part of parts) {
+    const last = out.at(-1);
     if (part.type !== 'file' && part.type !== 'url') out.push(part);
-    else if (Array.isArray(out.at(-1))) (out.at(-1) as AttachmentPart[]).push(part);
+    else if (Array.isArray(last) && thought(last[0]!) === thought(part)) last.push(part);
     else out.push([part]);
   }
   return out;
+}
+
+/** Pictures the Model drew while it thought: drafts, folded away as its reasoning is. */
+function ThoughtFiles({ parts }: { parts: AttachmentPart[] }) {
+  return (
+    <details className="reasoning thought-files">
+      <summary>
+        {parts.length === 1 ? 'A draft made while thinking' : `${parts.length} drafts made while thinking`}
+      </summary>
+      <AttachmentList parts={parts} />
+    </details>
+  );
 }
 
 function PartView({ part }: { part: Exclude<Part, AttachmentPart> }) {

@@ -120,13 +120,17 @@ function usePublish(
 }
 
 /** What the editor shows beside each turn: links not yet checked, problems, the default step summaries. */
-function turnLookups(shown: Preview | null, publishError: unknown) {
+function turnLookups(shown: Preview | null, publishError: unknown, choices: Choices) {
   const uncheckedOf = (messageId: string) =>
     shown?.unchecked?.find((u) => u.messageId === messageId)?.links ?? [];
 
+  // A refused publish's problems, less those of turns withheld since (by the Player, or by the refusal itself when
+  // covering at once made them holes): a withheld turn goes out as a hole, whatever its text.
   const publishProblems =
     publishError instanceof ApiError && publishError.code === 'PUBLISH_PROBLEMS'
-      ? ((publishError.details as { problems?: Problem[] } | undefined)?.problems ?? null)
+      ? ((publishError.details as { problems?: Problem[] } | undefined)?.problems?.filter(
+          (p) => !p.messageId || !choices[p.messageId]?.withheld,
+        ) ?? null)
       : null;
   const problemsOf = (messageId: string) =>
     (publishProblems ?? shown?.problems ?? []).filter((p) => p.messageId === messageId);
@@ -272,7 +276,7 @@ export function usePublication(id: string) {
     unpublish,
     set,
     checkLinks,
-    ...turnLookups(shown, publish.error),
+    ...turnLookups(shown, publish.error, choices),
   };
 }
 
