@@ -76,7 +76,7 @@ it('shows a picture the Model made in the reply, and a made file the Village did
   await expect.poll(() => reply.getAttribute('data-status')).toBe('complete');
   // As stored: after a reload, the same.
   await page.reload();
-  await page.locator('article.message.npc .thumb img').first().waitFor();
+  await page.locator('article.message.npc .parts > ul.attachments .thumb img').waitFor();
   expect(await page.locator('article.message.npc .file-chip.missing').count()).toBe(1);
   await page.locator('article.message.npc details.thought-files summary').click();
   await shoot(page, 'made-files');
