@@ -48,6 +48,7 @@ export function shareFileTool(
         const size = (await handle.stat()).size;
         const head = Buffer.alloc(Math.min(size, SNIFF_BYTES));
         await handle.read(head, 0, head.length, 0);
+        // A file not kept fails the call with NotKept's words, which the Model and the Player both read.
         const shared = await keepFile(
           sql,
           ctx,
@@ -59,7 +60,6 @@ export function shareFileTool(
           },
           limits,
         );
-        // A file not kept fails the call with NotKept's words, which the Model and the Player both read.
         return { shared };
       } finally {
         await handle.close();

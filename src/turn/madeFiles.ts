@@ -37,11 +37,13 @@ const extension = (type: string) => {
 const shownType = (declared: string) =>
   /^[a-z]+\/[a-z0-9.+-]{1,80}$/i.test(declared) ? declared.toLowerCase() : 'application/octet-stream';
 
-/** Bytes a base64 text holds, read from its length (the checks come before any decoding). */
+/**
+ * Bytes a base64 text holds, read from its length (the checks come before any decoding; a JSON string's base64
+ * has no line breaks, and one that had would only be counted a little larger here).
+ */
 const decodedSize = (b64: string) => {
-  const body = b64.replace(/\s+/g, '');
-  const padding = body.endsWith('==') ? 2 : body.endsWith('=') ? 1 : 0;
-  return Math.max(0, Math.floor((body.length * 3) / 4) - padding);
+  const padding = b64.endsWith('==') ? 2 : b64.endsWith('=') ? 1 : 0;
+  return Math.max(0, Math.floor((b64.length * 3) / 4) - padding);
 };
 
 /** Bytes in pieces of a blob chunk: hashed and written a piece at a time, never in one long turn of the loop. */
