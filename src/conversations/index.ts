@@ -52,6 +52,7 @@ export {
 export {
   beginPlayerTurn,
   beginRegenerate,
+  JudgmentStale,
   releaseTurn,
   saveSummary,
   type TurnRelease,

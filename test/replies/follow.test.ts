@@ -85,6 +85,38 @@ const stored = async (messageId: string) => {
 const replyOf = (frames: Frame[]) =>
   (frames.find((f) => f.type === 'start') as Extract<Frame, { type: 'start' }>).messageId;
 
+describe('a turn judged on one server after another changed its NPC (ADR 0093)', () => {
+  it('A judges the next turn from reads B has changed since: the NPC answers with the Model B gave it', async () => {
+    const [{ id: bea }] = (await db.sql`insert into npcs (player_id, name, provider, model)
+      values (${playerId}, 'Bea', 'fake', 'model-one') returning id`) as [{ id: string }];
+    const [c] = await db.sql`insert into conversations (player_id) values (${playerId}) returning id`;
+    await db.sql`insert into conversation_participants values (${c!.id}, ${bea}, 0)`;
+    const turnOn = async (server: ServerProcess) => {
+      fake.enqueue((r) => {
+        r.text('Yes.');
+        r.finish();
+      });
+      const turn = collect(await send(server, c!.id as string, 'Go on.'));
+      await turn.done;
+      const start = turn.frames.find((f) => f.type === 'start') as Extract<Frame, { type: 'start' }>;
+      return { model: start.model, asked: (fake.requests.at(-1)!.body as { model: string }).model };
+    };
+    // The second turn on A is judged from the first's reads, kept there.
+    expect(await turnOn(a)).toEqual({ model: 'model-one', asked: 'model-one' });
+    expect(await turnOn(a)).toEqual({ model: 'model-one', asked: 'model-one' });
+    const patched = await fetch(`${b.url}/api/npcs/${bea}`, {
+      method: 'PATCH',
+      headers: { cookie, 'content-type': 'application/json', 'x-agentsville': '1' },
+      body: JSON.stringify({ model: 'model-two' }),
+    });
+    expect(patched.status).toBe(200);
+    expect(await turnOn(a)).toEqual({ model: 'model-two', asked: 'model-two' });
+    const models = await db.sql`select model from messages where conversation_id = ${c!.id} and role = 'npc'
+      order by seq`;
+    expect(models.map((m) => m.model)).toEqual(['model-one', 'model-one', 'model-two']);
+  });
+});
+
 describe('following a reply from anywhere', () => {
   it('a reply written by A is followed from B and from A mid-reply: no gap, no duplicate, equal to what is stored', async () => {
     const conversationId = await conversation();
