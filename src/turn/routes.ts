@@ -151,26 +151,25 @@ async function attachmentsFor(
 
 /**
  * A Message's turn judged from the reads kept since its Conversation's last turn here (ADR 0093): undefined when
- * none are kept, or they changed (then they are forgotten).
+ * none are kept, when the request is one they cannot answer, or when they changed (then they are forgotten).
  */
 async function claimKept(deps: Deps, judged: JudgedReads, req: Request, res: Response) {
   const token = sessionToken(req);
   const id = req.params.id;
   const kept = token && isUuid(id) ? judged.recall(token, id) : undefined;
-  if (!kept || !token || !isUuid(id)) {
-    metrics.turnJudgments.inc({ reads: 'read' });
-    return undefined;
-  }
-  const plan = await claimAsJudged(deps, req, kept, stillJudgedSql(deps.sql, token, id, kept.fingerprint));
-  if (!plan) {
-    judged.forget(token, id);
-    metrics.turnJudgments.inc({ reads: 'stale' });
-    return undefined;
-  }
+  if (!kept || !token || !isUuid(id)) return counted('read');
+  const outcome = await claimAsJudged(deps, req, kept, stillJudgedSql(deps.sql, token, id, kept.fingerprint));
+  if (outcome === 'stale') judged.forget(token, id);
+  if (typeof outcome === 'string') return counted(outcome === 'stale' ? 'stale' : 'read');
   metrics.turnJudgments.inc({ reads: 'kept' });
   res.locals.player = kept.player;
-  return plan;
+  return outcome;
 }
+
+const counted = (reads: 'read' | 'stale') => {
+  metrics.turnJudgments.inc({ reads });
+  return undefined;
+};
 
 /** A Message's turn read, judged and claimed, in the seed's order; its reads are kept for the next turn here. */
 async function readAndClaim(deps: Deps, judged: JudgedReads, req: Request, res: Response): Promise<TurnPlan> {
@@ -203,19 +202,19 @@ async function readAndClaim(deps: Deps, judged: JudgedReads, req: Request, res: 
 
 /**
  * A Message's turn judged from the reads kept since the Conversation's last turn here, claimed only while they still
- * hold (one round trip to the start frame). Undefined when it cannot be: the reads changed (nothing was written), or
- * the request is one the reads first must answer (a body in error, a refusal, a branch, attachments) — so every
- * refusal is made from the reads as they are now, in the seed's order.
+ * hold (one round trip to the start frame). 'stale': the reads changed (nothing was written). 'unsuited': the
+ * request is one the reads first must answer (a body in error, a refusal, a branch, attachments), so every refusal
+ * is made from the reads as they are now, in the seed's order.
  */
 async function claimAsJudged(deps: Deps, req: Request, kept: FirstReads, judged: Fragment) {
   let body: z.infer<typeof MessageBody>;
   let prepared: ReturnType<typeof judge>;
   try {
     body = parseBody(req, MessageBody);
-    if (body.attachments.length || body.branchFrom) return undefined;
+    if (body.attachments.length || body.branchFrom) return 'unsuited';
     prepared = judge(deps, req, kept, body.text, body.npcId, true);
   } catch {
-    return undefined;
+    return 'unsuited';
   }
   try {
     const begun = await beginPlayerTurn(deps.sql, {
@@ -231,7 +230,7 @@ async function claimAsJudged(deps: Deps, req: Request, kept: FirstReads, judged:
     const conversation = { ...prepared.conversation, ...begun.summary };
     return { ...prepared, ...begun, conversation, playerName: kept.player.handle ?? undefined };
   } catch (e) {
-    if (e instanceof JudgmentStale) return undefined;
+    if (e instanceof JudgmentStale) return 'stale';
     throw e;
   }
 }
