@@ -52,7 +52,6 @@ export {
 export {
   beginPlayerTurn,
   beginRegenerate,
-  JudgmentStale,
   releaseTurn,
   saveSummary,
   type TurnRelease,

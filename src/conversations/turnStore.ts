@@ -81,12 +81,6 @@ export async function beginPlayerTurn(
     reply: FirstReply;
     /** Start a branch: the Message goes after `parentId` (null: as a new first Message), not after the head. */
     branchFrom?: { parentId: string | null };
-    /**
-     * A boolean expression: the turn is claimed only where it holds (a judgment made from reads kept since an
-     * earlier turn, checked against the reads as they are now). Where it does not, nothing is written and
-     * `JudgmentStale` is thrown.
-     */
-    judged?: Fragment;
   },
 ): Promise<Begun> {
   const attached = args.attachments ?? [];
@@ -106,9 +100,8 @@ export async function beginPlayerTurn(
   // One statement reads what the Player has spent and, only when that admits the turn, claims the Conversation,
   // counts the turn, and writes the Player's Message and the reply's row after it.
   const claim = (tx: Queryable, when: PendingFragment) => tx<ClaimRow[]>`
-      with judged as materialized (select ${args.judged ?? tx`true`} as ok),
-      ${spendingCtes(tx, args.playerId, args.conversationId, args.limits, incoming)},
-      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, tx`${when} and (select ok from judged)`)}),
+      with ${spendingCtes(tx, args.playerId, args.conversationId, args.limits, incoming)},
+      claimed as (${claimSql(tx, args.conversationId, args.playerId, args.instanceId, title, when)}),
       ${logTurn(tx, args.playerId)},
       player as (
         insert into messages (conversation_id, role, parts, text, parent_id)
@@ -118,8 +111,7 @@ export async function beginPlayerTurn(
       ${attached.length ? linkAttachments(tx, args.conversationId, attached) : tx``}
       reply as (${insertReply(tx, args.reply, args.instanceId, tx`player`, tx`player.id`)})
       select spend.*, player.*, (select id from reply) as reply_id,
-        (select summary from claimed) as claimed_summary, (select summary_through from claimed) as claimed_through,
-        (select ok from judged) as judged
+        (select summary from claimed) as claimed_summary, (select summary_through from claimed) as claimed_through
       from spend left join player on true`;
   const { branchFrom } = args;
   if (branchFrom) {
@@ -148,24 +140,10 @@ export async function beginPlayerTurn(
 }
 
 type ClaimRow = Spent &
-  Partial<MessageRow> & {
-    reply_id: string | null;
-    claimed_summary: string;
-    claimed_through: string;
-    judged: boolean;
-  };
-
-/** A turn judged from reads kept since an earlier turn, which no longer hold: nothing was written. */
-export class JudgmentStale extends Error {
-  constructor() {
-    super('the reads the turn was judged from have changed');
-  }
-}
+  Partial<MessageRow> & { reply_id: string | null; claimed_summary: string; claimed_through: string };
 
 /** The turn the statement admitted and wrote — or, when it wrote nothing, why: a limit reached, or a turn under way. */
 function begunOrRefused(row: ClaimRow | undefined, limits: SpendingLimits): Begun {
-  // Before any refusal: a limit or a turn under way is judged again on the reads as they are.
-  if (row?.judged === false) throw new JudgmentStale();
   if (!row?.id || !row.reply_id) {
     if (row) judgeSpending(row, limits);
     throw turnInProgress();

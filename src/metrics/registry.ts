@@ -36,12 +36,6 @@ export const metrics = {
     buckets: [1, 5, 10, 20, 40, 80, 160, 320],
     registers,
   }),
-  turnJudgments: new Counter({
-    name: 'agentsville_turn_judgments_total',
-    help: 'POST messages, by how its turn was judged: from reads kept since the Conversation’s last turn (kept), kept but changed since, so read again (stale), or read first (read).',
-    labelNames: ['reads'] as const,
-    registers,
-  }),
   providerErrors: new Counter({
     name: 'agentsville_provider_errors_total',
     help: 'Error frames of replies, by Provider and error code.',

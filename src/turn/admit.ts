@@ -37,10 +37,6 @@ export interface FirstReads {
   blocked: boolean;
   /** The Message a regenerate answers again ('' when not asked for). */
   lastText: string;
-  /** The md5 of what a judgment is made from (`judgedTextSql`): what a claim checks a kept judgment against. */
-  fingerprint: string;
-  /** That text's length in bytes: what keeping these reads for the next turn costs (judged.ts). */
-  bytes: number;
 }
 
 /**
@@ -60,10 +56,17 @@ export async function readFirst(
 ): Promise<FirstReads> {
   const token = sessionToken(req);
   if (!token) throw unauthenticated();
+  const id = req.params.id;
+  const known = isUuid(id);
   const { sql } = deps;
-  const [row] = await sql<FirstRow[]>`select r.*, md5(j.t) as fingerprint, octet_length(j.t) as bytes
-    from (${firstReadsSql(sql, token, String(req.params.id), options.lastText)}) r
-    cross join lateral (select ${judgedTextSql(sql)} as t) j`;
+  const player = () => sessionPlayerSql(sql, token);
+  const [row] = await sql<FirstRow[]>`select
+    ${sessionPlayerJsonSql(sql, token)} as player,
+    ${known ? conversationJsonSql(sql, player(), id) : sql`null::jsonb`} as conversation,
+    ${known ? participantsJsonSql(sql, id, { more: hasBooksColumn(sql) }) : sql`'[]'::jsonb`} as participants,
+    ${villageSettingsJsonSql(sql)} as settings,
+    ${blockedSql(sql, player())} as blocked,
+    ${known && options.lastText ? lastPlayerTextSql(sql, player(), id) : sql`''`} as "lastText"`;
   const first = row!;
   if (!first.player) throw unauthenticated();
   res.locals.player = first.player;
@@ -74,39 +77,8 @@ export async function readFirst(
     settings: first.settings,
     blocked: first.blocked,
     lastText: first.lastText,
-    fingerprint: first.fingerprint,
-    bytes: first.bytes,
   };
 }
-
-/** The first reads, as one row's columns: readFirst's statement, and the claim's check of a judgment kept (judged.ts). */
-const firstReadsSql = (sql: Sql, token: string, id: string | undefined, lastText = false) => {
-  const known = isUuid(id);
-  const player = () => sessionPlayerSql(sql, token);
-  return sql`select
-    ${sessionPlayerJsonSql(sql, token)} as player,
-    ${known ? conversationJsonSql(sql, player(), id) : sql`null::jsonb`} as conversation,
-    ${known ? participantsJsonSql(sql, id, { more: hasBooksColumn(sql) }) : sql`'[]'::jsonb`} as participants,
-    ${villageSettingsJsonSql(sql)} as settings,
-    ${blockedSql(sql, player())} as blocked,
-    ${known && lastText ? lastPlayerTextSql(sql, player(), id) : sql`''`} as "lastText"`;
-};
-
-/**
- * Of the first reads (as `r`), all that `judge` and the turn's plan take from them, as text: everything but what
- * every turn changes (the rolling summary and the dates, which the claim reads itself) and the title (the claim
- * only fills in an empty one, and a turn reads no other use of it). Its md5 is the reads' fingerprint.
- */
-const judgedTextSql = (sql: Sql) =>
-  sql`jsonb_build_array(r.player, r.participants, r.settings, r.blocked, r.conversation->'id',
-    r.conversation->'replyMode')::text`;
-
-/**
- * True while a turn's first reads, read again now, have `fingerprint`: a boolean expression for the claim's
- * statement, so a judgment made from reads kept since an earlier turn is claimed only while it still holds.
- */
-export const stillJudgedSql = (sql: Sql, token: string, id: string, fingerprint: string) =>
-  sql`(select md5(${judgedTextSql(sql)}) = ${fingerprint} from (${firstReadsSql(sql, token, id)}) r)`;
 
 /** readFirst's one row, as PostgreSQL gives it (JSON parsed; dates still strings). */
 interface FirstRow {
@@ -116,8 +88,6 @@ interface FirstRow {
   settings: VillageSettings;
   blocked: boolean;
   lastText: string;
-  fingerprint: string;
-  bytes: number;
 }
 
 /** Everything that can refuse a turn, in the seed's order, before any byte of the reply is sent. */

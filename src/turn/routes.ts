@@ -1,18 +1,16 @@
 import { type Request, type Response, Router } from 'express';
 import { z } from 'zod';
 import { pendingAttachments, toPart } from '../attachments/index.ts';
-import { sessionToken } from '../auth/index.ts';
 import {
   beginPlayerTurn,
   beginRegenerate,
   checkpointMessages,
-  JudgmentStale,
   markUnfinished,
   releaseTurn,
 } from '../conversations/index.ts';
 import type { Fragment, Queryable } from '../db/index.ts';
 import { AppError, isUuid, parseBody, SseWriter } from '../http/index.ts';
-import { metrics, turnMeter } from '../metrics/index.ts';
+import { turnMeter } from '../metrics/index.ts';
 import {
   type AttachmentPart,
   type Frame,
@@ -24,9 +22,8 @@ import {
 } from '../parts/index.ts';
 import type { ReplyHub } from '../replies/index.ts';
 import type { ProviderRegistry } from '../village/index.ts';
-import { type FirstReads, judge, readFirst, stillJudgedSql } from './admit.ts';
+import { judge, readFirst } from './admit.ts';
 import { CheckpointBatch } from './checkpoint.ts';
-import { JudgedReads } from './judged.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
 
 const MessageBody = z
@@ -93,12 +90,35 @@ export function turnRoutes(routeDeps: TurnRouteDeps): Router {
     ),
   };
 
-  // The first reads of each Conversation's last turn here, to judge its next turn from (ADR 0093).
-  const judged = new JudgedReads();
-
   router.post('/conversations/:id/messages', async (req, res) => {
-    const plan = (await claimKept(deps, judged, req, res)) ?? (await readAndClaim(deps, judged, req, res));
-    await stream(deps, res, plan);
+    const first = await readFirst(deps, req, res);
+    const body = parseBody(req, MessageBody);
+    const prepared = judge(deps, req, first, body.text, body.npcId, true);
+    const attachments = await attachmentsFor(deps, req, first.player.id, body.attachments);
+    if (attachments.length > prepared.settings.maxAttachmentsPerMessage)
+      throw new AppError(
+        'TOO_MANY_ATTACHMENTS',
+        `A Message may carry at most ${prepared.settings.maxAttachmentsPerMessage} attachments; this one has ${attachments.length}.`,
+      );
+    const begun = await beginPlayerTurn(deps.sql, {
+      conversationId: prepared.conversation.id,
+      playerId: first.player.id,
+      instanceId: deps.instanceId,
+      text: body.text,
+      titled: prepared.conversation.title !== null,
+      attachments,
+      limits: prepared.settings,
+      reply: firstReply(prepared.speaker),
+      branchFrom: body.branchFrom,
+    });
+    // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
+    const conversation = { ...prepared.conversation, ...begun.summary };
+    await stream(deps, res, {
+      ...prepared,
+      ...begun,
+      conversation,
+      playerName: first.player.handle ?? undefined,
+    });
   });
 
   router.post('/conversations/:id/regenerate', async (req, res) => {
@@ -147,92 +167,6 @@ async function attachmentsFor(
       { details: { missing } },
     );
   return unique.map((id) => toPart(byId.get(id)!));
-}
-
-/**
- * A Message's turn judged from the reads kept since its Conversation's last turn here (ADR 0093): undefined when
- * none are kept, when the request is one they cannot answer, or when they changed (then they are forgotten).
- */
-async function claimKept(deps: Deps, judged: JudgedReads, req: Request, res: Response) {
-  const token = sessionToken(req);
-  const id = req.params.id;
-  const kept = token && isUuid(id) ? judged.recall(token, id) : undefined;
-  if (!kept || !token || !isUuid(id)) return counted('read');
-  const outcome = await claimAsJudged(deps, req, kept, stillJudgedSql(deps.sql, token, id, kept.fingerprint));
-  if (outcome === 'stale') judged.forget(token, id);
-  if (typeof outcome === 'string') return counted(outcome === 'stale' ? 'stale' : 'read');
-  metrics.turnJudgments.inc({ reads: 'kept' });
-  res.locals.player = kept.player;
-  return outcome;
-}
-
-const counted = (reads: 'read' | 'stale') => {
-  metrics.turnJudgments.inc({ reads });
-  return undefined;
-};
-
-/** A Message's turn read, judged and claimed, in the seed's order; its reads are kept for the next turn here. */
-async function readAndClaim(deps: Deps, judged: JudgedReads, req: Request, res: Response): Promise<TurnPlan> {
-  const first = await readFirst(deps, req, res);
-  const body = parseBody(req, MessageBody);
-  const prepared = judge(deps, req, first, body.text, body.npcId, true);
-  const attachments = await attachmentsFor(deps, req, first.player.id, body.attachments);
-  if (attachments.length > prepared.settings.maxAttachmentsPerMessage)
-    throw new AppError(
-      'TOO_MANY_ATTACHMENTS',
-      `A Message may carry at most ${prepared.settings.maxAttachmentsPerMessage} attachments; this one has ${attachments.length}.`,
-    );
-  const begun = await beginPlayerTurn(deps.sql, {
-    conversationId: prepared.conversation.id,
-    playerId: first.player.id,
-    instanceId: deps.instanceId,
-    text: body.text,
-    titled: prepared.conversation.title !== null,
-    attachments,
-    limits: prepared.settings,
-    reply: firstReply(prepared.speaker),
-    branchFrom: body.branchFrom,
-  });
-  // Admitted: the next turn here is judged from these reads (its claim checks them).
-  judged.keep(sessionToken(req)!, prepared.conversation.id, first);
-  // The summary as the claim found it (a branch, this turn's or another tab's, may have set it aside).
-  const conversation = { ...prepared.conversation, ...begun.summary };
-  return { ...prepared, ...begun, conversation, playerName: first.player.handle ?? undefined };
-}
-
-/**
- * A Message's turn judged from the reads kept since the Conversation's last turn here, claimed only while they still
- * hold (one round trip to the start frame). 'stale': the reads changed (nothing was written). 'unsuited': the
- * request is one the reads first must answer (a body in error, a refusal, a branch, attachments), so every refusal
- * is made from the reads as they are now, in the seed's order.
- */
-async function claimAsJudged(deps: Deps, req: Request, kept: FirstReads, judged: Fragment) {
-  let body: z.infer<typeof MessageBody>;
-  let prepared: ReturnType<typeof judge>;
-  try {
-    body = parseBody(req, MessageBody);
-    if (body.attachments.length || body.branchFrom) return 'unsuited';
-    prepared = judge(deps, req, kept, body.text, body.npcId, true);
-  } catch {
-    return 'unsuited';
-  }
-  try {
-    const begun = await beginPlayerTurn(deps.sql, {
-      conversationId: prepared.conversation.id,
-      playerId: kept.player.id,
-      instanceId: deps.instanceId,
-      text: body.text,
-      titled: prepared.conversation.title !== null,
-      limits: prepared.settings,
-      reply: firstReply(prepared.speaker),
-      judged,
-    });
-    const conversation = { ...prepared.conversation, ...begun.summary };
-    return { ...prepared, ...begun, conversation, playerName: kept.player.handle ?? undefined };
-  } catch (e) {
-    if (e instanceof JudgmentStale) return 'stale';
-    throw e;
-  }
 }
 
 const firstReply = (s: Speaker) => ({ npc: s.npc, provider: s.resolved.provider, model: s.resolved.model });

@@ -85,8 +85,8 @@ const stored = async (messageId: string) => {
 const replyOf = (frames: Frame[]) =>
   (frames.find((f) => f.type === 'start') as Extract<Frame, { type: 'start' }>).messageId;
 
-describe('a turn judged on one server after another changed its NPC (ADR 0093)', () => {
-  it('A judges the next turn from reads B has changed since: the NPC answers with the Model B gave it', async () => {
+describe('a turn on one server after another changed its NPC (ADR 0093)', () => {
+  it('A answers with the Model B gave the NPC since A’s last turn: nothing A read before is believed', async () => {
     const [{ id: bea }] = (await db.sql`insert into npcs (player_id, name, provider, model)
       values (${playerId}, 'Bea', 'fake', 'model-one') returning id`) as [{ id: string }];
     const [c] = await db.sql`insert into conversations (player_id) values (${playerId}) returning id`;
@@ -101,7 +101,6 @@ describe('a turn judged on one server after another changed its NPC (ADR 0093)',
       const start = turn.frames.find((f) => f.type === 'start') as Extract<Frame, { type: 'start' }>;
       return { model: start.model, asked: (fake.requests.at(-1)!.body as { model: string }).model };
     };
-    // The second turn on A is judged from the first's reads, kept there.
     expect(await turnOn(a)).toEqual({ model: 'model-one', asked: 'model-one' });
     expect(await turnOn(a)).toEqual({ model: 'model-one', asked: 'model-one' });
     const patched = await fetch(`${b.url}/api/npcs/${bea}`, {
