@@ -26,6 +26,7 @@ import type { Draft, PublishedRecord } from './store.ts';
  * - a turn the new redactions make unpublishable (too long with the bars, a link showing a covered word), or one
  *   no longer on the path that they touch, becomes a hole.
  * Last, every record out is checked: none may show a covered word, or end, clipped, in part of one.
+ * A turn the request withholds, out or owed, is a hole at once too (ADR 0094), drifted or not.
  * Pure: the loading and the writing are coverWrite.ts's.
  */
 export interface CoveredAtOnce {
@@ -37,6 +38,8 @@ export interface CoveredAtOnce {
   records: PublishedRecord[];
   /** The turns on the path (by position, 1 for the first) whose records became holes. */
   holes: number[];
+  /** The turns on the path (by position) the request withheld that were out (or owed): holes now too. */
+  held: number[];
   /**
    * Those turns by Message id: withheld in the draft too, so the next publish (or live append) plans the hole that
    * is out, not the turn it cannot publish, until the Player releases it.
@@ -83,10 +86,22 @@ export function coverAtOnce(
       words[id] = coveredWords(text!, all);
     }
   }
-  const nothing = { redactions, words, records: [], holes: [], withheld: [], stale: [], tooMany };
-  if (!Object.keys(redactions).length) return tooMany ? nothing : null;
+  // Turns the request withholds that the draft did not, with a record out or owed: holes at once, as covered
+  // words are (ADR 0094). A turn with no record (a live append's new turns) has nothing out to take back.
+  const recorded = new Set(loaded.existing.map((r) => (r.collection === MESSAGE ? r.messageId : null)));
+  const path = new Set(turns.map((t) => t.messageId));
+  const held = new Set(
+    Object.entries(request)
+      .filter(
+        ([id, c]) => c.withheld === true && !draft.choices[id]?.withheld && recorded.has(id) && path.has(id),
+      )
+      .map(([id]) => id),
+  );
+  const nothing = { redactions, words, records: [], holes: [], held: [], withheld: [], stale: [], tooMany };
+  if (!Object.keys(redactions).length && !held.size) return tooMany ? nothing : null;
   const choices = { ...draft.choices };
   for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
+  for (const id of held) choices[id] = { ...choices[id], withheld: true };
   const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
   const was = planWith(loaded, draft);
   const now = planWith(loaded, next);
@@ -95,6 +110,7 @@ export function coverAtOnce(
   const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
   const records: PublishedRecord[] = [];
   const holes: number[] = [];
+  const heldOut: number[] = [];
   const withheld: string[] = [];
   const stale: string[] = [];
   for (const r of loaded.existing) {
@@ -110,15 +126,18 @@ export function coverAtOnce(
       clipped,
       onPath,
       named: r.messageId !== null && r.messageId in redactions,
+      held: r.collection === MESSAGE && r.messageId !== null && held.has(r.messageId),
     });
     if (!changed) continue;
     if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) {
-      holes.push(r.position);
+      if (r.messageId && held.has(r.messageId)) heldOut.push(r.position);
+      else holes.push(r.position);
       if (r.messageId) withheld.push(r.messageId);
     }
+    // A create never written (an earlier write that failed) goes as what it is now: a held turn's, as its hole.
     records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
-  return { redactions, words, records, holes, withheld, stale, tooMany };
+  return { redactions, words, records, holes, held: heldOut, withheld, stale, tooMany };
 }
 
 type Planned = ReturnType<typeof planWith>;
@@ -127,7 +146,7 @@ type Guard = (record: Record<string, unknown>) => Record<string, unknown>;
 /** What a stored record must become (undefined: it stays as it is). */
 function judge(
   r: PublishedRecord,
-  o: { was: Planned; now: Planned; clipped: Guard; onPath: boolean; named: boolean },
+  o: { was: Planned; now: Planned; clipped: Guard; onPath: boolean; named: boolean; held: boolean },
 ): Record<string, unknown> | undefined {
   const { was, now } = o;
   const before = was.records.get(r.rkey);
@@ -141,7 +160,9 @@ function judge(
     mentions: then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
-  if (!o.onPath || !before || !after) {
+  // Withheld by the request: a hole, drifted or not (nothing of the turn stays).
+  if (o.held) record = holeOf(r.record);
+  else if (!o.onPath || !before || !after) {
     // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
     if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);
   } else if (r.collection === MESSAGE && now.refused.has(id) && !was.refused.has(id))

@@ -5,7 +5,7 @@ import { type CoveredDetails, coveredSentences } from '../wire/index.ts';
 import { type CoveredAtOnce, coverAtOnce } from './coverAtOnce.ts';
 import { loadForPlan } from './load.ts';
 import type { PublishInput } from './plan.ts';
-import { getPublication, pendingWrites, saveCover } from './store.ts';
+import { getPublication, hasRecords, pendingWrites, saveCover } from './store.ts';
 
 /** The refusals that leave the PDS as it was, and that a covering change goes out despite (ADR 0090). */
 const REFUSALS = new Set([
@@ -33,12 +33,12 @@ export async function coverDespite(
   const publication = await getPublication(sql, conversationId);
   if (!publication || publication.status === 'unpublishing') return refusal;
   const covered = await coverNew(sql, player, conversationId, input);
-  // Only for the Player's own request with redactions (the publish page's): a live append's refusal retried
-  // every few seconds must not write each time.
+  // Only for the Player's own request with redactions or turns withheld (the publish page's): a live append's
+  // refusal retried every few seconds must not write each time (it withholds only turns with nothing out).
   const leftOver =
     !covered?.records.length &&
     publication.status === 'failed' &&
-    hasRedactions(input) &&
+    (hasRedactions(input) || covered !== null) &&
     (await pendingWrites(sql, conversationId)).length > 0;
   if (!covered && !leftOver) return refusal;
   const said = await sayWritten(covered, leftOver, write);
@@ -46,15 +46,7 @@ export async function coverDespite(
     details: {
       ...(refusal.details as object | undefined),
       ...(covered
-        ? {
-            covered: {
-              records: covered.records.length,
-              holes: covered.holes,
-              withheld: covered.withheld,
-              written: said.written,
-              tooMany: covered.tooMany,
-            } satisfies CoveredDetails,
-          }
+        ? { covered: { ...details(covered), written: said.written } satisfies CoveredDetails }
         : {}),
     },
     retryAfter: refusal.retryAfter,
@@ -64,14 +56,20 @@ export async function coverDespite(
 
 const hasRedactions = (input: PublishInput) => Object.values(input.choices).some((c) => c.redactions?.length);
 
-/** The request's new redactions covered in what is out and stored with their writes; null if it has none. */
+/**
+ * The request's new redactions covered, and the turns it withholds made holes, in what is out, and stored with
+ * their writes; null if it has neither.
+ */
 async function coverNew(
   sql: Sql,
   player: { id: string; did: string },
   conversationId: string,
   input: PublishInput,
 ): Promise<CoveredAtOnce | null> {
-  if (!hasRedactions(input)) return null;
+  const withholding = Object.entries(input.choices).flatMap(([id, c]) => (c.withheld === true ? [id] : []));
+  // A live append withholds its new turns, which have nothing out: one small read, not a plan, says so.
+  if (!hasRedactions(input) && !(withholding.length && (await hasRecords(sql, conversationId, withholding))))
+    return null;
   const loaded = await loadForPlan(sql, player, conversationId, 'allow');
   const { draft } = loaded;
   if (!draft) return null;
@@ -90,6 +88,16 @@ async function coverNew(
   return covered;
 }
 
+/** What the refusal's details say of what was covered (`written` aside). */
+const details = (covered: CoveredAtOnce): Omit<CoveredDetails, 'written'> => ({
+  records: covered.records.length,
+  holes: covered.holes,
+  held: covered.held,
+  covering: Object.keys(covered.redactions).length > 0,
+  withheld: covered.withheld,
+  tooMany: covered.tooMany,
+});
+
 /** Writes what is pending, and says what happened in a sentence for the Player. */
 async function sayWritten(
   covered: CoveredAtOnce | null,
@@ -97,7 +105,7 @@ async function sayWritten(
   write: () => Promise<unknown>,
 ): Promise<{ sentence: string; written: boolean }> {
   const said = await writeAndSay(covered, leftOver, write);
-  const tooMany = covered ? coveredSentences({ ...covered, records: covered.records.length }).tooMany : '';
+  const tooMany = covered ? coveredSentences(details(covered)).tooMany : '';
   return { ...said, sentence: [said.sentence, tooMany].filter(Boolean).join(' ') };
 }
 
@@ -125,7 +133,7 @@ async function writeAndSay(
   if (!covered?.records.length)
     return { sentence: 'What an earlier publish left unwritten is written now.', written: true };
   return {
-    sentence: coveredSentences({ ...covered, records: covered.records.length }).rewritten,
+    sentence: coveredSentences(details(covered)).rewritten,
     written: true,
   };
 }

@@ -209,6 +209,13 @@ export async function saveCover(
   });
 }
 
+/** Whether any of these turns has a record out or owed. */
+export async function hasRecords(sql: Sql, conversationId: string, messageIds: string[]): Promise<boolean> {
+  const [row] = await sql<{ any: boolean }[]>`select exists (select 1 from publication_records
+    where conversation_id = ${conversationId} and message_id = any(${messageIds}::uuid[])) as any`;
+  return row!.any;
+}
+
 export async function pendingWrites(sql: Sql, conversationId: string): Promise<RepoWrite[]> {
   const rows = await sql<PublishedRecord[]>`
     select rkey, collection, record, pending from publication_records

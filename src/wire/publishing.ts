@@ -26,6 +26,10 @@ export const PublishProblem = z.object({
 export const CoveredDetails = z.object({
   records: z.number().int(),
   holes: z.array(z.number().int()),
+  /** The turns (by position) the request withheld that were out: holes now too (ADR 0094). */
+  held: z.array(z.number().int()).default([]),
+  /** Whether the request covered words (false: it only withheld turns). */
+  covering: z.boolean().default(true),
   /** Those turns by Message id: withheld in the draft now, and so on the publish page. */
   withheld: z.array(z.string()).default([]),
   written: z.boolean(),
@@ -37,15 +41,28 @@ export type CoveredDetails = z.output<typeof CoveredDetails>;
  * What covering at once says to the Player, written once for the server's message and the publish page:
  * `rewritten` when records were written, `tooMany` when turns took none of their new redactions (else '').
  */
-export function coveredSentences(c: Pick<CoveredDetails, 'records' | 'holes' | 'tooMany'>): {
+export function coveredSentences(
+  c: Pick<CoveredDetails, 'records' | 'holes' | 'tooMany'> &
+    Partial<Pick<CoveredDetails, 'held' | 'covering'>>,
+): {
   rewritten: string;
   tooMany: string;
 } {
   const holes = c.holes.length
     ? ` (${c.holes.length === 1 ? `turn ${c.holes[0]} is` : `turns ${c.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
     : '';
+  const held = c.held ?? [];
+  const withheld = held.length
+    ? `${held.length === 1 ? `Turn ${held[0]}, which you just withheld, is` : `Turns ${held.join(', ')}, which you just withheld, are`} a hole`
+    : '';
+  const records = c.records === 1 ? 'one record' : `${c.records} records`;
+  const lead =
+    c.covering === false
+      ? `${withheld} already in what was published`
+      : 'The words you just covered are covered already in what was published';
+  const also = c.covering !== false && withheld ? ` ${withheld} there too.` : '';
   return {
-    rewritten: `The words you just covered are covered already in what was published: ${c.records === 1 ? 'one record' : `${c.records} records`} rewritten${holes}. Nothing else you asked for went out.`,
+    rewritten: `${lead}: ${records} rewritten${holes}.${also} Nothing else you asked for went out.`,
     tooMany: c.tooMany
       ? `${c.tooMany === 1 ? 'One turn' : `${c.tooMany} turns`} would pass 500 redactions: the words you selected there are not covered. Merge some selections and publish again.`
       : '',

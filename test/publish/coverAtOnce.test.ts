@@ -118,15 +118,18 @@ describe('covering words in a published Conversation', () => {
       ['TEXT_TOO_LONG', 4],
     ]);
     // The title (made from turn 1) and turns 1, 2 and 4 showed the word; 4, with its bars, is longer than a record
-    // may be.
+    // may be. Turn 3, which the request withholds, is a hole at once too (ADR 0094).
     expect(error.details.covered).toEqual({
-      records: 4,
+      records: 5,
       holes: [4],
-      withheld: [ids[3]],
+      held: [3],
+      covering: true,
+      withheld: [ids[2], ids[3]],
       written: true,
       tooMany: 0,
     });
-    expect(error.message).toMatch(/covered already in what was published: 4 records rewritten/);
+    expect(error.message).toMatch(/covered already in what was published: 5 records rewritten/);
+    expect(error.message).toMatch(/Turn 3, which you just withheld, is a hole there too/);
     expect(writes.applyWrites).toBeGreaterThan(before);
 
     const after = await everywhere(conversationId);
@@ -134,9 +137,10 @@ describe('covering words in a published Conversation', () => {
     expect(after.messages[1]!.text).toBe('████████ keeps the maps in the east wing.');
     expect(after.messages[3]).toMatchObject({ withheld: true });
     expect(after.messages[3]!.text).toBeUndefined();
-    // Nothing else the refused request asked for went out: turn 3 is not withheld, and turn 1, rewritten, keeps
-    // the link it was published with.
-    expect(after.messages[2]).toMatchObject({ text: 'Say his name many times.' });
+    // Turn 3 is a hole; nothing else the refused request asked for went out: turn 1, rewritten, keeps the link it
+    // was published with.
+    expect(after.messages[2]).toMatchObject({ withheld: true });
+    expect(after.messages[2]!.text).toBeUndefined();
     expect(after.messages[0]!.text).toBe(`Does ████████ keep ${link}?`);
     expect(after.messages[0]!.refs).toHaveLength(1);
     const { publication, draft } = (await (
@@ -146,8 +150,12 @@ describe('covering words in a published Conversation', () => {
       draft: { choices: Record<string, unknown> };
     };
     expect(publication.status).toBe('published');
-    // Turn 4, a hole on the PDS, is withheld in the draft too: the next publish plans the hole that is out.
-    expect(draft.choices).toEqual({ [ids[1]!]: choices[ids[1]!], [ids[3]!]: { withheld: true } });
+    // Turns 3 and 4, holes on the PDS, are withheld in the draft too: the next publish plans the holes that are out.
+    expect(draft.choices).toEqual({
+      [ids[1]!]: choices[ids[1]!],
+      [ids[2]!]: { withheld: true },
+      [ids[3]!]: { withheld: true },
+    });
 
     // Published again with the link withheld and naming no redaction: the draft's still covers, and holds turn 4.
     const again = await api(`/api/conversations/${conversationId}/publication`, {
@@ -174,7 +182,15 @@ describe('covering words in a published Conversation', () => {
     const { error } = (await res.json()) as { error: { code: string; details: { covered: unknown } } };
     expect(error.code).toBe('TURN_IN_PROGRESS');
     // The title (made from the first turn), both turns.
-    expect(error.details.covered).toEqual({ records: 3, holes: [], withheld: [], written: true, tooMany: 0 });
+    expect(error.details.covered).toEqual({
+      records: 3,
+      holes: [],
+      held: [],
+      covering: true,
+      withheld: [],
+      written: true,
+      tooMany: 0,
+    });
     const seen = await everywhere(conversationId);
     expect(seen.all).not.toMatch(/halvard/i);
     expect(seen.messages.map((m) => m.text)).toEqual(['Meet me at ████████ at nine.', '████████ it is.']);
@@ -205,6 +221,8 @@ describe('covering words in a published Conversation', () => {
     expect(first.error.details.covered).toEqual({
       records: 2,
       holes: [],
+      held: [],
+      covering: true,
       withheld: [],
       written: false,
       tooMany: 0,
@@ -272,6 +290,83 @@ describe('covering words in a published Conversation', () => {
     });
     expect(draft!.words).toEqual({ [ids[0]!]: ['Quinn'] });
   }, 60_000);
+});
+
+describe('withholding a turn of a published Conversation (ADR 0094)', () => {
+  it('goes out though the publish is refused: the turn is a hole everywhere, and nothing else asked for goes out', async () => {
+    const { conversationId, ids } = await published('What is the code?', 'Sable Ward opens the gate.');
+    // The reply changed since it was published (drift): it still goes as a hole, not as it stands.
+    const edited = 'Sable Ward opens the east gate.';
+    await local.app.db
+      .sql`update messages set parts = ${local.app.db.sql.json([{ type: 'text', text: edited }])},
+      text = ${edited} where id = ${ids[1]!}`;
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[1]!]: { withheld: true }, [ids[0]!]: { mentions: ['@nobody.test'] } } },
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as {
+      error: { code: string; message: string; details: { covered: Record<string, unknown> } };
+    };
+    expect(error.code).toBe('PUBLISH_PROBLEMS');
+    expect(error.details.covered).toMatchObject({
+      holes: [],
+      held: [2],
+      covering: false,
+      withheld: [ids[1]],
+      written: true,
+    });
+    expect(error.message).toMatch(/Turn 2, which you just withheld, is a hole already in what was published/);
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/sable/i);
+    expect(seen.messages.map((m) => [m.text ?? null, m.withheld ?? false])).toEqual([
+      ['What is the code?', false],
+      [null, true],
+    ]);
+    // The mention the refused request added did not go out.
+    expect(seen.all).not.toMatch(/nobody/);
+    const [draft] = await local.app.db
+      .sql`select choices from publication_drafts where conversation_id = ${conversationId}`;
+    expect(draft!.choices[ids[1]!]).toMatchObject({ withheld: true });
+  }, 120_000);
+
+  it('an earlier write still owed a turn’s text: a refused publish that withholds it writes its hole instead', async () => {
+    const question = 'Meet me at the Quay.';
+    const made = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: question }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Sable Ward opens the gate.' }] },
+      ],
+    });
+    const { conversationId, ids } = made;
+    // The first publish's write fails: every record is owed, none out.
+    writes.failNext = true;
+    await api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: {} });
+    expect(writes.failed).toBeGreaterThan(0);
+    const owed = await local.app.db.sql`select count(*)::int as n from publication_records
+      where conversation_id = ${conversationId} and pending = 'create'`;
+    expect(owed[0]!.n).toBe(3);
+    // Refused (a mention of no one), covering a word and withholding the reply: what is owed goes out, the reply
+    // as a hole. Before ADR 0094, the reply's owed text went out with the cover.
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {
+        choices: {
+          [ids[0]!]: { redactions: [spanOf(question, 'Quay')], mentions: ['@nobody.test'] },
+          [ids[1]!]: { withheld: true },
+        },
+      },
+    });
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { details: { covered: Record<string, unknown> } } };
+    expect(error.details.covered).toMatchObject({ held: [2], covering: true, written: true });
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/sable|quay/i);
+    expect(seen.messages.map((m) => [m.text ?? null, m.withheld ?? false])).toEqual([
+      ['Meet me at the ████████.', false],
+      [null, true],
+    ]);
+  }, 120_000);
 });
 
 describe('what the reader looks up beside a thread published from here', () => {

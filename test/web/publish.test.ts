@@ -298,6 +298,52 @@ it('words covered in a published Conversation go out at once, though the publish
   await shoot(page, 'publish-covered-despite');
 }, 60_000);
 
+it('a turn withheld in a published Conversation is a hole at once, though the publish is refused (ADR 0094)', async () => {
+  const alice = await local.signInAs('alice.test');
+  const { app, browser } = local;
+  const { page } = browser;
+  const { conversationId } = await insertConversation(app.db.sql, alice.playerId, {
+    turns: [
+      { role: 'player', parts: [{ type: 'text', text: 'Which door is unlocked tonight?' }] },
+      { role: 'npc', parts: [{ type: 'text', text: 'The Saltmarsh door, after the bell.' }] },
+    ],
+  });
+  const put = await app.api(`/api/conversations/${conversationId}/publication`, {
+    method: 'PUT',
+    body: {},
+    cookie: alice.cookie,
+  });
+  expect(put.status).toBe(200);
+  const agent = new AtpAgent({ service: app.running.localnet!.pdsUrl });
+  const out = async () =>
+    JSON.stringify(
+      (
+        await agent.com.atproto.repo.listRecords({
+          repo: alice.did,
+          collection: 'click.aligned.chat.message',
+        })
+      ).data.records,
+    );
+  expect(await out()).toContain('Saltmarsh');
+
+  await page.goto(`${app.url}/c/${conversationId}/publish`);
+  const turns = page.locator('.publish-turn');
+  await expect.poll(() => turns.count()).toBe(2);
+  await turns.nth(1).getByLabel('Withhold this turn').check();
+  // Something else the Player asked for cannot be published: a ref that is no record link.
+  await turns.nth(0).getByLabel('Also about (record links, comma-separated)').fill('not a link');
+  await page.getByRole('button', { name: 'Update publication' }).click();
+  await page.locator('.problems a').first().waitFor();
+  const note = page.getByTestId('covered-at-once');
+  await note.waitFor();
+  expect(await note.textContent()).toMatch(
+    /^Turn 2, which you just withheld, is a hole already in what was published: \d+ records? rewritten\. Nothing else you asked for went out\.$/,
+  );
+  expect((await out()).toLowerCase()).not.toContain('saltmarsh');
+  await page.locator('section.preview').waitFor();
+  await shoot(page, 'publish-withheld-despite');
+}, 60_000);
+
 it('while publishing, the page says how many turns are written of how many, from the stored plan', async () => {
   const alice = await local.signInAs('alice.test');
   const { app, browser } = local;
