@@ -10,7 +10,7 @@ import {
 } from '../redaction/index.ts';
 import { coverStored } from './covering.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
-import { type Resolution, referencesOf, webDidShows } from './projection.ts';
+import { type Resolution, referencesOf, UNTITLED, webDidShows } from './projection.ts';
 import { pointerKey } from './references.ts';
 import type { Draft, PublishedRecord } from './store.ts';
 
@@ -60,13 +60,77 @@ const NOTHING_LOOKED_UP: Resolution = { refs: new Map(), mentions: new Map() };
 /**
  * `loaded`: as for a publish, with the draft; `request`: the refused request's choices; `elsewhere`: turns it
  * names that are not on the path (a reply regenerated since the page was opened), whose words then cover as those
- * of turns gone do. Null when the request covers nothing the draft did not already cover.
+ * of turns gone do. Null when the request covers nothing the draft did not already cover and withholds no turn
+ * with a record that the draft did not already withhold.
  */
 export function coverAtOnce(
   loaded: Loaded & { draft: Draft },
   request: Choices,
   elsewhere: readonly { id: string; text: string }[] = [],
 ): CoveredAtOnce | null {
+  const { draft } = loaded;
+  const { redactions, words, tooMany } = newRedactions(loaded, request, elsewhere);
+  const held = heldTurns(loaded, request);
+  const nothing = { redactions, words, records: [], holes: [], held: [], withheld: [], stale: [], tooMany };
+  if (!Object.keys(redactions).length && !held.size) return tooMany ? nothing : null;
+  const choices = { ...draft.choices };
+  for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
+  for (const id of held) choices[id] = { ...choices[id], withheld: true };
+  const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
+  const was = planWith(loaded, draft);
+  const now = planWith(loaded, next);
+  // The words covered only now: a string clipped before may end in part of one.
+  const before = new Set(Object.values(was.words).flat());
+  const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
+  // A title made from the turns (the Player wrote none) that the held turns move would be made from a turn the
+  // Player may not have looked over (one come since, one still being written): until a publish that succeeds, the
+  // session says none.
+  const titleMoved = held.size > 0 && titleOf(was) !== titleOf(now);
+  const isHeld = (r: PublishedRecord) =>
+    r.collection === MESSAGE && r.messageId !== null && held.has(r.messageId);
+  const records: PublishedRecord[] = [];
+  const holes: number[] = [];
+  const heldOut: number[] = [];
+  const withheld: string[] = [];
+  const stale: string[] = [];
+  for (const r of loaded.existing) {
+    if (r.pending === 'delete') continue;
+    const onPath = now.records.get(r.rkey)?.pending !== 'delete' && now.records.has(r.rkey);
+    if (!onPath && r.cid === null) {
+      stale.push(r.rkey);
+      continue;
+    }
+    let changed = judge(r, {
+      was,
+      now,
+      clipped,
+      onPath,
+      named: r.messageId !== null && r.messageId in redactions,
+      held: isHeld(r),
+    });
+    if (titleMoved && r.collection === SESSION) {
+      const untitled = { ...(changed ?? r.record), title: UNTITLED };
+      changed = sameRecord(untitled, r.record) ? undefined : untitled;
+    }
+    if (!changed) continue;
+    if (r.collection === MESSAGE && changed.withheld && !r.record.withheld) {
+      if (isHeld(r)) {
+        if (onPath) heldOut.push(r.position);
+      } else if (onPath) holes.push(r.position);
+      if (r.messageId && (onPath || isHeld(r))) withheld.push(r.messageId);
+    }
+    // A create never written (an earlier write that failed) goes as what it is now: a held turn's, as its hole.
+    records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
+  }
+  return { redactions, words, records, holes, held: heldOut, withheld, stale, tooMany };
+}
+
+/** Each turn's redactions with the request's new ones added, and their words; turns that would pass the bound. */
+function newRedactions(
+  loaded: Loaded & { draft: Draft },
+  request: Choices,
+  elsewhere: readonly { id: string; text: string }[],
+) {
   const { draft, turns } = loaded;
   const texts = new Map([
     ...elsewhere.map((t) => [t.id, t.text] as const),
@@ -86,61 +150,27 @@ export function coverAtOnce(
       words[id] = coveredWords(text!, all);
     }
   }
-  // Turns the request withholds that the draft did not, with a record out or owed: holes at once, as covered
-  // words are (ADR 0094). A turn with no record (a live append's new turns) has nothing out to take back.
+  return { redactions, words, tooMany };
+}
+
+/**
+ * Turns the request withholds that the draft did not, with a record out or owed, on the path or not (a reply
+ * regenerated since the page was opened): holes at once, as covered words are (ADR 0094). A turn with no record (a
+ * live append's new turns) has nothing out to take back.
+ */
+function heldTurns(loaded: Loaded & { draft: Draft }, request: Choices): Set<string> {
   const recorded = new Set(loaded.existing.map((r) => (r.collection === MESSAGE ? r.messageId : null)));
-  const path = new Set(turns.map((t) => t.messageId));
-  const held = new Set(
+  return new Set(
     Object.entries(request)
-      .filter(
-        ([id, c]) => c.withheld === true && !draft.choices[id]?.withheld && recorded.has(id) && path.has(id),
-      )
+      .filter(([id, c]) => c.withheld === true && !loaded.draft.choices[id]?.withheld && recorded.has(id))
       .map(([id]) => id),
   );
-  const nothing = { redactions, words, records: [], holes: [], held: [], withheld: [], stale: [], tooMany };
-  if (!Object.keys(redactions).length && !held.size) return tooMany ? nothing : null;
-  const choices = { ...draft.choices };
-  for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
-  for (const id of held) choices[id] = { ...choices[id], withheld: true };
-  const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
-  const was = planWith(loaded, draft);
-  const now = planWith(loaded, next);
-  // The words covered only now: a string clipped before may end in part of one.
-  const before = new Set(Object.values(was.words).flat());
-  const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
-  const records: PublishedRecord[] = [];
-  const holes: number[] = [];
-  const heldOut: number[] = [];
-  const withheld: string[] = [];
-  const stale: string[] = [];
-  for (const r of loaded.existing) {
-    if (r.pending === 'delete') continue;
-    const onPath = now.records.get(r.rkey)?.pending !== 'delete' && now.records.has(r.rkey);
-    if (!onPath && r.cid === null) {
-      stale.push(r.rkey);
-      continue;
-    }
-    const changed = judge(r, {
-      was,
-      now,
-      clipped,
-      onPath,
-      named: r.messageId !== null && r.messageId in redactions,
-      held: r.collection === MESSAGE && r.messageId !== null && held.has(r.messageId),
-    });
-    if (!changed) continue;
-    if (onPath && r.collection === MESSAGE && changed.withheld && !r.record.withheld) {
-      if (r.messageId && held.has(r.messageId)) heldOut.push(r.position);
-      else holes.push(r.position);
-      if (r.messageId) withheld.push(r.messageId);
-    }
-    // A create never written (an earlier write that failed) goes as what it is now: a held turn's, as its hole.
-    records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
-  }
-  return { redactions, words, records, holes, held: heldOut, withheld, stale, tooMany };
 }
 
 type Planned = ReturnType<typeof planWith>;
+
+/** The session's title in a plan. */
+const titleOf = (p: Planned) => [...p.records.values()].find((r) => r.collection === SESSION)?.record.title;
 type Guard = (record: Record<string, unknown>) => Record<string, unknown>;
 
 /** What a stored record must become (undefined: it stays as it is). */

@@ -17,8 +17,9 @@ const REFUSALS = new Set([
 
 /**
  * What to answer a publish refused with `refusal`. When the Conversation is published and the request covers
- * words it did not, those words are covered at once in what is out (coverAtOnce.ts), the records written by
- * `write`, and the refusal says so (`details.covered`). A publication left part-way ('failed': a cover's writes
+ * words it did not, or withholds turns that are out (ADR 0094), those words are covered and those turns made holes
+ * at once in what is out (coverAtOnce.ts), the records written by `write`, and the refusal says so
+ * (`details.covered`). A publication left part-way ('failed': a cover's writes
  * that did not finish, say) is finished too, as publishing again promises. Anything else: the refusal as it was.
  */
 export async function coverDespite(
@@ -34,7 +35,8 @@ export async function coverDespite(
   if (!publication || publication.status === 'unpublishing') return refusal;
   const covered = await coverNew(sql, player, conversationId, input);
   // Only for the Player's own request with redactions or turns withheld (the publish page's): a live append's
-  // refusal retried every few seconds must not write each time (it withholds only turns with nothing out).
+  // refusal retried every few seconds must not write each time (it withholds only turns with nothing out, so
+  // `covered` is null for it). `covered` with no records: the turns it withholds were holes already.
   const leftOver =
     !covered?.records.length &&
     publication.status === 'failed' &&

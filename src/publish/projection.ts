@@ -142,6 +142,9 @@ export function publishedTimes(turns: readonly PublishTurn[], choices: Choices):
 
 const startOfUtcDay = (d: Date) => new Date(Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate()));
 
+/** The title of a thread with no published words to make one from. */
+export const UNTITLED = 'Untitled conversation';
+
 /**
  * The title when the Player has not written one: the first published words without their Markdown marks (a
  * title is plain text: readers saw `*map*` and `**old library**` literally), cut at a word boundary. Made from
@@ -156,7 +159,7 @@ export function defaultTitle(turns: readonly PublishTurn[], published: Published
     const space = cut.lastIndexOf(' ');
     return `${(space > TITLE_CHARS / 2 ? cut.slice(0, space) : clip(text, TITLE_CHARS - 1)).replace(/[\s,;:.-]+$/, '')}…`;
   }
-  return 'Untitled conversation';
+  return UNTITLED;
 }
 
 const decoded = (s: string) => {

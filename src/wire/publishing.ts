@@ -49,18 +49,21 @@ export function coveredSentences(
   tooMany: string;
 } {
   const holes = c.holes.length
-    ? ` (${c.holes.length === 1 ? `turn ${c.holes[0]} is` : `turns ${c.holes.join(', ')} are`} now a hole: it could not stay published with those words covered)`
+    ? ` (${c.holes.length === 1 ? `turn ${c.holes[0]} is now a hole: it` : `turns ${listed(c.holes)} are now holes: they`} could not stay published with those words covered)`
     : '';
   const held = c.held ?? [];
-  const withheld = held.length
-    ? `${held.length === 1 ? `Turn ${held[0]}, which you just withheld, is` : `Turns ${held.join(', ')}, which you just withheld, are`} a hole`
-    : '';
+  const withheld =
+    held.length === 0
+      ? 'The turns you just withheld are holes'
+      : held.length === 1
+        ? `Turn ${held[0]}, which you just withheld, is a hole`
+        : `Turns ${listed(held)}, which you just withheld, are holes`;
   const records = c.records === 1 ? 'one record' : `${c.records} records`;
   const lead =
     c.covering === false
       ? `${withheld} already in what was published`
       : 'The words you just covered are covered already in what was published';
-  const also = c.covering !== false && withheld ? ` ${withheld} there too.` : '';
+  const also = c.covering !== false && held.length ? ` ${withheld} there too.` : '';
   return {
     rewritten: `${lead}: ${records} rewritten${holes}.${also} Nothing else you asked for went out.`,
     tooMany: c.tooMany
@@ -68,6 +71,10 @@ export function coveredSentences(
       : '',
   };
 }
+
+/** 2 · "2 and 3" · "2, 3 and 5". */
+const listed = (n: readonly number[]) =>
+  n.length < 2 ? n.join('') : `${n.slice(0, -1).join(', ')} and ${n.at(-1)}`;
 
 /** POST …/publication/preview: the records as they would be written, and what stands in the way. */
 export const PublishPreview = z.object({

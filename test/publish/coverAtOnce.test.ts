@@ -369,6 +369,65 @@ describe('withholding a turn of a published Conversation (ADR 0094)', () => {
   }, 120_000);
 });
 
+describe('withholding at once: the title, and a reply regenerated since (ADR 0094)', () => {
+  it('a first turn withheld takes the title it made with it: the session says none until a publish succeeds', async () => {
+    const { conversationId, ids } = await published('Sable Ward: is that the code?', 'It is.');
+    expect((await everywhere(conversationId)).all).toMatch(/sable/i);
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: { withheld: true }, [ids[1]!]: { mentions: ['@nobody.test'] } } },
+    });
+    expect(res.status).toBe(400);
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/sable/i);
+    // Not the next turn's words either: the Player may not have looked them over.
+    expect(seen.all).toContain('Untitled conversation');
+    expect(seen.messages.map((m) => [m.text ?? null, m.withheld ?? false])).toEqual([
+      [null, true],
+      ['It is.', false],
+    ]);
+  }, 120_000);
+
+  it('a reply regenerated since the page was opened, its write still owed, is withheld as a hole', async () => {
+    const sql = local.app.db.sql;
+    const reply = 'Sable Ward opens the gate at the Quay.';
+    const { conversationId, ids } = await published('What is the code?', reply);
+    // A cover of "Quay" whose write failed: the reply's update, with "Sable Ward" still in it, is owed.
+    writes.failNext = true;
+    const failed = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {
+        choices: {
+          [ids[1]!]: { redactions: [spanOf(reply, 'Quay')] },
+          [ids[0]!]: { mentions: ['@nobody.test'] },
+        },
+      },
+    });
+    expect(failed.status).toBe(400);
+    const [owed] = await sql`select pending from publication_records where message_id = ${ids[1]!}`;
+    expect(owed!.pending).toBe('update');
+    // The reply is regenerated: the old one leaves the path.
+    await sql`update messages set on_path = false where id = ${ids[1]!}`;
+    const [npc] = await sql`select npc_id from messages where id = ${ids[1]!}`;
+    await sql`insert into messages (conversation_id, role, npc_id, npc_name, parts, text, parent_id)
+      values (${conversationId}, 'npc', ${npc!.npc_id}, 'Ada', ${sql.json([{ type: 'text', text: 'Ask again later.' }])},
+        'Ask again later.', ${ids[0]!})`;
+    // The page, opened before (its path the old one), withholds the old reply: refused, the path having moved.
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[1]!]: { withheld: true } }, path: [ids[0]!, ids[1]!] },
+    });
+    expect(res.status).toBe(409);
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('CONVERSATION_CHANGED');
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/sable|quay/i);
+    expect(seen.messages.map((m) => [m.text ?? null, m.withheld ?? false])).toEqual([
+      ['What is the code?', false],
+      [null, true],
+    ]);
+  }, 120_000);
+});
+
 describe('what the reader looks up beside a thread published from here', () => {
   it('is covered as the records are: a linked post’s text and a mentioned account’s handle', async () => {
     const post = await bob.post({ text: 'Zephyr keeps the maps.', createdAt: new Date().toISOString() });

@@ -148,9 +148,11 @@ function CoveredNote({ error }: { error: unknown }) {
   const { rewritten, tooMany } = coveredSentences(covered);
   const done = covered.written
     ? rewritten
-    : covered.covering
-      ? 'Covering the words you just covered in what was published did not finish. Publish again to finish it.'
-      : 'Making the turns you just withheld holes in what was published did not finish. Publish again to finish it.';
+    : covered.covering && covered.held.length
+      ? 'Covering the words you just covered and withholding the turns you just withheld, in what was published, did not finish. Publish again to finish it.'
+      : covered.covering
+        ? 'Covering the words you just covered in what was published did not finish. Publish again to finish it.'
+        : 'Making the turns you just withheld holes in what was published did not finish. Publish again to finish it.';
   return (
     <p className="notice" role="status" data-testid="covered-at-once">
       {[covered.records ? done : '', tooMany].filter(Boolean).join(' ')}
