@@ -8,9 +8,12 @@ import { createInterface } from 'node:readline';
 /** Longer than any one phase of the bench takes, short enough that a silent child costs minutes, not the run. */
 const ANSWER_MS = 300_000;
 
-export function jsonLineChild(file: string, answerMs = ANSWER_MS) {
+/** `flags`: Node's, before the file (a measured side runs with the server's, `nodeFlags()`). */
+export function jsonLineChild(file: string, answerMs = ANSWER_MS, flags: string[] = []) {
   const name = path.basename(file);
-  const child = spawn(process.execPath, ['--import', 'tsx', file], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [...flags, '--import', 'tsx', file], {
+    stdio: ['pipe', 'pipe', 'inherit'],
+  });
   // A child that died (or failed to start) is told by `next`'s end of lines: a write to it then fails with EPIPE,
   // which without a listener would end the whole bench.
   let failed: Error | undefined;
