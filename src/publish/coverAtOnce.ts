@@ -190,8 +190,10 @@ function judge(
     mentions: then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
-  // Withheld by the request: a hole, drifted or not (nothing of the turn stays).
-  if (o.held) record = holeOf(r.record);
+  // Withheld by the request: a hole, drifted or not (nothing of the turn stays). On the path, the plan's own hole,
+  // whose time is the last one published before it (projection's `publishedTimes`): the next publish then finds
+  // it as planned, and the turn's exact time goes with the rest of it. Off the path there is no plan of it.
+  if (o.held) record = after?.record.withheld ? after.record : holeOf(r.record);
   else if (!o.onPath || !before || !after) {
     // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
     if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);

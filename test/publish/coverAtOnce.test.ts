@@ -55,7 +55,7 @@ async function everywhere(conversationId: string) {
   const messages = [...pds.entries()]
     .filter(([k]) => k.startsWith('click.aligned.chat.message/'))
     .sort(([a], [b]) => a.localeCompare(b))
-    .map(([, r]) => r.value as { text?: string; withheld?: boolean; refs?: unknown[] });
+    .map(([, r]) => r.value as { text?: string; withheld?: boolean; refs?: unknown[]; createdAt?: string });
   return { all: JSON.stringify([[...pds.values()], index, reader]), messages };
 }
 
@@ -328,6 +328,15 @@ describe('withholding a turn of a published Conversation (ADR 0094)', () => {
     const [draft] = await local.app.db
       .sql`select choices from publication_drafts where conversation_id = ${conversationId}`;
     expect(draft!.choices[ids[1]!]).toMatchObject({ withheld: true });
+    // The hole out is the one a publish plans: its time is the turn's before it, not the reply's own, and the
+    // publish page's preview owes it no write ("unchanged").
+    expect(seen.messages[1]!.createdAt).toBe(seen.messages[0]!.createdAt);
+    const preview = (await (
+      await api(`/api/conversations/${conversationId}/publication/preview`, {
+        body: { choices: { [ids[1]!]: { withheld: true } } },
+      })
+    ).json()) as { records: { messageId: string | null; write: string | null }[] };
+    expect(preview.records.find((r) => r.messageId === ids[1])?.write).toBeNull();
   }, 120_000);
 
   it('an earlier write still owed a turn’s text: a refused publish that withholds it writes its hole instead', async () => {

@@ -341,6 +341,10 @@ it('a turn withheld in a published Conversation is a hole at once, though the pu
   );
   expect((await out()).toLowerCase()).not.toContain('saltmarsh');
   await page.locator('section.preview').waitFor();
+  // The hole out is the one the next publish plans: the preview owes it nothing.
+  await expect
+    .poll(() => page.locator('.preview-turn.hole .meta').first().textContent())
+    .toMatch(/· unchanged$/);
   await shoot(page, 'publish-withheld-despite');
 }, 60_000);
 
