@@ -122,7 +122,37 @@ export function coverAtOnce(
     // A create never written (an earlier write that failed) goes as what it is now: a held turn's, as its hole.
     records.push({ ...r, record: changed, pending: r.cid ? 'update' : 'create' });
   }
-  return { redactions, words, records, holes, held: heldOut, withheld, stale, tooMany };
+  return {
+    redactions,
+    words,
+    records: asPlanned(loaded, next, records, withheld),
+    holes,
+    held: heldOut,
+    withheld,
+    stale,
+    tooMany,
+  };
+}
+
+/**
+ * The holes on the path as the next publish plans them, the draft withholding them from now on: each one's time is
+ * the last one published before it (projection's `publishedTimes`), not its turn's own. So the publish page owes
+ * them no write, and a turn's time goes with the rest of it. Off the path there is no plan of a turn: `holeOf`'s.
+ */
+function asPlanned(
+  loaded: Loaded,
+  next: Draft,
+  records: PublishedRecord[],
+  withheld: readonly string[],
+): PublishedRecord[] {
+  if (!withheld.length) return records;
+  const choices = { ...next.choices };
+  for (const id of withheld) choices[id] = { ...choices[id], withheld: true };
+  const planned = planWith(loaded, { ...next, choices }).records;
+  return records.map((r) => {
+    const hole = planned.get(r.rkey)?.record;
+    return r.record.withheld && hole?.withheld ? { ...r, record: hole } : r;
+  });
 }
 
 /** Each turn's redactions with the request's new ones added, and their words; turns that would pass the bound. */
@@ -190,10 +220,8 @@ function judge(
     mentions: then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
-  // Withheld by the request: a hole, drifted or not (nothing of the turn stays). On the path, the plan's own hole,
-  // whose time is the last one published before it (projection's `publishedTimes`): the next publish then finds
-  // it as planned, and the turn's exact time goes with the rest of it. Off the path there is no plan of it.
-  if (o.held) record = after?.record.withheld ? after.record : holeOf(r.record);
+  // Withheld by the request: a hole, drifted or not (nothing of the turn stays).
+  if (o.held) record = holeOf(r.record);
   else if (!o.onPath || !before || !after) {
     // Off the path: it cannot be planned again; one the new redactions name or touch is a hole until deleted.
     if (o.named || links.dropped || shows(r, now.cover, o.clipped)) record = holeOf(r.record);

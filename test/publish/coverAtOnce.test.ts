@@ -141,6 +141,9 @@ describe('covering words in a published Conversation', () => {
     // was published with.
     expect(after.messages[2]).toMatchObject({ withheld: true });
     expect(after.messages[2]!.text).toBeUndefined();
+    // Both holes as the next publish plans them: the time of turn 2, the last one published before them.
+    expect(after.messages[2]!.createdAt).toBe(after.messages[1]!.createdAt);
+    expect(after.messages[3]!.createdAt).toBe(after.messages[1]!.createdAt);
     expect(after.messages[0]!.text).toBe(`Does ████████ keep ${link}?`);
     expect(after.messages[0]!.refs).toHaveLength(1);
     const { publication, draft } = (await (

@@ -295,6 +295,10 @@ it('words covered in a published Conversation go out at once, though the publish
   expect(now.toLowerCase()).not.toContain('harbour');
   // The page as it settles: the publication and the preview read again after the refusal.
   await page.locator('section.preview').waitFor();
+  // Turn 3's hole out is the one the next publish plans (its time turn 2's): the preview owes it nothing.
+  await expect
+    .poll(() => page.locator('.preview-turn.hole .meta').first().textContent())
+    .toMatch(/· unchanged$/);
   await shoot(page, 'publish-covered-despite');
 }, 60_000);
 
