@@ -1,14 +1,7 @@
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
-import { flattenText } from '../parts/index.ts';
-import {
-  type Choices,
-  type Cover,
-  coveredWords,
-  makeCover,
-  REDACTION_BAR,
-  type Span,
-} from '../redaction/index.ts';
+import { type Choices, type Cover, makeCover, REDACTION_BAR, type Span } from '../redaction/index.ts';
 import { coverStored } from './covering.ts';
+import { newRedactions } from './coverRedactions.ts';
 import { choose, type Loaded, type PublishInput, plan, sameRecord } from './plan.ts';
 import { type Resolution, referencesOf, UNTITLED, webDidShows } from './projection.ts';
 import { pointerKey } from './references.ts';
@@ -47,12 +40,9 @@ export interface CoveredAtOnce {
   withheld: string[];
   /** Rows planned but never written, of turns no longer on the path: dropped, never to be written (as a plan does). */
   stale: string[];
-  /** Turns whose new redactions were not added: they already hold MAX_REDACTIONS. */
+  /** Turns whose new redactions were not added: they already hold MAX_REDACTIONS (coverRedactions.ts). */
   tooMany: number;
 }
-
-/** A turn may hold at most this many redactions (the request's own bound): more are not added. */
-const MAX_REDACTIONS = 500;
 
 /** No lookups: a link not looked up is left out of a plan's record, and the stored record's is kept. */
 const NOTHING_LOOKED_UP: Resolution = { refs: new Map(), mentions: new Map() };
@@ -136,8 +126,9 @@ export function coverAtOnce(
 
 /**
  * The holes on the path as the next publish plans them, the draft withholding them from now on: each one's time is
- * the last one published before it (projection's `publishedTimes`), not its turn's own. So the publish page owes
- * them no write, and a turn's time goes with the rest of it. Off the path there is no plan of a turn: `holeOf`'s.
+ * the last one published before it (projection's `publishedTimes`), not its turn's own (ADR 0096). So the publish
+ * page owes them no write, and a turn's time goes with the rest of it. A hole already out after a new one moves
+ * back with it. Off the path there is no plan of a turn: its hole is `holeOf`'s, or stays as judged.
  */
 function asPlanned(
   loaded: Loaded,
@@ -149,38 +140,24 @@ function asPlanned(
   const choices = { ...next.choices };
   for (const id of withheld) choices[id] = { ...choices[id], withheld: true };
   const planned = planWith(loaded, { ...next, choices }).records;
-  return records.map((r) => {
-    const hole = planned.get(r.rkey)?.record;
-    return r.record.withheld && hole?.withheld ? { ...r, record: hole } : r;
-  });
-}
-
-/** Each turn's redactions with the request's new ones added, and their words; turns that would pass the bound. */
-function newRedactions(
-  loaded: Loaded & { draft: Draft },
-  request: Choices,
-  elsewhere: readonly { id: string; text: string }[],
-) {
-  const { draft, turns } = loaded;
-  const texts = new Map([
-    ...elsewhere.map((t) => [t.id, t.text] as const),
-    ...turns.map((t) => [t.messageId, flattenText(t.parts)] as const),
-  ]);
-  const redactions: Record<string, Span[]> = {};
-  const words: Record<string, string[]> = {};
-  let tooMany = 0;
-  for (const [id, choice] of Object.entries(request)) {
-    const text = texts.get(id);
-    const had = draft.choices[id]?.redactions ?? [];
-    const all = text === undefined ? had : union(had, choice.redactions ?? [], text.length);
-    if (all.length === had.length) continue;
-    if (all.length > MAX_REDACTIONS) tooMany++;
-    else {
-      redactions[id] = all;
-      words[id] = coveredWords(text!, all);
-    }
+  // The plan's hole of the same path turn; never a delete's entry (a record off the path, as it is stored).
+  const holeFor = (r: PublishedRecord) => {
+    const p = planned.get(r.rkey);
+    const same = p?.collection === MESSAGE && p.pending !== 'delete' && p.messageId === r.messageId;
+    return same && p.record.withheld ? p.record : undefined;
+  };
+  const out = new Map(records.map((r) => [r.rkey, r]));
+  for (const r of records) {
+    const hole = r.record.withheld ? holeFor(r) : undefined;
+    if (hole) out.set(r.rkey, { ...r, record: hole });
   }
-  return { redactions, words, tooMany };
+  for (const r of loaded.existing) {
+    if (out.has(r.rkey) || r.pending === 'delete' || !r.record.withheld) continue;
+    const hole = holeFor(r);
+    if (hole && !sameRecord(hole, r.record))
+      out.set(r.rkey, { ...r, record: hole, pending: r.cid ? 'update' : 'create' });
+  }
+  return [...out.values()].sort((a, b) => a.position - b.position);
 }
 
 /**
@@ -263,20 +240,6 @@ function planWith(loaded: Loaded, draft: Draft) {
       return { pointers: found.pointers.map(pointerKey).join(' '), accounts: found.accounts.join(' ') };
     },
   };
-}
-
-/** Spans of both clamped to the text, each once, in the order first given (each selection's words cover alone). */
-function union(had: readonly Span[], more: readonly Span[], length: number): Span[] {
-  const key = (s: Span) => `${s.start}:${s.end}`;
-  const seen = new Set(had.map(key));
-  const out = [...had];
-  for (const s of more) {
-    const span = { start: Math.min(s.start, length), end: Math.min(s.end, length) };
-    if (span.end <= span.start || seen.has(key(span))) continue;
-    seen.add(key(span));
-    out.push(span);
-  }
-  return out;
 }
 
 /** Whether a record shows a covered word, or ends, clipped, in part of one covered only now. */

@@ -440,6 +440,53 @@ describe('withholding at once: the title, and a reply regenerated since (ADR 009
   }, 120_000);
 });
 
+describe('holes made at once (ADR 0096)', () => {
+  it('go out as the next publish plans them: a hole already out after a new one moves its time back with it', async () => {
+    const long = 'Zephyr '.repeat(2_140).trim();
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: 'Say his name many times.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: long }] },
+        { role: 'player', parts: [{ type: 'text', text: 'Keep this one to yourself.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'As you wish.' }] },
+      ],
+    });
+    // Turn 3 is out as a hole, with the time of turn 2 (the last published before it).
+    const first = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[2]!]: { withheld: true } } },
+    });
+    expect(first.status).toBe(200);
+    const before = (await everywhere(conversationId)).messages;
+    expect(before[2]).toMatchObject({ withheld: true, createdAt: before[1]!.createdAt });
+    // Covering the name makes turn 2 too long (a hole at once), in a publish refused for a mention of no one.
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {
+        choices: {
+          [ids[2]!]: { withheld: true },
+          [ids[1]!]: { redactions: [spanOf(long, 'Zephyr')] },
+          [ids[0]!]: { mentions: ['@nobody.test'] },
+        },
+      },
+    });
+    expect(res.status).toBe(400);
+    const after = (await everywhere(conversationId)).messages;
+    expect(after.map((m) => m.withheld ?? false)).toEqual([false, true, true, false]);
+    // Both holes say the time of turn 1 now, as the next publish plans them: it owes them nothing.
+    expect(after[1]!.createdAt).toBe(after[0]!.createdAt);
+    expect(after[2]!.createdAt).toBe(after[0]!.createdAt);
+    const [draft] = await local.app.db
+      .sql`select choices from publication_drafts where conversation_id = ${conversationId}`;
+    const preview = (await (
+      await api(`/api/conversations/${conversationId}/publication/preview`, {
+        body: { choices: draft!.choices },
+      })
+    ).json()) as { records: { messageId: string | null; write: string | null }[] };
+    expect(preview.records.filter((r) => r.messageId !== null && r.write !== null)).toEqual([]);
+  }, 120_000);
+});
+
 describe('what the reader looks up beside a thread published from here', () => {
   it('is covered as the records are: a linked post’s text and a mentioned account’s handle', async () => {
     const post = await bob.post({ text: 'Zephyr keeps the maps.', createdAt: new Date().toISOString() });
