@@ -485,6 +485,47 @@ describe('holes made at once (ADR 0096)', () => {
     ).json()) as { records: { messageId: string | null; write: string | null }[] };
     expect(preview.records.filter((r) => r.messageId !== null && r.write !== null)).toEqual([]);
   }, 120_000);
+  it('a hole off the path, covered again at once, is not put back as it was stored', async () => {
+    const sql = local.app.db.sql;
+    const question = 'Is it fake-model or Zephyr?';
+    const long = 'Zephyr '.repeat(2_140).trim();
+    const { conversationId, ids } = await insertConversation(sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: question }] },
+        { role: 'npc', parts: [{ type: 'text', text: long }] },
+        { role: 'player', parts: [{ type: 'text', text: 'Thanks.' }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'You are welcome.' }] },
+      ],
+    });
+    // Turn 4 is out as a hole that names its model, as the Player chose.
+    const first = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[3]!]: { withheld: true, keepModel: true } } },
+    });
+    expect(first.status).toBe(200);
+    expect((await everywhere(conversationId)).messages[3]).toMatchObject({ model: 'fake/fake-model' });
+    // Its reply is regenerated: the hole leaves the path, its record out until a publish deletes it.
+    await sql`update messages set on_path = false where id = ${ids[3]!}`;
+    const [npc] = await sql`select npc_id from messages where id = ${ids[3]!}`;
+    await sql`insert into messages (conversation_id, role, npc_id, npc_name, parts, text, parent_id)
+      values (${conversationId}, 'npc', ${npc!.npc_id}, 'Ada', ${sql.json([{ type: 'text', text: 'Again.' }])},
+        'Again.', ${ids[2]!})`;
+    // Covering the model's name (which the hole off the path shows) and the name turn 2 repeats (a new hole), in a
+    // publish refused for a mention of no one.
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: {
+        choices: {
+          [ids[0]!]: { redactions: [spanOf(question, 'fake-model')], mentions: ['@nobody.test'] },
+          [ids[1]!]: { redactions: [spanOf(long, 'Zephyr')] },
+        },
+      },
+    });
+    expect(res.status).toBe(400);
+    const seen = await everywhere(conversationId);
+    expect(seen.all).not.toMatch(/fake-model|zephyr/i);
+    expect(seen.messages[3]).toMatchObject({ withheld: true });
+  }, 120_000);
 });
 
 describe('what the reader looks up beside a thread published from here', () => {
