@@ -38,6 +38,11 @@ export interface CoveredAtOnce {
    * is out, not the turn it cannot publish, until the Player releases it.
    */
   withheld: string[];
+  /**
+   * The turns the request withholds, with what of each hole it keeps (its time, its model): the request's choice,
+   * not an earlier one the draft kept, in the hole and in the draft alike.
+   */
+  keeps: Record<string, Keeps>;
   /** Rows planned but never written, of turns no longer on the path: dropped, never to be written (as a plan does). */
   stale: string[];
   /** Turns whose new redactions were not added: they already hold MAX_REDACTIONS (coverRedactions.ts). */
@@ -46,6 +51,13 @@ export interface CoveredAtOnce {
 
 /** No lookups: a link not looked up is left out of a plan's record, and the stored record's is kept. */
 const NOTHING_LOOKED_UP: Resolution = { refs: new Map(), mentions: new Map() };
+
+type Keeps = { keepTime?: true; keepModel?: true };
+/** What a choice keeps of its turn's hole: only what it says, never an earlier choice's. */
+const keepsOf = (c: Choices[string] | undefined): Keeps => ({
+  ...(c?.keepTime ? { keepTime: true as const } : {}),
+  ...(c?.keepModel ? { keepModel: true as const } : {}),
+});
 
 /**
  * `loaded`: as for a publish, with the draft; `request`: the refused request's choices; `elsewhere`: turns it
@@ -61,12 +73,20 @@ export function coverAtOnce(
   const { draft } = loaded;
   const { redactions, words, tooMany } = newRedactions(loaded, request, elsewhere);
   const held = heldTurns(loaded, request);
-  const nothing = { redactions, words, records: [], holes: [], held: [], withheld: [], stale: [], tooMany };
+  const keeps = Object.fromEntries([...held].map((id) => [id, keepsOf(request[id])]));
+  const nothing = {
+    redactions,
+    words,
+    records: [],
+    holes: [],
+    held: [],
+    withheld: [],
+    keeps,
+    stale: [],
+    tooMany,
+  };
   if (!Object.keys(redactions).length && !held.size) return tooMany ? nothing : null;
-  const choices = { ...draft.choices };
-  for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
-  for (const id of held) choices[id] = { ...choices[id], withheld: true };
-  const next: Draft = { ...draft, choices, words: { ...draft.words, ...words } };
+  const next = nextDraft(draft, redactions, words, keeps);
   const was = planWith(loaded, draft);
   const now = planWith(loaded, next);
   // The words covered only now: a string clipped before may end in part of one.
@@ -119,16 +139,34 @@ export function coverAtOnce(
     holes,
     held: heldOut,
     withheld,
+    keeps,
     stale,
     tooMany,
   };
 }
 
+/** The draft with the request's new redactions and words, and the turns it withholds with what each keeps. */
+function nextDraft(
+  draft: Draft,
+  redactions: Record<string, Span[]>,
+  words: Record<string, string[]>,
+  keeps: Record<string, Keeps>,
+): Draft {
+  const choices = { ...draft.choices };
+  for (const [id, all] of Object.entries(redactions)) choices[id] = { ...choices[id], redactions: all };
+  for (const [id, kept] of Object.entries(keeps)) {
+    const { keepTime: _t, keepModel: _m, ...rest } = choices[id] ?? {};
+    choices[id] = { ...rest, withheld: true, ...kept };
+  }
+  return { ...draft, choices, words: { ...draft.words, ...words } };
+}
+
 /**
  * The holes on the path as the next publish plans them, the draft withholding them from now on: each one's time is
- * the last one published before it (projection's `publishedTimes`), not its turn's own (ADR 0096). So the publish
- * page owes them no write, and a turn's time goes with the rest of it. A hole already out after a new one moves
- * back with it. Off the path there is no plan of a turn: its hole is `holeOf`'s, or stays as judged.
+ * that of the last turn before it the draft does not withhold (projection's `publishedTimes`), not its turn's own
+ * (ADR 0096). So the publish page owes them no write, and a turn's time goes with the rest of it. Every other hole
+ * on the path that differs from the plan (one after a new hole, one made before ADR 0096) is rewritten to it too.
+ * Off the path there is no plan of a turn: its hole is `holeOf`'s, or stays as judged.
  */
 function asPlanned(
   loaded: Loaded,

@@ -179,6 +179,8 @@ export async function saveCover(
     stale: string[];
     /** Turns made holes: withheld in the draft (merged, as the redactions are). */
     withheld: string[];
+    /** Of those, the ones the request withheld: what each keeps of its hole replaces what the draft kept. */
+    keeps?: Record<string, { keepTime?: true; keepModel?: true }>;
   },
 ): Promise<void> {
   const rows = covered.records.map((r) => ({ rkey: r.rkey, record: r.record, pending: r.pending }));
@@ -189,10 +191,15 @@ export async function saveCover(
           from jsonb_each(${tx.json(covered.redactions as JsonValue)}) e), '{}'::jsonb),
         words = d.words || ${tx.json(covered.words as JsonValue)}, updated_at = now()
       where conversation_id = ${conversationId}`;
-    if (covered.withheld.length)
+    if (covered.withheld.length) {
+      const keeps = tx.json((covered.keeps ?? {}) as JsonValue);
       await tx`update publication_drafts set choices = choices || (select jsonb_object_agg(id,
-          coalesce(choices -> id, '{}'::jsonb) || '{"withheld": true}'::jsonb) from unnest(${covered.withheld}::text[]) as id)
+          case when ${keeps}::jsonb -> id is null then coalesce(choices -> id, '{}'::jsonb) || '{"withheld": true}'::jsonb
+          else (coalesce(choices -> id, '{}'::jsonb) - 'keepTime' - 'keepModel') || (${keeps}::jsonb -> id)
+            || '{"withheld": true}'::jsonb end)
+          from unnest(${covered.withheld}::text[]) as id)
         where conversation_id = ${conversationId}`;
+    }
     if (covered.stale.length)
       await tx`delete from publication_records where conversation_id = ${conversationId} and cid is null
         and rkey = any(${covered.stale})`;

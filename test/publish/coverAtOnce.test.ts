@@ -485,6 +485,28 @@ describe('holes made at once (ADR 0096)', () => {
     ).json()) as { records: { messageId: string | null; write: string | null }[] };
     expect(preview.records.filter((r) => r.messageId !== null && r.write !== null)).toEqual([]);
   }, 120_000);
+  it('a turn withheld again keeps of its hole what the request keeps, not what the draft kept before', async () => {
+    const { conversationId, ids } = await published('What is the code?', 'Sable Ward opens the gate.');
+    const put = (choices: Record<string, unknown>) =>
+      api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: { choices } });
+    // Withheld once showing its model, then released (the page keeps the box ticked): the draft keeps the model.
+    expect((await put({ [ids[1]!]: { withheld: true, keepModel: true } })).status).toBe(200);
+    expect((await put({ [ids[1]!]: { withheld: false, keepModel: true } })).status).toBe(200);
+    // Withheld again in a refused publish, keeping its time and not its model.
+    const res = await put({
+      [ids[1]!]: { withheld: true, keepTime: true },
+      [ids[0]!]: { mentions: ['@nobody.test'] },
+    });
+    expect(res.status).toBe(400);
+    const seen = (await everywhere(conversationId)).messages;
+    expect(seen[1]).toMatchObject({ withheld: true });
+    expect(seen[1]!.createdAt).not.toBe(seen[0]!.createdAt);
+    expect(seen[1]).not.toHaveProperty('model');
+    const [draft] = await local.app.db
+      .sql`select choices from publication_drafts where conversation_id = ${conversationId}`;
+    expect(draft!.choices[ids[1]!]).toEqual({ withheld: true, keepTime: true });
+  }, 120_000);
+
   it('a hole off the path, covered again at once, is not put back as it was stored', async () => {
     const sql = local.app.db.sql;
     const question = 'Is it fake-model or Zephyr?';
