@@ -73,19 +73,12 @@ export function coverAtOnce(
   const { draft } = loaded;
   const { redactions, words, tooMany } = newRedactions(loaded, request, elsewhere);
   const held = heldTurns(loaded, request);
+  // Nothing new to cover or withhold: only the turns past the bound to say (tooMany), if any.
+  if (!Object.keys(redactions).length && !held.size)
+    return tooMany
+      ? { redactions, words, records: [], holes: [], held: [], withheld: [], keeps: {}, stale: [], tooMany }
+      : null;
   const keeps = Object.fromEntries([...held].map((id) => [id, keepsOf(request[id])]));
-  const nothing = {
-    redactions,
-    words,
-    records: [],
-    holes: [],
-    held: [],
-    withheld: [],
-    keeps,
-    stale: [],
-    tooMany,
-  };
-  if (!Object.keys(redactions).length && !held.size) return tooMany ? nothing : null;
   const next = nextDraft(draft, redactions, words, keeps);
   const was = planWith(loaded, draft);
   const now = planWith(loaded, next);
