@@ -1,4 +1,4 @@
-import { keyMatches, type RegexBudget, regexBudget } from './keys.ts';
+import { isRegexKey, keyMatches, type ScanBudget, ScanText, scanBudget } from './keys.ts';
 
 /**
  * Lorebooks (a card's `character_book`, or a SillyTavern World Info file) kept as the Character Card V2 spec
@@ -38,8 +38,11 @@ export interface Lorebook {
 
 export const LOREBOOK_LIMITS = {
   entries: 500,
+  /** Of an entry: its keys, and (apart) its secondary keys. */
   keys: 100,
   key: 200,
+  /** Of the whole book, primary and secondary: each is compiled, and a book's editor checks them all. */
+  regexKeys: 200,
   content: 20_000,
   /** The whole book as JSON: a few hundred entries of a few KB each. */
   bytes: 2_000_000,
@@ -78,17 +81,26 @@ export function readBook(raw: unknown): Lorebook | null {
       if ('extensions' in o) entry.extensions = obj(o.extensions);
       if ('enabled' in o) entry.enabled = o.enabled !== false;
       if ('insertion_order' in o) entry.insertion_order = num(o.insertion_order) ?? i;
-      if (entry.keys.length > LOREBOOK_LIMITS.keys || entry.keys.some((k) => k.length > LOREBOOK_LIMITS.key))
-        throw new LorebookError(
-          `A lorebook entry has more than ${LOREBOOK_LIMITS.keys} keys, or a key longer than ${LOREBOOK_LIMITS.key} characters.`,
-        );
+      if ('secondary_keys' in o) entry.secondary_keys = strings(o.secondary_keys);
+      for (const list of [entry.keys, entry.secondary_keys ?? []])
+        if (list.length > LOREBOOK_LIMITS.keys || list.some((k) => k.length > LOREBOOK_LIMITS.key))
+          throw new LorebookError(
+            `A lorebook entry has more than ${LOREBOOK_LIMITS.keys} keys (or secondary keys), or a key longer than ${LOREBOOK_LIMITS.key} characters.`,
+          );
       if (entry.content.length > LOREBOOK_LIMITS.content)
         throw new LorebookError(
           `A lorebook entry is ${entry.content.length.toLocaleString('en')} characters; an entry holds ${LOREBOOK_LIMITS.content.toLocaleString('en')}.`,
         );
-      if ('secondary_keys' in o) entry.secondary_keys = strings(o.secondary_keys);
       return entry;
     });
+  const regexKeys = entries.reduce(
+    (n, e) => n + [...e.keys, ...(e.secondary_keys ?? [])].filter(isRegexKey).length,
+    0,
+  );
+  if (regexKeys > LOREBOOK_LIMITS.regexKeys)
+    throw new LorebookError(
+      `The lorebook has ${regexKeys} /regex/ keys; a lorebook holds ${LOREBOOK_LIMITS.regexKeys}.`,
+    );
   const out: Lorebook = { ...book, entries };
   if ('extensions' in book) out.extensions = obj(book.extensions);
   if (JSON.stringify(out).length > LOREBOOK_LIMITS.bytes)
@@ -220,7 +232,11 @@ export function passesRoll(e: LoreEntry, random: () => number): boolean {
 /** Whether one enabled entry is triggered by `text` (the V2 spec, with SillyTavern's selective logic). Case and
  *  whole words are the entry's (`case_sensitive`, else `extensions.case_sensitive`; `extensions.match_whole_words`,
  *  on unless false); a `/regex/flags` key follows its own flags (src/cards/keys.ts). */
-export function entryTriggered(e: LoreEntry, text: string, budget: RegexBudget = regexBudget()): boolean {
+export function entryTriggered(
+  e: LoreEntry,
+  text: string | ScanText,
+  budget: ScanBudget = scanBudget(),
+): boolean {
   if (e.enabled === false) return false;
   if (e.constant === true) return true;
   const ext = e.extensions ?? {};
@@ -228,10 +244,13 @@ export function entryTriggered(e: LoreEntry, text: string, budget: RegexBudget =
     caseSensitive: (e.case_sensitive ?? ext.case_sensitive) === true,
     wholeWords: ext.match_whole_words !== false,
   };
-  if (!e.keys.some((k) => keyMatches(text, k, o, budget))) return false;
-  const secondary = (e.secondary_keys ?? []).filter((k) => k.trim());
+  const scan = typeof text === 'string' ? new ScanText(text) : text;
+  // A key past the bound (in a book stored before secondary keys were bounded) never matches.
+  const usable = (keys: string[]) => keys.filter((k) => k.trim() && k.length <= LOREBOOK_LIMITS.key);
+  if (!usable(e.keys).some((k) => keyMatches(scan, k, o, budget))) return false;
+  const secondary = usable(e.secondary_keys ?? []);
   if (e.selective !== true || secondary.length === 0) return true;
-  const hits = secondary.map((k) => keyMatches(text, k, o, budget));
+  const hits = secondary.map((k) => keyMatches(scan, k, o, budget));
   const logic = LOGIC[num(ext.selectiveLogic) ?? 0] ?? 'AND_ANY';
   if (logic === 'AND_ANY') return hits.some(Boolean);
   if (logic === 'AND_ALL') return hits.every(Boolean);
@@ -270,18 +289,28 @@ function enteredEntries(
 ): Candidate[] {
   const seen = new Set<Candidate>();
   const entered: Candidate[] = [];
-  const regex = regexBudget();
+  const work = scanBudget();
   const rank = (x: Candidate) => num(x.e.priority) ?? x.order;
   let buffer = '';
   let used = 0;
   for (let pass = 0; pass <= maxRecursion; pass++) {
+    // Each distinct text of the pass read once (its lower case, its words), whatever number of entries scan it.
+    const texts = new Map<string, ScanText>();
+    const textOf = (chat: string) => {
+      let t = texts.get(chat);
+      if (!t) {
+        t = new ScanText(pass === 0 ? chat : `${chat}\n${buffer}`);
+        texts.set(chat, t);
+      }
+      return t;
+    };
     const fresh = all.filter((x) => {
       if (seen.has(x)) return false;
       const ext = x.e.extensions ?? {};
       if (pass === 0 && ext.delay_until_recursion === true && x.e.constant !== true) return false;
       // Excluded from recursion: the chat alone decides, and pass 0 already read it.
       if (pass > 0 && ext.exclude_recursion === true) return false;
-      return entryTriggered(x.e, pass === 0 ? x.chat : `${x.chat}\n${buffer}`, regex);
+      return entryTriggered(x.e, textOf(x.chat), work);
     });
     fresh.sort((a, b) => Number(b.e.constant === true) - Number(a.e.constant === true) || rank(b) - rank(a));
     const now: Candidate[] = [];

@@ -12,7 +12,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
-import { BoundedJsonReader, JsonLimitError, parseBoundedJson } from '../json/index.ts';
+import { BoundedJsonReader, checkJsonLimits, JsonLimitError, parseBoundedJson } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
 import { LorebookProblemsResponse, NpcLorebooksResponse } from '../wire/index.ts';
@@ -39,7 +39,15 @@ const bookRefused = (e: unknown) =>
 
 /** The `{book}` a save sent: a JSON body (up to 1 MB, read by the app), or bytes read by `bookReader`. */
 async function bookBody(req: Request): Promise<z.infer<typeof BookBody>> {
-  if (req.is('application/json')) return parseBody(req, BookBody);
+  if (req.is('application/json')) {
+    // Parsed by the JSON body reader: held to the limits the bytes are read with before anything walks it.
+    try {
+      checkJsonLimits(req.body, CARD_LIMITS, 'The lorebook');
+    } catch (e) {
+      throw bookRefused(e);
+    }
+    return parseBody(req, BookBody);
+  }
   let value = bodyValue(req)?.value;
   // A compressed or empty body was read whole (readBytes): parsed the same way.
   if (value === undefined && Buffer.isBuffer(req.body))

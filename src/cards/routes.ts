@@ -16,6 +16,7 @@ import {
   readBytes,
   respond,
 } from '../http/index.ts';
+import { checkJsonLimits } from '../json/index.ts';
 import { wellFormed } from '../parts/index.ts';
 import { FairSlots, slotOf, takeSlot } from '../slots/index.ts';
 import {
@@ -30,6 +31,7 @@ import {
 } from '../village/index.ts';
 import { ImportedLorebookResponse, ImportedNpcResponse, LorebookListResponse } from '../wire/index.ts';
 import {
+  CARD_LIMITS,
   CardError,
   cardError,
   cardJsonReader,
@@ -95,7 +97,16 @@ async function jsonOf(req: Request): Promise<unknown> {
   if (read) return read.value;
   const body: unknown = req.body;
   if (Buffer.isBuffer(body) && body.length > 0) return readCardJson(body);
-  if (req.is('application/json') && body !== undefined) return body;
+  if (req.is('application/json') && body !== undefined) {
+    // Parsed by the JSON body reader, not bounded as it was read: held to the same limits (a nesting of 200,000
+    // arrays overflowed the stack of the walk after it).
+    try {
+      checkJsonLimits(body, CARD_LIMITS, 'The file');
+    } catch (e) {
+      throw cardError(e);
+    }
+    return body;
+  }
   if (Buffer.isBuffer(body) && body.length === 0)
     throw new AppError(
       'CARD_EMPTY',

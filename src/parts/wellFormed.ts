@@ -32,7 +32,8 @@ export function wellFormed<T>(value: T): T {
       const key = wellFormedText(k);
       const w = wellFormed(v);
       if (w !== v || key !== k) changed = true;
-      out[key] = w;
+      // Defined, not assigned: a key "__proto__" (JSON.parse makes it an own key) would set the prototype.
+      Object.defineProperty(out, key, { value: w, enumerable: true, writable: true, configurable: true });
     }
     return (changed ? out : value) as T;
   }

@@ -147,3 +147,33 @@ it('a book as large as an import accepts (1–2 MB) is saved from the editor as 
   ).toBe(404);
   expect(await stored()).toEqual(edited);
 });
+
+it('a JSON body nested past the limits is refused in words on every lorebook path, not answered 500', async () => {
+  const { cookie } = await app.signIn();
+  const imported = await fetch(`${app.url}/api/npcs/import`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+    body: JSON.stringify(card),
+  });
+  const { npc } = (await imported.json()) as { npc: { id: string } };
+  const books = (await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books;
+  const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
+  const json = (path: string, method: string, body: string) =>
+    fetch(`${app.url}${path}`, {
+      method,
+      headers: { cookie, 'content-type': 'application/json', 'x-agentsville': '1' },
+      body,
+    });
+  const answers = [
+    await json(`/api/lorebooks/${books.lorebooks[0]!.id}`, 'PUT', `{"book":{"entries":[],"x":${deep}}}`),
+    await json('/api/lorebooks/import', 'POST', `{"entries":[{"keys":["a"],"content":"x","extra":${deep}}]}`),
+  ];
+  for (const res of answers) {
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { code: string; message: string } };
+    expect(error.code).not.toBe('INTERNAL');
+    expect(error.message).toMatch(/nest|deep/i);
+  }
+  // Nothing changed.
+  expect((await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books).toEqual(books);
+});

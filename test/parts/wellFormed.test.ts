@@ -29,4 +29,14 @@ describe('wellFormed', () => {
     const fine = { type: 'text', text: 'fine 👍' };
     expect(wellFormed(fine)).toBe(fine);
   });
+
+  it('keeps a "__proto__" key as a key of its own, never as the prototype of what it rebuilds', () => {
+    const parsed = JSON.parse('{"__proto__":{"polluted":1},"b":"x\\u0000"}') as Record<string, unknown>;
+    const out = wellFormed(parsed) as Record<string, unknown>;
+    expect(out).not.toBe(parsed);
+    expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+    expect((out as { polluted?: unknown }).polluted).toBeUndefined();
+    expect(Object.hasOwn(out, '__proto__')).toBe(true);
+    expect(JSON.stringify(out)).toBe('{"__proto__":{"polluted":1},"b":"x\uFFFD"}');
+  });
 });
