@@ -23,14 +23,28 @@ export async function mcpTools(
   | { tools: ToolSet; descriptions: Record<string, string>; close: () => Promise<void> }
   | { unreachable: string }
 > {
+  // Each exchange is bounded: a tool call's own limit, plus the time to connect. And the client's requests
+  // together: a server can ask it for replies (each request it sends is answered by a POST of the client's own).
+  const leash = leashed(
+    o.outbound.fetch({ timeoutMs: o.callTimeoutMs + o.timeoutMs, maxBytes: 8 * 1024 * 1024 }),
+  );
   try {
-    // Each exchange is bounded: a tool call's own limit, plus the time to connect.
-    const fetch = o.outbound.fetch({ timeoutMs: o.callTimeoutMs + o.timeoutMs, maxBytes: 8 * 1024 * 1024 });
     const client = await withTimeout(
-      createMCPClient({ transport: { type: 'http', url: server.url, headers: server.headers, fetch } }),
+      createMCPClient({
+        transport: { type: 'http', url: server.url, headers: server.headers, fetch: leash.fetch },
+      }),
       o.timeoutMs,
       (late) => late.close(),
-    );
+    ).catch((e: unknown) => {
+      // A client not made in time is never closed by anyone who could wait for it: nothing of it may go on.
+      leash.end();
+      throw e;
+    });
+    // Its close (a DELETE of the session) is bounded as connecting is; then nothing of the client goes on.
+    const close = () =>
+      withTimeout(client.close(), o.timeoutMs)
+        .catch(() => {})
+        .finally(leash.end);
     try {
       const tools = (await withTimeout(client.tools(), o.timeoutMs)) as ToolSet;
       const prefix = wordPrefix(server.name);
@@ -44,14 +58,51 @@ export async function mcpTools(
           descriptions[full] = t.description.replace(/\s+/g, ' ').trim().slice(0, DESCRIPTION_CHARS);
         }
       }
-      return { tools: named, descriptions, close: () => client.close() };
+      return { tools: named, descriptions, close };
     } catch (e) {
-      await client.close().catch(() => {});
+      await close();
       throw e;
     }
   } catch (e) {
     return { unreachable: `${server.name} (${reasonFor(e)})` };
   }
+}
+
+/**
+ * What one client may send in a turn: requests at once, and in all. A server's own requests (a batch of pings in
+ * answer to anything) are each answered by a POST of the client's, whose answer can hold more: unbounded, one
+ * batch opened a socket per ping, thousands at once, and went on after the turn had given up on the server.
+ */
+export const MCP_REQUESTS = { atOnce: 8, total: 500, lifetimeMs: 30 * 60_000 };
+
+/**
+ * `fetch` on a leash: at most MCP_REQUESTS at once and in all, every request cut off once `end` is called (or the
+ * total is passed, or the lifetime: a client a failure left unclosed ends too).
+ */
+function leashed(fetch: typeof globalThis.fetch) {
+  const ended = new AbortController();
+  const end = () => ended.abort(new Error('the MCP client was closed'));
+  const lifetime = setTimeout(end, MCP_REQUESTS.lifetimeMs);
+  lifetime.unref();
+  ended.signal.addEventListener('abort', () => clearTimeout(lifetime), { once: true });
+  let sent = 0;
+  let open = 0;
+  const leashedFetch: typeof globalThis.fetch = async (input, init) => {
+    ended.signal.throwIfAborted();
+    if (++sent > MCP_REQUESTS.total) {
+      end();
+      ended.signal.throwIfAborted();
+    }
+    if (open >= MCP_REQUESTS.atOnce) throw new Error('too many requests at once to one MCP Server');
+    open++;
+    try {
+      const signal = init?.signal ? AbortSignal.any([init.signal, ended.signal]) : ended.signal;
+      return await fetch(input, { ...init, signal });
+    } finally {
+      open--;
+    }
+  };
+  return { fetch: leashedFetch, end };
 }
 
 /** Why a server failed, in our words: never the text it answered with, which could be anything. */
