@@ -1,6 +1,7 @@
 import { createMCPClient } from '@ai-sdk/mcp';
 import { FetchRequestError } from '@atproto-labs/fetch';
 import type { ToolSet } from 'ai';
+import { checkJsonLimits, type JsonLimits } from '../json/index.ts';
 import { type Outbound, RefusedAddressError } from '../outbound/index.ts';
 import { DESCRIPTION_CHARS, MCP_SEPARATOR } from './names.ts';
 
@@ -51,7 +52,10 @@ export async function mcpTools(
       const named: ToolSet = {};
       const descriptions: Record<string, string> = {};
       for (const [name, t] of Object.entries(tools)) {
-        const full = `${prefix}${MCP_SEPARATOR}${name}`.slice(0, 64);
+        // Each name as Providers take them (letters, digits, _ and -), the first of two that end up the same kept.
+        const full = `${prefix}${MCP_SEPARATOR}${name.replace(/[^a-zA-Z0-9_-]/g, '_')}`.slice(0, 64);
+        if (full in named || !fitTool(t)) continue;
+        if (Object.keys(named).length >= MCP_TOOLS.perServer) break;
         named[full] = withShortErrors(t, server.name);
         // Kept on the call's Part: it is the published step's default summary (never the arguments).
         if (typeof t.description === 'string' && t.description.trim()) {
@@ -103,6 +107,27 @@ function leashed(fetch: typeof globalThis.fetch) {
     }
   };
   return { fetch: leashedFetch, end };
+}
+
+/**
+ * What of a server's tools a turn takes: every tool goes to the Provider with each step, so their number and their
+ * schemas' size are bounded (a page of 1 MB listed 20,000 tools), and a schema nested past what can be sent
+ * (JSON.stringify gives up near 4,000 levels) would fail every turn of the NPC, not only the server.
+ */
+export const MCP_TOOLS = {
+  perServer: 64,
+  schema: { nodes: 5_000, depth: 32, items: 500, chars: 10_000 } satisfies JsonLimits,
+};
+
+/** Whether a tool's input schema is within MCP_TOOLS.schema (one that is not is left out). */
+function fitTool(t: ToolSet[string]): boolean {
+  const schema = (t.inputSchema as { jsonSchema?: unknown } | undefined)?.jsonSchema;
+  try {
+    checkJsonLimits(schema ?? {}, MCP_TOOLS.schema, 'A tool');
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Why a server failed, in our words: never the text it answered with, which could be anything. */
