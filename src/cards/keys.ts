@@ -1,4 +1,4 @@
-import { RE2JS } from 're2js';
+import { RE2JS, RE2JSSyntaxException } from 're2js';
 
 /**
  * Whether a lorebook key appears in a text, as SillyTavern matches keys: a key written `/pattern/flags` is a
@@ -28,30 +28,38 @@ export const REGEX_LIMITS = {
   program: 100,
   /**
    * Units one scan's regex keys may spend: a run costs its window's characters (at least MIN_RUN) times its
-   * program's weight (`weightOf`), and each key a scan runs costs COMPILE once. About 0.1 s at the worst measured
-   * (a 100-instruction program over 20,000 characters built to keep its threads alive: 85 ms).
+   * program's weight (`weightOf`), and each key a scan runs costs COMPILE once: about 0.15 s at the worst measured.
    */
   perScan: 200_000,
   /** Characters one scan's text keys may search (a one-word key is a lookup and reads none). */
   textPerScan: 50_000_000,
+  /** Keys one scan may try, of every kind (8 books of 500 entries of 100 keys, over 4 passes, would be 1.6 million). */
+  keysPerScan: 200_000,
+  /** Code points a case-insensitive pattern's class ranges may span: RE2 folds the case of each (one took 1.5 s). */
+  foldedRange: 2_000,
 };
 /** What each key a scan runs costs once (its compile, or its lookup in the compiled patterns kept). */
 export const COMPILE = 1_000;
 /** The least a regex run costs, however short its window: a flood of keys over a short text is bounded too. */
 export const MIN_RUN = 64;
-/** A program's weight: what a character of its window costs. Measured: ~13 ms per 20,000 characters per weight. */
-export const weightOf = (instructions: number): number => 1 + Math.floor(instructions / 25);
+/**
+ * A program's weight: what a character of its window costs. Measured at the worst: 25–36 ms per 20,000 characters
+ * for 23 instructions (`(?:a|a?){5}b`), 85 ms for 103: about 13 ms a weight.
+ */
+export const weightOf = (instructions: number): number => 1 + Math.floor(instructions / 10);
 
 /** What is left of one scan's work (see REGEX_LIMITS), shared by every key of one `triggerEntries`. */
 export interface ScanBudget {
   chars: number;
   text: number;
+  keys: number;
   /** Regex keys this scan has run (each pays COMPILE once). */
   seen: Set<string>;
 }
 export const scanBudget = (): ScanBudget => ({
   chars: REGEX_LIMITS.perScan,
   text: REGEX_LIMITS.textPerScan,
+  keys: REGEX_LIMITS.keysPerScan,
   seen: new Set(),
 });
 
@@ -101,6 +109,10 @@ export function isRegexKey(key: string): boolean {
 }
 
 const TOO_LONG: Compiled = { ok: false, why: `longer than ${REGEX_LIMITS.pattern} characters` };
+const TOO_WIDE: Compiled = {
+  ok: false,
+  why: `too wide a range for a pattern that ignores case (more than ${REGEX_LIMITS.foldedRange} characters)`,
+};
 const TOO_LARGE: Compiled = {
   ok: false,
   why: `too large a pattern (its repetition makes more than ${REGEX_LIMITS.program} steps)`,
@@ -119,6 +131,11 @@ function compile(key: string): Compiled {
   if (!m || pattern.length > REGEX_LIMITS.pattern) out = TOO_LONG;
   // Estimated first: RE2 builds a program as large as the repetition asks before it can be measured.
   else if (expandedSize(pattern) > REGEX_LIMITS.program * 2) out = TOO_LARGE;
+  else if (
+    (flags.includes('i') || /\(\?[a-zA-Z]*i/.test(pattern)) &&
+    rangeSpan(pattern) > REGEX_LIMITS.foldedRange
+  )
+    out = TOO_WIDE;
   else
     try {
       const f =
@@ -129,11 +146,11 @@ function compile(key: string): Compiled {
       const size = programSize(re) ?? expandedSize(pattern);
       out = size > REGEX_LIMITS.program ? TOO_LARGE : { ok: true, re, weight: weightOf(size) };
     } catch (e) {
-      // RE2 refuses backreferences and lookaround (they need backtracking) and JavaScript-only syntax.
-      out = {
-        ok: false,
-        why: `not a pattern this app runs safely (${(e as Error).message.replace(/^error parsing regexp: /, '')})`,
-      };
+      // RE2 refuses backreferences and lookaround (they need backtracking) and JavaScript-only syntax; re2js itself
+      // fails on some patterns it should take (`/\p{Cyrillic}+/i`), whose words would mean nothing to an author.
+      const said =
+        e instanceof RE2JSSyntaxException ? e.message.replace(/^error parsing regexp: /, '') : null;
+      out = { ok: false, why: `not a pattern this app runs safely${said ? ` (${said})` : ''}` };
     }
   if (compiled.size >= CACHE_SIZE) compiled.delete(compiled.keys().next().value!);
   compiled.set(k, out);
@@ -166,11 +183,7 @@ export function expandedSize(pattern: string): number {
       if ('pPx'.includes(pattern[i] ?? '') && pattern[i + 1] === '{') i = endOf(pattern, '}', i);
       add(1);
     } else if (c === '[') {
-      let j = i + 1;
-      if (pattern[j] === '^') j++;
-      if (pattern[j] === ']') j++;
-      while (j < pattern.length && pattern[j] !== ']') j += pattern[j] === '\\' ? 2 : 1;
-      i = j;
+      i = endOfClass(pattern, i);
       add(1);
     } else if (c === '(') frames.push({ size: 0, last: 0 });
     else if (c === ')') {
@@ -187,6 +200,55 @@ export function expandedSize(pattern: string): number {
     else add(1);
   }
   return frames.reduce((sum, f) => sum + f.size, 0);
+}
+
+/**
+ * How many code points the ranges of a pattern's classes span (`[a-z]` 25): what RE2 folds the case of, one by
+ * one, when the pattern ignores case. A range with an escaped end counts as every code point (not worked out).
+ */
+export function rangeSpan(pattern: string): number {
+  let span = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    if (pattern[i] === '\\') i++;
+    else if (pattern[i] === '[') {
+      const members = [...classBody(pattern, i + 1)];
+      for (let j = 1; j + 1 < members.length; j++) {
+        if (members[j] !== '-') continue;
+        const [a, b] = [members[j - 1]!, members[j + 1]!];
+        span +=
+          a.length === 1 && b.length === 1 ? Math.max(0, b.codePointAt(0)! - a.codePointAt(0)!) : 0x10ffff;
+        j++;
+      }
+      i = endOfClass(pattern, i);
+    }
+  }
+  return span;
+}
+
+/** A class's members from `from` (just past its `[`): each a code point, or an escape (`\\x`) as one member. */
+function* classBody(pattern: string, from: number): Generator<string> {
+  const end = endOfClass(pattern, from - 1);
+  let i = from;
+  if (pattern[i] === '^') i++;
+  while (i < end) {
+    if (pattern[i] === '\\') {
+      yield pattern.slice(i, i + 2);
+      i += 2;
+    } else {
+      const c = String.fromCodePoint(pattern.codePointAt(i)!);
+      yield c;
+      i += c.length;
+    }
+  }
+}
+
+/** Where the class opened at `open` ends (its `]`; one first, or after `^`, is a member). */
+function endOfClass(pattern: string, open: number): number {
+  let j = open + 1;
+  if (pattern[j] === '^') j++;
+  if (pattern[j] === ']') j++;
+  while (j < pattern.length && pattern[j] !== ']') j += pattern[j] === '\\' ? 2 : 1;
+  return j;
 }
 
 const endOf = (s: string, c: string, from: number) => {
@@ -207,15 +269,10 @@ export function keyProblem(key: string): string | null {
   return c.ok ? null : `The key ${key.slice(0, 60)} is ${c.why}: it never matches.`;
 }
 
-const escapeRegExp = (s: string) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-
 export interface MatchOptions {
   caseSensitive: boolean;
   wholeWords: boolean;
 }
-
-/** Whole-word searches for keys of more than one word, kept between turns as compiled patterns are. */
-const phrases = new Map<string, RegExp>();
 
 /** Whether `key` appears in `text` (see the module's comment). */
 export function keyMatches(
@@ -225,6 +282,8 @@ export function keyMatches(
   budget: ScanBudget = scanBudget(),
 ): boolean {
   const scan = typeof text === 'string' ? new ScanText(text) : text;
+  if (budget.keys <= 0) return false;
+  budget.keys--;
   if (isRegexKey(key)) return regexMatches(scan.raw, key, budget);
   const k = o.caseSensitive ? key.trim() : key.trim().toLowerCase();
   if (!k) return false;
@@ -232,16 +291,29 @@ export function keyMatches(
   const whole = o.wholeWords && /^\w/u.test(k) && /\w$/u.test(k);
   if (whole && ONE_WORD.test(k)) return scan.words(o.caseSensitive).has(k);
   const t = scan.text(o.caseSensitive);
-  if (budget.text < t.length) return false;
-  budget.text -= t.length;
-  if (!whole) return t.includes(k);
-  let phrase = phrases.get(k);
-  if (!phrase) {
-    phrase = new RegExp(`(?<![\\p{L}\\p{N}_])${escapeRegExp(k)}(?![\\p{L}\\p{N}_])`, 'u');
-    if (phrases.size >= CACHE_SIZE) phrases.delete(phrases.keys().next().value!);
-    phrases.set(k, phrase);
+  const cost = Math.max(t.length, MIN_RUN);
+  if (budget.text < cost) return false;
+  budget.text -= cost;
+  return whole ? hasPhrase(t, k, budget) : t.includes(k);
+}
+
+const WORD_CHAR = /^[\p{L}\p{N}_]$/u;
+/**
+ * Whether `k` (starting and ending with an ASCII word character) is in `t` with no word character either side. Each
+ * place it is found but inside a word costs the scan MIN_RUN characters more (a text of "a ba ba b…" has many).
+ */
+function hasPhrase(t: string, k: string, budget: ScanBudget): boolean {
+  for (let at = t.indexOf(k); at >= 0; at = t.indexOf(k, at + 1)) {
+    if (budget.text < MIN_RUN) return false;
+    budget.text -= MIN_RUN;
+    // The code point before (a surrogate pair read whole) and the one after.
+    const pair = at > 1 && /[\uDC00-\uDFFF]/.test(t[at - 1]!) && /[\uD800-\uDBFF]/.test(t[at - 2]!);
+    const before = at === 0 ? undefined : t.codePointAt(pair ? at - 2 : at - 1);
+    const after = t.codePointAt(at + k.length);
+    const word = (cp: number | undefined) => cp !== undefined && WORD_CHAR.test(String.fromCodePoint(cp));
+    if (!word(before) && !word(after)) return true;
   }
-  return phrase.test(t);
+  return false;
 }
 
 function regexMatches(text: string, key: string, budget: ScanBudget): boolean {

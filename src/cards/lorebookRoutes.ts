@@ -17,7 +17,7 @@ import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
 import { LorebookProblemsResponse, NpcLorebooksResponse } from '../wire/index.ts';
 import { CARD_LIMITS } from './card.ts';
-import { keyProblem } from './keys.ts';
+import { isRegexKey, keyProblem } from './keys.ts';
 import { LOREBOOK_LIMITS, type Lorebook, LorebookError, readBook } from './lorebook.ts';
 import { deleteLorebook, npcLorebooks, replaceLorebook } from './store.ts';
 
@@ -59,11 +59,24 @@ async function bookBody(req: Request): Promise<z.infer<typeof BookBody>> {
   return parsed.data;
 }
 
-/** The keys of a book that never match, in words (a regex RE2 refuses, or too long a pattern). */
-const problemsOf = (book: Lorebook) =>
-  book.entries.flatMap((e) =>
-    [...e.keys, ...(e.secondary_keys ?? [])].map(keyProblem).filter((p): p is string => p !== null),
-  );
+/**
+ * The keys of a book that never match, in words (a regex RE2 refuses, or too long a pattern). Only the first
+ * LOREBOOK_LIMITS.regexKeys regex keys are checked: a book stored before that bound may hold many more, and each is
+ * compiled; the rest are said to be past it.
+ */
+function problemsOf(book: Lorebook): string[] {
+  const regexKeys = book.entries.flatMap((e) => [...e.keys, ...(e.secondary_keys ?? [])]).filter(isRegexKey);
+  const problems = regexKeys
+    .slice(0, LOREBOOK_LIMITS.regexKeys)
+    .map(keyProblem)
+    .filter((p): p is string => p !== null);
+  const past = regexKeys.length - LOREBOOK_LIMITS.regexKeys;
+  if (past > 0)
+    problems.push(
+      `${past} /regex/ keys past the first ${LOREBOOK_LIMITS.regexKeys} were not checked; a book holds ${LOREBOOK_LIMITS.regexKeys}, so saving this one is refused until some go.`,
+    );
+  return problems;
+}
 
 /**
  * An NPC's lorebooks for their editor: `GET /api/npcs/:id/lorebooks` (each whole, with the keys that never

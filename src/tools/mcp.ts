@@ -1,8 +1,10 @@
-import { createMCPClient } from '@ai-sdk/mcp';
+import { createMCPClient, type MCPClient } from '@ai-sdk/mcp';
 import { FetchRequestError } from '@atproto-labs/fetch';
 import type { ToolSet } from 'ai';
+import { SlotWaitError } from '../db/index.ts';
 import { checkJsonLimits, type JsonLimits } from '../json/index.ts';
 import { type Outbound, RefusedAddressError } from '../outbound/index.ts';
+import { LeashEndedError, leashed } from './mcpLeash.ts';
 import { DESCRIPTION_CHARS, MCP_SEPARATOR } from './names.ts';
 
 export interface McpServer {
@@ -26,9 +28,8 @@ export async function mcpTools(
 > {
   // Each exchange is bounded: a tool call's own limit, plus the time to connect. And the client's requests
   // together: a server can ask it for replies (each request it sends is answered by a POST of the client's own).
-  const leash = leashed(
-    o.outbound.fetch({ timeoutMs: o.callTimeoutMs + o.timeoutMs, maxBytes: 8 * 1024 * 1024 }),
-  );
+  const exchangeMs = o.callTimeoutMs + o.timeoutMs;
+  const leash = leashed(o.outbound.fetch({ timeoutMs: exchangeMs, maxBytes: 8 * 1024 * 1024 }), exchangeMs);
   try {
     const client = await withTimeout(
       createMCPClient({
@@ -47,15 +48,14 @@ export async function mcpTools(
         .catch(() => {})
         .finally(leash.end);
     try {
-      const tools = (await withTimeout(client.tools(), o.timeoutMs)) as ToolSet;
-      const prefix = wordPrefix(server.name);
+      const chosen = chooseTools(await withTimeout(listTools(client), o.timeoutMs), server.name);
+      // Made into tools only once chosen: a page of 160,000 definitions made 267 MB of them.
+      const tools = client.toolsFromDefinitions({ tools: [...chosen.values()] }) as ToolSet;
       const named: ToolSet = {};
       const descriptions: Record<string, string> = {};
-      for (const [name, t] of Object.entries(tools)) {
-        // Each name as Providers take them (letters, digits, _ and -), the first of two that end up the same kept.
-        const full = `${prefix}${MCP_SEPARATOR}${name.replace(/[^a-zA-Z0-9_-]/g, '_')}`.slice(0, 64);
-        if (full in named || !fitTool(t)) continue;
-        if (Object.keys(named).length >= MCP_TOOLS.perServer) break;
+      for (const [full, definition] of chosen) {
+        const t = tools[definition.name];
+        if (!t) continue;
         named[full] = withShortErrors(t, server.name);
         // Kept on the call's Part: it is the published step's default summary (never the arguments).
         if (typeof t.description === 'string' && t.description.trim()) {
@@ -73,55 +73,48 @@ export async function mcpTools(
 }
 
 /**
- * What one client may send in a turn: requests at once, and in all. A server's own requests (a batch of pings in
- * answer to anything) are each answered by a POST of the client's, whose answer can hold more: unbounded, one
- * batch opened a socket per ping, thousands at once, and went on after the turn had given up on the server.
- */
-export const MCP_REQUESTS = { atOnce: 8, total: 500, lifetimeMs: 30 * 60_000 };
-
-/**
- * `fetch` on a leash: at most MCP_REQUESTS at once and in all, every request cut off once `end` is called (or the
- * total is passed, or the lifetime: a client a failure left unclosed ends too).
- */
-function leashed(fetch: typeof globalThis.fetch) {
-  const ended = new AbortController();
-  const end = () => ended.abort(new Error('the MCP client was closed'));
-  const lifetime = setTimeout(end, MCP_REQUESTS.lifetimeMs);
-  lifetime.unref();
-  ended.signal.addEventListener('abort', () => clearTimeout(lifetime), { once: true });
-  let sent = 0;
-  let open = 0;
-  const leashedFetch: typeof globalThis.fetch = async (input, init) => {
-    ended.signal.throwIfAborted();
-    if (++sent > MCP_REQUESTS.total) {
-      end();
-      ended.signal.throwIfAborted();
-    }
-    if (open >= MCP_REQUESTS.atOnce) throw new Error('too many requests at once to one MCP Server');
-    open++;
-    try {
-      const signal = init?.signal ? AbortSignal.any([init.signal, ended.signal]) : ended.signal;
-      return await fetch(input, { ...init, signal });
-    } finally {
-      open--;
-    }
-  };
-  return { fetch: leashedFetch, end };
-}
-
-/**
  * What of a server's tools a turn takes: every tool goes to the Provider with each step, so their number and their
  * schemas' size are bounded (a page of 1 MB listed 20,000 tools), and a schema nested past what can be sent
  * (JSON.stringify gives up near 4,000 levels) would fail every turn of the NPC, not only the server.
  */
 export const MCP_TOOLS = {
   perServer: 64,
+  /** Pages of the server's list read at most (each up to the 8 MB an answer may be). */
+  pages: 4,
   schema: { nodes: 5_000, depth: 32, items: 500, chars: 10_000 } satisfies JsonLimits,
 };
 
-/** Whether a tool's input schema is within MCP_TOOLS.schema (one that is not is left out). */
-function fitTool(t: ToolSet[string]): boolean {
-  const schema = (t.inputSchema as { jsonSchema?: unknown } | undefined)?.jsonSchema;
+type Definition = Awaited<ReturnType<MCPClient['listTools']>>['tools'][number];
+
+/** The server's tool definitions, page after page, until MCP_TOOLS.perServer or MCP_TOOLS.pages. */
+async function listTools(client: MCPClient): Promise<Definition[]> {
+  const all: Definition[] = [];
+  let cursor: string | undefined;
+  for (let page = 0; page < MCP_TOOLS.pages && all.length < MCP_TOOLS.perServer; page++) {
+    const listed = await client.listTools(cursor ? { params: { cursor } } : undefined);
+    all.push(...listed.tools);
+    cursor = listed.nextCursor;
+    if (!cursor) break;
+  }
+  return all;
+}
+
+/**
+ * The definitions a turn takes, by the name the Provider sees: made of what Providers take (letters, digits, _ and
+ * -), the first of two that end up the same kept, each schema within MCP_TOOLS.schema, MCP_TOOLS.perServer at most.
+ */
+function chooseTools(definitions: Definition[], serverName: string): Map<string, Definition> {
+  const prefix = wordPrefix(serverName);
+  const chosen = new Map<string, Definition>();
+  for (const d of definitions) {
+    if (chosen.size >= MCP_TOOLS.perServer) break;
+    const full = `${prefix}${MCP_SEPARATOR}${String(d.name).replace(/[^a-zA-Z0-9_-]/g, '_')}`.slice(0, 64);
+    if (!chosen.has(full) && fitSchema(d.inputSchema)) chosen.set(full, d);
+  }
+  return chosen;
+}
+
+function fitSchema(schema: unknown): boolean {
   try {
     checkJsonLimits(schema ?? {}, MCP_TOOLS.schema, 'A tool');
     return true;
@@ -134,6 +127,8 @@ function fitTool(t: ToolSet[string]): boolean {
 function reasonFor(e: unknown): string {
   if (e instanceof TimeoutError) return 'did not answer in time';
   for (let c: unknown = e; c; c = (c as { cause?: unknown }).cause) {
+    if (c instanceof LeashEndedError) return 'was cut off (too many requests, or the turn moved on)';
+    if (c instanceof SlotWaitError) return 'was asked too many things at once';
     // Refused by the outbound policy, before or at connect: first, since these carry a status of their own.
     if (c instanceof RefusedAddressError || c instanceof FetchRequestError)
       return 'is not at an address this server may reach';

@@ -7,7 +7,9 @@ import {
   keptKeyChars,
   keyMatches,
   keyProblem,
+  MIN_RUN,
   REGEX_LIMITS,
+  rangeSpan,
   regexWeight,
   ScanText,
   scanBudget,
@@ -124,7 +126,7 @@ function oracle(text: string, key: string, o: { caseSensitive: boolean; wholeWor
 
 it('a text key matches as it did when each key searched the text itself (property)', () => {
   // Letters with case, Greek sigma (final and not), an accent, digits, underscore, spaces and punctuation.
-  const char = fc.constantFrom(...'aAbBzZéÉσΣς1_ .-#\n'.split(''), 'ab', 'Ab', '😀');
+  const char = fc.constantFrom(...'aAbBzZéÉσΣς1_ .-#\n'.split(''), 'ab', 'Ab', '😀', '𝒜', 'a b', '\uD835');
   const text = fc.array(char, { maxLength: 40 }).map((xs) => xs.join(''));
   const key = fc.array(char, { minLength: 1, maxLength: 5 }).map((xs) => xs.join(''));
   fc.assert(
@@ -137,4 +139,42 @@ it('a text key matches as it did when each key searched the text itself (propert
     }),
     { numRuns: 2_000 },
   );
+});
+
+it('a pattern that ignores case may not span wide ranges: RE2 folds each code point (one took 1.5 s)', () => {
+  const compile = vi.spyOn(RE2JS, 'compile');
+  const wide = `/[${'B-\u{1E942}'.repeat(48)}]/i`;
+  expect(keyProblem(wide)).toMatch(/too wide a range/);
+  expect(keyProblem('/(?i)[B-\u{1E942}]/')).toMatch(/too wide a range/);
+  expect(keyMatches('b', '/[\\x{42}-\\x{1E942}]/i', plain)).toBe(false);
+  expect(compile).not.toHaveBeenCalled();
+  // The same range with case kept runs; a narrow one ignoring case runs.
+  expect(keyProblem('/[B-\u{1E942}]/')).toBeNull();
+  expect(keyMatches('THE ДРАКОН', '/[a-zа-я]{5}/i', plain)).toBe(true);
+  expect(rangeSpan('[a-zа-я]')).toBe(25 + 31);
+});
+
+it('one scan tries a bounded number of keys, of every kind', () => {
+  const budget = scanBudget();
+  let tried = 0;
+  for (let i = 0; i < REGEX_LIMITS.keysPerScan + 10; i++)
+    if (keyMatches('a dragon', 'dragon', plain, budget)) tried++;
+  expect(tried).toBe(REGEX_LIMITS.keysPerScan);
+  expect(keyMatches('a dragon', 'dragon', plain, budget)).toBe(false);
+});
+
+it('what RE2 cannot run is said in words, never in its own', () => {
+  for (const k of ['/\\p{Cyrillic}+/i', '/(a)\\1/']) {
+    const problem = keyProblem(k);
+    expect(problem).toMatch(/not a pattern this app runs safely/);
+    expect(problem).not.toMatch(/undefined|Cannot read|TypeError/);
+  }
+});
+
+it('each place a phrase is found inside words costs the scan too', () => {
+  const budget = scanBudget();
+  const text = 'xa bx '.repeat(1_000);
+  expect(keyMatches(text, 'a b', plain, budget)).toBe(false);
+  expect(REGEX_LIMITS.textPerScan - budget.text).toBe(text.length + 1_000 * MIN_RUN);
+  expect(keyMatches(`${text}a b`, 'a b', plain)).toBe(true);
 });

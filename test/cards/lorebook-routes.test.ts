@@ -177,3 +177,27 @@ it('a JSON body nested past the limits is refused in words on every lorebook pat
   // Nothing changed.
   expect((await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books).toEqual(books);
 });
+
+it('a book stored before regex keys were bounded is checked only as far as a book may hold them', async () => {
+  const { cookie } = await app.signIn();
+  const imported = await fetch(`${app.url}/api/npcs/import`, {
+    method: 'POST',
+    headers: { cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
+    body: JSON.stringify(card),
+  });
+  const { npc } = (await imported.json()) as { npc: { id: string } };
+  const books = async () =>
+    (await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books;
+  const [own] = (await books()).lorebooks;
+  // As an older server stored it: 250 refused patterns among its secondary keys (none of them bounded then).
+  const entries = Array.from({ length: 5 }, (_, i) => ({
+    keys: ['k'],
+    content: 'x',
+    secondary_keys: Array.from({ length: 50 }, (_, j) => `/(?<=a)b${i * 50 + j}/`),
+  }));
+  await app.db.sql`update lorebooks set book = ${app.db.sql.json({ entries })} where id = ${own!.id}`;
+  const { problems } = (await books()).lorebooks[0]!;
+  expect(problems).toHaveLength(201);
+  expect(problems.slice(0, 200).every((p) => /never matches/.test(p))).toBe(true);
+  expect(problems[200]).toMatch(/^50 \/regex\/ keys past the first 200 were not checked/);
+});

@@ -2,7 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createOutbound } from '../../src/outbound/index.ts';
-import { MCP_REQUESTS, MCP_TOOLS, mcpTools } from '../../src/tools/mcp.ts';
+import { MCP_TOOLS, mcpTools } from '../../src/tools/mcp.ts';
+import { MCP_REQUESTS } from '../../src/tools/mcpLeash.ts';
 
 // An MCP Server that never finishes connecting and answers everything the client sends with a batch of its own
 // requests (pings), each of which the client answers with a POST of its own, whose answer is another batch: a
@@ -12,6 +13,8 @@ let url: string;
 const seen = { requests: 0, open: 0, maxOpen: 0 };
 /** Pings in each batch the server answers with (a drip of one keeps a client busy without passing its at-once bound). */
 let pings = 40;
+/** Whether answers come as event streams left open. */
+let streams = false;
 
 beforeAll(async () => {
   let id = 0;
@@ -19,6 +22,8 @@ beforeAll(async () => {
     seen.requests++;
     seen.open++;
     seen.maxOpen = Math.max(seen.maxOpen, seen.open);
+    // Open until the answer is done with (a stream stays open until the client lets it go).
+    res.on('close', () => seen.open--);
     let body = '';
     req.on('data', (d) => {
       body += d;
@@ -26,7 +31,6 @@ beforeAll(async () => {
     req.on('end', () => {
       setTimeout(
         () => {
-          seen.open--;
           if (req.method !== 'POST') return res.writeHead(405).end();
           const message = (() => {
             try {
@@ -38,7 +42,11 @@ beforeAll(async () => {
           // A notification needs no answer; anything else (a request, or the client's reply to a ping) gets pings.
           if (message.method && message.id === undefined) return res.writeHead(202).end();
           const batch = Array.from({ length: pings }, () => ({ jsonrpc: '2.0', id: ++id, method: 'ping' }));
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(batch));
+          if (!streams)
+            return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(batch));
+          // As a stream that sends its pings and stays open.
+          res.writeHead(200, { 'content-type': 'text/event-stream' });
+          for (const ping of batch) res.write(`event: message\ndata: ${JSON.stringify(ping)}\n\n`);
         },
         pings === 1 ? 40 : 5,
       );
@@ -55,7 +63,7 @@ afterAll(async () => {
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 async function connect() {
-  Object.assign(seen, { requests: 0, open: 0, maxOpen: 0 });
+  Object.assign(seen, { requests: 0, maxOpen: seen.open });
   const outbound = createOutbound({ allowPrivate: true });
   const out = await mcpTools(
     { id: 'x', name: 'Pinger', url, headers: {} },
@@ -83,6 +91,23 @@ it('a server that answers with batches of requests of its own gets at most a few
   expect(await stillSending()).toBe(false);
 });
 
+it('a server that answers with streams it leaves open holds no more of them at once than the client may', async () => {
+  pings = 3;
+  streams = true;
+  try {
+    await connect();
+    // As many as it may have open, each stream holding its place: the rest waited, and were cut off with the turn.
+    expect(seen.requests).toBeGreaterThanOrEqual(MCP_REQUESTS.atOnce);
+    expect(seen.maxOpen).toBeLessThanOrEqual(MCP_REQUESTS.atOnce);
+    expect(await stillSending()).toBe(false);
+    // Closed within an exchange's time limit (the call's and the connect's: 1.6 s from each request).
+    await settle(800);
+    expect(seen.open).toBe(0);
+  } finally {
+    streams = false;
+  }
+});
+
 it('a server that keeps a client busy one ping at a time hears nothing more once the turn gives up on it', async () => {
   pings = 1;
   await connect();
@@ -99,6 +124,8 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
     at.properties = { x: next };
     at = next;
   }
+  let lists = 0;
+  let pageSize = 30;
   const listed = [
     { name: 'search.web', description: 'Searches', inputSchema: { type: 'object', properties: {} } },
     { name: 'search_web', description: 'The other', inputSchema: { type: 'object', properties: {} } },
@@ -117,8 +144,10 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
       const m = JSON.parse(body || '{}') as {
         id?: number;
         method?: string;
-        params?: { protocolVersion?: string };
+        params?: { protocolVersion?: string; cursor?: string };
       };
+      if (m.method === 'tools/list') lists++;
+      const from = Number(m.params?.cursor ?? 0);
       if (m.id === undefined) return res.writeHead(202).end();
       const result =
         m.method === 'initialize'
@@ -128,7 +157,10 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
               serverInfo: { name: 'L', version: '1' },
             }
           : m.method === 'tools/list'
-            ? { tools: listed }
+            ? {
+                tools: listed.slice(from, from + pageSize),
+                ...(from + pageSize < listed.length ? { nextCursor: String(from + pageSize) } : {}),
+              }
             : undefined;
       const answer = result
         ? { jsonrpc: '2.0', id: m.id, result }
@@ -155,6 +187,24 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
     expect(out.descriptions.lister__search_web).toBe('Searches');
     expect(names).not.toContain('lister__too_deep');
     await out.close();
+    // Read page after page only until there are enough (90 definitions of 103 in three pages of 30)…
+    expect(lists).toBe(3);
+    // …and at most MCP_TOOLS.pages pages, however many the server has.
+    lists = 0;
+    pageSize = 5;
+    const paged = await mcpTools(
+      {
+        id: 'y',
+        name: 'Lister',
+        url: `http://127.0.0.1:${(lister.address() as AddressInfo).port}/mcp`,
+        headers: {},
+      },
+      { outbound: createOutbound({ allowPrivate: true }), timeoutMs: 2_000, callTimeoutMs: 1_000 },
+    );
+    if (!('tools' in paged)) throw new Error(`unreachable: ${paged.unreachable}`);
+    expect(lists).toBe(MCP_TOOLS.pages);
+    expect(Object.keys(paged.tools)).toHaveLength(MCP_TOOLS.pages * 5 - 2);
+    await paged.close();
   } finally {
     lister.closeAllConnections();
     await new Promise((resolve) => lister.close(resolve));
