@@ -22,7 +22,8 @@ const card = {
 };
 type Books = { lorebooks: { id: string; book: Record<string, unknown>; problems: string[] }[] };
 
-it('a Player reads and replaces their NPC’s lorebook; another Player can neither read nor change it', async () => {
+/** A Player signed in, with an NPC imported from `card` (its lorebook embedded). */
+async function playerWithCard() {
   const { cookie } = await app.signIn();
   const res = await fetch(`${app.url}/api/npcs/import`, {
     method: 'POST',
@@ -30,6 +31,11 @@ it('a Player reads and replaces their NPC’s lorebook; another Player can neith
     body: JSON.stringify(card),
   });
   const { npc } = (await res.json()) as { npc: { id: string } };
+  return { cookie, npc };
+}
+
+it('a Player reads and replaces their NPC’s lorebook; another Player can neither read nor change it', async () => {
+  const { cookie, npc } = await playerWithCard();
   const books = async (as = cookie) =>
     (await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie: as })).json()) as Books;
   const [own] = (await books()).lorebooks;
@@ -149,13 +155,7 @@ it('a book as large as an import accepts (1–2 MB) is saved from the editor as 
 });
 
 it('a JSON body nested past the limits is refused in words on every lorebook path, not answered 500', async () => {
-  const { cookie } = await app.signIn();
-  const imported = await fetch(`${app.url}/api/npcs/import`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
-    body: JSON.stringify(card),
-  });
-  const { npc } = (await imported.json()) as { npc: { id: string } };
+  const { cookie, npc } = await playerWithCard();
   const books = (await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books;
   const deep = `${'['.repeat(200_000)}${']'.repeat(200_000)}`;
   const json = (path: string, method: string, body: string) =>
@@ -179,13 +179,7 @@ it('a JSON body nested past the limits is refused in words on every lorebook pat
 });
 
 it('a book stored before regex keys were bounded is checked only as far as a book may hold them', async () => {
-  const { cookie } = await app.signIn();
-  const imported = await fetch(`${app.url}/api/npcs/import`, {
-    method: 'POST',
-    headers: { cookie, 'content-type': 'application/octet-stream', 'x-agentsville': '1' },
-    body: JSON.stringify(card),
-  });
-  const { npc } = (await imported.json()) as { npc: { id: string } };
+  const { cookie, npc } = await playerWithCard();
   const books = async () =>
     (await (await app.api(`/api/npcs/${npc.id}/lorebooks`, { cookie })).json()) as Books;
   const [own] = (await books()).lorebooks;

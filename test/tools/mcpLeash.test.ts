@@ -169,7 +169,7 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
     });
   });
   await new Promise<void>((resolve) => lister.listen(0, '127.0.0.1', resolve));
-  try {
+  const listerTools = async () => {
     const out = await mcpTools(
       {
         id: 'y',
@@ -180,6 +180,10 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
       { outbound: createOutbound({ allowPrivate: true }), timeoutMs: 2_000, callTimeoutMs: 1_000 },
     );
     if (!('tools' in out)) throw new Error(`unreachable: ${out.unreachable}`);
+    return out;
+  };
+  try {
+    const out = await listerTools();
     const names = Object.keys(out.tools);
     expect(names).toHaveLength(MCP_TOOLS.perServer);
     for (const n of names) expect(n).toMatch(/^[a-zA-Z0-9_-]{1,64}$/);
@@ -192,16 +196,7 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
     // …and at most MCP_TOOLS.pages pages, however many the server has.
     lists = 0;
     pageSize = 5;
-    const paged = await mcpTools(
-      {
-        id: 'y',
-        name: 'Lister',
-        url: `http://127.0.0.1:${(lister.address() as AddressInfo).port}/mcp`,
-        headers: {},
-      },
-      { outbound: createOutbound({ allowPrivate: true }), timeoutMs: 2_000, callTimeoutMs: 1_000 },
-    );
-    if (!('tools' in paged)) throw new Error(`unreachable: ${paged.unreachable}`);
+    const paged = await listerTools();
     expect(lists).toBe(MCP_TOOLS.pages);
     expect(Object.keys(paged.tools)).toHaveLength(MCP_TOOLS.pages * 5 - 2);
     await paged.close();
