@@ -133,7 +133,8 @@ function compile(key: string): Compiled {
   else if (expandedSize(pattern) > REGEX_LIMITS.program * 2) out = TOO_LARGE;
   else if (
     (flags.includes('i') || /\(\?[a-zA-Z]*i/.test(pattern)) &&
-    rangeSpan(pattern) > REGEX_LIMITS.foldedRange
+    // Quoted text (`\Q…\E`, which JavaScript has not) is not read here: a pattern ignoring case may not quote.
+    (pattern.includes('\\Q') || rangeSpan(pattern) > REGEX_LIMITS.foldedRange)
   )
     out = TOO_WIDE;
   else
@@ -211,45 +212,46 @@ export function rangeSpan(pattern: string): number {
   for (let i = 0; i < pattern.length; i++) {
     if (pattern[i] === '\\') i++;
     else if (pattern[i] === '[') {
-      const members = [...classBody(pattern, i + 1)];
+      const { members, end } = classAt(pattern, i);
       for (let j = 1; j + 1 < members.length; j++) {
         if (members[j] !== '-') continue;
         const [a, b] = [members[j - 1]!, members[j + 1]!];
-        span +=
-          a.length === 1 && b.length === 1 ? Math.max(0, b.codePointAt(0)! - a.codePointAt(0)!) : 0x10ffff;
+        const single = (m: string) => m[0] !== '\\' && [...m].length === 1;
+        span += single(a) && single(b) ? Math.max(0, b.codePointAt(0)! - a.codePointAt(0)!) : 0x10ffff;
         j++;
       }
-      i = endOfClass(pattern, i);
+      i = end;
     }
   }
   return span;
 }
 
-/** A class's members from `from` (just past its `[`): each a code point, or an escape (`\\x`) as one member. */
-function* classBody(pattern: string, from: number): Generator<string> {
-  const end = endOfClass(pattern, from - 1);
-  let i = from;
+/**
+ * The class opened at `open`, read as RE2 reads one: its members (a code point; an escape, with its braces; a
+ * POSIX `[:name:]`) and where its `]` is (one first, or after `^`, is a member).
+ */
+function classAt(pattern: string, open: number): { members: string[]; end: number } {
+  const members: string[] = [];
+  let i = open + 1;
   if (pattern[i] === '^') i++;
-  while (i < end) {
-    if (pattern[i] === '\\') {
-      yield pattern.slice(i, i + 2);
-      i += 2;
-    } else {
-      const c = String.fromCodePoint(pattern.codePointAt(i)!);
-      yield c;
-      i += c.length;
-    }
+  const take = (n: number) => {
+    members.push(pattern.slice(i, i + n));
+    i += n;
+  };
+  if (pattern[i] === ']') take(1);
+  while (i < pattern.length && pattern[i] !== ']') {
+    const posix = pattern.startsWith('[:', i) ? pattern.indexOf(':]', i + 2) : -1;
+    if (posix >= 0) take(posix + 2 - i);
+    else if (pattern[i] === '\\') {
+      const braced = 'pPx'.includes(pattern[i + 1] ?? '') && pattern[i + 2] === '{';
+      take(braced ? endOf(pattern, '}', i) + 1 - i : 2);
+    } else take(String.fromCodePoint(pattern.codePointAt(i)!).length);
   }
+  return { members, end: i };
 }
 
-/** Where the class opened at `open` ends (its `]`; one first, or after `^`, is a member). */
-function endOfClass(pattern: string, open: number): number {
-  let j = open + 1;
-  if (pattern[j] === '^') j++;
-  if (pattern[j] === ']') j++;
-  while (j < pattern.length && pattern[j] !== ']') j += pattern[j] === '\\' ? 2 : 1;
-  return j;
-}
+/** Where the class opened at `open` ends. */
+const endOfClass = (pattern: string, open: number): number => classAt(pattern, open).end;
 
 const endOf = (s: string, c: string, from: number) => {
   const at = s.indexOf(c, from);

@@ -92,7 +92,8 @@ async function listTools(client: MCPClient): Promise<Definition[]> {
   let cursor: string | undefined;
   for (let page = 0; page < MCP_TOOLS.pages && all.length < MCP_TOOLS.perServer; page++) {
     const listed = await client.listTools(cursor ? { params: { cursor } } : undefined);
-    all.push(...listed.tools);
+    // Only what could be chosen is kept (spread whole, a page of 130,000 threw).
+    all.push(...listed.tools.slice(0, 4 * MCP_TOOLS.perServer));
     cursor = listed.nextCursor;
     if (!cursor) break;
   }

@@ -40,10 +40,17 @@ export function leashed(fetch: typeof globalThis.fetch, exchangeMs: number) {
     timer.unref();
     ended.signal.addEventListener('abort', onEnd, { once: true });
     try {
+      // Ended, or the request given up, while it waited: it never goes out (the layer below only hears a later
+      // abort).
       const signal = init?.signal ? AbortSignal.any([init.signal, ended.signal]) : ended.signal;
+      signal.throwIfAborted();
       const res = await fetch(input, { ...init, signal });
-      if (!res.body) release();
-      return res.body ? untilRead(res, release) : res;
+      // An answer with no body to read (the client reads none of a 202's) holds no place.
+      if (!res.body || NO_BODY.has(res.status) || res.headers.get('content-length') === '0') {
+        release();
+        return res;
+      }
+      return untilRead(res, release);
     } catch (e) {
       release();
       throw e;
@@ -51,6 +58,8 @@ export function leashed(fetch: typeof globalThis.fetch, exchangeMs: number) {
   };
   return { fetch: leashedFetch, end, signal: ended.signal };
 }
+
+const NO_BODY = new Set([202, 204, 205, 304]);
 
 const once = (f: () => void) => {
   let done = false;

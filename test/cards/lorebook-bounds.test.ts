@@ -152,6 +152,13 @@ it('a pattern that ignores case may not span wide ranges: RE2 folds each code po
   expect(keyProblem('/[B-\u{1E942}]/')).toBeNull();
   expect(keyMatches('THE ДРАКОН', '/[a-zа-я]{5}/i', plain)).toBe(true);
   expect(rangeSpan('[a-zа-я]')).toBe(25 + 31);
+  // Read as RE2 reads a class: a POSIX class inside does not end it, quoting is refused, an emoji is one point.
+  compile.mockClear();
+  expect(keyProblem(`/[[:alpha:]${'B-\u{1E942}'.repeat(20)}]/i`)).toMatch(/too wide a range/);
+  expect(keyProblem(`/\\Q[\\E[]${'B-\u{1E942}'.repeat(20)}]/i`)).toMatch(/too wide a range/);
+  expect(compile).not.toHaveBeenCalled();
+  expect(rangeSpan('[😀-🙏]')).toBe(0x1f64f - 0x1f600);
+  expect(keyMatches('I 🙂 it', '/[😀-🙏]/i', plain)).toBe(true);
 });
 
 it('one scan tries a bounded number of keys, of every kind', () => {

@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createOutbound } from '../../src/outbound/index.ts';
 import { MCP_TOOLS, mcpTools } from '../../src/tools/mcp.ts';
-import { MCP_REQUESTS } from '../../src/tools/mcpLeash.ts';
+import { LeashEndedError, leashed, MCP_REQUESTS } from '../../src/tools/mcpLeash.ts';
+import { until } from '../support/until.ts';
 
 // An MCP Server that never finishes connecting and answers everything the client sends with a batch of its own
 // requests (pings), each of which the client answers with a POST of its own, whose answer is another batch: a
@@ -203,5 +204,41 @@ it('a server’s tools are taken bounded: names Providers accept, the first of t
   } finally {
     lister.closeAllConnections();
     await new Promise((resolve) => lister.close(resolve));
+  }
+});
+
+it('a request waiting for its place never goes out once the leash ends, and an answer with no body holds none', async () => {
+  const heard: string[] = [];
+  const hanging: http.ServerResponse[] = [];
+  const quiet = http.createServer((req, res) => {
+    heard.push(req.url ?? '');
+    if (req.url === '/accepted') res.writeHead(202).end();
+    else hanging.push(res);
+  });
+  await new Promise<void>((resolve) => quiet.listen(0, '127.0.0.1', resolve));
+  const base = `http://127.0.0.1:${(quiet.address() as AddressInfo).port}`;
+  try {
+    const leash = leashed(createOutbound({ allowPrivate: true }).fetch({ timeoutMs: 20_000 }), 20_000);
+    // Answers with no body to read free their places at once: more of them than there are places all complete.
+    for (let i = 0; i < MCP_REQUESTS.atOnce + 2; i++)
+      expect((await leash.fetch(`${base}/accepted`, { method: 'POST' })).status).toBe(202);
+    // Every place taken by a request left unanswered; one more waits for a place.
+    const open = Array.from({ length: MCP_REQUESTS.atOnce }, () =>
+      leash.fetch(`${base}/hang`, { method: 'POST' }).catch((e: unknown) => e),
+    );
+    await until(
+      'every place taken',
+      async () => heard.filter((u) => u === '/hang').length === MCP_REQUESTS.atOnce,
+    );
+    const waiting = leash.fetch(`${base}/late`, { method: 'POST' }).catch((e: unknown) => e);
+    leash.end();
+    expect(await waiting).toBeInstanceOf(LeashEndedError);
+    for (const e of await Promise.all(open)) expect(e).toBeInstanceOf(Error);
+    await settle(300);
+    expect(heard).not.toContain('/late');
+  } finally {
+    for (const res of hanging) res.destroy();
+    quiet.closeAllConnections();
+    await new Promise((resolve) => quiet.close(resolve));
   }
 });
