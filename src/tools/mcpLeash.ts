@@ -56,7 +56,7 @@ export function leashed(fetch: typeof globalThis.fetch, exchangeMs: number) {
       throw e;
     }
   };
-  return { fetch: leashedFetch, end, signal: ended.signal };
+  return { fetch: leashedFetch, end };
 }
 
 const NO_BODY = new Set([202, 204, 205, 304]);
