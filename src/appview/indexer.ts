@@ -145,14 +145,15 @@ export function relayOp(evt: Event): Op {
     case 'create':
     case 'update': {
       // lexToJson recurses: the shape is bounded first (see shape.ts).
-      const problem = shapeProblem(evt.record);
-      let record: unknown;
-      try {
-        record = problem ? null : lexToJson(evt.record as never);
-      } catch {
-        record = null;
-      }
-      // A null record is refused where it is stored (skipped, counted, logged, any older version dropped).
+      let refused = shapeProblem(evt.record) ?? undefined;
+      let record: unknown = null;
+      if (!refused)
+        try {
+          record = lexToJson(evt.record as never);
+        } catch {
+          refused = 'unreadable';
+        }
+      // A refused record is refused where it is stored (skipped, counted, logged, any older version dropped).
       return {
         kind: 'upsert',
         at: evt.seq,
@@ -162,6 +163,7 @@ export function relayOp(evt: Event): Op {
         cid: evt.cid.toString(),
         record,
         rev: evt.rev,
+        ...(refused ? { refused } : {}),
       };
     }
     case 'delete':

@@ -15,6 +15,8 @@ type OpKind =
       cid: string;
       record: unknown;
       rev?: string;
+      /** Why the record may not be indexed, when its reader already knows (too deep to convert, say). */
+      refused?: string;
     }
   | { kind: 'delete'; at: number; uri: string; rev?: string }
   | { kind: 'purge'; at: number; did: string; status: string }

@@ -1,5 +1,5 @@
 import { isValidHandle } from '@atproto/syntax';
-import { type JsonValue, LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
+import { LOCKS, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { isValidRecord, MESSAGE, SESSION } from '../lexicon/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { wellFormed } from '../parts/index.ts';
@@ -64,6 +64,8 @@ export interface IndexInput {
   record: unknown;
   /** The repo rev of the commit that wrote it, when the event carried one. */
   rev?: string;
+  /** Why it may not be indexed, decided where it was read (see `Op`): not checked again. */
+  refused?: string;
 }
 
 export interface IndexOptions {
@@ -128,7 +130,7 @@ function checkRecords(did: string | null, records: IndexInput[], onSkip: IndexOp
   return records.map((r) => {
     const author = r.did ?? did!;
     const uri = `at://${author}/${r.collection}/${r.rkey}`;
-    const why = refusal(author, r.collection, r.record, 0);
+    const why = r.refused ?? refusal(author, r.collection, r.record, 0);
     // Serialised once, and only once the shape is known to be sane: for the size check and, for a turn, the
     // view served as it is.
     const json = why ? '' : (JSON.stringify(r.record) ?? '');
@@ -170,7 +172,8 @@ async function upsertRecords(sql: Queryable, unique: Checked[], since: Date | nu
       did: r.did,
       rkey: r.rkey,
       cid: r.cid,
-      record: sql.json(r.record as JsonValue),
+      // Its JSON text, made once in checkRecords: PostgreSQL reads it as jsonb (an untyped parameter).
+      record: r.json,
       created_at: new Date((r.record as { createdAt: string }).createdAt),
       rev: r.rev ?? null,
       from_backfill: fromBackfill,
@@ -183,7 +186,7 @@ async function upsertRecords(sql: Queryable, unique: Checked[], since: Date | nu
       rkey: r.rkey,
       session_uri: (r.record as { session: string }).session,
       cid: r.cid,
-      record: sql.json(r.record as JsonValue),
+      record: r.json,
       view: `{"uri":${JSON.stringify(r.uri)},"cid":${JSON.stringify(r.cid)},"record":${r.json}}`,
       rev: r.rev ?? null,
       from_backfill: fromBackfill,

@@ -40,13 +40,21 @@ export class InvalidRecordError extends Error {}
  * not a CID makes the record invalid.
  */
 function validate(nsid: string, record: unknown): { success: true } | { success: false; error: Error } {
-  let value: unknown;
+  // The validator makes an Error for every value it refuses, and only the message is ever read: a stack captured
+  // for each was most of the cost of refusing the records any repo can write (the index reads them all).
+  const limit = Error.stackTraceLimit;
+  Error.stackTraceLimit = 0;
   try {
-    value = jsonToLex(record);
-  } catch (e) {
-    return { success: false, error: e instanceof Error ? e : new Error('unreadable record') };
+    let value: unknown;
+    try {
+      value = jsonToLex(record);
+    } catch (e) {
+      return { success: false, error: e instanceof Error ? e : new Error('unreadable record') };
+    }
+    return lexicons.validate(`${nsid}#main`, value);
+  } finally {
+    Error.stackTraceLimit = limit;
   }
-  return lexicons.validate(`${nsid}#main`, value);
 }
 
 /** Throws InvalidRecordError naming what is wrong when `record` does not satisfy its lexicon. */

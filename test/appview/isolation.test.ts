@@ -100,6 +100,32 @@ describe('the shape is bounded before anything recursive', () => {
   });
 });
 
+describe('what the reader decided', () => {
+  it('a record its reader refused is skipped for that reason, however it reads', async () => {
+    const rkey = TID.nextStr();
+    const uri = sessionUri(DID, rkey);
+    const skipped: [string, string][] = [];
+    const before = (await state()).skipped;
+    await indexRecords(
+      db.sql,
+      DID,
+      [
+        {
+          collection: 'click.aligned.chat.session',
+          rkey,
+          cid: CID,
+          record: session(),
+          refused: 'nested too deeply',
+        },
+      ],
+      { onSkip: (u, why) => skipped.push([u, why]) },
+    );
+    expect(skipped).toEqual([[uri, 'nested too deeply']]);
+    expect(await indexed(uri)).toBe(false);
+    expect((await state()).skipped).toBe(before + 1);
+  });
+});
+
 describe('the batcher', () => {
   it('skips and counts each hostile record, moves the cursor past it, and indexes the good ones beside it', async () => {
     const skippedUris: string[] = [];
