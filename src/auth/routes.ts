@@ -127,9 +127,7 @@ export function publicAuthRoutes(deps: AuthDeps): Router {
           );
         return;
       }
-      const handle = await handleOf(session.did, (url) =>
-        asPlayer(session.did, () => session.fetchHandler(url)),
-      );
+      const handle = await asPlayer(session.did, () => verifiedHandle(deps.oauth, session.did));
       const player = await upsertPlayer(deps.sql, session.did, handle);
       setSessionCookie(res, await createSession(deps.sql, player.id), deps.secureCookies);
       // Back where the Player was (checked again: the state was written by this server, but cheaply so).
@@ -209,11 +207,19 @@ function setSessionCookie(res: Response, token: string, secure: boolean) {
   });
 }
 
-async function handleOf(did: string, fetchHandler: (url: string) => Promise<globalThis.Response>) {
+/**
+ * The Player's handle as the network vouches for it: the one their DID document names, and only when that handle
+ * resolves back to the same DID (the OAuth client's identity resolver checks both ways); else null. Never what
+ * their PDS says of itself: any account can sign in from a PDS its owner runs, and that PDS may claim any name
+ * (`bsky.app`, another Player's) for it, `handleIsCorrect` included.
+ */
+export async function verifiedHandle(
+  oauth: Pick<NodeOAuthClient, 'identityResolver'>,
+  did: string,
+): Promise<string | null> {
   try {
-    const res = await fetchHandler(`/xrpc/com.atproto.repo.describeRepo?repo=${encodeURIComponent(did)}`);
-    const body = (await res.json()) as { handle?: string; handleIsCorrect?: boolean };
-    return body.handle && body.handleIsCorrect !== false ? body.handle : null;
+    const { handle } = await oauth.identityResolver.resolve(did as `did:plc:${string}`);
+    return handle !== 'handle.invalid' && isValidHandle(handle) ? handle : null;
   } catch {
     return null;
   }
