@@ -21,7 +21,13 @@ export interface McpServer {
  */
 export async function mcpTools(
   server: McpServer,
-  o: { outbound: Outbound; timeoutMs: number; callTimeoutMs: number },
+  o: {
+    outbound: Outbound;
+    timeoutMs: number;
+    callTimeoutMs: number;
+    /** The prefix of its tools' names, when not the name's own (see mcpPrefixes). */
+    prefix?: string;
+  },
 ): Promise<
   | { tools: ToolSet; descriptions: Record<string, string>; close: () => Promise<void> }
   | { unreachable: string }
@@ -48,7 +54,10 @@ export async function mcpTools(
         .catch(() => {})
         .finally(leash.end);
     try {
-      const chosen = chooseTools(await withTimeout(listTools(client), o.timeoutMs), server.name);
+      const chosen = chooseTools(
+        await withTimeout(listTools(client), o.timeoutMs),
+        o.prefix ?? wordPrefix(server.name),
+      );
       // Made into tools only once chosen: a page of 160,000 definitions made 267 MB of them.
       const tools = client.toolsFromDefinitions({ tools: [...chosen.values()] }) as ToolSet;
       const named: ToolSet = {};
@@ -104,8 +113,7 @@ async function listTools(client: MCPClient): Promise<Definition[]> {
  * The definitions a turn takes, by the name the Provider sees: made of what Providers take (letters, digits, _ and
  * -), the first of two that end up the same kept, each schema within MCP_TOOLS.schema, MCP_TOOLS.perServer at most.
  */
-function chooseTools(definitions: Definition[], serverName: string): Map<string, Definition> {
-  const prefix = wordPrefix(serverName);
+function chooseTools(definitions: Definition[], prefix: string): Map<string, Definition> {
   const chosen = new Map<string, Definition>();
   for (const d of definitions) {
     if (chosen.size >= MCP_TOOLS.perServer) break;
@@ -179,6 +187,23 @@ function withTimeout<T>(p: Promise<T>, ms: number, late?: (value: T) => unknown)
       }, ms);
     }),
   ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Each server's tool-name prefix, in the order granted: two servers whose names make the same one ("Search" and
+ * "SEARCH") would give the Provider the same tool names, and the later's tools would replace the earlier's. The
+ * first keeps it; each later one takes the first free `_2`, `_3`… after it. Stable while the grants are.
+ */
+export function mcpPrefixes(names: readonly string[]): string[] {
+  const taken = new Set(names.map(wordPrefix));
+  const given = new Set<string>();
+  return names.map((name) => {
+    const own = wordPrefix(name);
+    let prefix = own;
+    for (let n = 2; given.has(prefix) || (prefix !== own && taken.has(prefix)); n++) prefix = `${own}_${n}`;
+    given.add(prefix);
+    return prefix;
+  });
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Sql } from '../db/index.ts';
 import type { Outbound } from '../outbound/index.ts';
 import { MESSAGE_NPC, messageNpcTool } from './handoff.ts';
 import { DEFAULT_LIMITS, limitTools, type ToolLimits } from './limits.ts';
-import { mcpTools } from './mcp.ts';
+import { mcpPrefixes, mcpTools } from './mcp.ts';
 import { recallMemory, rememberTool } from './memory.ts';
 import { TOOL_NAMES } from './names.ts';
 import { DEFAULT_SANDBOX_LIMITS, SANDBOX_WAIT_MS, sandboxFolder, sandboxTools } from './sandbox/host.ts';
@@ -75,6 +75,7 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   const closers: (() => Promise<void>)[] = [];
   const unreachable: string[] = [];
   const descriptions: Record<string, string> = {};
+  const prefixes = mcpPrefixes(granted.mcpServers.map((s) => s.name));
   const [sandbox, memories, servers] = await Promise.all([
     granted.sandbox
       ? sandboxTools(
@@ -92,8 +93,13 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
       : undefined,
     granted.memory ? recallMemory(ctx.sql, ctx.playerId, ctx.question) : [],
     Promise.all(
-      granted.mcpServers.map((s) =>
-        mcpTools(s, { outbound: ctx.outbound, timeoutMs: 5000, callTimeoutMs: limits.timeoutMs }),
+      granted.mcpServers.map((s, i) =>
+        mcpTools(s, {
+          outbound: ctx.outbound,
+          timeoutMs: 5000,
+          callTimeoutMs: limits.timeoutMs,
+          prefix: prefixes[i],
+        }),
       ),
     ),
   ]);

@@ -253,6 +253,28 @@ describe('MCP Servers', () => {
     expect(slow.error).toMatch(/took longer than 3 s/);
   });
 
+  it('two MCP Servers whose names read alike both keep their tools: the later one is told apart', async () => {
+    const add = async (name: string) =>
+      (
+        (await (await app.api('/api/mcp-servers', { cookie, body: { name, url: mcp.url } })).json()) as {
+          server: { id: string };
+        }
+      ).server.id;
+    const ids = [await add('Numbers'), await add('NUMBERS'), await add('Numbers 2'), await add('numbers')];
+    const { conversationId, npcIds } = await setupConversation(app, cookie);
+    await grant(
+      npcIds[0]!,
+      ids.map((mcpServerId) => ({ kind: 'mcp', mcpServerId })),
+    );
+    app.fake.enqueue(...callThen('numbers_3__add', { a: 4, b: 5 }, 'Nine.'));
+    await say(conversationId, 'What is 4 + 5?');
+    const names = toolNames(-2);
+    expect(names.filter((n) => n.endsWith('__add'))).toEqual(
+      ['numbers_2__add', 'numbers_3__add', 'numbers__add', 'numbers_4__add'].sort(),
+    );
+    expect(JSON.stringify((await toolPart(conversationId)).output)).toContain('"9"');
+  });
+
   it('Stop aborts a running tool: the call is kept as failed, the reply as stopped', async () => {
     const server = (await (
       await app.api('/api/mcp-servers', { cookie, body: { name: 'Calc', url: mcp.url } })
