@@ -1,7 +1,14 @@
 import { isExpectedSessionError, type NodeOAuthClient, OAuthResponseError } from '@atproto/oauth-client-node';
 import { AppError } from '../http/index.ts';
 import { asPlayer } from './playerCalls.ts';
-import { SignInBusyError } from './stores.ts';
+import { replacedElsewhere, SignInBusyError } from './stores.ts';
+
+/**
+ * How long a restore waits, twice, for a grant found gone to be stored again: a sign-in on another device revokes
+ * it, deletes it and stores the new one a round trip later. Without the wait, a request landing in between signed
+ * the first device out.
+ */
+export const REPLACED_WAITS_MS = [150, 600];
 
 /** A Player's session as an Agent takes it: every call through it counts as the Player's (playerCalls.ts). */
 export interface PlayerSession {
@@ -21,7 +28,7 @@ export async function restoreSession(
   action: string,
 ): Promise<PlayerSession> {
   try {
-    const session = await asPlayer(did, () => oauth.restore(did, 'auto'));
+    const session = await restoreWaiting(oauth, did);
     return { did, fetchHandler: (url, init) => asPlayer(did, () => session.fetchHandler(url, init)) };
   } catch (e) {
     if (e instanceof SignInBusyError) {
@@ -46,6 +53,18 @@ export async function restoreSession(
       `We could not reach your PDS to ${action}. Your sign-in is kept; try again in a moment.`,
       { cause: e },
     );
+  }
+}
+
+async function restoreWaiting(oauth: NodeOAuthClient, did: string) {
+  for (let i = 0; ; i++) {
+    try {
+      return await asPlayer(did, () => oauth.restore(did, 'auto'));
+    } catch (e) {
+      const wait = REPLACED_WAITS_MS[i];
+      if (!replacedElsewhere(e) || wait === undefined) throw e;
+      await new Promise((r) => setTimeout(r, wait));
+    }
   }
 }
 

@@ -209,21 +209,27 @@ function setSessionCookie(res: Response, token: string, secure: boolean) {
 
 /**
  * The Player's handle as the network vouches for it: the one their DID document names, and only when that handle
- * resolves back to the same DID (the OAuth client's identity resolver checks both ways); else null. Never what
- * their PDS says of itself: any account can sign in from a PDS its owner runs, and that PDS may claim any name
- * (`bsky.app`, another Player's) for it, `handleIsCorrect` included.
+ * resolves back to the same DID (the OAuth client's identity resolver checks both ways); else null, and undefined
+ * when their DID document could not be read just now. Never what their PDS says of itself: any account can sign
+ * in from a PDS its owner runs, and that PDS may claim any name (`bsky.app`, another Player's) for it,
+ * `handleIsCorrect` included.
  */
 export async function verifiedHandle(
   oauth: Pick<NodeOAuthClient, 'identityResolver'>,
   did: string,
-): Promise<string | null> {
+): Promise<string | null | undefined> {
   try {
-    const { handle } = await oauth.identityResolver.resolve(did as `did:plc:${string}`);
+    const { handle } = await oauth.identityResolver.resolve(did as `did:plc:${string}`, {
+      signal: AbortSignal.timeout(HANDLE_LOOKUP_MS),
+    });
     return handle !== 'handle.invalid' && isValidHandle(handle) ? handle : null;
   } catch {
-    return null;
+    return undefined;
   }
 }
+
+/** A sign-in waits this long at most for the handle (the DID document is usually cached by the callback). */
+const HANDLE_LOOKUP_MS = 10_000;
 
 /** In offline mode a handle that does not resolve is one from elsewhere (Bluesky): say which ones exist. */
 function offlineLoginError(identifier: string, accounts: { handle: string }[]): AppError {

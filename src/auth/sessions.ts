@@ -12,11 +12,20 @@ export interface Player {
 
 const hash = (token: string) => createHash('sha256').update(token).digest();
 
-/** Finds or creates the Player for a DID, refreshing the handle. */
-export async function upsertPlayer(sql: Sql, did: string, handle: string | null): Promise<Player> {
+/**
+ * Finds or creates the Player for a DID, refreshing the handle: null when they have none that verifies (cleared,
+ * so a name that stopped verifying, or one stored unverified before, is not shown on), undefined when it could not
+ * be looked up just now (kept).
+ */
+export async function upsertPlayer(
+  sql: Sql,
+  did: string,
+  handle: string | null | undefined,
+): Promise<Player> {
   const [row] = await sql<Player[]>`
-    insert into players (did, handle) values (${did}, ${handle})
-    on conflict (did) do update set handle = coalesce(excluded.handle, players.handle)
+    insert into players (did, handle) values (${did}, ${handle ?? null})
+    on conflict (did) do update set handle = case when ${handle === undefined} then players.handle
+      else excluded.handle end
     returning id, did, handle`;
   return row!;
 }

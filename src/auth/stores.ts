@@ -4,6 +4,7 @@ import {
   type NodeSavedState,
   type NodeSavedStateStore,
   type RuntimeLock,
+  TokenRefreshError,
   TokenRevokedError,
 } from '@atproto/oauth-client-node';
 import { type JsonValue, LeaseBusyError, type Leases, type LeaseTerms, type Sql } from '../db/index.ts';
@@ -63,10 +64,19 @@ export function sessionStore(sql: Sql): NodeSavedSessionStore {
  */
 export function endedGrant(sql: Sql) {
   return async (did: string, cause: unknown) => {
-    if (cause instanceof TokenRevokedError) return;
+    // Ours, or found gone: whoever took it away decided (their own call here said why), and a sign-in on another
+    // device takes it away for an instant before storing the new one (revoke, delete, store).
+    if (cause instanceof TokenRevokedError || replacedElsewhere(cause)) return;
     await sql`delete from sessions where player_id in (select id from players where did = ${did})`;
   };
 }
+
+/**
+ * The OAuth client's word for a grant not in the store when it looked (it deletes nothing then): another request
+ * or device took it away, perhaps to store a new one at once. Only the library's message tells it apart.
+ */
+export const replacedElsewhere = (e: unknown): boolean =>
+  e instanceof TokenRefreshError && e.message.includes('deleted by another process');
 
 /** How the OAuth request lock is held (ADR 0054): the argument for these numbers is there. */
 export const OAUTH_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };

@@ -191,7 +191,7 @@ function withTimeout<T>(p: Promise<T>, ms: number, late?: (value: T) => unknown)
 
 /**
  * Each server's tool-name prefix, in the order granted: two servers whose names make the same one ("Search" and
- * "SEARCH") would give the Provider the same tool names, and the later's tools would replace the earlier's. The
+ * "search!") would give the Provider the same tool names, and the later's tools would replace the earlier's. The
  * first keeps it; each later one takes the first free `_2`, `_3`… after it. Stable while the grants are.
  */
 export function mcpPrefixes(names: readonly string[]): string[] {
@@ -211,7 +211,13 @@ export function mcpPrefixes(names: readonly string[]): string[] {
  * words where it can be (a published step's name carries it: a word cut short would escape the covering pass).
  */
 function wordPrefix(name: string): string {
-  const full = name.toLowerCase().replace(/[^a-z0-9]+/g, '_');
+  // Never `_` at either end: a prefix then holds no `__`, so where it ends in a tool's name is never in doubt, and
+  // two servers' tools can share a name only when their prefixes are the same (which mcpPrefixes prevents).
+  const full =
+    name
+      .toLowerCase()
+      .replace(/[^a-z0-9]+/g, '_')
+      .replace(/^_+|_+$/g, '') || 'mcp';
   if (full.length <= 32) return full;
   const cut = full.slice(0, 33);
   const at = cut.lastIndexOf('_');

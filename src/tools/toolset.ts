@@ -117,8 +117,13 @@ export async function buildTurnTools(ctx: ToolContext): Promise<TurnTools> {
   for (const server of servers) {
     if ('unreachable' in server) unreachable.push(server.unreachable);
     else {
-      Object.assign(tools, server.tools);
-      Object.assign(descriptions, server.descriptions);
+      // A name already given is never replaced (mcpPrefixes keeps servers' names apart; this holds whatever).
+      for (const [name, tool] of Object.entries(server.tools)) {
+        if (name in tools) continue;
+        tools[name] = tool;
+        const description = server.descriptions[name];
+        if (description !== undefined) descriptions[name] = description;
+      }
       closers.push(server.close);
     }
   }

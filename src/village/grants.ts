@@ -27,7 +27,7 @@ export const toGrant = (g: GrantInput): Grant => ({
 
 export async function listGrants(sql: Queryable, npcId: string): Promise<Grant[]> {
   return sql<Grant[]>`select kind, skill_id as "skillId", mcp_server_id as "mcpServerId" from grants
-    where npc_id = ${npcId} order by created_at`;
+    where npc_id = ${npcId} order by created_at, id`;
 }
 
 type Fragment = ReturnType<Queryable>;

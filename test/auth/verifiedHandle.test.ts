@@ -4,7 +4,7 @@ import path from 'node:path';
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { Client as PlcClient } from '@did-plc/lib';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createOAuthClient } from '../../src/auth/index.ts';
+import { createOAuthClient, upsertPlayer } from '../../src/auth/index.ts';
 import { verifiedHandle } from '../../src/auth/routes.ts';
 import { type LocalNetwork, startLocalNetwork } from '../../src/localnet/index.ts';
 import { createDatabase, type TestDatabase } from '../support/database.ts';
@@ -55,8 +55,15 @@ it('is the handle the DID document names and that resolves back, never one anoth
   const plc = new PlcClient(network.plcUrl);
   await plc.updateHandle(bob!.did, key, 'alice.test');
   expect((await plc.getDocumentData(bob!.did)).alsoKnownAs).toEqual(['at://alice.test']);
-  expect(await verifiedHandle(await oauthClient(), bob!.did)).toBeNull();
-  // Nor is a DID that resolves to nothing given one.
-  expect(await verifiedHandle(await oauthClient(), 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa')).toBeNull();
+  const bobs = await verifiedHandle(await oauthClient(), bob!.did);
+  expect(bobs).toBeNull();
+  // A name stored before (unverified, from a PDS's say-so) is cleared by it, not kept.
+  await upsertPlayer(db.sql, bob!.did, 'bsky.app');
+  expect((await upsertPlayer(db.sql, bob!.did, bobs)).handle).toBeNull();
+  // A DID document that cannot be read just now says nothing either way: the stored name is kept.
+  const unknown = await verifiedHandle(await oauthClient(), 'did:plc:aaaaaaaaaaaaaaaaaaaaaaaa');
+  expect(unknown).toBeUndefined();
+  await upsertPlayer(db.sql, bob!.did, 'bob.test');
+  expect((await upsertPlayer(db.sql, bob!.did, unknown)).handle).toBe('bob.test');
   expect(await verifiedHandle(await oauthClient(), alice!.did)).toBe('alice.test');
 }, 60_000);

@@ -260,7 +260,7 @@ describe('MCP Servers', () => {
           server: { id: string };
         }
       ).server.id;
-    const ids = [await add('Numbers'), await add('NUMBERS'), await add('Numbers 2'), await add('numbers')];
+    const ids = [await add('Numbers'), await add('NUMBERS'), await add('Numbers 2'), await add('numbers!')];
     const { conversationId, npcIds } = await setupConversation(app, cookie);
     await grant(
       npcIds[0]!,
