@@ -130,7 +130,7 @@ function checkRecords(did: string | null, records: IndexInput[], onSkip: IndexOp
   return records.map((r) => {
     const author = r.did ?? did!;
     const uri = `at://${author}/${r.collection}/${r.rkey}`;
-    const why = r.refused ?? refusal(author, r.collection, r.record, 0);
+    const why = r.refused || refusal(author, r.collection, r.record, 0);
     // Serialised once, and only once the shape is known to be sane: for the size check and, for a turn, the
     // view served as it is.
     const json = why ? '' : (JSON.stringify(r.record) ?? '');
