@@ -28,8 +28,14 @@ export async function restoreSession(
   action: string,
 ): Promise<PlayerSession> {
   try {
-    const session = await restoreWaiting(oauth, did);
-    return { did, fetchHandler: (url, init) => asPlayer(did, () => session.fetchHandler(url, init)) };
+    const session = await waitingForReplacement(() => asPlayer(did, () => oauth.restore(did, 'auto')));
+    // Each call reads the grant again: one may land in the same instant, before the request is sent (so it can be
+    // made again).
+    return {
+      did,
+      fetchHandler: (url, init) =>
+        waitingForReplacement(() => asPlayer(did, () => session.fetchHandler(url, init))),
+    };
   } catch (e) {
     if (e instanceof SignInBusyError) {
       throw new AppError(
@@ -56,10 +62,11 @@ export async function restoreSession(
   }
 }
 
-async function restoreWaiting(oauth: NodeOAuthClient, did: string) {
+/** `step`, made again after each of REPLACED_WAITS_MS while it finds the grant gone (it is thrown before any send). */
+async function waitingForReplacement<T>(step: () => Promise<T>): Promise<T> {
   for (let i = 0; ; i++) {
     try {
-      return await asPlayer(did, () => oauth.restore(did, 'auto'));
+      return await step();
     } catch (e) {
       const wait = REPLACED_WAITS_MS[i];
       if (!replacedElsewhere(e) || wait === undefined) throw e;

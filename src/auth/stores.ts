@@ -76,7 +76,9 @@ export function endedGrant(sql: Sql) {
  * or device took it away, perhaps to store a new one at once. Only the library's message tells it apart.
  */
 export const replacedElsewhere = (e: unknown): boolean =>
-  e instanceof TokenRefreshError && e.message.includes('deleted by another process');
+  // Exactly the library's own words, with no cause: a refused refresh carries the server's words (any text) and
+  // the server's error as its cause.
+  e instanceof TokenRefreshError && e.message === 'The session was deleted by another process' && !e.cause;
 
 /** How the OAuth request lock is held (ADR 0054): the argument for these numbers is there. */
 export const OAUTH_LEASE: LeaseTerms = { ttlMs: 45_000, waitMs: 60_000 };
