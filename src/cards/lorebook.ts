@@ -93,10 +93,7 @@ export function readBook(raw: unknown): Lorebook | null {
         );
       return entry;
     });
-  const regexKeys = entries.reduce(
-    (n, e) => n + [...e.keys, ...(e.secondary_keys ?? [])].filter(isRegexKey).length,
-    0,
-  );
+  const regexKeys = regexKeysOf(entries).length;
   if (regexKeys > LOREBOOK_LIMITS.regexKeys)
     throw new LorebookError(
       `The lorebook has ${regexKeys} /regex/ keys; a lorebook holds ${LOREBOOK_LIMITS.regexKeys}.`,
@@ -370,3 +367,7 @@ export function triggerEntries(
     .sort((a, b) => side(a.t) - side(b.t) || a.x.order - b.x.order || a.x.book - b.x.book)
     .map(({ t }) => t);
 }
+
+/** Every /regex/ key of a book's entries, primary and secondary, in order: what LOREBOOK_LIMITS.regexKeys counts. */
+export const regexKeysOf = (entries: readonly Pick<LoreEntry, 'keys' | 'secondary_keys'>[]): string[] =>
+  entries.flatMap((e) => [...e.keys, ...(e.secondary_keys ?? [])]).filter(isRegexKey);

@@ -17,8 +17,8 @@ import { wellFormed } from '../parts/index.ts';
 import { getNpc } from '../village/index.ts';
 import { LorebookProblemsResponse, NpcLorebooksResponse } from '../wire/index.ts';
 import { CARD_LIMITS } from './card.ts';
-import { isRegexKey, keyProblem } from './keys.ts';
-import { LOREBOOK_LIMITS, type Lorebook, LorebookError, readBook } from './lorebook.ts';
+import { keyProblem } from './keys.ts';
+import { LOREBOOK_LIMITS, type Lorebook, LorebookError, readBook, regexKeysOf } from './lorebook.ts';
 import { deleteLorebook, npcLorebooks, replaceLorebook } from './store.ts';
 
 /** A whole book, as the editor sends it back; bounded while it is read, then by readBook (LOREBOOK_LIMITS). */
@@ -65,7 +65,7 @@ async function bookBody(req: Request): Promise<z.infer<typeof BookBody>> {
  * compiled; the rest are said to be past it.
  */
 function problemsOf(book: Lorebook): string[] {
-  const regexKeys = book.entries.flatMap((e) => [...e.keys, ...(e.secondary_keys ?? [])]).filter(isRegexKey);
+  const regexKeys = regexKeysOf(book.entries);
   const problems = regexKeys
     .slice(0, LOREBOOK_LIMITS.regexKeys)
     .map(keyProblem)
