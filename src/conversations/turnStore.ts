@@ -1,7 +1,7 @@
 import { linkToMessageSql } from '../attachments/index.ts';
 import {
   type Fragment,
-  inOneTrip,
+  inOneTripAnswered,
   LIVE_INSTANCES,
   type Queryable,
   type Sql,
@@ -60,6 +60,11 @@ export interface Begun {
   summary: Pick<Conversation, 'summary' | 'summaryThrough'>;
   /** What the Player and the Village had spent today, read by the claim under the Player's lock. */
   spentToday: { mine: number; village: number };
+  /**
+   * Settles once the claim is stored (its COMMIT flushed), rejecting if it was not: nothing that reads the turn's
+   * rows from another connection, nor the Provider call, may start before. Absent when it was stored already.
+   */
+  committed?: Promise<void>;
 }
 
 /**
@@ -126,8 +131,9 @@ export async function beginPlayerTurn(
     });
   }
   // The hot path, one round trip: BEGIN, the Player's lock, the statement and COMMIT written together. The
-  // statement writes only what it admits, so nothing it answers calls for a rollback.
-  const row = await inOneTrip(sql, async (tx) => {
+  // statement writes only what it admits, so nothing it answers calls for a rollback. Answered before the COMMIT
+  // is flushed (ADR 0099): the turn may be shown as begun at once, and waits for `committed` before it reads.
+  const { out: row, committed } = await inOneTripAnswered(sql, async (tx) => {
     // Both awaited: should the lock fail (a timeout, a cancel), its error is the one thrown, not the claim's
     // "transaction is aborted".
     const [, [r]] = await Promise.all([
@@ -136,7 +142,7 @@ export async function beginPlayerTurn(
     ]);
     return r;
   });
-  return begunOrRefused(row, args.limits);
+  return { ...begunOrRefused(row, args.limits), committed };
 }
 
 type ClaimRow = Spent &

@@ -128,20 +128,51 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
  * also be safe run alone (the turn's claim checks it holds its lock, see conversations/turnStore.ts).
  */
 export async function inOneTrip<T>(sql: Sql, issue: (tx: Tx) => Promise<T>): Promise<T> {
+  const { out, committed } = await inOneTripAnswered(sql, issue);
+  await committed;
+  return out;
+}
+
+/**
+ * `inOneTrip`, answering as soon as `issue`'s statements have: PostgreSQL answers them before it flushes the
+ * COMMIT behind them, and `committed` settles once that flush has (rejecting if the COMMIT failed). For a caller
+ * that may show what the statements answered at once and waits for `committed` before anything that relies on
+ * their being stored. A statement that fails is thrown only after the COMMIT has rolled the transaction back.
+ */
+export async function inOneTripAnswered<T>(
+  sql: Sql,
+  issue: (tx: Tx) => Promise<T>,
+): Promise<{ out: T; committed: Promise<void> }> {
   const tx = await sql.reserve();
+  let released = false;
+  const release = () => {
+    if (!released) tx.release();
+    released = true;
+  };
+  // A failure before COMMIT was read leaves nothing open: the COMMIT rolled it back, or the connection is gone.
+  const rollBack = async () => {
+    await tx`rollback`.simple().catch(() => {});
+    release();
+  };
   try {
     const begun = tx`begin`.simple().execute();
     const out = issue(tx);
-    const committed = tx`commit`.simple().execute();
-    const all = Promise.all([begun, out, committed]);
-    // Each is awaited through `all`; the others' rejections are not unhandled.
-    for (const p of [begun, out, committed]) (p as Promise<unknown>).catch(() => {});
-    return (await all)[1];
+    const commit = tx`commit`.simple().execute();
+    // Each is awaited below; the others' rejections are not unhandled.
+    for (const p of [begun, out, commit]) (p as Promise<unknown>).catch(() => {});
+    const [, value] = await Promise.all([begun, out]).catch(async (e) => {
+      await commit.catch(() => {});
+      throw e;
+    });
+    const committed = commit.then(release, async (e) => {
+      await rollBack();
+      throw e;
+    });
+    // The caller may never wait for it (a refusal read from `out`): its failure is then only not unhandled.
+    committed.catch(() => {});
+    return { out: value, committed };
   } catch (e) {
-    // A failure before COMMIT was read leaves nothing open: the COMMIT rolled it back, or the connection is gone.
-    await tx`rollback`.simple().catch(() => {});
+    await rollBack();
     throw e;
-  } finally {
-    tx.release();
   }
 }

@@ -5,6 +5,7 @@ export {
   type Fragment,
   HELD_CONNECTIONS,
   inOneTrip,
+  inOneTripAnswered,
   type JsonValue,
   type Queryable,
   type Sql,

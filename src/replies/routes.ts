@@ -54,7 +54,7 @@ async function followReply(
   res.on('close', () => closed.abort());
   const { id, messageId } = req.params;
   const reply =
-    isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
+    isUuid(id) && isUuid(messageId) ? await replyOrSoon(deps.sql, player.id, id, messageId) : undefined;
   if (!reply) throw notFound('Reply');
   // Each follower is a stream held open and, for a reply written elsewhere, reads of PostgreSQL: bounded.
   const mine = following.get(player.id) ?? 0;
@@ -126,7 +126,7 @@ async function stopReply(deps: ReplyRouteDeps, req: ReplyRequest, res: Response)
   const player = currentPlayer(res);
   const { id, messageId } = req.params;
   const reply =
-    isUuid(id) && isUuid(messageId) ? await getReply(deps.sql, player.id, id, messageId) : undefined;
+    isUuid(id) && isUuid(messageId) ? await replyOrSoon(deps.sql, player.id, id, messageId) : undefined;
   if (!reply) throw notFound('Reply');
   for (let i = 0; i < 100; i++) {
     const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
@@ -189,6 +189,22 @@ function sendStored(sse: SseWriter<Frame>, reply: Message & { playerMessageId: s
   if (reply.error)
     sse.send({ type: 'error', messageId: reply.id, code: 'REPLY_ENDED', message: reply.error });
   sse.send({ type: 'finish', messageId: reply.id, status: finalStatus(reply), usage: reply.usage });
+}
+
+/** How long a reply not found yet is asked for again, in steps (ms): 0.6 s in all. */
+const STARTING_WAITS_MS = [50, 150, 400];
+
+/**
+ * A reply, or one found a moment later: a start frame is sent while its claim is still being stored (ADR 0099),
+ * so Stop pressed before it arrived, sent the moment it does, can come before the reply's row is there to read.
+ */
+async function replyOrSoon(sql: Sql, playerId: string, conversationId: string, messageId: string) {
+  for (const wait of [0, ...STARTING_WAITS_MS]) {
+    if (wait) await new Promise((r) => setTimeout(r, wait));
+    const reply = await getReply(sql, playerId, conversationId, messageId);
+    if (reply) return reply;
+  }
+  return undefined;
 }
 
 const finalStatus = (m: Message) => (m.status === 'streaming' ? 'interrupted' : m.status);

@@ -44,6 +44,8 @@ export interface TurnPlan {
   playerMessage: Message;
   /** The first reply's row, written with the claim (see beginPlayerTurn). */
   replyId: string;
+  /** Settles once the claim is stored (see beginPlayerTurn): its reply starts to be shown before, and waits here. */
+  committed?: Promise<void>;
   settings: VillageSettings;
   playerId: string;
   /**

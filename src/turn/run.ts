@@ -124,13 +124,18 @@ async function runReply(
   emit: (frame: Frame) => void,
   endsTurn: (status: EndStatus, handedOver: boolean) => boolean,
 ): Promise<ReplyEnd> {
-  const { tail, books, toolsReady } = prepare(deps, plan, handoff);
+  // The first reply's claim may still be flushing (ADR 0099): its start frame goes first, its reads wait for it.
+  const committed = replyId ? plan.committed : undefined;
+  const early = committed ? undefined : prepare(deps, plan, handoff);
   const message = replyId ? { id: replyId } : await insertReply(deps, plan);
   const state = newReply(message.id, plan.speaker.resolved, deps.chunkTimeoutMs, deps.maxSteps);
   const start = startFrame(plan, message.id);
   // Others may follow the reply from here on (another tab, another instance): they read its Parts as they stand.
   plan.track?.(start, () => state.parts);
   emit(start);
+  if (committed && !(await stored(deps, plan, committed, message.id, emit)))
+    return { messageId: message.id, status: 'failed' };
+  const { tail, books, toolsReady } = early ?? prepare(deps, plan, handoff);
   // The Player's Stop (or the server's shutdown) and the reply's own bounds both end the Provider call.
   const bounds = new ReplyBounds(deps.replyLimits ?? DEFAULT_REPLY_LIMITS);
   const call: ProviderCall = {
@@ -164,6 +169,34 @@ async function runReply(
   await store(deps, plan, state, end, endsTurn(end.status, handedTo !== undefined));
   for (const frame of end.frames) emit(frame);
   return { messageId: message.id, status: end.status, handoff: handedTo };
+}
+
+/**
+ * Waits for the claim behind a start frame already sent to be stored. When it was not (the database went away
+ * mid-COMMIT), the reply ends before anything is asked of the Provider, with an error that says the Message must
+ * be sent again, and there is no claim to release.
+ */
+async function stored(
+  deps: TurnDeps,
+  plan: TurnPlan,
+  committed: Promise<void>,
+  messageId: string,
+  emit: (frame: Frame) => void,
+): Promise<boolean> {
+  try {
+    await committed;
+    return true;
+  } catch (e) {
+    deps.log('turn claim not stored', e);
+    plan.endTurn?.released([]);
+    emit({
+      type: 'error',
+      messageId,
+      code: 'INTERNAL',
+      message: 'Your Message could not be saved, so no NPC was asked. Send it again.',
+    });
+    return false;
+  }
 }
 
 /** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */

@@ -1,6 +1,6 @@
 import postgres from 'postgres';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { transaction } from '../../src/db/index.ts';
+import { inOneTripAnswered, transaction } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 
 let db: TestDatabase;
@@ -53,6 +53,57 @@ it('transactions under a full, busy pool: every one commits on a connection of i
     ).rejects.toThrow('changed my mind');
     expect((await sql`select 1 from marks where tx = -1`).length).toBe(0);
     const open = await sql`select 1 from pg_stat_activity
+      where datname = current_database() and state like 'idle in transaction%'`;
+    expect(open.length).toBe(0);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+});
+
+// inOneTripAnswered (ADR 0099): the statements' answer comes before the COMMIT is flushed; `committed` tells how
+// the COMMIT went; the connection goes back to the pool either way, with no transaction left open.
+it('one trip, answered early: the answer precedes the COMMIT, whose failure is told, and the connection is freed', async () => {
+  await db.sql.unsafe(`
+    create table early (n int not null);
+    create function early_commit() returns trigger language plpgsql as $$
+    begin
+      if new.n < 0 then raise exception 'refused at commit'; end if;
+      perform pg_sleep(0.3);
+      return null;
+    end $$;
+    create constraint trigger early_commit after insert on early deferrable initially deferred
+      for each row execute function early_commit();`);
+  // One connection: one left reserved would hang every query after it.
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  try {
+    const seen = () => sql`select count(*)::int as n from early`.then((r) => r[0]!.n as number);
+    const { out, committed } = await inOneTripAnswered(sql, async (tx) => {
+      const [row] = await tx`insert into early values (1) returning n`.execute();
+      return row!.n as number;
+    });
+    expect(out).toBe(1);
+    // The COMMIT is still sleeping in its trigger: another connection sees nothing yet.
+    expect((await db.sql`select count(*)::int as n from early`)[0]!.n).toBe(0);
+    await committed;
+    expect(await seen()).toBe(1);
+
+    const failing = await inOneTripAnswered(sql, async (tx) => {
+      const [row] = await tx`insert into early values (-1) returning n`.execute();
+      return row!.n as number;
+    });
+    expect(failing.out).toBe(-1);
+    await expect(failing.committed).rejects.toThrow('refused at commit');
+    expect(await seen()).toBe(1);
+
+    // A statement that fails is thrown, after the COMMIT rolled the transaction back.
+    await expect(
+      inOneTripAnswered(sql, async (tx) => {
+        await tx`insert into early values (null)`.execute();
+        return 0;
+      }),
+    ).rejects.toThrow(/null value/);
+    expect(await seen()).toBe(1);
+    const open = await db.sql`select 1 from pg_stat_activity
       where datname = current_database() and state like 'idle in transaction%'`;
     expect(open.length).toBe(0);
   } finally {
