@@ -31,6 +31,7 @@ export {
   insertNpcMessage,
   markInterrupted,
   markUnfinished,
+  replyStored,
 } from './replyStore.ts';
 export { conversationRoutes } from './routes.ts';
 export {

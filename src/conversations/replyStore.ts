@@ -1,4 +1,4 @@
-import { type JsonValue, LIVE_INSTANCES, type Sql } from '../db/index.ts';
+import { type JsonValue, LIVE_INSTANCES, type Sql, transaction } from '../db/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { pathLeaf } from './branches.ts';
@@ -176,4 +176,17 @@ export async function markUnfinished(sql: Sql, replies: { id: string; parts?: Pa
   if (ids.length)
     await sql`update messages set status = 'interrupted', instance_id = null, updated_at = now(), error = ${error}
       where id = any(${ids}::uuid[]) and status = 'streaming'`;
+}
+
+/**
+ * Whether a reply's row is stored, asked when the COMMIT that wrote it went unanswered: it may have been made, or
+ * be still being made by a backend whose client has gone. The Conversation's row, which the claim locked, is
+ * locked first (5 s at most): once it is had, that transaction has ended, one way or the other.
+ */
+export async function replyStored(sql: Sql, conversationId: string, messageId: string): Promise<boolean> {
+  await transaction(sql, async (tx) => {
+    await tx`set local lock_timeout = '5s'`;
+    await tx`select 1 from conversations where id = ${conversationId} for update`;
+  });
+  return (await sql`select 1 from messages where id = ${messageId}`).length > 0;
 }

@@ -49,7 +49,7 @@ export function lockSpending(tx: Queryable, playerId: string): Promise<unknown> 
 
 /**
  * True while this transaction holds the Player's spending lock (taken again, as a lock already held is); alone, outside
- * it, true only when no one else holds it. A claim sent behind its COMMIT in one round trip (`inOneTrip`) is
+ * it, true only when no one else holds it. A claim sent behind its COMMIT in one round trip (`inOneTripAnswered`) is
  * conditioned on it: should postgres.js re-send the statement after the COMMIT, it still never runs beside another
  * claim of the same Player.
  */

@@ -97,6 +97,7 @@ export type Tx = postgres.ReservedSql;
 export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promise<T> {
   const tx = await sql.reserve();
   let open = false;
+  let lost = false;
   try {
     // Pipelined: BEGIN goes out with `fn`'s first statement (one round trip fewer). BEGIN cannot fail on a
     // working connection, and on a broken one the statements behind it fail too.
@@ -111,11 +112,26 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
     await tx`commit`.simple();
     return out;
   } catch (e) {
-    if (open) await tx`rollback`.simple().catch(() => {});
+    lost = connectionLost(e);
+    if (open && !lost) await tx`rollback`.simple().catch(() => {});
     throw e;
   } finally {
-    tx.release();
+    if (!lost) tx.release();
   }
+}
+
+/**
+ * Whether an error says the connection it came on is gone: one of postgres.js's connection errors, a socket's, or
+ * the server's FATAL (it closes the connection after sending it). Nothing more may be sent on such a connection,
+ * and it must not be released. postgres.js 3.4.9 writes to the null socket of a closed connection from a timer,
+ * an uncaught TypeError that ends the process (porsager/postgres#1208; the fix, #1209, is not released). A
+ * released one would go back among the open connections, dead. Left alone, the pool reconnects it when it needs it.
+ */
+export function connectionLost(e: unknown): boolean {
+  if (e instanceof postgres.PostgresError) return e.severity === 'FATAL' || e.severity === 'PANIC';
+  if (typeof e !== 'object' || e === null) return false;
+  const { code } = e as { code?: unknown };
+  return typeof code === 'string' && (code.startsWith('CONNECTION_') || 'syscall' in e);
 }
 
 /**
@@ -126,33 +142,23 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
  * COMMIT then rolls it back, and the failure is thrown. postgres.js re-sends a prepared statement whose plan went
  * stale (a migration meanwhile), and behind this COMMIT it would run outside the transaction: each statement must
  * also be safe run alone (the turn's claim checks it holds its lock, see conversations/turnStore.ts).
- */
-export async function inOneTrip<T>(sql: Sql, issue: (tx: Tx) => Promise<T>): Promise<T> {
-  const { out, committed } = await inOneTripAnswered(sql, issue);
-  await committed;
-  return out;
-}
-
-/**
- * `inOneTrip`, answering as soon as `issue`'s statements have: PostgreSQL answers them before it flushes the
- * COMMIT behind them, and `committed` settles once that flush has (rejecting if the COMMIT failed). For a caller
- * that may show what the statements answered at once and waits for `committed` before anything that relies on
- * their being stored. A statement that fails is thrown only after the COMMIT has rolled the transaction back.
+ *
+ * It answers as soon as the statements have: PostgreSQL answers them before it flushes the COMMIT behind them.
+ * `committed` settles once the COMMIT is answered, and rejects if it failed (see `connectionLost` for a failure
+ * whose outcome is not known). The caller may show what the statements answered at once, and waits for
+ * `committed` before anything that relies on their being stored (ADR 0099).
  */
 export async function inOneTripAnswered<T>(
   sql: Sql,
   issue: (tx: Tx) => Promise<T>,
 ): Promise<{ out: T; committed: Promise<void> }> {
   const tx = await sql.reserve();
-  let released = false;
-  const release = () => {
-    if (!released) tx.release();
-    released = true;
-  };
-  // A failure before COMMIT was read leaves nothing open: the COMMIT rolled it back, or the connection is gone.
-  const rollBack = async () => {
-    await tx`rollback`.simple().catch(() => {});
-    release();
+  // Nothing is ever sent after the COMMIT: whatever failed, it ended the transaction (a COMMIT after a failed
+  // statement answers ROLLBACK), or the connection is gone and must not be released (`connectionLost`).
+  let done = false;
+  const release = (...failures: unknown[]) => {
+    if (!done && !failures.some(connectionLost)) tx.release();
+    done = true;
   };
   try {
     const begun = tx`begin`.simple().execute();
@@ -161,18 +167,25 @@ export async function inOneTripAnswered<T>(
     // Each is awaited below; the others' rejections are not unhandled.
     for (const p of [begun, out, commit]) (p as Promise<unknown>).catch(() => {});
     const [, value] = await Promise.all([begun, out]).catch(async (e) => {
-      await commit.catch(() => {});
+      const after = await commit.then(
+        () => undefined,
+        (c: unknown) => c,
+      );
+      release(e, after);
       throw e;
     });
-    const committed = commit.then(release, async (e) => {
-      await rollBack();
-      throw e;
-    });
+    const committed = commit.then(
+      () => release(),
+      (e) => {
+        release(e);
+        throw e;
+      },
+    );
     // The caller may never wait for it (a refusal read from `out`): its failure is then only not unhandled.
     committed.catch(() => {});
     return { out: value, committed };
   } catch (e) {
-    await rollBack();
+    release(e);
     throw e;
   }
 }

@@ -2,9 +2,9 @@
 // (locks held without a connection, ADR 0054) with the in-process slots in front of them.
 export {
   connect,
+  connectionLost,
   type Fragment,
   HELD_CONNECTIONS,
-  inOneTrip,
   inOneTripAnswered,
   type JsonValue,
   type Queryable,

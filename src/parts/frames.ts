@@ -46,6 +46,8 @@ export const FRAME_ERROR_CODES = [
   'STEP_LIMIT',
   'BUDGET_SPENT',
   'REPLY_ENDED',
+  /** The turn's start frame was sent, but its Message could not be stored (ADR 0099): nothing was asked. */
+  'NOT_STORED',
 ] as const;
 export type FrameErrorCode = (typeof FRAME_ERROR_CODES)[number];
 

@@ -54,7 +54,9 @@ async function followReply(
   res.on('close', () => closed.abort());
   const { id, messageId } = req.params;
   const reply =
-    isUuid(id) && isUuid(messageId) ? await replyOrSoon(deps.sql, player.id, id, messageId) : undefined;
+    isUuid(id) && isUuid(messageId)
+      ? await replyOrSoon(deps.sql, player.id, id, messageId, closed.signal)
+      : undefined;
   if (!reply) throw notFound('Reply');
   // Each follower is a stream held open and, for a reply written elsewhere, reads of PostgreSQL: bounded.
   const mine = following.get(player.id) ?? 0;
@@ -125,8 +127,12 @@ async function followReply(
 async function stopReply(deps: ReplyRouteDeps, req: ReplyRequest, res: Response): Promise<void> {
   const player = currentPlayer(res);
   const { id, messageId } = req.params;
+  const gone = new AbortController();
+  res.on('close', () => gone.abort());
   const reply =
-    isUuid(id) && isUuid(messageId) ? await replyOrSoon(deps.sql, player.id, id, messageId) : undefined;
+    isUuid(id) && isUuid(messageId)
+      ? await replyOrSoon(deps.sql, player.id, id, messageId, gone.signal)
+      : undefined;
   if (!reply) throw notFound('Reply');
   for (let i = 0; i < 100; i++) {
     const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
@@ -193,18 +199,38 @@ function sendStored(sse: SseWriter<Frame>, reply: Message & { playerMessageId: s
 
 /** How long a reply not found yet is asked for again, in steps (ms): 0.6 s in all. */
 const STARTING_WAITS_MS = [50, 150, 400];
+/** Lookups of one Player that may be asking again at once, on one instance; more are answered at once. */
+const WAITING_PER_PLAYER = 4;
+const waiting = new Map<string, number>();
 
 /**
  * A reply, or one found a moment later: a start frame is sent while its claim is still being stored (ADR 0099),
  * so Stop pressed before it arrived, sent the moment it does, can come before the reply's row is there to read.
+ * Bounded per Player (a missing reply costs four reads and 0.6 s), and not waited for once the asker has gone.
  */
-async function replyOrSoon(sql: Sql, playerId: string, conversationId: string, messageId: string) {
-  for (const wait of [0, ...STARTING_WAITS_MS]) {
-    if (wait) await new Promise((r) => setTimeout(r, wait));
-    const reply = await getReply(sql, playerId, conversationId, messageId);
-    if (reply) return reply;
+async function replyOrSoon(
+  sql: Sql,
+  playerId: string,
+  conversationId: string,
+  messageId: string,
+  gone?: AbortSignal,
+) {
+  const first = await getReply(sql, playerId, conversationId, messageId);
+  if (first || (waiting.get(playerId) ?? 0) >= WAITING_PER_PLAYER) return first;
+  waiting.set(playerId, (waiting.get(playerId) ?? 0) + 1);
+  try {
+    for (const wait of STARTING_WAITS_MS) {
+      await new Promise((r) => setTimeout(r, wait));
+      if (gone?.aborted) return undefined;
+      const reply = await getReply(sql, playerId, conversationId, messageId);
+      if (reply) return reply;
+    }
+    return undefined;
+  } finally {
+    const n = (waiting.get(playerId) ?? 1) - 1;
+    if (n > 0) waiting.set(playerId, n);
+    else waiting.delete(playerId);
   }
-  return undefined;
 }
 
 const finalStatus = (m: Message) => (m.status === 'streaming' ? 'interrupted' : m.status);

@@ -226,6 +226,8 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       message: 'The reply could not be completed.',
     });
   } finally {
+    // Not before the claim is stored (or known not to be): until then markUnfinished would find no row.
+    await plan.committed?.catch(() => {});
     // Told in the claim's release (live publishing dates the turn's end here): whoever sees the Conversation
     // free also sees that a turn has just ended. One statement, one round trip before the last frame.
     const told =

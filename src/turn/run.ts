@@ -1,6 +1,12 @@
 import { experimental_streamTextLowMemory as streamTextOnce } from 'ai';
 import type { booksOf } from '../cards/index.ts';
-import { type Conversation, getConversation, type readHistoryTail } from '../conversations/index.ts';
+import {
+  type Conversation,
+  getConversation,
+  type readHistoryTail,
+  replyStored,
+} from '../conversations/index.ts';
+import { connectionLost } from '../db/index.ts';
 import type { Frame } from '../parts/index.ts';
 import { SHUTDOWN } from '../replies/index.ts';
 import type { TurnTools } from '../tools/index.ts';
@@ -172,9 +178,10 @@ async function runReply(
 }
 
 /**
- * Waits for the claim behind a start frame already sent to be stored. When it was not (the database went away
- * mid-COMMIT), the reply ends before anything is asked of the Provider, with an error that says the Message must
- * be sent again, and there is no claim to release.
+ * Waits for the claim behind a start frame already sent to be stored. A COMMIT refused by the database stored
+ * nothing; one whose answer was lost with its connection may have been made, and the reply's row says which. Not
+ * stored, the reply ends before anything is asked of the Provider, with an error that tells the web app to give
+ * the Player their words back; there is no claim to release.
  */
 async function stored(
   deps: TurnDeps,
@@ -183,20 +190,31 @@ async function stored(
   messageId: string,
   emit: (frame: Frame) => void,
 ): Promise<boolean> {
-  try {
-    await committed;
+  const failure = await committed.then(
+    () => undefined,
+    (e: unknown) => ({ e }),
+  );
+  if (!failure) return true;
+  const made = connectionLost(failure.e)
+    ? await replyStored(deps.sql, plan.conversation.id, messageId).catch(() => undefined)
+    : false;
+  if (made) {
+    deps.log('turn claim stored, though its COMMIT went unanswered', failure.e);
     return true;
-  } catch (e) {
-    deps.log('turn claim not stored', e);
-    plan.endTurn?.released([]);
-    emit({
-      type: 'error',
-      messageId,
-      code: 'INTERNAL',
-      message: 'Your Message could not be saved, so no NPC was asked. Send it again.',
-    });
-    return false;
   }
+  deps.log('turn claim not stored', failure.e);
+  // Not stored, there is nothing to release; not known, a release could free another turn's claim.
+  plan.endTurn?.released([]);
+  emit({
+    type: 'error',
+    messageId,
+    code: 'NOT_STORED',
+    message:
+      made === false
+        ? 'Your Message could not be saved, so no NPC was asked. Send it again.'
+        : 'The database could not be reached, so no NPC was asked, and your Message may not have been saved. Reload, and send it again if it is missing.',
+  });
+  return false;
 }
 
 /** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */

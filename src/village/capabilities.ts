@@ -29,7 +29,7 @@ export const thinkingSupport = remembered(
  * Asked on every turn: answered from memory after the first time, per Provider kind, id and Model. Bounded (the
  * Model name is user data): the oldest answer goes first.
  */
-function remembered<T>(
+export function remembered<T>(
   answer: (kind: ProviderKind | undefined, providerId: string, model: string) => T,
 ): (kind: ProviderKind | undefined, providerId: string, model: string) => T {
   const answers = new Map<string, T>();

@@ -110,3 +110,61 @@ it('one trip, answered early: the answer precedes the COMMIT, whose failure is t
     await sql.end({ timeout: 5 });
   }
 });
+
+// A connection that dies mid-transaction (PostgreSQL restarted, a failover, an operator's pg_terminate_backend):
+// the failure is thrown, nothing more is sent on the dead connection, which would end this process from a timer
+// in postgres.js 3.4.9 (porsager/postgres#1208), and the pool goes on with a new one.
+it('a connection lost mid-transaction: the failure is thrown, the process lives, and the pool goes on', async () => {
+  await db.sql.unsafe(`
+    create table lost (n int not null);
+    create function lost_commit() returns trigger language plpgsql as $$
+    begin perform pg_sleep(5); return null; end $$;
+    create constraint trigger lost_commit after insert on lost deferrable initially deferred
+      for each row execute function lost_commit();`);
+  const sql = postgres(db.url, { max: 1, onnotice: () => {} });
+  const kill = (pid: number) => db.sql`select pg_terminate_backend(${pid})`;
+  // postgres.js 3.4.9 hands the killed backend's own error (57P01) to the next query once (porsager/postgres#1215);
+  // the one after runs on a new connection.
+  const stored = async () => {
+    const first = await sql`select count(*)::int as n from lost`.catch((e: { code?: string }) => e);
+    if ('code' in first) expect(first.code).toBe('57P01');
+    return (await sql`select count(*)::int as n from lost`)[0]!.n as number;
+  };
+  try {
+    // Killed while its COMMIT is being made.
+    const { out: pid, committed } = await inOneTripAnswered(sql, async (tx) => {
+      const [row] = await tx`insert into lost values (1) returning pg_backend_pid() as pid`.execute();
+      return row!.pid as number;
+    });
+    await kill(pid);
+    await expect(committed).rejects.toThrow();
+    // Any write postgres.js scheduled for the dead connection runs now: it would throw from its timer.
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await stored()).toBe(0);
+
+    // Killed while a statement of the transaction runs.
+    const [{ pid: next }] = (await sql`select pg_backend_pid() as pid`) as unknown as [{ pid: number }];
+    // Its failure is taken as it comes (it comes while the kill is awaited).
+    const failed = transaction(sql, async (tx) => {
+      await tx`insert into lost values (2)`;
+      await tx`select pg_sleep(5)`;
+    }).then(
+      () => null,
+      (e: Error) => e,
+    );
+    // Killed once the statement is running (a kill between two statements is postgres.js's own crash, #1208).
+    for (let i = 0; i < 100; i++) {
+      const [row] = await db.sql`select 1 from pg_stat_activity
+        where pid = ${next} and state = 'active' and query = 'select pg_sleep(5)'`;
+      if (row) break;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await kill(next);
+    expect(await failed).toBeInstanceOf(Error);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await stored()).toBe(0);
+    expect(await transaction(sql, async (tx) => (await tx`select 7 as n`)[0]!.n)).toBe(7);
+  } finally {
+    await sql.end({ timeout: 5 });
+  }
+});

@@ -24,6 +24,7 @@ beforeAll(async () => {
     create function at_commit() returns trigger language plpgsql as $$
     begin
       if new.text like 'slow:%' then perform nextval('commit_faults'); perform pg_sleep(0.5); end if;
+      if new.text like 'kill:%' then perform nextval('commit_faults'); perform pg_sleep(3); end if;
       if new.text like 'fail:%' then
         perform nextval('commit_faults');
         raise exception 'injected failure at commit';
@@ -84,7 +85,7 @@ it('a claim whose COMMIT fails: the start frame, then an error; the Provider is 
   expect(frames[1]).toMatchObject({
     type: 'error',
     messageId: start.type === 'start' ? start.messageId : '',
-    code: 'INTERNAL',
+    code: 'NOT_STORED',
     message: expect.stringMatching(/could not be saved.*Send it again/),
   });
   expect(app.fake.requests.length).toBe(asked);
@@ -123,4 +124,39 @@ it('Stop sent the moment the start frame arrives, before the claim is stored, st
     ['player', 'complete'],
     ['npc', 'stopped'],
   ]);
+}, 60_000);
+
+it('a claim whose connection is lost mid-COMMIT: known not stored, said so; the server lives and goes on', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  const fired = await faults();
+  const asked = app.fake.requests.length;
+  const res = await send(conversationId, 'kill: lost with its connection');
+  expect(res.status).toBe(200);
+  const frames: Frame[] = [];
+  for await (const frame of readFrames(res)) {
+    frames.push(frame);
+    if (frame.type !== 'start') continue;
+    // The claim's backend, sleeping in its COMMIT, is ended as a restart or a failover would end it.
+    const [row] = await app.db.sql`select pid from pg_stat_activity
+      where datname = current_database() and state = 'active' and query = 'commit'`;
+    expect(row).toBeDefined();
+    await app.db.sql`select pg_terminate_backend(${row!.pid})`;
+  }
+  expect(await faults()).toBe(fired + 1);
+  expect(frames.map((f) => f.type)).toEqual(['start', 'error']);
+  expect(frames[1]).toMatchObject({
+    code: 'NOT_STORED',
+    message: expect.stringMatching(/could not be saved/),
+  });
+  expect(app.fake.requests.length).toBe(asked);
+  expect(await messages(app, cookie, conversationId)).toEqual([]);
+  app.fake.enqueue((r: Reply) => {
+    r.text('Still here.');
+    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
+  });
+  const next = await send(conversationId, 'again');
+  expect(next.status).toBe(200);
+  const after: Frame[] = [];
+  for await (const frame of readFrames(next)) after.push(frame);
+  expect(after.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
 }, 60_000);

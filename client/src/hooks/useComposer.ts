@@ -39,6 +39,8 @@ export interface ComposerProps {
   /** Sending starts a branch (an edit, or a fork from a reply): said above the box, with a way out. */
   branch?: { key: string; label: string; text: string } | null;
   onCancelBranch?: () => void;
+  /** A Message accepted and then not stored (ADR 0099), given back: new each time (`key`). */
+  returned?: { key: number; text: string; attachments: AttachmentPart[] } | null;
 }
 
 /**
@@ -52,6 +54,7 @@ export function useComposer(props: ComposerProps) {
     props.conversationId,
   );
   const [dragging, setDragging] = useState(false);
+  useGivenBack(props, setText, setChips);
   const picker = useRef<HTMLInputElement>(null);
 
   const uploading = chips.some((c) => !c.part && !c.error);
@@ -111,6 +114,32 @@ export function useComposer(props: ComposerProps) {
     onDrop,
     cannot,
   };
+}
+
+/**
+ * A Message given back (accepted, then not stored): its words fill the box unless others were typed since, and its
+ * attachments, still unsent, are chips again. Set while rendering, as useDraft sets a branch's words (an effect
+ * would paint an empty box first).
+ */
+function useGivenBack(
+  props: ComposerProps,
+  setText: (f: (t: string) => string) => void,
+  setChips: (f: (cs: Chip[]) => Chip[]) => void,
+) {
+  const [shown, setShown] = useState<number | undefined>(undefined);
+  const back = props.returned;
+  if (!back || back.key === shown) return;
+  setShown(back.key);
+  setText((t) => (t === '' || t === props.branch?.text ? back.text : t));
+  const ids = new Set(back.attachments.map((a) => a.id));
+  setChips((cs) => [
+    ...cs.filter((c) => !(c.part && ids.has(c.part.id))),
+    ...back.attachments.map((part) => ({
+      key: `chip-${++chipKeys}`,
+      name: part.type === 'file' ? part.name : (part.title ?? part.url),
+      part,
+    })),
+  ]);
 }
 
 /** What is typed, kept per Conversation across reloads until the server has accepted it. */

@@ -71,6 +71,8 @@ function useTurnStream(id: string, liveRef: RefObject<Live | null>) {
     method: 'GET' | 'POST' = 'POST',
     /** Told whether the server accepted the turn: true as its stream opens, false if it was refused. */
     onAccepted?: (accepted: boolean) => void,
+    /** Told when the turn, accepted, then could not be stored (ADR 0099): nothing of it was kept. */
+    onNotStored?: () => void,
   ) {
     let accepted = false;
     const controller = new AbortController();
@@ -80,6 +82,11 @@ function useTurnStream(id: string, liveRef: RefObject<Live | null>) {
     setLive({ player, replies: [], hideAfterSeq });
     const onFrame = (frame: Frame) => {
       if (frame.type === 'start' && stopAsked.current) void stopReply(frame.messageId);
+      // Said where it stays once the stream has ended (the live reply goes, and nothing stored replaces it).
+      if (frame.type === 'error' && frame.code === 'NOT_STORED') {
+        setError(new Error(frame.message));
+        onNotStored?.();
+      }
       setLive((l) => (l ? applyFrame(l, frame) : l));
     };
     try {
@@ -108,6 +115,9 @@ function useTurnStream(id: string, liveRef: RefObject<Live | null>) {
 }
 
 type Branch = { key: string; parentId: string | null; label: string; text: string };
+/** Words and attachments given back to the composer, each time with a new key. */
+export type Returned = { key: number; text: string; attachments: AttachmentPart[] };
+let returns = 0;
 
 /**
  * The Conversation page's state: the stored transcript, the turn streaming now (sent here, or followed when
@@ -123,6 +133,52 @@ export function useConversation(id: string) {
 
   // A branch to start with the next send: an edit of a Player Message, or a fork from a reply (ADR 0042).
   const [branch, setBranch] = useState<Branch | null>(null);
+  const { send, returned } = useSend(id, stored, run, branch, setBranch);
+  const actions = useBranchActions(id, live, send, setBranch, setError);
+  const regenerate = () => {
+    const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
+    if (lastPlayer) run(`/api/conversations/${id}/regenerate`, {}, undefined, lastPlayer.seq);
+  };
+  const last = stored.at(-1);
+  const continueAction: ContinueAction = {
+    lastId: live ? null : (last?.id ?? null),
+    enabled: !streaming,
+    // The same NPC goes on, in a Party too.
+    go: (m) => void send(CONTINUE_TEXT, [], first?.participants?.find((p) => p.name === m.npcName)?.id),
+  };
+  return {
+    query,
+    first,
+    stored,
+    focusId,
+    live,
+    error,
+    rows,
+    streaming,
+    last,
+    branch,
+    setBranch,
+    returned,
+    send,
+    stop,
+    regenerate,
+    actions,
+    continueAction,
+  };
+}
+
+/**
+ * Sending a Message, from the composer or an edit in place, and what comes back to the composer: a Message
+ * accepted and then not stored (ADR 0099).
+ */
+function useSend(
+  id: string,
+  stored: { id: string; seq: string }[],
+  run: ReturnType<typeof useTurnStream>['run'],
+  branch: Branch | null,
+  setBranch: (b: Branch | null) => void,
+) {
+  const [returned, setReturned] = useState<Returned | null>(null);
   // Resolves true once the server has accepted the turn (the composer lets go of the words then), false
   // when it was refused (they stay in the box, beside the reason).
   // `edit`: a branch started from a Message edited in place, which does not touch the composer's own.
@@ -157,39 +213,17 @@ export function useConversation(id: string) {
           if (!ok && from && !edit) setBranch(from);
           accepted(ok);
         },
+        () => {
+          // Accepted, then not stored: the composer's words (and the branch they started) come back, to be sent
+          // again. An edit made in place is made again there.
+          if (edit) return;
+          if (from) setBranch(from);
+          setReturned({ key: ++returns, text, attachments });
+        },
       );
     });
   };
-  const actions = useBranchActions(id, live, send, setBranch, setError);
-  const regenerate = () => {
-    const lastPlayer = [...stored].reverse().find((m) => m.role === 'player');
-    if (lastPlayer) run(`/api/conversations/${id}/regenerate`, {}, undefined, lastPlayer.seq);
-  };
-  const last = stored.at(-1);
-  const continueAction: ContinueAction = {
-    lastId: live ? null : (last?.id ?? null),
-    enabled: !streaming,
-    // The same NPC goes on, in a Party too.
-    go: (m) => void send(CONTINUE_TEXT, [], first?.participants?.find((p) => p.name === m.npcName)?.id),
-  };
-  return {
-    query,
-    first,
-    stored,
-    focusId,
-    live,
-    error,
-    rows,
-    streaming,
-    last,
-    branch,
-    setBranch,
-    send,
-    stop,
-    regenerate,
-    actions,
-    continueAction,
-  };
+  return { send, returned };
 }
 
 /** What the transcript shows: the stored Messages (less what a new branch replaces, and the live replies). */

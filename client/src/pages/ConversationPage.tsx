@@ -80,6 +80,7 @@ export function ConversationPage() {
         onRegenerate={c.regenerate}
         branch={c.branch}
         onCancelBranch={() => c.setBranch(null)}
+        returned={c.returned}
       />
     </ChatLayout>
   );
