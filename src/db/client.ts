@@ -113,7 +113,10 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
     return out;
   } catch (e) {
     lost = connectionLost(e);
-    if (open && !lost) await tx`rollback`.simple().catch(() => {});
+    if (open && !lost)
+      await tx`rollback`.simple().catch((r: unknown) => {
+        lost = connectionLost(r);
+      });
     throw e;
   } finally {
     if (!lost) tx.release();
@@ -121,18 +124,28 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
 }
 
 /**
- * Whether an error says the connection it came on is gone: one of postgres.js's connection errors, a socket's, or
- * the server's FATAL (it closes the connection after sending it). Nothing more may be sent on such a connection,
- * and it must not be released. postgres.js 3.4.9 writes to the null socket of a closed connection from a timer,
- * an uncaught TypeError that ends the process (porsager/postgres#1208; the fix, #1209, is not released). A
- * released one would go back among the open connections, dead. Left alone, the pool reconnects it when it needs it.
+ * Whether an error of a transaction's own statement says its connection is gone: one of postgres.js's connection
+ * errors, or the socket's. Nothing more may be sent on such a connection, and it must not be released. postgres.js
+ * 3.4.9 writes to the null socket of a closed connection from a timer, an uncaught TypeError that ends the process
+ * (porsager/postgres#1208; the fix, #1209, is not released). A released one would go back among the open
+ * connections, dead. Left alone, the pool reconnects it when it needs it. The server's FATAL is not counted: it
+ * reaches a query only as the stale error postgres.js hands the next query of a new, healthy connection (#1215).
+ * So a transaction's `fn` should fail only with its statements' errors or its own (an fs or DNS error also has a
+ * `syscall`, and would leave the connection held).
  */
 export function connectionLost(e: unknown): boolean {
-  if (e instanceof postgres.PostgresError) return e.severity === 'FATAL' || e.severity === 'PANIC';
-  if (typeof e !== 'object' || e === null) return false;
+  if (typeof e !== 'object' || e === null || e instanceof postgres.PostgresError) return false;
   const { code } = e as { code?: unknown };
-  return typeof code === 'string' && (code.startsWith('CONNECTION_') || 'syscall' in e);
+  return typeof code === 'string' && (code.startsWith('CONNECTION_') || SOCKET_GONE.has(code));
 }
+const SOCKET_GONE = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ETIMEDOUT',
+  'ECONNREFUSED',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 /**
  * BEGIN, the statements `issue` sends, and COMMIT, written together: one round trip where `transaction` takes two.

@@ -127,12 +127,9 @@ async function followReply(
 async function stopReply(deps: ReplyRouteDeps, req: ReplyRequest, res: Response): Promise<void> {
   const player = currentPlayer(res);
   const { id, messageId } = req.params;
-  const gone = new AbortController();
-  res.on('close', () => gone.abort());
+  // Waited for even if the asker goes: a Stop pressed and the tab closed still stops the reply.
   const reply =
-    isUuid(id) && isUuid(messageId)
-      ? await replyOrSoon(deps.sql, player.id, id, messageId, gone.signal)
-      : undefined;
+    isUuid(id) && isUuid(messageId) ? await replyOrSoon(deps.sql, player.id, id, messageId) : undefined;
   if (!reply) throw notFound('Reply');
   for (let i = 0; i < 100; i++) {
     const now = i === 0 ? reply : await getReply(deps.sql, player.id, id, messageId);
@@ -206,7 +203,7 @@ const waiting = new Map<string, number>();
 /**
  * A reply, or one found a moment later: a start frame is sent while its claim is still being stored (ADR 0099),
  * so Stop pressed before it arrived, sent the moment it does, can come before the reply's row is there to read.
- * Bounded per Player (a missing reply costs four reads and 0.6 s), and not waited for once the asker has gone.
+ * Bounded per Player (a missing reply costs four reads and 0.6 s); a follow stops waiting once its viewer has gone.
  */
 async function replyOrSoon(
   sql: Sql,

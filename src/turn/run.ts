@@ -195,15 +195,14 @@ async function stored(
     (e: unknown) => ({ e }),
   );
   if (!failure) return true;
-  const made = connectionLost(failure.e)
-    ? await replyStored(deps.sql, plan.conversation.id, messageId).catch(() => undefined)
-    : false;
+  const made = connectionLost(failure.e) ? await lookUp(deps, plan.conversation.id, messageId) : false;
   if (made) {
     deps.log('turn claim stored, though its COMMIT went unanswered', failure.e);
     return true;
   }
   deps.log('turn claim not stored', failure.e);
-  // Not stored, there is nothing to release; not known, a release could free another turn's claim.
+  // Not stored, there is nothing to release; not known, a release could free another turn's claim (the claim, if
+  // it was stored, then holds the Conversation until this instance restarts, as before ADR 0099).
   plan.endTurn?.released([]);
   emit({
     type: 'error',
@@ -215,6 +214,20 @@ async function stored(
         : 'The database could not be reached, so no NPC was asked, and your Message may not have been saved. Reload, and send it again if it is missing.',
   });
   return false;
+}
+
+/**
+ * Whether a claim whose COMMIT went unanswered was stored, looked up, and asked again once a moment later: a pool's
+ * first query after a lost connection can fail with that connection's stale error (porsager/postgres#1215).
+ * Undefined when it cannot be told.
+ */
+async function lookUp(deps: TurnDeps, conversationId: string, messageId: string) {
+  for (const wait of [0, 500]) {
+    if (wait) await new Promise((r) => setTimeout(r, wait));
+    const made = await replyStored(deps.sql, conversationId, messageId).catch(() => undefined);
+    if (made !== undefined) return made;
+  }
+  return undefined;
 }
 
 /** Prepares the call (tools, context, the budget asked again), calls the Provider and reduces its stream. */

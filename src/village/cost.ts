@@ -11,7 +11,7 @@ const registryId = (kind: ProviderKind | undefined, providerId: string, model: s
  */
 const priced = remembered((kind, providerId, model) => {
   try {
-    const none = { inputTokens: 0, outputTokens: 0 };
+    const none = { inputTokens: 0, outputTokens: 0, cachedInputTokens: 0, cacheWrites: 0 };
     return (
       typeof costFromUsage({ id: registryId(kind, providerId, model) as never, usage: none as never }) ===
       'number'

@@ -153,12 +153,16 @@ it('a connection lost mid-transaction: the failure is thrown, the process lives,
       (e: Error) => e,
     );
     // Killed once the statement is running (a kill between two statements is postgres.js's own crash, #1208).
-    for (let i = 0; i < 100; i++) {
-      const [row] = await db.sql`select 1 from pg_stat_activity
-        where pid = ${next} and state = 'active' and query = 'select pg_sleep(5)'`;
-      if (row) break;
-      await new Promise((r) => setTimeout(r, 20));
+    let running = false;
+    for (let i = 0; i < 200 && !running; i++) {
+      running =
+        (
+          await db.sql`select 1 from pg_stat_activity
+          where pid = ${next} and state = 'active' and query = 'select pg_sleep(5)'`
+        ).length > 0;
+      if (!running) await new Promise((r) => setTimeout(r, 20));
     }
+    expect(running).toBe(true);
     await kill(next);
     expect(await failed).toBeInstanceOf(Error);
     await new Promise((r) => setTimeout(r, 100));
@@ -167,4 +171,28 @@ it('a connection lost mid-transaction: the failure is thrown, the process lives,
   } finally {
     await sql.end({ timeout: 5 });
   }
+});
+
+it('a lost connection is told from any other failure', async () => {
+  const { connectionLost } = await import('../../src/db/index.ts');
+  const socket = (code: string) => Object.assign(new Error(code), { code, syscall: 'read' });
+  for (const code of ['CONNECTION_CLOSED', 'CONNECTION_DESTROYED', 'CONNECTION_ENDED'])
+    expect(connectionLost(Object.assign(new Error(code), { code }))).toBe(true);
+  expect(connectionLost(socket('ECONNRESET'))).toBe(true);
+  expect(connectionLost(socket('EPIPE'))).toBe(true);
+  // A file's or a name's failure is not the connection's; nor is anything the server answered, FATAL included
+  // (postgres.js hands a dead backend's FATAL to the next query of a new, healthy connection).
+  expect(connectionLost(socket('ENOENT'))).toBe(false);
+  expect(connectionLost(socket('ENOTFOUND'))).toBe(false);
+  const fatal = new postgres.PostgresError({
+    message: 'terminating connection',
+    severity: 'FATAL',
+    code: '57P01',
+  } as never);
+  expect(connectionLost(fatal)).toBe(false);
+  expect(connectionLost(Object.assign(new Error('Conversation not found'), { code: 'NOT_FOUND' }))).toBe(
+    false,
+  );
+  expect(connectionLost('CONNECTION_CLOSED')).toBe(false);
+  expect(connectionLost(null)).toBe(false);
 });

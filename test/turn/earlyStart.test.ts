@@ -138,7 +138,7 @@ it('a claim whose connection is lost mid-COMMIT: known not stored, said so; the 
     if (frame.type !== 'start') continue;
     // The claim's backend, sleeping in its COMMIT, is ended as a restart or a failover would end it.
     const [row] = await app.db.sql`select pid from pg_stat_activity
-      where datname = current_database() and state = 'active' and query = 'commit'`;
+      where datname = current_database() and state = 'active' and query = 'commit' and wait_event = 'PgSleep'`;
     expect(row).toBeDefined();
     await app.db.sql`select pg_terminate_backend(${row!.pid})`;
   }

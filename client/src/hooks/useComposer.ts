@@ -40,7 +40,7 @@ export interface ComposerProps {
   branch?: { key: string; label: string; text: string } | null;
   onCancelBranch?: () => void;
   /** A Message accepted and then not stored (ADR 0099), given back: new each time (`key`). */
-  returned?: { key: number; text: string; attachments: AttachmentPart[] } | null;
+  returned?: { key: number; conversationId: string; text: string; attachments: AttachmentPart[] } | null;
 }
 
 /**
@@ -128,7 +128,8 @@ function useGivenBack(
 ) {
   const [shown, setShown] = useState<number | undefined>(undefined);
   const back = props.returned;
-  if (!back || back.key === shown) return;
+  // Given back to the Conversation it was sent in only (the page is the same one when another is opened).
+  if (!back || back.key === shown || back.conversationId !== props.conversationId) return;
   setShown(back.key);
   setText((t) => (t === '' || t === props.branch?.text ? back.text : t));
   const ids = new Set(back.attachments.map((a) => a.id));

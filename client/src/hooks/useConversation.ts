@@ -116,7 +116,7 @@ function useTurnStream(id: string, liveRef: RefObject<Live | null>) {
 
 type Branch = { key: string; parentId: string | null; label: string; text: string };
 /** Words and attachments given back to the composer, each time with a new key. */
-export type Returned = { key: number; text: string; attachments: AttachmentPart[] };
+export type Returned = { key: number; conversationId: string; text: string; attachments: AttachmentPart[] };
 let returns = 0;
 
 /**
@@ -218,7 +218,7 @@ function useSend(
           // again. An edit made in place is made again there.
           if (edit) return;
           if (from) setBranch(from);
-          setReturned({ key: ++returns, text, attachments });
+          setReturned({ key: ++returns, conversationId: id, text, attachments });
         },
       );
     });
