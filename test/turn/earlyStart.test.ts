@@ -40,6 +40,18 @@ afterAll(() => app?.close());
 const faults = async () => Number((await app.db.sql`select last_value from commit_faults`)[0]!.last_value);
 const send = (conversationId: string, text: string) =>
   app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } });
+/** The Conversation is free after a turn that was not stored: the next Message is answered in full. */
+async function nextMessageGoes(conversationId: string) {
+  app.fake.enqueue((r: Reply) => {
+    r.text('Now it works.');
+    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
+  });
+  const next = await send(conversationId, 'again');
+  expect(next.status).toBe(200);
+  const after: Frame[] = [];
+  for await (const frame of readFrames(next)) after.push(frame);
+  expect(after.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+}
 
 it('the start frame comes while the claim is still being stored; the Provider is asked after, with the Message', async () => {
   const { conversationId } = await setupConversation(app, cookie);
@@ -93,15 +105,7 @@ it('a claim whose COMMIT fails: the start frame, then an error; the Provider is 
   expect(await messages(app, cookie, conversationId)).toEqual([]);
   const [row] = await app.db.sql`select turn_owner from conversations where id = ${conversationId}`;
   expect(row!.turn_owner).toBeNull();
-  app.fake.enqueue((r: Reply) => {
-    r.text('Now it works.');
-    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
-  });
-  const next = await send(conversationId, 'again');
-  expect(next.status).toBe(200);
-  const after: Frame[] = [];
-  for await (const frame of readFrames(next)) after.push(frame);
-  expect(after.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+  await nextMessageGoes(conversationId);
   expect(logged.some((line) => line.includes('turn claim not stored'))).toBe(true);
 }, 60_000);
 
@@ -150,13 +154,5 @@ it('a claim whose connection is lost mid-COMMIT: known not stored, said so; the 
   });
   expect(app.fake.requests.length).toBe(asked);
   expect(await messages(app, cookie, conversationId)).toEqual([]);
-  app.fake.enqueue((r: Reply) => {
-    r.text('Still here.');
-    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
-  });
-  const next = await send(conversationId, 'again');
-  expect(next.status).toBe(200);
-  const after: Frame[] = [];
-  for await (const frame of readFrames(next)) after.push(frame);
-  expect(after.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+  await nextMessageGoes(conversationId);
 }, 60_000);
