@@ -2,35 +2,42 @@ import path from 'node:path';
 import { nodeFlags } from '../node-flags.mjs';
 import { jsonLineChild } from './jsonLineChild.ts';
 import type { Phase, PhaseResult } from './loadDriver.ts';
-import { type Paired, paired, round, spreadOf } from './stats.ts';
+import { median, quantile, round } from './stats.ts';
 
 interface Driver {
   fakeBaseURL: string;
   run(phase: Phase): Promise<PhaseResult>;
 }
 
+/** One phase's throughput and how many of the machine's cores were busy during it (null where unknown). */
+export interface Rate {
+  turnsPerS: number;
+  coresBusy: number | null;
+}
+
 /**
- * What a second process adds to a bare pipe's throughput here: the instances section's load (`players` at once,
- * each taking `rounds` unpaced turns back to back) through one bare pipe process and then split over two,
- * alternately, `reps` times; turns per second, medians. Beside it, the cores one pipe left idle, so the share of
- * its own ceiling it reached: what splitting a stream load over two processes on these cores attains at best,
- * whatever the server does (ADR 0095).
+ * Two bare pipe processes (turn.ts's `streamText` → SSE over the same fake Provider), kept up for the instances
+ * section's floor: `rate(1)` runs its load through one, `rate(2)` splits it over both. The section interleaves
+ * these with its own phases, round by round, so a floor and the figure it judges share each moment's load
+ * (ADR 0095, ADR 0100).
  */
-export async function barePipesFloor(
+export async function startBarePipes(
   driver: Driver,
-  load: { players: number; rounds: number; deltas: number; reps: number },
+  load: { players: number; rounds: number; deltas: number },
   busyCores: () => Promise<() => Promise<number | null>>,
 ) {
   // With the servers' Node flags, as the bench's own process (which hosts the other sections' pipes) has them.
   const children = [0, 1].map(() =>
     jsonLineChild(path.join(import.meta.dirname, 'pipeChild.ts'), undefined, nodeFlags()),
   );
+  const close = () => {
+    for (const c of children) c.close();
+  };
   try {
     const urls = await Promise.all(
       children.map(async (c) => (await c.ask<{ url: string }>({ fakeBaseURL: driver.fakeBaseURL })).url),
     );
-    const busy: number[] = [];
-    const rate = async (processes: 1 | 2, counted = true) => {
+    const rate = async (processes: 1 | 2): Promise<Rate> => {
       const done = await busyCores();
       const t0 = performance.now();
       await driver.run({
@@ -41,30 +48,45 @@ export async function barePipesFloor(
         turnsEach: load.rounds,
       });
       const seconds = (performance.now() - t0) / 1000;
-      const cores = await done();
-      if (counted && processes === 1 && cores !== null) busy.push(cores);
-      return (load.players * load.rounds) / seconds;
+      return { turnsPerS: (load.players * load.rounds) / seconds, coresBusy: await done() };
     };
-    // Warm both (connections, JIT) before any is counted.
-    await rate(2, false);
-    await rate(1, false);
-    const one: number[] = [];
-    const two: number[] = [];
-    for (let rep = 0; rep < load.reps; rep++) {
-      if (rep % 2) {
-        two.push(await rate(2));
-        one.push(await rate(1));
-      } else {
-        one.push(await rate(1));
-        two.push(await rate(2));
-      }
-    }
-    const p: Paired = paired(two, one);
-    return { ratio: p.ratio, ...spreadOf(p), busyOne: busy };
-  } finally {
-    for (const c of children) c.close();
+    return { rate, close };
+  } catch (e) {
+    close();
+    throw e;
   }
 }
 
 export const shareOf = (ratio: number, ceiling: number | null) =>
   ceiling === null ? null : round(ratio / Math.min(ceiling, 2), 2);
+
+/** One round of the instances section: each side's phases with one process and with two, side by side. */
+export interface FloorRound {
+  servers: { one: Rate; two: Rate };
+  pipes: { one: Rate; two: Rate };
+}
+
+/**
+ * A round's share of what the bare pipes attain: the servers' two ÷ one, against their ceiling (cores ÷ the cores
+ * one instance kept busy, at most 2) times the share of their own ceiling the pipes reached in the same round.
+ * Null where the cores' use is unknown.
+ */
+export function roundShare(r: FloorRound, cores: number): number | null {
+  const { servers, pipes } = r;
+  if (!servers.one.coresBusy || !pipes.one.coresBusy) return null;
+  const ceiling = Math.min(cores / Math.min(servers.one.coresBusy, cores), 2);
+  const pipeCeiling = Math.min(cores / pipes.one.coresBusy, 2);
+  const pipeShare = pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling;
+  return servers.two.turnsPerS / servers.one.turnsPerS / (ceiling * pipeShare);
+}
+
+/** The median of the rounds' shares and their spread ([25th, 75th percentile]); null where none is known. */
+export function floorShare(rounds: FloorRound[], cores: number) {
+  const shares = rounds.map((r) => roundShare(r, cores)).filter((s): s is number => s !== null);
+  if (!shares.length) return null;
+  return {
+    share: round(median(shares), 2),
+    spread: [round(quantile(shares, 0.25), 2), round(quantile(shares, 0.75), 2)] as [number, number],
+    pairs: shares.length,
+  };
+}

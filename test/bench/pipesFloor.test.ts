@@ -1,7 +1,7 @@
 import { readdir, readFile } from 'node:fs/promises';
 import { expect, it } from 'vitest';
 import { startDriver } from '../../scripts/bench/latency.ts';
-import { barePipesFloor, shareOf } from '../../scripts/bench/pipesFloor.ts';
+import { floorShare, roundShare, shareOf, startBarePipes } from '../../scripts/bench/pipesFloor.ts';
 
 /** This process's children running the bench's bare pipe (Linux /proc). */
 async function pipeChildren(): Promise<number[]> {
@@ -17,28 +17,61 @@ async function pipeChildren(): Promise<number[]> {
 }
 
 // ADR 0095: the instances figure's floor is the same load through bare pipes in one process and then two.
-it('runs the load through one bare pipe process and through two, alternately, and leaves none behind', async () => {
+it('runs the load through one bare pipe process or split over two, and leaves none behind', async () => {
   const driver = await startDriver();
   try {
     const alive: number[] = [];
-    let phases = 0;
-    const floor = await barePipesFloor(driver, { players: 4, rounds: 2, deltas: 3, reps: 2 }, async () => {
+    const pipes = await startBarePipes(driver, { players: 4, rounds: 2, deltas: 3 }, async () => {
       alive.push((await pipeChildren()).length);
-      phases++;
       return async () => 1.25;
     });
-    // Two warm-up phases, then a one-process and a two-process phase per rep.
-    expect(phases).toBe(6);
-    expect(alive.every((n) => n === 2)).toBe(true);
-    expect(floor.pairs).toBe(2);
-    expect(floor.ratio).toBeGreaterThan(0);
-    expect(Number.isFinite(floor.ratio)).toBe(true);
-    // Only the counted one-process phases: the warm-up's are not.
-    expect(floor.busyOne).toEqual([1.25, 1.25]);
+    try {
+      const one = await pipes.rate(1);
+      const two = await pipes.rate(2);
+      expect(alive).toEqual([2, 2]);
+      for (const r of [one, two]) {
+        expect(r.coresBusy).toBe(1.25);
+        expect(r.turnsPerS).toBeGreaterThan(0);
+        expect(Number.isFinite(r.turnsPerS)).toBe(true);
+      }
+    } finally {
+      pipes.close();
+    }
   } finally {
     driver.close();
   }
   await expect.poll(pipeChildren, { timeout: 5000 }).toEqual([]);
+});
+
+const rate = (turnsPerS: number, coresBusy: number | null = 1) => ({ turnsPerS, coresBusy });
+const aRound = (servers: [number, number, number | null], pipes: [number, number, number | null]) => ({
+  servers: { one: rate(servers[0], servers[2]), two: rate(servers[1]) },
+  pipes: { one: rate(pipes[0], pipes[2]), two: rate(pipes[1]) },
+});
+
+// ADR 0100: each round is judged against the floor of its own moment.
+it("judges each round's servers against the same round's pipes, and reports the median and its spread", () => {
+  // Servers: 1.2 of one instance, one instance keeping 1.6 of 2 cores busy (ceiling 1.25). Pipes: 1.5 of one,
+  // one pipe keeping 1.25 cores busy (ceiling 1.6), so a share of their ceiling of 0.9375.
+  const r = aRound([100, 120, 1.6], [200, 300, 1.25]);
+  expect(roundShare(r, 2)).toBeCloseTo(1.2 / (1.25 * 0.9375), 10);
+  // A ceiling past 2 counts as 2: two processes cannot do more than twice one.
+  expect(roundShare(aRound([100, 150, 0.5], [100, 150, 0.5]), 2)).toBeCloseTo(1, 10);
+  // A round whose cores' use is unknown is left out, not counted as 0.
+  expect(roundShare(aRound([100, 120, null], [200, 300, 1.25]), 2)).toBeNull();
+  // A slow moment hits both sides of its round: judged round by round it cancels, where medians of each side
+  // taken apart would not.
+  const rounds = [
+    aRound([100, 110, 1.6], [200, 220, 1.6]),
+    aRound([100, 130, 1.6], [200, 260, 1.6]),
+    aRound([100, 120, 1.6], [200, 240, 1.6]),
+    aRound([100, 100, null], [200, 300, 1.6]),
+  ];
+  const share = floorShare(rounds, 2)!;
+  expect(share.pairs).toBe(3);
+  expect(share.share).toBe(1);
+  expect(share.spread).toEqual([1, 1]);
+  expect(floorShare([aRound([1, 1, null], [1, 1, null])], 2)).toBeNull();
 });
 
 it('reads a ratio as a share of a ceiling, which two processes cannot exceed past 2', () => {
