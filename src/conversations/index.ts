@@ -27,6 +27,7 @@ export {
 export {
   chargeTokens,
   checkpointMessages,
+  endUndecided,
   finishMessage,
   insertNpcMessage,
   markInterrupted,

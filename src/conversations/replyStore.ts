@@ -190,3 +190,24 @@ export async function replyStored(sql: Sql, conversationId: string, messageId: s
   });
   return (await sql`select 1 from messages where id = ${messageId}`).length > 0;
 }
+
+/**
+ * Ends a turn whose claim was not known to be stored (its COMMIT went unanswered and the database could not be
+ * asked): if the reply's row exists and is still streaming, it is marked interrupted and the Conversation's claim
+ * released, in one statement. Such a row means the claim is this turn's: a Conversation is claimed by one turn at
+ * a time, and this instance claims it for no other while it holds it. True when a claim was released.
+ */
+export async function endUndecided(
+  sql: Sql,
+  r: { conversationId: string; messageId: string; instanceId: number },
+): Promise<boolean> {
+  const rows = await sql`
+    with ended as (update messages set status = 'interrupted', instance_id = null, updated_at = now(),
+        error = 'The database could not be reached when this Message was sent, so no NPC was asked.'
+      where id = ${r.messageId} and conversation_id = ${r.conversationId} and status = 'streaming'
+      returning id)
+    update conversations set turn_owner = null
+    where id = ${r.conversationId} and turn_owner = ${r.instanceId} and exists (select 1 from ended)
+    returning id`;
+  return rows.length > 0;
+}

@@ -8,6 +8,7 @@ export {
   inOneTripAnswered,
   type JsonValue,
   type Queryable,
+  reconnectBackoff,
   type Sql,
   socketOptions,
   transaction,

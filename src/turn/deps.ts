@@ -66,5 +66,7 @@ export interface TurnPlan {
   endTurn?: {
     told?: (q: Queryable) => Fragment;
     released: (rows: { id: string }[]) => void;
+    /** The claim's COMMIT went unanswered and could not be looked up: the caller settles it later (undecided.ts). */
+    undecided?: () => void;
   };
 }

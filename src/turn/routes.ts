@@ -25,6 +25,7 @@ import type { ProviderRegistry } from '../village/index.ts';
 import { judge, readFirst } from './admit.ts';
 import { CheckpointBatch } from './checkpoint.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
+import { settleUndecided } from './undecided.ts';
 
 const MessageBody = z
   .object({
@@ -208,10 +209,14 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   // Released with the reply that ends the turn, in its last write (run.ts), unless the turn ended otherwise.
   const { turnEnded } = deps;
   let released: { id: string }[] | undefined;
+  let undecided = false;
   const endTurn = {
     told: turnEnded && ((q: Queryable) => turnEnded.sql(q, plan.conversation.id)),
     released: (rows: { id: string }[]) => {
       released = rows;
+    },
+    undecided: () => {
+      undecided = true;
     },
   };
   try {
@@ -243,11 +248,26 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
     // marked interrupted, with the Parts held here, before its followers are told it ended.
     // (The first reply's row was written with the claim: it counts even if the turn failed before it began.)
-    const unfinished = [...new Set([plan.replyId, ...begun])].filter((id) => !finished.has(id));
+    // An undecided claim's reply is ended with the claim's release, later (undecided.ts): marked here alone, the
+    // release, which looks for it still streaming, would never come.
+    if (undecided)
+      void settleUndecided(deps, { conversationId: plan.conversation.id, messageId: plan.replyId }, (id) =>
+        tellEnded(deps, id),
+      );
+    const unfinished = [...new Set([plan.replyId, ...begun])].filter(
+      (id) => !finished.has(id) && !(undecided && id === plan.replyId),
+    );
     const left = unfinished.map((id) => ({ id, parts: partsOf.get(id)?.() }));
     if (left.length) await markUnfinished(deps.sql, left).catch((e) => deps.log('replies not marked', e));
     for (const id of begun) hub?.end(id);
     meter.end();
     sse.end();
   }
+}
+
+/** A turn's end told on its own, as its claim's release tells it (an undecided claim's, released later). */
+async function tellEnded(deps: Deps, conversationId: string): Promise<void> {
+  const { turnEnded } = deps;
+  if (turnEnded)
+    await turnEnded.after(await deps.sql<{ id: string }[]>`${turnEnded.sql(deps.sql, conversationId)}`);
 }

@@ -201,9 +201,10 @@ async function stored(
     return true;
   }
   deps.log('turn claim not stored', failure.e);
-  // Not stored, there is nothing to release; not known, a release could free another turn's claim (the claim, if
-  // it was stored, then holds the Conversation until this instance restarts, as before ADR 0099).
+  // Not stored, there is nothing to release. Not known, a release now could free another turn's claim: it is
+  // settled later, once the database can tell (undecided.ts).
   plan.endTurn?.released([]);
+  if (made === undefined) plan.endTurn?.undecided?.();
   emit({
     type: 'error',
     messageId,

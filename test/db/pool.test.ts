@@ -1,6 +1,7 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { defaultPoolSize, loadConfig } from '../../src/config.ts';
-import { HELD_CONNECTIONS } from '../../src/db/index.ts';
+import { HELD_CONNECTIONS, reconnectBackoff } from '../../src/db/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 // The server's query pool is sized to the machine (ADR 0074): on few cores, queries pipelined onto a few
@@ -35,4 +36,18 @@ it('the server opens no more connections than its pool and the held ones, howeve
   // The one query connection, the held ones (at most), and postgres.js's LISTEN connection.
   expect(row!.n).toBeGreaterThanOrEqual(1);
   expect(row!.n).toBeLessThanOrEqual(1 + HELD_CONNECTIONS + 1);
+});
+
+// After the database was gone a moment, a pool slot connects again within 2 s: postgres.js's own backoff grows to
+// 20 s over the pool's failures in a row (test/turn/undecided.test.ts sees the server answer again in time).
+it('a slot waits at most 2 s before connecting again, however many failures came before, and at first far less', () => {
+  fc.assert(
+    fc.property(fc.integer({ min: 0, max: 1000 }), (retries) => {
+      const wait = reconnectBackoff(retries);
+      expect(wait).toBeGreaterThan(0);
+      expect(wait).toBeLessThanOrEqual(2);
+    }),
+  );
+  expect(reconnectBackoff(1)).toBeLessThanOrEqual(0.1);
+  expect(reconnectBackoff(50)).toBeGreaterThanOrEqual(1);
 });

@@ -1,0 +1,163 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { endUndecided } from '../../src/conversations/index.ts';
+import { connect } from '../../src/db/index.ts';
+import { createLogger } from '../../src/log/index.ts';
+import type { Frame } from '../../src/parts/index.ts';
+import { settleUndecided } from '../../src/turn/undecided.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import type { Reply } from '../support/fakeProvider.ts';
+import { startPgProxy } from '../support/pgProxy.ts';
+import { readFrames } from '../support/sse.ts';
+import { messages, setupConversation } from '../support/turns.ts';
+
+// ADR 0101: a claim whose COMMIT the database made but whose answer was lost, with the database then out of reach
+// when the turn looks it up. The server's pool goes through a TCP proxy that drops that answer with its connection
+// and closes new connections for a while; a deferred trigger holds the COMMIT a moment ("undecided:"), so the
+// claim statement's answer (and the start frame) come before it.
+let db: TestDatabase;
+let proxy: Awaited<ReturnType<typeof startPgProxy>>;
+let app: TestApp;
+let cookie: string;
+const logged: string[] = [];
+beforeAll(async () => {
+  db = await createTestDatabase();
+  proxy = await startPgProxy(db.url);
+  app = await startTestApp(
+    {},
+    {},
+    {
+      db: { ...db, url: proxy.url },
+      logger: createLogger({ level: 'info', destination: { write: (line: string) => logged.push(line) } }),
+    },
+  );
+  await db.sql`update village_settings set turns_per_minute = 10000`;
+  await db.sql.unsafe(`
+    create function at_commit() returns trigger language plpgsql as $$
+    begin
+      if new.text like 'undecided:%' then perform pg_sleep(0.3); end if;
+      return null;
+    end $$;
+    create constraint trigger at_commit after insert on messages deferrable initially deferred
+      for each row execute function at_commit();`);
+  ({ cookie } = await app.signIn());
+}, 60_000);
+afterAll(async () => {
+  await app?.close();
+  await proxy?.close();
+  await db?.drop();
+});
+
+const send = (conversationId: string, text: string) =>
+  app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text } });
+
+it('a claim stored while its answer was lost and the database was out of reach: the Player is told it may not be saved, and once the database answers, its reply is ended and the Conversation freed', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  const asked = app.fake.requests.length;
+  const text = `undecided: ${Date.now().toString(36)}`;
+  proxy.cutCommitAfter(text, 2_500);
+  const res = await send(conversationId, text);
+  expect(res.status).toBe(200);
+  const frames: Frame[] = [];
+  for await (const frame of readFrames(res)) frames.push(frame);
+  // The fault fired: the COMMIT's answer was dropped, and the turn's look-ups found the database out of reach.
+  expect(proxy.state.cuts).toBe(1);
+  expect(proxy.state.refused).toBeGreaterThanOrEqual(2);
+  expect(frames.map((f) => f.type)).toEqual(['start', 'error']);
+  expect(frames[1]).toMatchObject({
+    code: 'NOT_STORED',
+    message: expect.stringMatching(/may not have been saved/),
+  });
+  expect(app.fake.requests.length).toBe(asked);
+  // It was stored: the Player's Message is there, its reply streaming, the Conversation still claimed.
+  const [claimed] = await db.sql`select turn_owner from conversations where id = ${conversationId}`;
+  expect(claimed!.turn_owner).not.toBeNull();
+  // Asked again in the background: once the database answers, the reply ends and the claim is released.
+  await expect
+    .poll(
+      async () =>
+        (await db.sql`select turn_owner from conversations where id = ${conversationId}`)[0]!.turn_owner,
+      {
+        timeout: 20_000,
+        interval: 200,
+      },
+    )
+    .toBeNull();
+  // The server answers again within seconds of the database's return, not after postgres.js's own backoff (20 s
+  // a slot, which kept it unanswering for 30–60 s here): reconnectBackoff.
+  await expect
+    .poll(async () => (await app.api(`/api/conversations/${conversationId}?limit=1`, { cookie })).status, {
+      timeout: 15_000,
+      interval: 500,
+    })
+    .toBe(200);
+  const stored = await messages(app, cookie, conversationId);
+  expect(stored.map((m) => [m.role, m.text, m.status])).toEqual([
+    ['player', text, 'complete'],
+    ['npc', '', 'interrupted'],
+  ]);
+  expect(stored[1]!.error).toMatch(/database could not be reached/);
+  expect(logged.some((line) => line.includes('undecided turn claim had been stored'))).toBe(true);
+  // The next Message is answered in full.
+  app.fake.enqueue((r: Reply) => {
+    r.text('Now it works.');
+    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
+  });
+  const next: Frame[] = [];
+  for await (const frame of readFrames(await send(conversationId, 'again'))) next.push(frame);
+  expect(next.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+}, 90_000);
+
+it('never frees a claim that is not the undecided turn’s: no such reply streaming, nothing is released', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  // Another turn of the same instance holds the Conversation; the undecided turn's reply was never stored.
+  await db.sql`update conversations set turn_owner = 4242 where id = ${conversationId}`;
+  const gone = '00000000-0000-4000-8000-000000000000';
+  const ended: string[] = [];
+  const settled = await settleUndecided(
+    { sql: db.sql, instanceId: 4242, log: () => {} },
+    { conversationId, messageId: gone },
+    async (id) => {
+      ended.push(id);
+    },
+    [0],
+  );
+  expect(settled).toBe('nothing');
+  expect(ended).toEqual([]);
+  const [row] = await db.sql`select turn_owner from conversations where id = ${conversationId}`;
+  expect(row!.turn_owner).toBe(4242);
+  expect(await endUndecided(db.sql, { conversationId, messageId: gone, instanceId: 4242 })).toBe(false);
+});
+
+it('gives up after its last wait while the database never answers, and stops at once when its pool has ended', async () => {
+  const lines: string[] = [];
+  const turn = {
+    conversationId: '00000000-0000-4000-8000-000000000001',
+    messageId: '00000000-0000-4000-8000-000000000002',
+  };
+  // Nothing listens on port 1: every ask is refused.
+  const unreachable = connect('postgres://postgres@127.0.0.1:1/none', { max: 1 });
+  try {
+    const log = (m: string) => lines.push(m);
+    expect(
+      await settleUndecided({ sql: unreachable, instanceId: 1, log }, turn, async () => {}, [0, 0, 0]),
+    ).toBe('gave up');
+    expect(lines).toEqual(['an undecided turn claim could not be settled']);
+  } finally {
+    await unreachable.end();
+  }
+  const ended = connect(db.url, { max: 1 });
+  await ended.end();
+  let asked = 0;
+  const started = Date.now();
+  const settled = await settleUndecided(
+    { sql: ended, instanceId: 1, log: () => asked++ },
+    turn,
+    async () => {},
+    [0, 60_000],
+  );
+  expect(settled).toBe('gave up');
+  expect(asked).toBe(1);
+  // It did not wait the second minute.
+  expect(Date.now() - started).toBeLessThan(30_000);
+});
