@@ -221,7 +221,7 @@ async function openDatabase(
   // connection while they wait or are held (ADR 0054).
   const leases = new Leases(sql);
   closers.push(() => leases.close());
-  const instance = await registerInstance(sql);
+  const instance = await registerInstance(sql, { log });
   closers.push(() => instance.release());
   // A reply settled interrupted has ended: a live Conversation gives it its hold-back window (ADR 0046).
   const interrupted = await markInterrupted(sql);

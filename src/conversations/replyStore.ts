@@ -193,21 +193,25 @@ export async function replyStored(sql: Sql, conversationId: string, messageId: s
 
 /**
  * Ends a turn whose claim was not known to be stored (its COMMIT went unanswered and the database could not be
- * asked): if the reply's row exists and is still streaming, it is marked interrupted and the Conversation's claim
- * released, in one statement. Such a row means the claim is this turn's: a Conversation is claimed by one turn at
- * a time, and this instance claims it for no other while it holds it. True when a claim was released.
+ * asked): if the reply's row exists and is still streaming, it is marked interrupted (`ended`), and the
+ * Conversation's claim released (`released`) while nothing was written in it since. The claim is then this turn's:
+ * a Conversation is claimed by one turn at a time, and any later turn, of this instance or another, wrote its
+ * Messages after the reply's (a regenerate, a claim taken while this instance was taken for dead).
  */
 export async function endUndecided(
   sql: Sql,
   r: { conversationId: string; messageId: string; instanceId: number },
-): Promise<boolean> {
-  const rows = await sql`
+): Promise<{ ended: boolean; released: boolean }> {
+  const [row] = await sql<{ ended: boolean; released: boolean }[]>`
     with ended as (update messages set status = 'interrupted', instance_id = null, updated_at = now(),
         error = 'The database could not be reached when this Message was sent, so no NPC was asked.'
       where id = ${r.messageId} and conversation_id = ${r.conversationId} and status = 'streaming'
+      returning seq),
+    released as (update conversations set turn_owner = null
+      where id = ${r.conversationId} and turn_owner = ${r.instanceId} and exists (select 1 from ended)
+        and not exists (select 1 from messages m, ended
+          where m.conversation_id = ${r.conversationId} and m.seq > ended.seq)
       returning id)
-    update conversations set turn_owner = null
-    where id = ${r.conversationId} and turn_owner = ${r.instanceId} and exists (select 1 from ended)
-    returning id`;
-  return rows.length > 0;
+    select exists (select 1 from ended) as ended, exists (select 1 from released) as released`;
+  return { ended: row?.ended === true, released: row?.released === true };
 }

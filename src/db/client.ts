@@ -63,8 +63,8 @@ export function socketOptions(url: string): { url: string; host?: string; port?:
 
 /**
  * Seconds before a pool slot connects again after its connection failed, by failures in a row (postgres.js's
- * `backoff`). Its default grows to 20 s, counted over the whole pool: after a database restart of 2.5 s the server
- * answered again only 30–60 s later (stop 65, measured through a proxy that refused connections). Capped at 2 s it
+ * `backoff`). Its default grows to 20 s, counted over the whole pool: after a database outage of 2.5 s the server
+ * answered again only 30–60 s later (ADR 0101, through test/support/pgProxy.ts). Capped at 2 s it
  * is back within seconds, and a pool of a few slots asks a gone database a few times a second at most.
  */
 export const reconnectBackoff = (retries: number): number =>

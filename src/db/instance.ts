@@ -1,9 +1,12 @@
 import { randomInt } from 'node:crypto';
-import type { Sql } from './client.ts';
+import { connectionLost, type Sql } from './client.ts';
 import { LOCKS } from './locks.ts';
 
 /** The advisory-lock class under which each running server holds one lock named by its instance id. */
 const INSTANCE_LOCK_CLASS = LOCKS.instance;
+
+/** How often the pool is asked whether this server's instance lock is still held (ADR 0102). */
+export const INSTANCE_CHECK_MS = 2_000;
 
 export interface Instance {
   /** A positive int4, unique among live servers on this database. */
@@ -15,25 +18,79 @@ export interface Instance {
  * Registers this process as a live server: it holds an advisory lock for as long as it runs, on a reserved
  * connection. When the process dies, PostgreSQL drops the lock with the connection, which is how other
  * servers can tell a reply left mid-stream by a dead process from one still being written by a live one.
+ *
+ * A database restart or failover drops the lock too, with the server alive: every server's sweeps would take its
+ * replies for a dead one's, and its claims for free (ADR 0102). So every `checkMs` the pool is asked whether anyone
+ * holds the lock; when no one does, its connection is gone with it, and the lock is taken again, under the same id
+ * (the replies and claims written under it stay this server's), on a connection newly reserved. The old one is
+ * never written to again: postgres.js 3.4.9 throws, uncaught, writing to a closed connection (porsager/postgres#1208).
  */
-export async function registerInstance(sql: Sql): Promise<Instance> {
-  const reserved = await sql.reserve();
-  for (;;) {
-    const id = randomInt(1, 2 ** 31 - 1);
-    const [row] = await reserved<
-      { ok: boolean }[]
-    >`select pg_try_advisory_lock(${INSTANCE_LOCK_CLASS}, ${id}) as ok`;
-    if (row?.ok) {
-      return {
-        id,
-        async release() {
-          await reserved`select pg_advisory_unlock(${INSTANCE_LOCK_CLASS}, ${id})`.catch(() => {});
-          reserved.release();
-        },
-      };
+export async function registerInstance(
+  sql: Sql,
+  options: { checkMs?: number; log?: (message: string, error?: unknown) => void } = {},
+): Promise<Instance> {
+  let held = await takeLock(sql, () => randomInt(1, 2 ** 31 - 1));
+  const { id } = held;
+  let checking: Promise<void> | undefined;
+  let lost = false;
+  const check = async () => {
+    try {
+      const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, id)}`;
+      if (row?.pid != null) return;
+      if (!lost) options.log?.(`instance ${id}: its lock was lost with its connection; taking it again`);
+      lost = true;
+      held = await takeLock(sql, () => id, 1);
+      lost = false;
+      options.log?.(`instance ${id}: its lock is held again`);
+    } catch (e) {
+      if (!lost) options.log?.(`instance ${id}: its lock could not be checked; asked again shortly`, e);
     }
-  }
+  };
+  const timer = setInterval(() => {
+    checking ??= check().finally(() => {
+      checking = undefined;
+    });
+  }, options.checkMs ?? INSTANCE_CHECK_MS);
+  timer.unref();
+  return {
+    id,
+    async release() {
+      clearInterval(timer);
+      // A check waiting on a gone database is not waited for long: the pool's end stops it.
+      await Promise.race([checking, new Promise((r) => setTimeout(r, 1_000).unref())]);
+      // Written to only while its session still holds the lock: the connection is then alive.
+      const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, id)}`.catch(() => []);
+      if (row?.pid !== held.pid) return;
+      await held.reserved`select pg_advisory_unlock(${INSTANCE_LOCK_CLASS}, ${id})`.catch(() => {});
+      held.reserved.release();
+    },
+  };
 }
+
+/**
+ * The lock taken on a connection newly reserved, under the id `next` gives, asked `tries` times (a new id each time
+ * when registering); the connection and its backend's pid. A connection that did not take it goes back to the pool.
+ */
+async function takeLock(sql: Sql, next: () => number, tries = Number.POSITIVE_INFINITY) {
+  const reserved = await sql.reserve();
+  try {
+    for (let i = 0; i < tries; i++) {
+      const id = next();
+      const [row] = await reserved<{ pid: number | null }[]>`
+        select case when pg_try_advisory_lock(${INSTANCE_LOCK_CLASS}, ${id}) then pg_backend_pid() end as pid`;
+      if (row?.pid != null) return { id, pid: row.pid, reserved };
+    }
+  } catch (e) {
+    if (!connectionLost(e)) reserved.release();
+    throw e;
+  }
+  reserved.release();
+  throw new Error('the instance lock is held by another session');
+}
+
+/** The backend holding the instance's lock, if any. */
+const holderOf = (q: Sql, id: number) => q`select (select pid from pg_locks where locktype = 'advisory'
+  and classid = ${INSTANCE_LOCK_CLASS} and objid = ${id} and objsubid = 2 and granted limit 1) as pid`;
 
 /** SQL fragment source: the ids of servers alive right now. */
 export const LIVE_INSTANCES = `select objid::int from pg_locks where locktype = 'advisory' and classid = ${INSTANCE_LOCK_CLASS} and objsubid = 2 and granted`;

@@ -245,24 +245,34 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
       ));
     if (told.length) await turnEnded?.after(told);
     if (held) out(held);
-    // A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server:
-    // marked interrupted, with the Parts held here, before its followers are told it ended.
-    // (The first reply's row was written with the claim: it counts even if the turn failed before it began.)
-    // An undecided claim's reply is ended with the claim's release, later (undecided.ts): marked here alone, the
-    // release, which looks for it still streaming, would never come.
-    if (undecided)
-      void settleUndecided(deps, { conversationId: plan.conversation.id, messageId: plan.replyId }, (id) =>
-        tellEnded(deps, id),
-      );
-    const unfinished = [...new Set([plan.replyId, ...begun])].filter(
-      (id) => !finished.has(id) && !(undecided && id === plan.replyId),
-    );
-    const left = unfinished.map((id) => ({ id, parts: partsOf.get(id)?.() }));
-    if (left.length) await markUnfinished(deps.sql, left).catch((e) => deps.log('replies not marked', e));
+    await leaveUnfinished(deps, plan, { begun, finished, partsOf, undecided });
     for (const id of begun) hub?.end(id);
     meter.end();
     sse.end();
   }
+}
+
+/**
+ * A reply that never sent its finish (its last write failed) must not stay "streaming" under a live server: marked
+ * interrupted, with the Parts held here, before its followers are told it ended. (The first reply's row was written
+ * with the claim: it counts even if the turn failed before it began.) An undecided claim's reply is ended with the
+ * claim's release instead, later (undecided.ts): marked here alone, the release, which looks for it still
+ * streaming, would never come.
+ */
+async function leaveUnfinished(
+  deps: Deps,
+  plan: TurnPlan,
+  r: { begun: string[]; finished: Set<string>; partsOf: Map<string, () => Part[]>; undecided: boolean },
+) {
+  if (r.undecided)
+    void settleUndecided(deps, { conversationId: plan.conversation.id, messageId: plan.replyId }, (id) =>
+      tellEnded(deps, id),
+    ).catch((e) => deps.log('an undecided turn claim could not be settled', e));
+  const unfinished = [...new Set([plan.replyId, ...r.begun])].filter(
+    (id) => !r.finished.has(id) && !(r.undecided && id === plan.replyId),
+  );
+  const left = unfinished.map((id) => ({ id, parts: r.partsOf.get(id)?.() }));
+  if (left.length) await markUnfinished(deps.sql, left).catch((e) => deps.log('replies not marked', e));
 }
 
 /** A turn's end told on its own, as its claim's release tells it (an undecided claim's, released later). */

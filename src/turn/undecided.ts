@@ -20,22 +20,27 @@ export async function settleUndecided(
   turn: { conversationId: string; messageId: string },
   ended: (conversationId: string) => Promise<void>,
   waits: readonly number[] = UNDECIDED_WAITS_MS,
-): Promise<'released' | 'nothing' | 'gave up'> {
+): Promise<'released' | 'ended' | 'nothing' | 'gave up'> {
   let last: unknown;
   for (const wait of waits) {
     await new Promise((r) => setTimeout(r, wait).unref());
-    let released: boolean;
+    let settled: { ended: boolean; released: boolean };
     try {
-      released = await endUndecided(deps.sql, { ...turn, instanceId: deps.instanceId });
+      settled = await endUndecided(deps.sql, { ...turn, instanceId: deps.instanceId });
     } catch (e) {
       last = e;
-      if ((e as { code?: unknown }).code === 'CONNECTION_ENDED') break;
+      if ((e as { code?: unknown } | null)?.code === 'CONNECTION_ENDED') break;
       continue;
     }
-    if (!released) return 'nothing';
-    deps.log('an undecided turn claim had been stored: its reply is ended and its Conversation released');
+    if (!settled.ended) return 'nothing';
+    deps.log(
+      settled.released
+        ? 'an undecided turn claim had been stored: its reply is ended and its Conversation released'
+        : 'an undecided turn claim had been stored: its reply is ended; its Conversation has moved on',
+    );
+    // Its reply came onto the path as interrupted, as markInterrupted's do: the turn's end is told either way.
     await ended(turn.conversationId).catch((e) => deps.log('turn end not told', e));
-    return 'released';
+    return settled.released ? 'released' : 'ended';
   }
   deps.log('an undecided turn claim could not be settled', last);
   return 'gave up';

@@ -1,10 +1,13 @@
 import net from 'node:net';
 
 /**
- * A TCP proxy in front of PostgreSQL, for faults no server-side trick can make: a COMMIT the database made whose
- * answer never reaches the client. `cutCommitAfter(marker)`: the connection whose client next sends `marker` (a
- * statement's parameter) has its next COMMIT answer dropped with every connection, as a restart drops them, and for `refuseMs` after, new
- * connections are closed as they open (the database out of reach). `cuts` counts the faults that fired.
+ * A TCP proxy in front of PostgreSQL, for faults no server-side trick can make: the database gone for a while, as a
+ * restart or a failover takes it (every connection dropped, new ones refused), or a COMMIT the database made whose
+ * answer never reaches its client.
+ * - `dropAll()`: every connection goes, and new ones are refused (reset as they open) until `accept()`.
+ * - `cutCommitAfter(marker)`: the connection whose client next sends `marker` (a statement's parameter) has its next
+ *   COMMIT answer dropped, and then `dropAll()`.
+ * `state` counts the faults that fired.
  */
 export async function startPgProxy(databaseUrl: string) {
   const target = new URL(databaseUrl);
@@ -13,19 +16,27 @@ export async function startPgProxy(databaseUrl: string) {
   const to = socketDir?.startsWith('/')
     ? { path: `${socketDir}/.s.PGSQL.${port}` }
     : { host: target.hostname, port };
-  let armed: { marker: string; refuseMs: number } | undefined;
-  let refuseUntil = 0;
-  const state = { cuts: 0, refused: 0 };
+  let marker: string | undefined;
+  let refusing = false;
+  const state = { cuts: 0, drops: 0, refused: 0 };
   const sockets = new Set<net.Socket>();
+  const dropAll = () => {
+    state.drops++;
+    refusing = true;
+    for (const s of sockets) s.destroy();
+    sockets.clear();
+  };
   const server = net.createServer((client) => {
-    if (Date.now() < refuseUntil) {
+    if (refusing) {
       state.refused++;
-      client.destroy();
+      client.resetAndDestroy();
       return;
     }
     const upstream = net.connect(to);
     sockets.add(client).add(upstream);
     let marked = false;
+    // The end of the last chunk, so a marker split over two chunks is still seen.
+    let tail = '';
     const end = () => {
       client.destroy();
       upstream.destroy();
@@ -33,18 +44,19 @@ export async function startPgProxy(databaseUrl: string) {
       sockets.delete(upstream);
     };
     client.on('data', (d: Buffer) => {
-      if (armed && d.includes(armed.marker)) marked = true;
+      if (marker) {
+        const seen = tail + d.toString('latin1');
+        if (seen.includes(marker)) marked = true;
+        tail = seen.slice(-marker.length);
+      }
       upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
       // CommandComplete ('C') with the tag COMMIT: the transaction is made; its client never learns so.
-      if (marked && armed && d.includes('COMMIT\0')) {
-        refuseUntil = Date.now() + armed.refuseMs;
-        armed = undefined;
+      if (marked && marker && d.includes('COMMIT\0')) {
+        marker = undefined;
         state.cuts++;
-        // As a database restart does: every connection goes, not only this one.
-        for (const s of sockets) s.destroy();
-        sockets.clear();
+        dropAll();
         return;
       }
       client.write(d);
@@ -61,8 +73,13 @@ export async function startPgProxy(databaseUrl: string) {
   return {
     url: url.toString(),
     state,
-    cutCommitAfter(marker: string, refuseMs: number) {
-      armed = { marker, refuseMs };
+    dropAll,
+    cutCommitAfter(text: string) {
+      marker = text;
+    },
+    /** The database is back: new connections go through again. */
+    accept() {
+      refusing = false;
     },
     close() {
       for (const s of sockets) s.destroy();
