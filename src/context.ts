@@ -219,10 +219,12 @@ async function openDatabase(
   await migrate(sql);
   // Locks held while a Player's own servers are waited on are leases: rows with an expiry, holding no
   // connection while they wait or are held (ADR 0054).
-  const leases = new Leases(sql);
-  closers.push(() => leases.close());
+  // Registered before the leases, so released after them: its release ends a backend (ADR 0102), and nothing but
+  // the pool's end comes after it.
   const instance = await registerInstance(sql, { log });
   closers.push(() => instance.release());
+  const leases = new Leases(sql);
+  closers.push(() => leases.close());
   // A reply settled interrupted has ended: a live Conversation gives it its hold-back window (ADR 0046).
   const interrupted = await markInterrupted(sql);
   await turnEnded(sql, interrupted);

@@ -193,25 +193,31 @@ export async function replyStored(sql: Sql, conversationId: string, messageId: s
 
 /**
  * Ends a turn whose claim was not known to be stored (its COMMIT went unanswered and the database could not be
- * asked): if the reply's row exists and is still streaming, it is marked interrupted (`ended`), and the
- * Conversation's claim released (`released`) while nothing was written in it since. The claim is then this turn's:
- * a Conversation is claimed by one turn at a time, and any later turn, of this instance or another, wrote its
- * Messages after the reply's (a regenerate, a claim taken while this instance was taken for dead).
+ * asked). If the reply's row exists, the claim was stored: the row is marked interrupted if still streaming
+ * (`ended`; a sweep may have marked it first), and the Conversation's claim released (`released`) while this
+ * instance holds it and no later claim has been made. The claim is then this turn's: a Conversation is claimed by
+ * one turn at a time, and a later claim (a regenerate, one taken while this instance was taken for dead) wrote
+ * Messages after the reply's and dated the Conversation after it (`updated_at`, which the claim and its reply's row
+ * take from one transaction). The date is what a claim being committed meanwhile is caught by: PostgreSQL judges a
+ * row it waited for by its new version, the statement's other reads by the snapshot from before.
  */
 export async function endUndecided(
   sql: Sql,
   r: { conversationId: string; messageId: string; instanceId: number },
-): Promise<{ ended: boolean; released: boolean }> {
-  const [row] = await sql<{ ended: boolean; released: boolean }[]>`
-    with ended as (update messages set status = 'interrupted', instance_id = null, updated_at = now(),
+): Promise<{ stored: boolean; ended: boolean; released: boolean }> {
+  const [row] = await sql<{ stored: boolean; ended: boolean; released: boolean }[]>`
+    with reply as (select seq, created_at from messages
+      where id = ${r.messageId} and conversation_id = ${r.conversationId}),
+    ended as (update messages set status = 'interrupted', instance_id = null, updated_at = now(),
         error = 'The database could not be reached when this Message was sent, so no NPC was asked.'
       where id = ${r.messageId} and conversation_id = ${r.conversationId} and status = 'streaming'
-      returning seq),
-    released as (update conversations set turn_owner = null
-      where id = ${r.conversationId} and turn_owner = ${r.instanceId} and exists (select 1 from ended)
-        and not exists (select 1 from messages m, ended
-          where m.conversation_id = ${r.conversationId} and m.seq > ended.seq)
-      returning id)
-    select exists (select 1 from ended) as ended, exists (select 1 from released) as released`;
-  return { ended: row?.ended === true, released: row?.released === true };
+      returning id),
+    released as (update conversations c set turn_owner = null
+      from reply
+      where c.id = ${r.conversationId} and c.turn_owner = ${r.instanceId} and c.updated_at <= reply.created_at
+        and not exists (select 1 from messages m where m.conversation_id = ${r.conversationId} and m.seq > reply.seq)
+      returning c.id)
+    select exists (select 1 from reply) as stored, exists (select 1 from ended) as ended,
+      exists (select 1 from released) as released`;
+  return { stored: row?.stored === true, ended: row?.ended === true, released: row?.released === true };
 }

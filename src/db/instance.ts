@@ -31,19 +31,32 @@ export async function registerInstance(
 ): Promise<Instance> {
   let held = await takeLock(sql, () => randomInt(1, 2 ** 31 - 1));
   const { id } = held;
+  const log = options.log ?? (() => {});
   let checking: Promise<void> | undefined;
-  let lost = false;
+  let stopped = false;
+  // What was last said, so an outage is told once, not every check.
+  let said: 'held' | 'unchecked' | 'lost' = 'held';
   const check = async () => {
     try {
       const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, id)}`;
-      if (row?.pid != null) return;
-      if (!lost) options.log?.(`instance ${id}: its lock was lost with its connection; taking it again`);
-      lost = true;
-      held = await takeLock(sql, () => id, 1);
-      lost = false;
-      options.log?.(`instance ${id}: its lock is held again`);
+      if (row?.pid != null) {
+        if (row.pid !== held.pid) log(`instance ${id}: its lock is held by another session (${row.pid})`);
+        else if (said !== 'held') log(`instance ${id}: its lock is held`);
+        said = row.pid === held.pid ? 'held' : said;
+        return;
+      }
+      if (said !== 'lost') log(`instance ${id}: its lock was lost with its connection; taking it again`);
+      said = 'lost';
+      if (stopped) return;
+      const taken = await takeLock(sql, () => id, 1);
+      held = taken;
+      // Released meanwhile: the lock just taken goes too.
+      if (stopped) await endSession(sql, id, taken.pid);
+      else log(`instance ${id}: its lock is held again`);
+      said = 'held';
     } catch (e) {
-      if (!lost) options.log?.(`instance ${id}: its lock could not be checked; asked again shortly`, e);
+      if (said === 'held') log(`instance ${id}: its lock could not be checked; asked again shortly`, e);
+      if (said === 'held') said = 'unchecked';
     }
   };
   const timer = setInterval(() => {
@@ -55,17 +68,25 @@ export async function registerInstance(
   return {
     id,
     async release() {
+      stopped = true;
       clearInterval(timer);
       // A check waiting on a gone database is not waited for long: the pool's end stops it.
-      await Promise.race([checking, new Promise((r) => setTimeout(r, 1_000).unref())]);
-      // Written to only while its session still holds the lock: the connection is then alive.
-      const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, id)}`.catch(() => []);
-      if (row?.pid !== held.pid) return;
-      await held.reserved`select pg_advisory_unlock(${INSTANCE_LOCK_CLASS}, ${id})`.catch(() => {});
-      held.reserved.release();
+      await within(1_000, checking);
+      // Its connection is never written to: it may have closed on this side while its backend lives on
+      // (porsager/postgres#1208). Its backend is ended through the pool, which drops the lock, and postgres.js
+      // then closes the connection as any the server closed.
+      await within(2_000, endSession(sql, id, held.pid));
     },
   };
 }
+
+/** Waits for `p`, at most `ms`; its failure is not this wait's. */
+const within = (ms: number, p: Promise<unknown> | undefined) =>
+  Promise.race([p?.catch(() => {}), new Promise((r) => setTimeout(r, ms).unref())]);
+
+/** Ends the backend `pid` if it holds the instance's lock (it is this server's own). */
+const endSession = (sql: Sql, id: number, pid: number) =>
+  sql`select pg_terminate_backend(pid) from (${holderOf(sql, id)}) h where pid = ${pid}`.catch(() => {});
 
 /**
  * The lock taken on a connection newly reserved, under the id `next` gives, asked `tries` times (a new id each time
@@ -90,7 +111,14 @@ async function takeLock(sql: Sql, next: () => number, tries = Number.POSITIVE_IN
 
 /** The backend holding the instance's lock, if any. */
 const holderOf = (q: Sql, id: number) => q`select (select pid from pg_locks where locktype = 'advisory'
-  and classid = ${INSTANCE_LOCK_CLASS} and objid = ${id} and objsubid = 2 and granted limit 1) as pid`;
+  and database = ${q.unsafe(THIS_DATABASE)} and classid = ${INSTANCE_LOCK_CLASS} and objid = ${id} and objsubid = 2
+  and granted limit 1) as pid`;
+
+/**
+ * This database, in pg_locks: advisory locks are the database's own, but pg_locks shows the whole cluster's, where
+ * another database's server (staging beside production, tests beside each other) may hold the same id.
+ */
+const THIS_DATABASE = '(select oid from pg_database where datname = current_database())';
 
 /** SQL fragment source: the ids of servers alive right now. */
-export const LIVE_INSTANCES = `select objid::int from pg_locks where locktype = 'advisory' and classid = ${INSTANCE_LOCK_CLASS} and objsubid = 2 and granted`;
+export const LIVE_INSTANCES = `select objid::int from pg_locks where locktype = 'advisory' and database = ${THIS_DATABASE} and classid = ${INSTANCE_LOCK_CLASS} and objsubid = 2 and granted`;

@@ -24,7 +24,7 @@ export async function settleUndecided(
   let last: unknown;
   for (const wait of waits) {
     await new Promise((r) => setTimeout(r, wait).unref());
-    let settled: { ended: boolean; released: boolean };
+    let settled: { stored: boolean; ended: boolean; released: boolean };
     try {
       settled = await endUndecided(deps.sql, { ...turn, instanceId: deps.instanceId });
     } catch (e) {
@@ -32,13 +32,14 @@ export async function settleUndecided(
       if ((e as { code?: unknown } | null)?.code === 'CONNECTION_ENDED') break;
       continue;
     }
-    if (!settled.ended) return 'nothing';
+    if (!settled.stored) return 'nothing';
     deps.log(
       settled.released
         ? 'an undecided turn claim had been stored: its reply is ended and its Conversation released'
         : 'an undecided turn claim had been stored: its reply is ended; its Conversation has moved on',
     );
-    // Its reply came onto the path as interrupted, as markInterrupted's do: the turn's end is told either way.
+    // Its reply came onto the path as interrupted, as markInterrupted's do: the turn's end is told (again, if a
+    // sweep marked it first: the notice only dates the next append).
     await ended(turn.conversationId).catch((e) => deps.log('turn end not told', e));
     return settled.released ? 'released' : 'ended';
   }

@@ -39,7 +39,7 @@ it('takes its lock again, under the same id, after the database dropped every co
   expect(await live(instance.id)).toBe(false);
 }, 60_000);
 
-it('waits while its old session still holds the lock, and never takes it twice', async () => {
+it('waits while another session holds its lock, and takes it back once freed', async () => {
   const instance = await registerInstance(pool, { checkMs: 100 });
   // Another session holds the same lock (the old backend not yet gone): the check asks again, without error.
   const other = await db.sql.reserve();
@@ -50,11 +50,12 @@ it('waits while its old session still holds the lock, and never takes it twice',
     expect(got!.ok).toBe(true);
     proxy.accept();
     await new Promise((r) => setTimeout(r, 1_000));
-    // Held by the other session only.
-    const holders =
-      await db.sql`select pid from pg_locks where locktype = 'advisory' and objid = ${instance.id}
-      and objsubid = 2 and granted`;
-    expect(holders.length).toBe(1);
+    // Held by the other session, not taken from it.
+    const [holder] =
+      await db.sql`select pid from pg_locks where locktype = 'advisory' and classid = ${LOCK_CLASS}
+      and objid = ${instance.id} and objsubid = 2 and granted`;
+    const [mine] = await other`select pg_backend_pid() as pid`;
+    expect(holder!.pid).toBe(mine!.pid);
     await other`select pg_advisory_unlock(${LOCK_CLASS}, ${instance.id})`;
     // Freed: this server takes it back.
     await expect.poll(() => live(instance.id), { timeout: 10_000, interval: 100 }).toBe(true);
@@ -63,6 +64,19 @@ it('waits while its old session still holds the lock, and never takes it twice',
   }
   await instance.release();
   expect(await live(instance.id)).toBe(false);
+}, 60_000);
+
+it('never writes to its connection once it closed on this side: its release ends the backend left holding the lock', async () => {
+  const instance = await registerInstance(pool, { checkMs: 100 });
+  proxy.dropClients();
+  // The backend lives on, holding the lock: the server still counts as alive, and nothing is taken again.
+  await new Promise((r) => setTimeout(r, 500));
+  expect(await live(instance.id)).toBe(true);
+  // Written to, the closed connection throws uncaught (porsager/postgres#1208) and the release never ends.
+  await instance.release();
+  await expect.poll(() => live(instance.id), { timeout: 5_000, interval: 100 }).toBe(false);
+  // The pool goes on.
+  expect((await pool`select 1 as one`)[0]!.one).toBe(1);
 }, 60_000);
 
 /** The instance lock's class, as LIVE_INSTANCES names it. */

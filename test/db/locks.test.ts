@@ -27,3 +27,19 @@ it('every advisory-lock class is its own, and no other lock looks like a live se
     expect((live as unknown as { objid: number }[]).map((r) => r.objid)).toContain(424242);
   });
 });
+
+// pg_locks shows the whole cluster's locks; advisory locks are each database's own (ADR 0102).
+it("another database's server holding the same id does not count as live here", async () => {
+  const other = await createTestDatabase({ migrate: false });
+  const held = await other.sql.reserve();
+  try {
+    await held`select pg_advisory_lock(${LOCKS.instance}, 434343)`;
+    const live = (await db.sql.unsafe(LIVE_INSTANCES)) as unknown as { objid: number }[];
+    expect(live.map((r) => r.objid)).not.toContain(434343);
+    const there = (await other.sql.unsafe(LIVE_INSTANCES)) as unknown as { objid: number }[];
+    expect(there.map((r) => r.objid)).toContain(434343);
+  } finally {
+    held.release();
+    await other.drop();
+  }
+});

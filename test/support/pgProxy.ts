@@ -5,6 +5,7 @@ import net from 'node:net';
  * restart or a failover takes it (every connection dropped, new ones refused), or a COMMIT the database made whose
  * answer never reaches its client.
  * - `dropAll()`: every connection goes, and new ones are refused (reset as they open) until `accept()`.
+ * - `dropClients()`: every connection goes on the client's side only.
  * - `cutCommitAfter(marker)`: the connection whose client next sends `marker` (a statement's parameter) has its next
  *   COMMIT answer dropped, and then `dropAll()`.
  * `state` counts the faults that fired.
@@ -20,11 +21,15 @@ export async function startPgProxy(databaseUrl: string) {
   let refusing = false;
   const state = { cuts: 0, drops: 0, refused: 0 };
   const sockets = new Set<net.Socket>();
+  const clients = new Map<net.Socket, net.Socket>();
+  const orphans = new Set<net.Socket>();
   const dropAll = () => {
     state.drops++;
     refusing = true;
     for (const s of sockets) s.destroy();
     sockets.clear();
+    clients.clear();
+    orphans.clear();
   };
   const server = net.createServer((client) => {
     if (refusing) {
@@ -39,10 +44,13 @@ export async function startPgProxy(databaseUrl: string) {
     let tail = '';
     const end = () => {
       client.destroy();
-      upstream.destroy();
       sockets.delete(client);
+      // Orphaned (dropClients): the database's side stays open, its backend alive.
+      if (orphans.has(upstream)) return;
+      upstream.destroy();
       sockets.delete(upstream);
     };
+    clients.set(client, upstream);
     client.on('data', (d: Buffer) => {
       if (marker) {
         const seen = tail + d.toString('latin1');
@@ -74,6 +82,17 @@ export async function startPgProxy(databaseUrl: string) {
     url: url.toString(),
     state,
     dropAll,
+    /**
+     * Every connection goes on the client's side only: each backend lives on, holding what it held, as after a
+     * network fault only the client saw. New connections still go through.
+     */
+    dropClients() {
+      for (const [client, upstream] of clients) {
+        orphans.add(upstream);
+        client.destroy();
+      }
+      clients.clear();
+    },
     cutCommitAfter(text: string) {
       marker = text;
     },

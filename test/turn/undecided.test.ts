@@ -131,26 +131,41 @@ it('never frees a claim that is not the undecided turn’s: none stored, or a la
     );
   expect(await settle(gone)).toBe('nothing');
   expect(told).toEqual([]);
-  // The undecided turn's reply was stored, and left streaming; a later turn (a regenerate, or a claim taken while
-  // this instance was taken for dead) has written since, under the same instance id, and holds the claim.
+  // The undecided turn's reply was stored, and a sweep marked it interrupted first: the claim is still its own.
   const rows = await db.sql<{ id: string }[]>`
-    with c as (select player_id from conversations where id = ${conversationId}),
-    p as (insert into messages (conversation_id, role, text, parts, status)
-      values (${conversationId}, 'player', 'first', '[]', 'complete') returning id),
-    r as (insert into messages (conversation_id, role, text, parts, status)
-      select ${conversationId}, 'npc', '', '[]', 'streaming' from p returning id)
-    select id from r`;
+    with p as (insert into messages (conversation_id, role, text, parts, status)
+      values (${conversationId}, 'player', 'first', '[]', 'complete') returning id)
+    insert into messages (conversation_id, role, text, parts, status)
+      select ${conversationId}, 'npc', '', '[]', 'interrupted' from p returning id`;
   const undecided = rows[0]!.id;
+  expect(await settle(undecided)).toBe('released');
+  expect(
+    (await db.sql`select turn_owner from conversations where id = ${conversationId}`)[0]!.turn_owner,
+  ).toBeNull();
+  expect(told).toEqual([conversationId]);
+  // A later claim, under the same instance id, dated the Conversation after the reply, its Messages not yet seen:
+  // it is not freed.
+  await db.sql`update conversations set turn_owner = 4242, updated_at = now() + interval '1 second'
+    where id = ${conversationId}`;
+  expect(await settle(undecided)).toBe('ended');
+  expect(
+    (await db.sql`select turn_owner from conversations where id = ${conversationId}`)[0]!.turn_owner,
+  ).toBe(4242);
+  await db.sql`update conversations set updated_at = now() - interval '1 hour' where id = ${conversationId}`;
+  // A later turn (a regenerate, or a claim taken while this instance was taken for dead) has written since, under
+  // the same instance id, and holds the claim: it is not freed.
+  await db.sql`update conversations set turn_owner = 4242 where id = ${conversationId}`;
+  await db.sql`update messages set status = 'streaming' where id = ${undecided}`;
   await db.sql`insert into messages (conversation_id, role, text, parts, status)
     values (${conversationId}, 'player', 'second', '[]', 'complete')`;
   expect(await settle(undecided)).toBe('ended');
-  const [row] = await db.sql`select turn_owner from conversations where id = ${conversationId}`;
-  expect(row!.turn_owner).toBe(4242);
+  expect(
+    (await db.sql`select turn_owner from conversations where id = ${conversationId}`)[0]!.turn_owner,
+  ).toBe(4242);
   const [reply] = await db.sql`select status from messages where id = ${undecided}`;
   expect(reply!.status).toBe('interrupted');
-  // Its reply came onto the path: the end is told.
-  expect(told).toEqual([conversationId]);
   expect(await endUndecided(db.sql, { conversationId, messageId: gone, instanceId: 4242 })).toEqual({
+    stored: false,
     ended: false,
     released: false,
   });
