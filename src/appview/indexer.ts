@@ -2,7 +2,7 @@ import { IdResolver, MemoryCache } from '@atproto/identity';
 import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
-import { LOCKS } from '../db/index.ts';
+import { LOCKS, lead } from '../db/index.ts';
 import { metrics } from '../metrics/index.ts';
 import { Batcher } from './batcher.ts';
 import { guardKeyResolution } from './didGuard.ts';
@@ -10,8 +10,6 @@ import { JetstreamFollower } from './jetstream.ts';
 import { accountOp, type Op } from './ops.ts';
 import { shapeProblem } from './shape.ts';
 import { COLLECTIONS, pruneTombstones, readCursor, readJetstreamPosition } from './store.ts';
-
-const LEADER_LOCK = LOCKS.indexerLeader;
 
 export interface IndexerOptions {
   sql: Sql;
@@ -39,56 +37,28 @@ export interface Indexer {
 
 /**
  * Follows the network's event stream, filtered to click.aligned.chat.*, into the index. One indexer runs at a
- * time across server processes: the leader holds an advisory lock; the others wait for it. The cursor is
+ * time across server processes: the leader holds an advisory lock; the others wait for it (db/leadership.ts). The cursor is
  * stored with each batch written, so a restart resumes where it stopped; upserts make a replay harmless.
  */
 export function startIndexer(o: IndexerOptions): Indexer {
-  let stopped = false;
-  let follower: { stop(): Promise<void> } | undefined;
-  let release: (() => Promise<void>) | undefined;
-  let close = async () => {};
-  let lead!: () => void;
-  const leading = new Promise<void>((resolve) => {
-    lead = resolve;
-  });
-
-  const run = async () => {
-    const conn = await o.sql.reserve();
-    while (!stopped) {
-      const [row] = await conn<{ ok: boolean }[]>`select pg_try_advisory_lock(${LEADER_LOCK}) as ok`;
-      if (row?.ok) break;
-      await new Promise((r) => setTimeout(r, o.retryMs ?? 5000));
-    }
-    release = async () => {
-      await conn`select pg_advisory_unlock(${LEADER_LOCK})`.catch(() => {});
-      conn.release();
-    };
-    if (stopped) return;
-    const batcher = batcherFor(o);
-    // Deletes are remembered for a while (store.ts: TOMBSTONE_DAYS), then let go, by the one leader.
-    const pruning = setInterval(() => void pruneTombstones(o.sql).catch(() => {}), 60 * 60_000);
-    pruning.unref();
-    close = async () => {
-      clearInterval(pruning);
-      await batcher.close();
-    };
-    const source = followerFor(o, batcher);
-    follower = source;
-    lead();
-    source.start();
-  };
-  const running = run().catch((e) => o.log('indexer failed to start', e));
-
-  return {
-    leading,
-    async stop() {
-      stopped = true;
-      await follower?.stop();
-      await running;
-      await close();
-      await release?.();
+  return lead(o.sql, [LOCKS.indexerLeader], {
+    name: 'indexer',
+    log: o.log,
+    retryMs: o.retryMs,
+    async start() {
+      const batcher = batcherFor(o);
+      // Deletes are remembered for a while (store.ts: TOMBSTONE_DAYS), then let go, by the one leader.
+      const pruning = setInterval(() => void pruneTombstones(o.sql).catch(() => {}), 60 * 60_000);
+      pruning.unref();
+      const source = followerFor(o, batcher);
+      source.start();
+      return async () => {
+        await source.stop();
+        clearInterval(pruning);
+        await batcher.close();
+      };
     },
-  };
+  });
 }
 
 /** The batcher the leader writes its ops through. */

@@ -35,8 +35,8 @@ const REPEATABLE_SERIALISERS = {
 
 /**
  * Connections reserved for as long as the process runs, each holding a session lock: this instance's (db/instance.ts),
- * the AppView indexer's leadership and the labelers' follower's (or waiting for it). They would otherwise be taken
- * out of the pool the queries share (ADR 0074).
+ * and, on the server that leads them, the AppView indexer's and the labelers' follower's (db/leadership.ts; one
+ * that waits keeps none). They would otherwise be taken out of the pool the queries share (ADR 0074).
  */
 export const HELD_CONNECTIONS = 3;
 

@@ -15,6 +15,7 @@ export {
 } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
+export { type Leadership, lead } from './leadership.ts';
 export {
   currentLeases,
   type Lease,

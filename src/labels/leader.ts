@@ -1,5 +1,5 @@
 import type { Sql } from '../db/index.ts';
-import { LOCKS } from '../db/index.ts';
+import { type Leadership, LOCKS, lead } from '../db/index.ts';
 import type { SocketPolicy } from '../outbound/index.ts';
 import { LabelerFollower } from './follower.ts';
 import { LabelerKeys } from './keys.ts';
@@ -23,35 +23,18 @@ export interface FollowLabelsOptions {
 
 /**
  * Follows every configured labeler from one server process at a time (the leader holds an advisory lock, like
- * the indexer's). Labels of labelers no longer configured are let go first, so they stop counting at once.
+ * the indexer's: db/leadership.ts). Labels of labelers no longer configured are let go first, so they stop counting at once.
  */
 export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>; stop(): Promise<void> } {
-  let stopped = false;
-  let followers: LabelerFollower[] = [];
-  let release: (() => Promise<void>) | undefined;
-  let lead!: () => void;
+  let leadership: Leadership | undefined;
+  let led!: () => void;
   const leading = new Promise<void>((resolve) => {
-    lead = resolve;
+    led = resolve;
   });
-  const run = async () => {
-    await forgetOtherLabelers(
-      o.sql,
-      o.labelers.map((l) => l.did),
-    );
-    if (!o.labelers.length) return;
-    const conn = await o.sql.reserve();
-    while (!stopped) {
-      const [row] = await conn<{ ok: boolean }[]>`select pg_try_advisory_lock(${LOCKS.labelsLeader}) as ok`;
-      if (row?.ok) break;
-      await new Promise((r) => setTimeout(r, o.retryMs ?? 5000));
-    }
-    release = async () => {
-      await conn`select pg_advisory_unlock(${LOCKS.labelsLeader})`.catch(() => {});
-      conn.release();
-    };
-    if (stopped) return;
-    const keys = new LabelerKeys({ plcUrl: o.plcUrl, fetch: o.fetch, local: o.local });
-    followers = o.labelers.map(
+  let stopped = false;
+  const keys = new LabelerKeys({ plcUrl: o.plcUrl, fetch: o.fetch, local: o.local });
+  const start = async () => {
+    const followers = o.labelers.map(
       (l) =>
         new LabelerFollower({
           sql: o.sql,
@@ -64,7 +47,18 @@ export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>
         }),
     );
     for (const f of followers) f.start();
-    lead();
+    return async () => {
+      await Promise.all(followers.map((f) => f.stop()));
+    };
+  };
+  const run = async () => {
+    await forgetOtherLabelers(
+      o.sql,
+      o.labelers.map((l) => l.did),
+    );
+    if (!o.labelers.length || stopped) return;
+    leadership = lead(o.sql, [LOCKS.labelsLeader], { name: 'labels', start, log: o.log, retryMs: o.retryMs });
+    void leadership.leading.then(led);
   };
   const running = run().catch((e) => o.log('labels: following labelers failed to start', e));
   return {
@@ -72,8 +66,7 @@ export function followLabelers(o: FollowLabelsOptions): { leading: Promise<void>
     async stop() {
       stopped = true;
       await running;
-      await Promise.all(followers.map((f) => f.stop()));
-      await release?.();
+      await leadership?.stop();
     },
   };
 }

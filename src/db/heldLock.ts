@@ -1,0 +1,99 @@
+import type postgres from 'postgres';
+import { connectionLost, type Sql } from './client.ts';
+
+/**
+ * A session-level advisory lock: one key (below 2^32, as every one-key lock in locks.ts), or a class and an id.
+ * Such a lock lives as long as its connection's backend: a server holds it on a connection of its own, and a
+ * database restart drops it with the server alive. Held locks are therefore checked through the pool and taken
+ * again on a connection newly reserved; the connection that held one is never written to again, since postgres.js
+ * 3.4.9 throws, uncaught, writing to a closed reserved connection (porsager/postgres#1208). ADR 0102, 0103.
+ */
+export type LockKey = readonly [key: number] | readonly [classid: number, id: number];
+
+/** A lock taken: the backend holding it and the connection reserved for it. */
+export interface Holding {
+  pid: number;
+  reserved: postgres.ReservedSql;
+}
+
+const lockArgs = (q: Sql, key: LockKey) => (key.length === 1 ? q`${key[0]}` : q`${key[0]}, ${key[1]}`);
+
+/**
+ * Tries `key` once, on a connection newly reserved; the connection goes back to the pool unless it took the lock.
+ * A reserve that has not answered within `reserveMs` (a database gone) is given up; should it answer later, its
+ * connection goes back at once.
+ */
+export async function tryTake(sql: Sql, key: LockKey, reserveMs = 10_000): Promise<Holding | undefined> {
+  const reserved = await reserveWithin(sql, reserveMs);
+  try {
+    const [row] = await reserved<{ pid: number | null }[]>`
+      select case when pg_try_advisory_lock(${lockArgs(sql, key)}) then pg_backend_pid() end as pid`;
+    if (row?.pid != null) return { pid: row.pid, reserved };
+  } catch (e) {
+    if (!connectionLost(e)) reserved.release();
+    throw e;
+  }
+  reserved.release();
+  return undefined;
+}
+
+async function reserveWithin(sql: Sql, ms: number): Promise<postgres.ReservedSql> {
+  let late = false;
+  const reserving = sql.reserve();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    return await Promise.race([
+      reserving,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => {
+          late = true;
+          reject(new Error(`no connection to take a lock on within ${ms} ms`));
+        }, ms);
+        timer.unref();
+      }),
+    ]);
+  } finally {
+    clearTimeout(timer);
+    if (late) reserving.then((r) => r.release()).catch(() => {});
+  }
+}
+
+/** The backend holding `key` in this database, if any: one statement through the pool. */
+export const holderOf = (q: Sql, key: LockKey) => {
+  const [classid, objid, objsubid] = key.length === 1 ? [0, key[0], 1] : [key[0], key[1], 2];
+  return q`select (select pid from pg_locks where locktype = 'advisory' and database = ${q.unsafe(THIS_DATABASE)}
+    and classid = ${classid} and objid = ${objid} and objsubid = ${objsubid} and granted limit 1) as pid`;
+};
+
+/** The pid holding `key` now, or null when no one does. */
+export async function holderPid(sql: Sql, key: LockKey): Promise<number | null> {
+  const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, key)}`;
+  return row?.pid ?? null;
+}
+
+/**
+ * Lets go of a lock taken by this server: its backend `pid` is ended through the pool if it still holds `key`,
+ * which drops the lock, and postgres.js then closes the connection as any the server closed. Its own connection is
+ * never written to: it may have closed on this side while the backend lives on (#1208). Resolves once the backend
+ * let go (a successor can take the lock at once), or after about 2 s; it never fails.
+ */
+export async function endHolding(sql: Sql, key: LockKey, pid: number): Promise<void> {
+  try {
+    await sql`select pg_terminate_backend(pid) from (${holderOf(sql, key)}) h where pid = ${pid}`;
+    // The signal is sent; the backend exits a moment later.
+    for (let i = 0; i < 40 && (await holderPid(sql, key)) === pid; i++)
+      await new Promise((r) => setTimeout(r, 50));
+  } catch {
+    // The database gone: so is the lock.
+  }
+}
+
+/**
+ * This database, in pg_locks: advisory locks are the database's own, but pg_locks shows the whole cluster's, where
+ * another database's server (staging beside production, tests beside each other) may hold the same key.
+ */
+export const THIS_DATABASE = '(select oid from pg_database where datname = current_database())';
+
+/** Waits for `p`, at most `ms`; its failure is not this wait's. */
+export const within = (ms: number, p: Promise<unknown> | undefined) =>
+  Promise.race([p?.catch(() => {}), new Promise((r) => setTimeout(r, ms).unref())]);

@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { holderPid } from '../../src/db/heldLock.ts';
+import { connect, type Leadership, lead, type Sql } from '../../src/db/index.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { startPgProxy } from '../support/pgProxy.ts';
+
+// ADR 0103: the indexer's and the labels' leader hold an advisory lock on a connection of their own. A database
+// restart drops it with the server alive; the leader learns it through the pool, stops its work, and waits like
+// any other server. A server that is not the leader keeps no connection while it waits.
+let db: TestDatabase;
+let proxy: Awaited<ReturnType<typeof startPgProxy>>;
+let behind: Sql;
+beforeAll(async () => {
+  db = await createTestDatabase();
+  proxy = await startPgProxy(db.url);
+  behind = connect(proxy.url, { max: 3 });
+});
+afterAll(async () => {
+  await behind?.end({ timeout: 1 });
+  await proxy?.close();
+  await db?.drop();
+});
+
+let nextKey = 7_249_000;
+/** A leader of `key` on `sql`, counting the starts and stops of its work. */
+function leader(sql: Sql, key: number) {
+  const counts = { starts: 0, stops: 0, lines: [] as string[] };
+  const leadership: Leadership = lead(sql, [key], {
+    name: 'test',
+    retryMs: 100,
+    checkMs: 100,
+    log: (m) => counts.lines.push(m),
+    async start() {
+      counts.starts++;
+      return async () => {
+        counts.stops++;
+      };
+    },
+  });
+  return Object.assign(counts, { leadership, working: () => counts.starts > counts.stops });
+}
+
+it('leads once across pools; the next takes over when the leader stops, and no lock stays behind', async () => {
+  const key = nextKey++;
+  const a = leader(db.sql, key);
+  await a.leadership.leading;
+  const b = leader(behind, key);
+  await new Promise((r) => setTimeout(r, 500));
+  expect(b.starts).toBe(0);
+  // Waiting, it holds no connection: the pool behind the proxy has all of its own free.
+  const reserved = await Promise.all([behind.reserve(), behind.reserve(), behind.reserve()]);
+  for (const r of reserved) r.release();
+  await a.leadership.stop();
+  expect(a.stops).toBe(1);
+  await b.leadership.leading;
+  await b.leadership.stop();
+  expect(b.stops).toBe(1);
+  expect(await holderPid(db.sql, [key])).toBeNull();
+}, 30_000);
+
+it('a leader whose lock a restart dropped, and another server took, stops its work; it leads again once freed', async () => {
+  const key = nextKey++;
+  const a = leader(behind, key);
+  await a.leadership.leading;
+  const b = leader(db.sql, key);
+  proxy.dropAll();
+  // Its lock gone with its connection, the other server takes it.
+  await b.leadership.leading;
+  expect(b.working()).toBe(true);
+  proxy.accept();
+  await expect.poll(() => a.stops, { timeout: 15_000, interval: 50 }).toBe(1);
+  expect(a.lines.some((l) => l.includes('lost with its connection'))).toBe(true);
+  expect(a.working()).toBe(false);
+  await b.leadership.stop();
+  // The waiting server, behind the restarted database, takes over.
+  await expect.poll(() => a.starts, { timeout: 15_000, interval: 50 }).toBe(2);
+  expect(await holderPid(db.sql, [key])).not.toBeNull();
+  await a.leadership.stop();
+  expect(a.stops).toBe(2);
+  expect(await holderPid(db.sql, [key])).toBeNull();
+}, 60_000);
+
+it('a leader alone leads again after a restart, under a lock held by its new connection', async () => {
+  const key = nextKey++;
+  const a = leader(behind, key);
+  await a.leadership.leading;
+  const before = await holderPid(db.sql, [key]);
+  proxy.dropAll();
+  await expect.poll(() => holderPid(db.sql, [key]), { timeout: 10_000, interval: 50 }).toBeNull();
+  proxy.accept();
+  await expect.poll(() => a.starts, { timeout: 15_000, interval: 50 }).toBe(2);
+  expect(a.stops).toBe(1);
+  const after = await holderPid(db.sql, [key]);
+  expect(after).not.toBeNull();
+  expect(after).not.toBe(before);
+  await a.leadership.stop();
+  expect(await holderPid(db.sql, [key])).toBeNull();
+}, 60_000);
+
+it('a server waiting for the lock across a restart neither crashes nor stops asking', async () => {
+  const key = nextKey++;
+  const a = leader(db.sql, key);
+  await a.leadership.leading;
+  const b = leader(behind, key);
+  await new Promise((r) => setTimeout(r, 300));
+  proxy.dropAll();
+  await new Promise((r) => setTimeout(r, 500));
+  proxy.accept();
+  await new Promise((r) => setTimeout(r, 500));
+  await a.leadership.stop();
+  await b.leadership.leading;
+  expect(b.working()).toBe(true);
+  await b.leadership.stop();
+  expect(await holderPid(db.sql, [key])).toBeNull();
+}, 60_000);
+
+it('never writes to its connection once it closed on this side: its stop ends the backend left holding the lock', async () => {
+  const key = nextKey++;
+  const a = leader(behind, key);
+  await a.leadership.leading;
+  proxy.dropClients();
+  // The backend lives on, holding the lock: the leader goes on leading.
+  await new Promise((r) => setTimeout(r, 500));
+  expect(a.working()).toBe(true);
+  await a.leadership.stop();
+  await expect.poll(() => holderPid(db.sql, [key]), { timeout: 5_000, interval: 100 }).toBeNull();
+  expect((await behind`select 1 as one`)[0]!.one).toBe(1);
+}, 60_000);
