@@ -100,6 +100,11 @@ it('a thread page holds the whole thread as HTML, with its addresses, card and c
   });
   expect(again.status).toBe(304);
   expect(await again.text()).toBe('');
+  // Served again from the rendered pages (kept as bytes): the same bytes, still said to be UTF-8.
+  const hit = await fetch(`${app.url}${t.path}`);
+  expect(hit.headers.get('content-type')).toBe('text/html; charset=utf-8');
+  expect(hit.headers.get('etag')).toBe(etag);
+  expect(await hit.text()).toBe(html);
 
   // A turn published since (a live thread): the page shows it at once, under a new ETag — never a stale render.
   await indexRecords(app.db.sql, t.did, [
