@@ -47,11 +47,17 @@ export function startIndexer(o: IndexerOptions): Indexer {
     retryMs: o.retryMs,
     async start() {
       const batcher = batcherFor(o);
+      let source: ReturnType<typeof followerFor>;
+      try {
+        source = followerFor(o, batcher);
+        source.start();
+      } catch (e) {
+        await batcher.close();
+        throw e;
+      }
       // Deletes are remembered for a while (store.ts: TOMBSTONE_DAYS), then let go, by the one leader.
       const pruning = setInterval(() => void pruneTombstones(o.sql).catch(() => {}), 60 * 60_000);
       pruning.unref();
-      const source = followerFor(o, batcher);
-      source.start();
       return async () => {
         await source.stop();
         clearInterval(pruning);

@@ -10,9 +10,17 @@ import { connectionLost, type Sql } from './client.ts';
  */
 export type LockKey = readonly [key: number] | readonly [classid: number, id: number];
 
-/** A lock taken: the backend holding it and the connection reserved for it. */
-export interface Holding {
+/**
+ * A backend, by its pid and when it started: a pid alone can be another backend's after a restart or a failover
+ * (a new pid namespace counts from the start again), which would take another server's lock for this one's.
+ */
+export interface Backend {
   pid: number;
+  started: string;
+}
+
+/** A lock taken: the backend holding it and the connection reserved for it. */
+export interface Holding extends Backend {
   reserved: postgres.ReservedSql;
 }
 
@@ -21,14 +29,17 @@ const lockArgs = (q: Sql, key: LockKey) => (key.length === 1 ? q`${key[0]}` : q`
 /**
  * Tries `key` once, on a connection newly reserved; the connection goes back to the pool unless it took the lock.
  * A reserve that has not answered within `reserveMs` (a database gone) is given up; should it answer later, its
- * connection goes back at once.
+ * connection goes back at once. Called once the pool has answered that no one holds the lock: a reserve made
+ * while the database is gone can, once refused, strand a pool connection in postgres.js 3.4.9 (ADR 0103).
  */
 export async function tryTake(sql: Sql, key: LockKey, reserveMs = 10_000): Promise<Holding | undefined> {
   const reserved = await reserveWithin(sql, reserveMs);
   try {
-    const [row] = await reserved<{ pid: number | null }[]>`
-      select case when pg_try_advisory_lock(${lockArgs(sql, key)}) then pg_backend_pid() end as pid`;
-    if (row?.pid != null) return { pid: row.pid, reserved };
+    const [row] = await reserved<{ pid: number | null; started: string | null }[]>`
+      select b.pid, b.started from (select pg_try_advisory_lock(${lockArgs(sql, key)}) as ok) t,
+        lateral (select pid, backend_start::text as started from pg_stat_activity where pid = pg_backend_pid()) b
+      where t.ok`;
+    if (row?.pid != null && row.started != null) return { pid: row.pid, started: row.started, reserved };
   } catch (e) {
     if (!connectionLost(e)) reserved.release();
     throw e;
@@ -61,30 +72,36 @@ async function reserveWithin(sql: Sql, ms: number): Promise<postgres.ReservedSql
 /** The backend holding `key` in this database, if any: one statement through the pool. */
 export const holderOf = (q: Sql, key: LockKey) => {
   const [classid, objid, objsubid] = key.length === 1 ? [0, key[0], 1] : [key[0], key[1], 2];
-  return q`select (select pid from pg_locks where locktype = 'advisory' and database = ${q.unsafe(THIS_DATABASE)}
-    and classid = ${classid} and objid = ${objid} and objsubid = ${objsubid} and granted limit 1) as pid`;
+  return q`select l.pid, a.backend_start::text as started from pg_locks l join pg_stat_activity a using (pid)
+    where l.locktype = 'advisory' and l.database = ${q.unsafe(THIS_DATABASE)} and l.classid = ${classid}
+    and l.objid = ${objid} and l.objsubid = ${objsubid} and l.granted limit 1`;
 };
 
-/** The pid holding `key` now, or null when no one does. */
-export async function holderPid(sql: Sql, key: LockKey): Promise<number | null> {
-  const [row] = await sql<{ pid: number | null }[]>`${holderOf(sql, key)}`;
-  return row?.pid ?? null;
+/** The backend holding `key` now, or null when no one does. */
+export async function holderNow(sql: Sql, key: LockKey): Promise<Backend | null> {
+  const [row] = await sql<Backend[]>`${holderOf(sql, key)}`;
+  return row ?? null;
 }
 
+/** Whether `holder` is the backend `b`. */
+export const isBackend = (holder: Backend | null, b: Backend) =>
+  holder !== null && holder.pid === b.pid && holder.started === b.started;
+
 /**
- * Lets go of a lock taken by this server: its backend `pid` is ended through the pool if it still holds `key`,
- * which drops the lock, and postgres.js then closes the connection as any the server closed. Its own connection is
+ * Lets go of a lock taken by this server: its backend is ended through the pool if it still holds `key`, which
+ * drops the lock, and postgres.js then closes the connection as any the server closed. Its own connection is
  * never written to: it may have closed on this side while the backend lives on (#1208). Resolves once the backend
  * let go (a successor can take the lock at once), or after about 2 s; it never fails.
  */
-export async function endHolding(sql: Sql, key: LockKey, pid: number): Promise<void> {
+export async function endHolding(sql: Sql, key: LockKey, b: Backend): Promise<void> {
   try {
-    await sql`select pg_terminate_backend(pid) from (${holderOf(sql, key)}) h where pid = ${pid}`;
+    await sql`select pg_terminate_backend(pid) from (${holderOf(sql, key)}) h
+      where pid = ${b.pid} and started = ${b.started}`;
     // The signal is sent; the backend exits a moment later.
-    for (let i = 0; i < 40 && (await holderPid(sql, key)) === pid; i++)
+    for (let i = 0; i < 40 && isBackend(await holderNow(sql, key), b); i++)
       await new Promise((r) => setTimeout(r, 50));
   } catch {
-    // The database gone: so is the lock.
+    // Not answered: the database is gone, and the lock with it, or the lock is left to its backend's end.
   }
 }
 

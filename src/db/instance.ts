@@ -1,6 +1,14 @@
 import { randomInt } from 'node:crypto';
 import type { Sql } from './client.ts';
-import { endHolding, type Holding, holderPid, THIS_DATABASE, tryTake, within } from './heldLock.ts';
+import {
+  endHolding,
+  type Holding,
+  holderNow,
+  isBackend,
+  THIS_DATABASE,
+  tryTake,
+  within,
+} from './heldLock.ts';
 import { LOCKS } from './locks.ts';
 
 /** The advisory-lock class under which each running server holds one lock named by its instance id. */
@@ -46,11 +54,12 @@ export async function registerInstance(
   let said: 'held' | 'unchecked' | 'lost' = 'held';
   const check = async () => {
     try {
-      const pid = await holderPid(sql, key);
-      if (pid != null) {
-        if (pid !== holding.pid) log(`instance ${id}: its lock is held by another session (${pid})`);
+      const holder = await holderNow(sql, key);
+      if (holder) {
+        const mine = isBackend(holder, holding);
+        if (!mine) log(`instance ${id}: its lock is held by another session (${holder.pid})`);
         else if (said !== 'held') log(`instance ${id}: its lock is held`);
-        said = pid === holding.pid ? 'held' : said;
+        said = mine ? 'held' : said;
         return;
       }
       if (said !== 'lost') log(`instance ${id}: its lock was lost with its connection; taking it again`);
@@ -60,7 +69,7 @@ export async function registerInstance(
       if (!taken) throw new Error('the instance lock is held by another session');
       holding = taken;
       // Released meanwhile: the lock just taken goes too.
-      if (stopped) await endHolding(sql, key, taken.pid);
+      if (stopped) await endHolding(sql, key, taken);
       else log(`instance ${id}: its lock is held again`);
       said = 'held';
     } catch (e) {
@@ -81,7 +90,7 @@ export async function registerInstance(
       clearInterval(timer);
       // A check waiting on a gone database is not waited for long: the pool's end stops it.
       await within(1_000, checking);
-      await within(2_000, endHolding(sql, key, holding.pid));
+      await within(2_000, endHolding(sql, key, holding));
     },
   };
 }

@@ -1,5 +1,5 @@
 import type { Sql } from './client.ts';
-import { endHolding, type Holding, holderPid, type LockKey, tryTake, within } from './heldLock.ts';
+import { endHolding, type Holding, holderNow, isBackend, type LockKey, tryTake, within } from './heldLock.ts';
 
 export interface LeadOptions {
   /** Named in what is logged. */
@@ -22,49 +22,51 @@ export interface Leadership {
 
 /**
  * One leader across server processes, for as long as it holds the advisory lock `key` (ADR 0103). A server that
- * is not the leader asks every `retryMs`, each time on a connection reserved for the try alone; none is kept while
- * waiting. The leader asks the pool every `checkMs` whether its session still holds the lock: a database restart
- * drops it, and another server may take it meanwhile. Lost, the leader stops its work and waits like the rest, so
- * two leaders overlap at most for a check and a stop.
+ * is not the leader asks the pool every `retryMs` who holds it, and tries for it, on a connection reserved for the
+ * try alone, only when no one does; none is kept while waiting. The leader asks the pool every `checkMs` whether
+ * its backend still holds the lock: a database restart drops it, and another server may take it meanwhile. Lost,
+ * the leader stops its work and waits like the rest, so two leaders overlap for a check and a stop.
  */
 export function lead(sql: Sql, key: LockKey, o: LeadOptions): Leadership {
   let stopped = false;
   let wake = () => {};
   const nap = (ms: number) =>
     new Promise<void>((resolve) => {
+      if (stopped) return resolve();
       const timer = setTimeout(resolve, ms);
       wake = () => {
         clearTimeout(timer);
         resolve();
       };
     });
-  let led!: () => void;
-  const leading = new Promise<void>((resolve) => {
-    led = resolve;
-  });
-  // What was last said of a failing try, so an outage is told once.
-  let failing = false;
-  const take = async (): Promise<Holding | undefined> => {
-    try {
-      const taken = await tryTake(sql, key);
-      failing = false;
-      return taken;
-    } catch (e) {
-      if (!failing) o.log(`${o.name}: the lock could not be asked for; asked again shortly`, e);
-      failing = true;
-      return undefined;
-    }
+  const { promise: leading, resolve: led } = Promise.withResolvers<void>();
+  // Failures in a row, so a streak is told once and waited out longer each time.
+  const streak = { asking: 0, starting: 0 };
+  const failed = (what: 'asking' | 'starting', message: string, e: unknown) => {
+    if (!streak[what]++) o.log(`${o.name}: ${message}`, e);
   };
+  const retryMs = o.retryMs ?? 5_000;
+  const take = () =>
+    takeIfFree(sql, key).then(
+      (taken) => {
+        streak.asking = 0;
+        return taken;
+      },
+      (e: unknown) => {
+        failed('asking', 'the lock could not be asked for; asked again shortly', e);
+        return undefined;
+      },
+    );
   /** Leads while `holding` holds the lock; resolves once it is lost, or on stop. */
   const leadWhileHeld = async (holding: Holding) => {
     while (!stopped) {
       await nap(o.checkMs ?? 2_000);
       if (stopped) return;
-      // A check that fails (the database gone) tells nothing: the lock is judged once the pool answers again.
-      const pid = await holderPid(sql, key).catch(() => holding.pid);
-      if (pid === holding.pid) continue;
+      // A check not answered (the database gone) tells nothing: the lock is judged once the pool answers again.
+      const holder = await answered(holderNow(sql, key)).catch(() => holding);
+      if (isBackend(holder, holding)) continue;
       o.log(
-        `${o.name}: the lock was lost with its connection (now held by ${pid ?? 'no one'}); its work stops`,
+        `${o.name}: the lock was lost with its connection (held by ${holder?.pid ?? 'no one'}); its work stops`,
       );
       return;
     }
@@ -73,21 +75,25 @@ export function lead(sql: Sql, key: LockKey, o: LeadOptions): Leadership {
     while (!stopped) {
       const holding = await take();
       if (!holding) {
-        await nap(o.retryMs ?? 5_000);
+        await nap(retryMs);
         continue;
       }
       let stopWork: (() => Promise<void>) | undefined;
+      let startFailed = false;
       try {
         if (!stopped) stopWork = await o.start();
+        streak.starting = 0;
         if (stopWork) led();
         if (stopWork) await leadWhileHeld(holding);
       } catch (e) {
-        o.log(`${o.name}: the leader's work failed to start`, e);
-        if (!stopped) await nap(o.retryMs ?? 5_000);
+        startFailed = true;
+        failed('starting', "the leader's work failed to start; tried again later", e);
       } finally {
         await stopWork?.().catch((e) => o.log(`${o.name}: the leader's work failed to stop`, e));
-        await within(2_000, endHolding(sql, key, holding.pid));
+        await within(2_000, endHolding(sql, key, holding));
       }
+      // Waited out without the lock: another server may lead meanwhile.
+      if (startFailed) await nap(Math.min(retryMs * 2 ** streak.starting, 5 * 60_000));
     }
   };
   const running = run();
@@ -96,8 +102,25 @@ export function lead(sql: Sql, key: LockKey, o: LeadOptions): Leadership {
     async stop() {
       stopped = true;
       wake();
-      // A try waiting on a gone database gives up within its reserve's bound; its lock, if it comes, is let go.
       await running;
     },
   };
+}
+
+/** The lock, when the pool answers that no one holds it and this try wins. */
+async function takeIfFree(sql: Sql, key: LockKey): Promise<Holding | undefined> {
+  const holder = await answered(holderNow(sql, key));
+  return holder === null ? await tryTake(sql, key) : undefined;
+}
+
+/** A pool statement's answer, or a failure once it has waited 5 s (a database gone, a socket half-open). */
+function answered<T>(p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the database did not answer within 5 s')), 5_000);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { holderPid } from '../../src/db/heldLock.ts';
+import { endHolding, holderNow, isBackend, tryTake } from '../../src/db/heldLock.ts';
 import { connect, type Leadership, lead, type Sql } from '../../src/db/index.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
 import { startPgProxy } from '../support/pgProxy.ts';
@@ -22,6 +22,7 @@ afterAll(async () => {
 });
 
 let nextKey = 7_249_000;
+const pidOf = async (key: number) => (await holderNow(db.sql, [key]))?.pid ?? null;
 /** A leader of `key` on `sql`, counting the starts and stops of its work. */
 function leader(sql: Sql, key: number) {
   const counts = { starts: 0, stops: 0, lines: [] as string[] };
@@ -55,7 +56,7 @@ it('leads once across pools; the next takes over when the leader stops, and no l
   await b.leadership.leading;
   await b.leadership.stop();
   expect(b.stops).toBe(1);
-  expect(await holderPid(db.sql, [key])).toBeNull();
+  expect(await pidOf(key)).toBeNull();
 }, 30_000);
 
 it('a leader whose lock a restart dropped, and another server took, stops its work; it leads again once freed', async () => {
@@ -74,27 +75,27 @@ it('a leader whose lock a restart dropped, and another server took, stops its wo
   await b.leadership.stop();
   // The waiting server, behind the restarted database, takes over.
   await expect.poll(() => a.starts, { timeout: 15_000, interval: 50 }).toBe(2);
-  expect(await holderPid(db.sql, [key])).not.toBeNull();
+  expect(await pidOf(key)).not.toBeNull();
   await a.leadership.stop();
   expect(a.stops).toBe(2);
-  expect(await holderPid(db.sql, [key])).toBeNull();
+  expect(await pidOf(key)).toBeNull();
 }, 60_000);
 
 it('a leader alone leads again after a restart, under a lock held by its new connection', async () => {
   const key = nextKey++;
   const a = leader(behind, key);
   await a.leadership.leading;
-  const before = await holderPid(db.sql, [key]);
+  const before = await pidOf(key);
   proxy.dropAll();
-  await expect.poll(() => holderPid(db.sql, [key]), { timeout: 10_000, interval: 50 }).toBeNull();
+  await expect.poll(() => pidOf(key), { timeout: 10_000, interval: 50 }).toBeNull();
   proxy.accept();
   await expect.poll(() => a.starts, { timeout: 15_000, interval: 50 }).toBe(2);
   expect(a.stops).toBe(1);
-  const after = await holderPid(db.sql, [key]);
+  const after = await pidOf(key);
   expect(after).not.toBeNull();
   expect(after).not.toBe(before);
   await a.leadership.stop();
-  expect(await holderPid(db.sql, [key])).toBeNull();
+  expect(await pidOf(key)).toBeNull();
 }, 60_000);
 
 it('a server waiting for the lock across a restart neither crashes nor stops asking', async () => {
@@ -111,7 +112,7 @@ it('a server waiting for the lock across a restart neither crashes nor stops ask
   await b.leadership.leading;
   expect(b.working()).toBe(true);
   await b.leadership.stop();
-  expect(await holderPid(db.sql, [key])).toBeNull();
+  expect(await pidOf(key)).toBeNull();
 }, 60_000);
 
 it('never writes to its connection once it closed on this side: its stop ends the backend left holding the lock', async () => {
@@ -123,6 +124,49 @@ it('never writes to its connection once it closed on this side: its stop ends th
   await new Promise((r) => setTimeout(r, 500));
   expect(a.working()).toBe(true);
   await a.leadership.stop();
-  await expect.poll(() => holderPid(db.sql, [key]), { timeout: 5_000, interval: 100 }).toBeNull();
+  await expect.poll(() => pidOf(key), { timeout: 5_000, interval: 100 }).toBeNull();
   expect((await behind`select 1 as one`)[0]!.one).toBe(1);
 }, 60_000);
+
+it("a backend is known by its pid and its start: the same pid of another start is not this lock's holder", async () => {
+  const key = nextKey++;
+  const taken = await tryTake(db.sql, [key]);
+  expect(taken).toBeDefined();
+  const holder = await holderNow(db.sql, [key]);
+  expect(isBackend(holder, taken!)).toBe(true);
+  // A new pid namespace after a restart can give another server's backend this pid.
+  const other = { pid: taken!.pid, started: '2001-01-01 00:00:00+00' };
+  expect(isBackend(holder, other)).toBe(false);
+  // Nor is it ended for one: only the backend that took it.
+  await endHolding(db.sql, [key], other);
+  expect(await pidOf(key)).toBe(taken!.pid);
+  await endHolding(db.sql, [key], taken!);
+  expect(await pidOf(key)).toBeNull();
+});
+
+it('a work that fails to start is told once, lets the lock go, and is started again later', async () => {
+  const key = nextKey++;
+  const lines: string[] = [];
+  let tries = 0;
+  let holderWhileFailing: number | null = 0;
+  const leadership = lead(db.sql, [key], {
+    name: 'test',
+    retryMs: 20,
+    checkMs: 100,
+    log: (m) => lines.push(m),
+    async start() {
+      if (++tries <= 3) {
+        if (tries === 3) setTimeout(() => void pidOf(key).then((p) => (holderWhileFailing = p)), 30);
+        throw new Error('not yet');
+      }
+      return async () => {};
+    },
+  });
+  await leadership.leading;
+  expect(tries).toBe(4);
+  expect(lines.filter((l) => l.includes('failed to start'))).toHaveLength(1);
+  // Between tries no lock is kept (another server may lead meanwhile).
+  expect(holderWhileFailing).toBeNull();
+  await leadership.stop();
+  expect(await pidOf(key)).toBeNull();
+});
