@@ -114,3 +114,15 @@ export const THIS_DATABASE = '(select oid from pg_database where datname = curre
 /** Waits for `p`, at most `ms`; its failure is not this wait's. */
 export const within = (ms: number, p: Promise<unknown> | undefined) =>
   Promise.race([p?.catch(() => {}), new Promise((r) => setTimeout(r, ms).unref())]);
+
+/** A pool statement's answer, or a failure once it has waited 5 s (a database gone, a socket half-open). */
+export function answered<T>(p: Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the database did not answer within 5 s')), 5_000);
+      timer.unref();
+    }),
+  ]).finally(() => clearTimeout(timer));
+}

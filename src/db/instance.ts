@@ -1,6 +1,7 @@
 import { randomInt } from 'node:crypto';
 import type { Sql } from './client.ts';
 import {
+  answered,
   endHolding,
   type Holding,
   holderNow,
@@ -54,7 +55,8 @@ export async function registerInstance(
   let said: 'held' | 'unchecked' | 'lost' = 'held';
   const check = async () => {
     try {
-      const holder = await holderNow(sql, key);
+      // Bounded: a check held by a half-open socket would keep every later one from starting.
+      const holder = await answered(holderNow(sql, key));
       if (holder) {
         const mine = isBackend(holder, holding);
         if (!mine) log(`instance ${id}: its lock is held by another session (${holder.pid})`);

@@ -1,5 +1,14 @@
 import type { Sql } from './client.ts';
-import { endHolding, type Holding, holderNow, isBackend, type LockKey, tryTake, within } from './heldLock.ts';
+import {
+  answered,
+  endHolding,
+  type Holding,
+  holderNow,
+  isBackend,
+  type LockKey,
+  tryTake,
+  within,
+} from './heldLock.ts';
 
 export interface LeadOptions {
   /** Named in what is logged. */
@@ -111,16 +120,4 @@ export function lead(sql: Sql, key: LockKey, o: LeadOptions): Leadership {
 async function takeIfFree(sql: Sql, key: LockKey): Promise<Holding | undefined> {
   const holder = await answered(holderNow(sql, key));
   return holder === null ? await tryTake(sql, key) : undefined;
-}
-
-/** A pool statement's answer, or a failure once it has waited 5 s (a database gone, a socket half-open). */
-function answered<T>(p: Promise<T>): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  return Promise.race([
-    p,
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('the database did not answer within 5 s')), 5_000);
-      timer.unref();
-    }),
-  ]).finally(() => clearTimeout(timer));
 }

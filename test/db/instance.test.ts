@@ -81,3 +81,26 @@ it('never writes to its connection once it closed on this side: its release ends
 
 /** The instance lock's class, as LIVE_INSTANCES names it. */
 const LOCK_CLASS = Number(/classid = (\d+)/.exec(LIVE_INSTANCES)![1]);
+
+it('a check the database does not answer (a half-open path) is given up after 5 s and told; the lock is taken again once the path is found dead', async () => {
+  const lines: string[] = [];
+  const instance = await registerInstance(pool, { checkMs: 100, log: (m) => lines.push(m) });
+  proxy.stall();
+  try {
+    // Every connection of the pool hangs: the check gives up after its bound, and says so once.
+    await expect
+      .poll(() => lines.some((l) => l.includes('could not be checked')), { timeout: 12_000, interval: 100 })
+      .toBe(true);
+  } finally {
+    proxy.flow();
+  }
+  // The path is found dead at last (TCP gives up): its connections close, and the lock is taken again.
+  proxy.dropAll();
+  proxy.accept();
+  await expect.poll(() => live(instance.id), { timeout: 15_000, interval: 100 }).toBe(true);
+  await expect
+    .poll(() => lines.at(-1), { timeout: 5_000 })
+    .toBe(`instance ${instance.id}: its lock is held again`);
+  await instance.release();
+  expect(await live(instance.id)).toBe(false);
+}, 60_000);

@@ -6,6 +6,7 @@ import net from 'node:net';
  * answer never reaches its client.
  * - `dropAll()`: every connection goes, and new ones are refused (reset as they open) until `accept()`.
  * - `dropClients()`: every connection goes on the client's side only.
+ * - `stall()`: nothing gets through, and nothing closes, until `flow()`.
  * - `cutCommitAfter(marker)`: the connection whose client next sends `marker` (a statement's parameter) has its next
  *   COMMIT answer dropped, and then `dropAll()`.
  * `state` counts the faults that fired.
@@ -19,6 +20,8 @@ export async function startPgProxy(databaseUrl: string) {
     : { host: target.hostname, port };
   let marker: string | undefined;
   let refusing = false;
+  // Half-open: what either side sends is dropped, and no connection closes, as on a network path that died quietly.
+  let stalled = false;
   const state = { cuts: 0, drops: 0, refused: 0 };
   const sockets = new Set<net.Socket>();
   const clients = new Map<net.Socket, net.Socket>();
@@ -57,7 +60,7 @@ export async function startPgProxy(databaseUrl: string) {
         if (seen.includes(marker)) marked = true;
         tail = seen.slice(-marker.length);
       }
-      upstream.write(d);
+      if (!stalled) upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
       // CommandComplete ('C') with the tag COMMIT: the transaction is made; its client never learns so.
@@ -67,7 +70,7 @@ export async function startPgProxy(databaseUrl: string) {
         dropAll();
         return;
       }
-      client.write(d);
+      if (!stalled) client.write(d);
     });
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
@@ -95,6 +98,13 @@ export async function startPgProxy(databaseUrl: string) {
     },
     cutCommitAfter(text: string) {
       marker = text;
+    },
+    /** Nothing gets through either way, and nothing closes (a half-open path); until `flow()`. */
+    stall() {
+      stalled = true;
+    },
+    flow() {
+      stalled = false;
     },
     /** The database is back: new connections go through again. */
     accept() {
