@@ -52,6 +52,8 @@ export interface AppDeps {
   adminDids: string[];
   checkpointMs: number;
   chunkTimeoutMs: number;
+  /** Longest a turn waits for its claim's COMMIT before looking it up (TurnDeps). */
+  commitWaitMs: number;
   /** The AI SDK's OpenTelemetry spans on Provider calls (OTEL_TELEMETRY). */
   telemetry?: boolean;
   /** How many characters of Parts, and how long, one reply may take. */
@@ -119,6 +121,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     checkpointMs: config.checkpointMs,
     summariseTitles: config.summariseTitles,
     chunkTimeoutMs: config.providerChunkTimeoutMs,
+    commitWaitMs: config.commitWaitMs,
     telemetry: config.telemetry,
     replyLimits: config.replyLimits,
     uploadTimeoutMs: config.uploadTimeoutMs,

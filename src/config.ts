@@ -190,6 +190,11 @@ export interface Config {
   uploadTimeoutMs: number;
   /** The first wait before a failed live append is tried again (ms). */
   liveRetryMs: number;
+  /**
+   * Longest a turn waits for its claim's COMMIT to be answered before it looks the claim up (a database that
+   * hangs: a synchronous standby gone, a stalled disk), in ms.
+   */
+  commitWaitMs: number;
   defaultProvider?: string;
   defaultModel?: string;
   /** Where openai/anthropic/google are reached when their key is added in the app (their *_BASE_URL). */
@@ -254,6 +259,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     replyLimits: { maxChars: e.REPLY_MAX_CHARS, maxMs: e.REPLY_MAX_MS },
     uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
     liveRetryMs: e.LIVE_RETRY_SECONDS * 1000,
+    commitWaitMs: 15_000,
     defaultProvider: e.DEFAULT_PROVIDER,
     defaultModel: e.DEFAULT_MODEL,
     providerBaseUrls: {

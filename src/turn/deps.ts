@@ -16,6 +16,8 @@ export interface TurnDeps {
   /** Shared by every reply of this process (turnRoutes makes it). */
   checkpoints: CheckpointBatch<Part[]>;
   chunkTimeoutMs: number;
+  /** Longest the claim's COMMIT is waited for before the claim is looked up (15 s unless given). */
+  commitWaitMs?: number;
   dataDir: string;
   toolOutbound: Outbound;
   toolLimits?: ToolLimits;

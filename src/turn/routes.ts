@@ -24,6 +24,7 @@ import type { ReplyHub } from '../replies/index.ts';
 import type { ProviderRegistry } from '../village/index.ts';
 import { judge, readFirst } from './admit.ts';
 import { CheckpointBatch } from './checkpoint.ts';
+import { commitWithin } from './commitWait.ts';
 import { runTurn, type Speaker, type TurnDeps, type TurnPlan } from './run.ts';
 import { settleUndecided } from './undecided.ts';
 
@@ -210,6 +211,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   const { turnEnded } = deps;
   let released: { id: string }[] | undefined;
   let undecided = false;
+  const committed = plan.committed && commitWithin(plan.committed, deps.commitWaitMs ?? 15_000);
   const endTurn = {
     told: turnEnded && ((q: Queryable) => turnEnded.sql(q, plan.conversation.id)),
     released: (rows: { id: string }[]) => {
@@ -221,7 +223,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
   };
   try {
     sse.open();
-    await runTurn(deps, { ...plan, track, endTurn }, abort.signal, send);
+    await runTurn(deps, { ...plan, committed, track, endTurn }, abort.signal, send);
   } catch (e) {
     deps.log('turn failed', e);
     send({
@@ -232,7 +234,7 @@ async function stream(deps: Deps, res: Response, plan: TurnPlan) {
     });
   } finally {
     // Not before the claim is stored (or known not to be): until then markUnfinished would find no row.
-    await plan.committed?.catch(() => {});
+    await committed?.catch(() => {});
     // Told in the claim's release (live publishing dates the turn's end here): whoever sees the Conversation
     // free also sees that a turn has just ended. One statement, one round trip before the last frame.
     const told =

@@ -14,6 +14,7 @@ import type { Npc } from '../village/index.ts';
 import { DEFAULT_REPLY_LIMITS, ReplyBounds } from './bounds.ts';
 import { TurnBudget } from './budget.ts';
 import { callOptions, type ProviderCall } from './call.ts';
+import { CommitUnanswered } from './commitWait.ts';
 import { assembleContext, type Handoff } from './context.ts';
 import type { TurnDeps, TurnPlan } from './deps.ts';
 import { promptChars } from './history.ts';
@@ -195,7 +196,10 @@ async function stored(
     (e: unknown) => ({ e }),
   );
   if (!failure) return true;
-  const made = connectionLost(failure.e) ? await lookUp(deps, plan.conversation.id, messageId) : false;
+  const made =
+    failure.e instanceof CommitUnanswered || connectionLost(failure.e)
+      ? await lookUp(deps, plan.conversation.id, messageId)
+      : false;
   if (made) {
     deps.log('turn claim stored, though its COMMIT went unanswered', failure.e);
     return true;

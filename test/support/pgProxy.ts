@@ -7,6 +7,7 @@ import net from 'node:net';
  * - `dropAll()`: every connection goes, and new ones are refused (reset as they open) until `accept()`.
  * - `dropClients()`: every connection goes on the client's side only.
  * - `stall()`: nothing gets through, and nothing closes, until `flow()`.
+ * - `holdCommitAfter(marker)`: that COMMIT's answer never comes, and its connection goes silent, open.
  * - `cutCommitAfter(marker)`: the connection whose client next sends `marker` (a statement's parameter) has its next
  *   COMMIT answer dropped, and then `dropAll()`.
  * `state` counts the faults that fired.
@@ -19,10 +20,13 @@ export async function startPgProxy(databaseUrl: string) {
     ? { path: `${socketDir}/.s.PGSQL.${port}` }
     : { host: target.hostname, port };
   let marker: string | undefined;
+  // What becomes of the marked COMMIT's answer: dropped with every connection, or dropped on a path that then
+  // goes silent (the database hanging).
+  let onCommit: 'cut' | 'hold' = 'cut';
   let refusing = false;
   // Half-open: what either side sends is dropped, and no connection closes, as on a network path that died quietly.
   let stalled = false;
-  const state = { cuts: 0, drops: 0, refused: 0 };
+  const state = { cuts: 0, holds: 0, drops: 0, refused: 0 };
   const sockets = new Set<net.Socket>();
   const clients = new Map<net.Socket, net.Socket>();
   const orphans = new Set<net.Socket>();
@@ -43,6 +47,7 @@ export async function startPgProxy(databaseUrl: string) {
     const upstream = net.connect(to);
     sockets.add(client).add(upstream);
     let marked = false;
+    let silent = false;
     // The end of the last chunk, so a marker split over two chunks is still seen.
     let tail = '';
     const end = () => {
@@ -60,17 +65,22 @@ export async function startPgProxy(databaseUrl: string) {
         if (seen.includes(marker)) marked = true;
         tail = seen.slice(-marker.length);
       }
-      if (!stalled) upstream.write(d);
+      if (!stalled && !silent) upstream.write(d);
     });
     upstream.on('data', (d: Buffer) => {
       // CommandComplete ('C') with the tag COMMIT: the transaction is made; its client never learns so.
       if (marked && marker && d.includes('COMMIT\0')) {
         marker = undefined;
+        if (onCommit === 'hold') {
+          state.holds++;
+          silent = true;
+          return;
+        }
         state.cuts++;
         dropAll();
         return;
       }
-      if (!stalled) client.write(d);
+      if (!stalled && !silent) client.write(d);
     });
     client.on('error', end).on('close', end);
     upstream.on('error', end).on('close', end);
@@ -98,6 +108,12 @@ export async function startPgProxy(databaseUrl: string) {
     },
     cutCommitAfter(text: string) {
       marker = text;
+      onCommit = 'cut';
+    },
+    /** The COMMIT after `text` is made, and its answer never comes: that connection goes silent, and stays open. */
+    holdCommitAfter(text: string) {
+      marker = text;
+      onCommit = 'hold';
     },
     /** Nothing gets through either way, and nothing closes (a half-open path); until `flow()`. */
     stall() {

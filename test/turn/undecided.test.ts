@@ -24,7 +24,8 @@ beforeAll(async () => {
   db = await createTestDatabase();
   proxy = await startPgProxy(db.url);
   app = await startTestApp(
-    {},
+    // A COMMIT unanswered this long is looked up (15 s in production).
+    { commitWaitMs: 2_000 },
     {},
     {
       db: { ...db, url: proxy.url },
@@ -203,3 +204,25 @@ it('gives up after its last wait while the database never answers, and stops at 
   // It did not wait the second minute.
   expect(Date.now() - started).toBeLessThan(30_000);
 });
+
+it('a COMMIT never answered (the database hangs) does not hold the stream open: the claim is looked up, and a stored one goes on', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  app.fake.enqueue((r: Reply) => {
+    r.text('Answered all the same.');
+    r.finish('stop', { prompt_tokens: 1, completion_tokens: 1 });
+  });
+  const text = `undecided: hangs ${Date.now().toString(36)}`;
+  proxy.holdCommitAfter(text);
+  const frames: Frame[] = [];
+  for await (const frame of readFrames(await send(conversationId, text))) frames.push(frame);
+  // The fault fired: the COMMIT was made, and its answer never came on a connection that stayed open.
+  expect(proxy.state.holds).toBe(1);
+  expect(frames[0]!.type).toBe('start');
+  expect(frames.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+  expect(logged.some((line) => line.includes('stored, though its COMMIT went unanswered'))).toBe(true);
+  const stored = await messages(app, cookie, conversationId);
+  expect(stored.map((m) => [m.role, m.status])).toEqual([
+    ['player', 'complete'],
+    ['npc', 'complete'],
+  ]);
+}, 60_000);
