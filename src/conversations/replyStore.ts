@@ -1,4 +1,4 @@
-import { type JsonValue, LIVE_INSTANCES, type Sql, transaction } from '../db/index.ts';
+import { type JsonValue, LIVE_INSTANCES, type Queryable, type Sql, transaction } from '../db/index.ts';
 import { type Part, readParts } from '../parts/index.ts';
 import type { Npc } from '../village/index.ts';
 import { pathLeaf } from './branches.ts';
@@ -200,12 +200,30 @@ export async function replyStored(sql: Sql, conversationId: string, messageId: s
  * Messages after the reply's and dated the Conversation after it (`updated_at`, which the claim and its reply's row
  * take from one transaction). The date is what a claim being committed meanwhile is caught by: PostgreSQL judges a
  * row it waited for by its new version, the statement's other reads by the snapshot from before.
+ *
+ * The Conversation's row is locked first (5 s at most; past that the lock timeout's error is thrown, to ask again
+ * later): a claim whose COMMIT is still being made (a database that hangs) holds it, and its reply's row is not yet
+ * seen; it would be taken for a claim never stored, and the Conversation left claimed once the COMMIT lands.
  */
 export async function endUndecided(
   sql: Sql,
   r: { conversationId: string; messageId: string; instanceId: number },
 ): Promise<{ stored: boolean; ended: boolean; released: boolean }> {
-  const [row] = await sql<{ stored: boolean; ended: boolean; released: boolean }[]>`
+  // An ended pool answers this at once; its reserve would wait for ever (postgres.js 3.4.9).
+  await sql`select 1`;
+  const row = await transaction(sql, async (tx) => {
+    await tx`set local lock_timeout = '5s'`;
+    await tx`select 1 from conversations where id = ${r.conversationId} for update`;
+    return (await endUndecidedSql(tx, r))[0];
+  });
+  return { stored: row?.stored === true, ended: row?.ended === true, released: row?.released === true };
+}
+
+const endUndecidedSql = (
+  q: Queryable,
+  r: { conversationId: string; messageId: string; instanceId: number },
+) =>
+  q<{ stored: boolean; ended: boolean; released: boolean }[]>`
     with reply as (select seq, created_at from messages
       where id = ${r.messageId} and conversation_id = ${r.conversationId}),
     ended as (update messages set status = 'interrupted', instance_id = null, updated_at = now(),
@@ -219,5 +237,3 @@ export async function endUndecided(
       returning c.id)
     select exists (select 1 from reply) as stored, exists (select 1 from ended) as ended,
       exists (select 1 from released) as released`;
-  return { stored: row?.stored === true, ended: row?.ended === true, released: row?.released === true };
-}

@@ -35,11 +35,12 @@ const lockArgs = (q: Sql, key: LockKey) => (key.length === 1 ? q`${key[0]}` : q`
 export async function tryTake(sql: Sql, key: LockKey, reserveMs = 10_000): Promise<Holding | undefined> {
   const reserved = await reserveWithin(sql, reserveMs);
   try {
-    const [row] = await reserved<{ pid: number | null; started: string | null }[]>`
-      select b.pid, b.started from (select pg_try_advisory_lock(${lockArgs(sql, key)}) as ok) t,
-        lateral (select pid, backend_start::text as started from pg_stat_activity where pid = pg_backend_pid()) b
-      where t.ok`;
-    if (row?.pid != null && row.started != null) return { pid: row.pid, started: row.started, reserved };
+    const [row] = await reserved<{ ok: boolean; pid: number; started: string | null }[]>`
+      select t.ok, pg_backend_pid() as pid, (select ${sql.unsafe(STARTED)} from pg_stat_activity where pid = pg_backend_pid())
+        as started from (select pg_try_advisory_lock(${lockArgs(sql, key)}) as ok) t`;
+    if (row?.ok && row.started != null) return { pid: row.pid, started: row.started, reserved };
+    // Taken, but its backend could not be told apart from a later one of the same pid: let go at once.
+    if (row?.ok) await reserved`select pg_advisory_unlock(${lockArgs(sql, key)})`;
   } catch (e) {
     if (!connectionLost(e)) reserved.release();
     throw e;
@@ -69,10 +70,16 @@ async function reserveWithin(sql: Sql, ms: number): Promise<postgres.ReservedSql
   }
 }
 
+/**
+ * When a backend started, as microseconds since the epoch: the same text in every session, whatever its TimeZone
+ * (a timestamp's text is rendered in the session's zone, and the pool's sessions may differ from the lock's).
+ */
+const STARTED = '(extract(epoch from backend_start) * 1000000)::int8::text';
+
 /** The backend holding `key` in this database, if any: one statement through the pool. */
 export const holderOf = (q: Sql, key: LockKey) => {
   const [classid, objid, objsubid] = key.length === 1 ? [0, key[0], 1] : [key[0], key[1], 2];
-  return q`select l.pid, a.backend_start::text as started from pg_locks l join pg_stat_activity a using (pid)
+  return q`select l.pid, ${q.unsafe(STARTED)} as started from pg_locks l join pg_stat_activity a using (pid)
     where l.locktype = 'advisory' and l.database = ${q.unsafe(THIS_DATABASE)} and l.classid = ${classid}
     and l.objid = ${objid} and l.objsubid = ${objsubid} and l.granted limit 1`;
 };
@@ -115,13 +122,13 @@ export const THIS_DATABASE = '(select oid from pg_database where datname = curre
 export const within = (ms: number, p: Promise<unknown> | undefined) =>
   Promise.race([p?.catch(() => {}), new Promise((r) => setTimeout(r, ms).unref())]);
 
-/** A pool statement's answer, or a failure once it has waited 5 s (a database gone, a socket half-open). */
-export function answered<T>(p: Promise<T>): Promise<T> {
+/** A pool statement's answer, or a failure once it has waited `ms` (a database gone, a socket half-open). */
+export function answered<T>(p: Promise<T>, ms = 5_000): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   return Promise.race([
     p,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('the database did not answer within 5 s')), 5_000);
+      timer = setTimeout(() => reject(new Error(`the database did not answer within ${ms} ms`)), ms);
       timer.unref();
     }),
   ]).finally(() => clearTimeout(timer));

@@ -14,6 +14,7 @@ export {
   transaction,
 } from './client.ts';
 export { type EmbeddedDatabase, startEmbeddedPostgres } from './embedded.ts';
+export { answered } from './heldLock.ts';
 export { type Instance, LIVE_INSTANCES, registerInstance } from './instance.ts';
 export { type Leadership, lead } from './leadership.ts';
 export {

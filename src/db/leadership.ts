@@ -92,7 +92,7 @@ export function lead(sql: Sql, key: LockKey, o: LeadOptions): Leadership {
       try {
         if (!stopped) stopWork = await o.start();
         streak.starting = 0;
-        if (stopWork) led();
+        if (stopWork && !stopped) led();
         if (stopWork) await leadWhileHeld(holding);
       } catch (e) {
         startFailed = true;

@@ -16,6 +16,7 @@ export function commitWithin(committed: Promise<void>, ms: number): Promise<void
     committed,
     new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new CommitUnanswered(ms)), ms);
+      timer.unref();
     }),
   ]).finally(() => clearTimeout(timer));
 }

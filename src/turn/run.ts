@@ -6,7 +6,7 @@ import {
   type readHistoryTail,
   replyStored,
 } from '../conversations/index.ts';
-import { connectionLost } from '../db/index.ts';
+import { answered, connectionLost } from '../db/index.ts';
 import type { Frame } from '../parts/index.ts';
 import { SHUTDOWN } from '../replies/index.ts';
 import type { TurnTools } from '../tools/index.ts';
@@ -229,7 +229,10 @@ async function stored(
 async function lookUp(deps: TurnDeps, conversationId: string, messageId: string) {
   for (const wait of [0, 500]) {
     if (wait) await new Promise((r) => setTimeout(r, wait));
-    const made = await replyStored(deps.sql, conversationId, messageId).catch(() => undefined);
+    // Bounded: its own statements wait on a database that hangs as the COMMIT did (a stalled disk, a full pool).
+    const made = await answered(replyStored(deps.sql, conversationId, messageId), 10_000).catch(
+      () => undefined,
+    );
     if (made !== undefined) return made;
   }
   return undefined;

@@ -134,8 +134,16 @@ it("a backend is known by its pid and its start: the same pid of another start i
   expect(taken).toBeDefined();
   const holder = await holderNow(db.sql, [key]);
   expect(isBackend(holder, taken!)).toBe(true);
+  // Told the same by a session of another TimeZone (a timestamp's text is the session's).
+  const tokyo = await db.sql.reserve();
+  try {
+    await tokyo`set timezone = 'Asia/Tokyo'`;
+    expect(isBackend(await holderNow(tokyo as unknown as Sql, [key]), taken!)).toBe(true);
+  } finally {
+    tokyo.release();
+  }
   // A new pid namespace after a restart can give another server's backend this pid.
-  const other = { pid: taken!.pid, started: '2001-01-01 00:00:00+00' };
+  const other = { pid: taken!.pid, started: '978307200000000' };
   expect(isBackend(holder, other)).toBe(false);
   // Nor is it ended for one: only the backend that took it.
   await endHolding(db.sql, [key], other);
@@ -144,29 +152,32 @@ it("a backend is known by its pid and its start: the same pid of another start i
   expect(await pidOf(key)).toBeNull();
 });
 
-it('a work that fails to start is told once, lets the lock go, and is started again later', async () => {
+it('a work that fails to start is told once, lets the lock go, and is started again later, waiting longer each time', async () => {
   const key = nextKey++;
   const lines: string[] = [];
-  let tries = 0;
-  let holderWhileFailing: number | null = 0;
+  const starts: number[] = [];
   const leadership = lead(db.sql, [key], {
     name: 'test',
-    retryMs: 20,
+    retryMs: 100,
     checkMs: 100,
     log: (m) => lines.push(m),
     async start() {
-      if (++tries <= 3) {
-        if (tries === 3) setTimeout(() => void pidOf(key).then((p) => (holderWhileFailing = p)), 30);
-        throw new Error('not yet');
-      }
+      starts.push(performance.now());
+      if (starts.length <= 3) throw new Error('not yet');
       return async () => {};
     },
   });
+  // Waiting after its third failure (800 ms), it holds no lock: another server may lead meanwhile.
+  await expect.poll(() => starts.length, { timeout: 10_000, interval: 10 }).toBe(3);
+  await expect.poll(() => pidOf(key), { timeout: 700, interval: 20 }).toBeNull();
+  expect(starts.length).toBe(3);
   await leadership.leading;
-  expect(tries).toBe(4);
+  expect(starts.length).toBe(4);
   expect(lines.filter((l) => l.includes('failed to start'))).toHaveLength(1);
-  // Between tries no lock is kept (another server may lead meanwhile).
-  expect(holderWhileFailing).toBeNull();
+  // Each wait twice the one before (200, 400, 800 ms), past what letting the lock go takes.
+  const gaps = starts.slice(1).map((t, i) => t - starts[i]!);
+  expect(gaps[1]! - gaps[0]!).toBeGreaterThan(150);
+  expect(gaps[2]! - gaps[1]!).toBeGreaterThan(300);
   await leadership.stop();
   expect(await pidOf(key)).toBeNull();
 });

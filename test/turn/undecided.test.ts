@@ -37,6 +37,8 @@ beforeAll(async () => {
     create function at_commit() returns trigger language plpgsql as $$
     begin
       if new.text like 'undecided:%' then perform pg_sleep(0.3); end if;
+      -- Past the turn's wait for its COMMIT (2 s) and both of its look-ups (5 s each, at the claim's lock).
+      if new.text like 'slowcommit:%' then perform pg_sleep(14); end if;
       return null;
     end $$;
     create constraint trigger at_commit after insert on messages deferrable initially deferred
@@ -226,3 +228,34 @@ it('a COMMIT never answered (the database hangs) does not hold the stream open: 
     ['npc', 'complete'],
   ]);
 }, 60_000);
+
+it('a COMMIT still being made when the turn has looked it up twice: the Player is told it may not be saved; once it is made, the reply is ended and the Conversation freed', async () => {
+  const { conversationId } = await setupConversation(app, cookie);
+  const asked = app.fake.requests.length;
+  const text = `slowcommit: ${Date.now().toString(36)}`;
+  const frames: Frame[] = [];
+  for await (const frame of readFrames(await send(conversationId, text))) frames.push(frame);
+  expect(frames.map((f) => f.type)).toEqual(['start', 'error']);
+  expect(frames[1]).toMatchObject({
+    code: 'NOT_STORED',
+    message: expect.stringMatching(/may not have been saved/),
+  });
+  expect(app.fake.requests.length).toBe(asked);
+  // The COMMIT lands a moment later: the undecided claim is settled, not taken for one never stored.
+  await expect
+    .poll(
+      async () =>
+        (
+          await db.sql`select status from messages where conversation_id = ${conversationId} and role = 'npc'`
+        ).map((m) => m.status),
+      { timeout: 30_000, interval: 200 },
+    )
+    .toEqual(['interrupted']);
+  const [claim] = await db.sql`select turn_owner from conversations where id = ${conversationId}`;
+  expect(claim!.turn_owner).toBeNull();
+  const stored = await messages(app, cookie, conversationId);
+  expect(stored.map((m) => [m.role, m.text, m.status])).toEqual([
+    ['player', text, 'complete'],
+    ['npc', '', 'interrupted'],
+  ]);
+}, 90_000);
