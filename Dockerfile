@@ -3,7 +3,9 @@
 # another instance needs (attachments and sandbox files are in PostgreSQL; a sandbox's working copy is a cache).
 FROM node:22-bookworm-slim AS build
 WORKDIR /app
+# patches/ first: the install applies them (postinstall, ADR 0104).
 COPY package.json package-lock.json ./
+COPY patches ./patches
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build \

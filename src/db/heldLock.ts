@@ -5,8 +5,9 @@ import { connectionLost, type Sql } from './client.ts';
  * A session-level advisory lock: one key (below 2^32, as every one-key lock in locks.ts), or a class and an id.
  * Such a lock lives as long as its connection's backend: a server holds it on a connection of its own, and a
  * database restart drops it with the server alive. Held locks are therefore checked through the pool and taken
- * again on a connection newly reserved; the connection that held one is never written to again, since postgres.js
- * 3.4.9 throws, uncaught, writing to a closed reserved connection (porsager/postgres#1208). ADR 0102, 0103.
+ * again on a connection newly reserved; the connection that held one is never written to again: closed on this
+ * side, it cannot reach the backend still holding the lock (and until ADR 0104 a statement sent on it threw,
+ * uncaught: porsager/postgres#1208). ADR 0102, 0103.
  */
 export type LockKey = readonly [key: number] | readonly [classid: number, id: number];
 
@@ -30,7 +31,7 @@ const lockArgs = (q: Sql, key: LockKey) => (key.length === 1 ? q`${key[0]}` : q`
  * Tries `key` once, on a connection newly reserved; the connection goes back to the pool unless it took the lock.
  * A reserve that has not answered within `reserveMs` (a database gone) is given up; should it answer later, its
  * connection goes back at once. Called once the pool has answered that no one holds the lock: a reserve made
- * while the database is gone can, once refused, strand a pool connection in postgres.js 3.4.9 (ADR 0103).
+ * while the database is gone can, once refused, strand a pool connection in postgres.js 3.4 (ADR 0103).
  */
 export async function tryTake(sql: Sql, key: LockKey, reserveMs = 10_000): Promise<Holding | undefined> {
   const reserved = await reserveWithin(sql, reserveMs);
@@ -97,7 +98,7 @@ export const isBackend = (holder: Backend | null, b: Backend) =>
 /**
  * Lets go of a lock taken by this server: its backend is ended through the pool if it still holds `key`, which
  * drops the lock, and postgres.js then closes the connection as any the server closed. Its own connection is
- * never written to: it may have closed on this side while the backend lives on (#1208). Resolves once the backend
+ * never written to: it may have closed on this side while the backend lives on. Resolves once the backend
  * let go (a successor can take the lock at once), or after about 2 s; it never fails.
  */
 export async function endHolding(sql: Sql, key: LockKey, b: Backend): Promise<void> {

@@ -72,7 +72,7 @@ it('never writes to its connection once it closed on this side: its release ends
   // The backend lives on, holding the lock: the server still counts as alive, and nothing is taken again.
   await new Promise((r) => setTimeout(r, 500));
   expect(await live(instance.id)).toBe(true);
-  // Written to, the closed connection throws uncaught (porsager/postgres#1208) and the release never ends.
+  // Written to, the closed connection cannot reach the backend: the release ends it through the pool.
   await instance.release();
   await expect.poll(() => live(instance.id), { timeout: 5_000, interval: 100 }).toBe(false);
   // The pool goes on.

@@ -112,8 +112,8 @@ it('one trip, answered early: the answer precedes the COMMIT, whose failure is t
 });
 
 // A connection that dies mid-transaction (PostgreSQL restarted, a failover, an operator's pg_terminate_backend):
-// the failure is thrown, nothing more is sent on the dead connection, which would end this process from a timer
-// in postgres.js 3.4.9 (porsager/postgres#1208), and the pool goes on with a new one.
+// the failure is thrown, nothing more is sent on the dead connection (unpatched, postgres.js ended this process
+// from a timer: porsager/postgres#1208, ADR 0104), and the pool goes on with a new one.
 it('a connection lost mid-transaction: the failure is thrown, the process lives, and the pool goes on', async () => {
   await db.sql.unsafe(`
     create table lost (n int not null);
@@ -152,7 +152,7 @@ it('a connection lost mid-transaction: the failure is thrown, the process lives,
       () => null,
       (e: Error) => e,
     );
-    // Killed once the statement is running (a kill between two statements is postgres.js's own crash, #1208).
+    // Killed once the statement is running (a kill between two statements: test/db/closedConnection.test.ts).
     let running = false;
     for (let i = 0; i < 200 && !running; i++) {
       running =
