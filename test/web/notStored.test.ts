@@ -2,6 +2,7 @@ import { expect, it } from 'vitest';
 import type { TestApp } from '../support/app.ts';
 import { shoot } from '../support/browser.ts';
 import { textScript } from '../support/fakeProvider.ts';
+import { png } from '../support/files.ts';
 import { setupConversation } from '../support/turns.ts';
 import { type SignedIn, useSignedInApp } from '../support/webapp.ts';
 
@@ -27,10 +28,11 @@ it('a Message accepted and then not stored comes back to the composer, with its 
       for each row execute function refuse_at_commit();`);
   const { conversationId } = await setupConversation(app, cookie, [{ name: 'Ada' }]);
   await page.goto(`${app.url}/c/${conversationId}`);
-  await page
-    .locator('form.composer input[type=file]')
-    .setInputFiles({ name: 'tides.txt', mimeType: 'text/plain', buffer: Buffer.from('high at six') });
-  await expect.poll(() => page.locator('.attachment-chip.ready').count()).toBe(1);
+  await page.locator('form.composer input[type=file]').setInputFiles([
+    { name: 'tides.txt', mimeType: 'text/plain', buffer: Buffer.from('high at six') },
+    { name: 'harbour.png', mimeType: 'image/png', buffer: png(48, 32) },
+  ]);
+  await expect.poll(() => page.locator('.attachment-chip.ready').count()).toBe(2);
   const words = 'Refuse: what are the tides of Brest today?';
   await page.locator('#composer-text').fill(words);
   const asked = app.fake.requests.length;
@@ -38,7 +40,17 @@ it('a Message accepted and then not stored comes back to the composer, with its 
 
   await page.getByRole('alert').filter({ hasText: 'could not be saved' }).waitFor();
   await expect.poll(() => page.locator('#composer-text').inputValue()).toBe(words);
-  expect(await page.locator('.attachment-chip.ready').textContent()).toContain('tides.txt');
+  const chips = page.locator('.attachment-chip.ready');
+  await expect
+    .poll(() => chips.allTextContents())
+    .toEqual([expect.stringContaining('tides.txt'), expect.stringContaining('harbour.png')]);
+  // Each with its size, and the picture with its thumbnail again (from the server: its local preview went).
+  expect(await chips.locator('.chip-size').count()).toBe(2);
+  const thumb = chips.filter({ hasText: 'harbour.png' }).locator('img.chip-thumb');
+  await expect
+    .poll(() => thumb.evaluate((img) => (img as unknown as { naturalWidth: number }).naturalWidth))
+    .toBe(48);
+  expect(await chips.filter({ hasText: 'tides.txt' }).locator('img').count()).toBe(0);
   // Nothing was asked of the Provider, and nothing is in the transcript.
   expect(app.fake.requests.length).toBe(asked);
   await expect.poll(() => page.locator('.transcript article.message').count()).toBe(0);
@@ -51,6 +63,9 @@ it('a Message accepted and then not stored comes back to the composer, with its 
   await page.locator('.transcript article.message.npc').filter({ hasText: 'High water at six.' }).waitFor();
   expect(await page.locator('#composer-text').inputValue()).toBe('');
   expect(await page.locator('.attachment-chip').count()).toBe(0);
-  expect(JSON.stringify(app.fake.requests.at(-1)!.body.messages)).toContain('high at six');
+  const asked2 = JSON.stringify(app.fake.requests.at(-1)!.body.messages);
+  expect(asked2).toContain('high at six');
+  // The picture went with it, to a Model that reads pictures.
+  expect(asked2).toContain('data:image/png;base64,');
   await expect.poll(() => page.getByRole('alert').filter({ hasText: 'could not be saved' }).count()).toBe(0);
 });

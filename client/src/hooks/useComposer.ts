@@ -11,7 +11,7 @@ import {
 import type { AttachmentPart } from '../../../src/parts/index.ts';
 import { ModelInfo } from '../../../src/wire/index.ts';
 import { fetchAs, type Npc } from '../api.ts';
-import { attachUrl, discardUpload, uploadFile } from '../attachments.ts';
+import { attachmentUrl, attachUrl, discardUpload, uploadFile } from '../attachments.ts';
 
 /** One chip in the composer: uploading, ready to send (with the server's Part), or refused (with why). */
 export interface Chip {
@@ -138,6 +138,12 @@ function useGivenBack(
     ...back.attachments.map((part) => ({
       key: `chip-${++chipKeys}`,
       name: part.type === 'file' ? part.name : (part.title ?? part.url),
+      size: part.size,
+      // Its local preview went when it was sent: a picture is shown again from the server, which keeps it.
+      preview:
+        part.type === 'file' && !part.missing && part.mediaType.startsWith('image/')
+          ? attachmentUrl(part.id)
+          : undefined,
       part,
     })),
   ]);
@@ -169,7 +175,7 @@ function useChips(conversationId: string) {
   // Object URLs of previews are released when the composer goes away.
   useEffect(
     () => () => {
-      for (const c of chipsRef.current) if (c.preview) URL.revokeObjectURL(c.preview);
+      for (const c of chipsRef.current) if (c.preview?.startsWith('blob:')) URL.revokeObjectURL(c.preview);
     },
     [],
   );
@@ -201,7 +207,7 @@ function useChips(conversationId: string) {
   };
   const remove = (chip: Chip) => {
     setChips((cs) => cs.filter((c) => c.key !== chip.key));
-    if (chip.preview) URL.revokeObjectURL(chip.preview);
+    if (chip.preview?.startsWith('blob:')) URL.revokeObjectURL(chip.preview);
     if (chip.part) discardUpload(chip.part.id);
   };
 
