@@ -137,7 +137,8 @@ export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Prom
  * Whether an error of a transaction's own statement says its connection is gone: one of postgres.js's connection
  * errors, or the socket's. Nothing more is sent on such a connection, and it is not released: what is sent on it
  * fails at once with CONNECTION_CLOSED (postgres.js as patched at install, ADR 0104; unpatched, a TypeError thrown
- * from a timer, uncaught, ended the process: porsager/postgres#1208). A released one would go back among the open
+ * from a timer, uncaught, ended the process, porsager/postgres#1208, or, once the pool had connected it again,
+ * the statements ran outside the transaction). A released one would go back among the open
  * connections, dead. Left alone, the pool reconnects it when it needs it. The server's FATAL is not counted: it
  * reaches a query only as the stale error postgres.js hands the next query of a new, healthy connection (#1215).
  * So a transaction's `fn` should fail only with its statements' errors or its own (an fs or DNS error also has a
