@@ -56,8 +56,8 @@ export interface AppDeps {
   commitWaitMs: number;
   /** The AI SDK's OpenTelemetry spans on Provider calls (OTEL_TELEMETRY). */
   telemetry?: boolean;
-  /** How many characters of Parts, and how long, one reply may take. */
-  replyLimits: { maxChars: number; maxMs: number };
+  /** How many characters of Parts, how many Parts, and how long, one reply may take. */
+  replyLimits: { maxChars: number; maxMs: number; maxParts?: number };
   /** Longest one attachment upload may take. */
   uploadTimeoutMs: number;
   /** Replies in flight on this process, and their mirror to other instances (replies/). */

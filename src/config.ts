@@ -153,6 +153,7 @@ const Env = z.object({
    * trickling a token a minute, ends there instead of growing a row and holding a stream for ever. */
   REPLY_MAX_CHARS: z.coerce.number().int().min(1000).max(100_000_000).default(1_000_000),
   REPLY_MAX_MS: z.coerce.number().int().min(1000).max(86_400_000).default(900_000),
+  REPLY_MAX_PARTS: z.coerce.number().int().min(100).max(1_000_000).default(5000),
   /**
    * Longest one attachment upload may take, first byte to last (a stalled client is cut off). Under the hour after
    * which a staging blob counts as a crashed upload's leftover.
@@ -186,7 +187,7 @@ export interface Config {
   providers: ProviderConfig[];
   checkpointMs: number;
   providerChunkTimeoutMs: number;
-  replyLimits: { maxChars: number; maxMs: number };
+  replyLimits: { maxChars: number; maxMs: number; maxParts: number };
   uploadTimeoutMs: number;
   /** The first wait before a failed live append is tried again (ms). */
   liveRetryMs: number;
@@ -256,7 +257,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     providers,
     checkpointMs: e.CHECKPOINT_MS,
     providerChunkTimeoutMs: e.PROVIDER_CHUNK_TIMEOUT_MS,
-    replyLimits: { maxChars: e.REPLY_MAX_CHARS, maxMs: e.REPLY_MAX_MS },
+    replyLimits: { maxChars: e.REPLY_MAX_CHARS, maxMs: e.REPLY_MAX_MS, maxParts: e.REPLY_MAX_PARTS },
     uploadTimeoutMs: e.UPLOAD_TIMEOUT_MS,
     liveRetryMs: e.LIVE_RETRY_SECONDS * 1000,
     commitWaitMs: 15_000,

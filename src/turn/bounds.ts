@@ -1,14 +1,18 @@
 import type { Part } from '../parts/index.ts';
 
-/** How far one reply may go: characters of Parts (text, reasoning, tool inputs and outputs) and time. */
+/** How far one reply may go: characters of Parts (text, reasoning, tool inputs and outputs), Parts, and time. */
 export interface ReplyLimits {
   maxChars: number;
   maxMs: number;
+  /** Parts: each delta that starts a new one (text after reasoning, say) costs the fold a copy of all of them. */
+  maxParts?: number;
 }
 
 // A million characters is over 200,000 tokens, past what any Model writes in one reply; a quarter of an hour
 // covers eight tool rounds of the slowest tools. A reply past either is a Model looping or a Provider trickling.
-export const DEFAULT_REPLY_LIMITS: ReplyLimits = { maxChars: 1_000_000, maxMs: 15 * 60_000 };
+// Five thousand Parts is past any reply's steps and calls; a Provider alternating one-character reasoning and text
+// would otherwise make a million of them, each delta copying all before it (minutes of a core).
+export const DEFAULT_REPLY_LIMITS: ReplyLimits = { maxChars: 1_000_000, maxMs: 15 * 60_000, maxParts: 5000 };
 
 export interface LimitReached {
   code: 'REPLY_TOO_LONG' | 'REPLY_TIME_LIMIT' | 'PROVIDER_TIMEOUT';
@@ -51,12 +55,21 @@ export class ReplyBounds {
     this.timer.unref();
   }
 
-  /** The reply has grown to `chars` characters (its deltas' text, its tool calls' inputs and outputs: `charsOf`). */
-  grown(chars: number): void {
+  /**
+   * The reply has grown to `chars` characters (its deltas' text, its tool calls' inputs and outputs: `charsOf`)
+   * in `parts` Parts.
+   */
+  grown(chars: number, parts = 0): void {
+    const maxParts = this.limits.maxParts ?? DEFAULT_REPLY_LIMITS.maxParts!;
     if (chars > this.limits.maxChars)
       this.end({
         code: 'REPLY_TOO_LONG',
         message: `The reply grew past ${this.limits.maxChars.toLocaleString('en')} characters, the most one reply may hold here, so it was ended. What arrived is kept.`,
+      });
+    else if (parts > maxParts)
+      this.end({
+        code: 'REPLY_TOO_LONG',
+        message: `The reply grew past ${maxParts.toLocaleString('en')} parts, the most one reply may hold here, so it was ended. What arrived is kept.`,
       });
   }
 

@@ -150,7 +150,7 @@ async function runReply(
     halt: () => (signal.aborted ? endedBy(signal) : bounds.reached),
     onFrame: (frame) => {
       if (frame.type === 'part') {
-        bounds.grown(state.chars);
+        bounds.grown(state.chars, state.parts.length);
         deps.checkpoints.update(message.id, state.parts);
       }
       emit(frame);
@@ -303,7 +303,7 @@ async function streamReply(
     }
     reduceReply(state, chunk.type === 'abort' ? { type: 'abort', halt: call.halt() } : chunk, call.onFrame);
     // A call's streaming arguments send no frame (onFrame checks the bound for the rest).
-    if (chunk.type === 'tool-input-delta') bounds.grown(state.chars);
+    if (chunk.type === 'tool-input-delta') bounds.grown(state.chars, state.parts.length);
   }
   return { type: 'ended', halt: call.halt() };
 }

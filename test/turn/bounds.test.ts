@@ -7,10 +7,11 @@ import { settled, setupConversation } from '../support/turns.ts';
 
 const MAX_CHARS = 5000;
 const MAX_MS = 2000;
+const MAX_PARTS = 200;
 let app: TestApp;
 let cookie: string;
 beforeAll(async () => {
-  app = await startTestApp({ replyLimits: { maxChars: MAX_CHARS, maxMs: MAX_MS } });
+  app = await startTestApp({ replyLimits: { maxChars: MAX_CHARS, maxMs: MAX_MS, maxParts: MAX_PARTS } });
   ({ cookie } = await app.signIn());
 });
 afterAll(() => app?.close());
@@ -66,6 +67,33 @@ describe('one reply is bounded, whatever the Provider does', () => {
       await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Again' } }),
     );
     expect(next.at(-1)).toMatchObject({ type: 'finish', status: 'complete' });
+  });
+
+  it('a Provider alternating one-character reasoning and text is ended past the Parts limit; what arrived is kept', async () => {
+    const { conversationId } = await setupConversation(app, cookie);
+    let sent = 0;
+    app.fake.enqueue(async (r) => {
+      // Each delta starts a new Part: unbounded, a million of them, each copying all before it.
+      while (!r.clientGone && sent < 100_000) {
+        if (sent % 2) r.text('b');
+        else r.reasoning('a');
+        sent++;
+        if (sent % 20 === 0) await r.wait(0);
+      }
+    });
+    const frames = await collectFrames(
+      await app.api(`/api/conversations/${conversationId}/messages`, { cookie, body: { text: 'Go' } }),
+    );
+    // The server hung up on the Provider soon after the limit, far below the character limit.
+    expect(sent).toBeLessThan(MAX_PARTS * 20);
+    const error = frames.find((f) => f.type === 'error');
+    expect(error).toMatchObject({ code: 'REPLY_TOO_LONG' });
+    expect((error as { message: string }).message).toContain('200 parts');
+    const [, reply] = await settled(app, cookie, conversationId);
+    expect(reply?.status).toBe('failed');
+    expect(reply?.parts.length).toBeGreaterThan(MAX_PARTS);
+    expect(reply?.parts.length).toBeLessThan(MAX_PARTS * 1.5);
+    expect(reply?.parts).toEqual(partsOf(frames));
   });
 
   it('a call whose arguments never stop streaming is ended past the character limit; what it sent is kept', async () => {
