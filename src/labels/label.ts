@@ -14,18 +14,31 @@ export const MAX_LABELS_PER_FRAME = 1000;
 /** Hide a subject from this instance's reader and XRPC. Any other value is shown as a notice to click through. */
 export const HIDING = ['!takedown', '!hide'] as const;
 
+/** Years 1–9999: what PostgreSQL stores; a date outside (`-005000-…`, `+010000-…`) parses but is refused there. */
+const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
+const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
 const DATE = z
   .string()
   .max(64)
-  .refine((s) => !Number.isNaN(Date.parse(s)), 'a datetime');
+  .refine((s) => {
+    const t = Date.parse(s);
+    return t >= EARLIEST && t <= LATEST;
+  }, 'a datetime of years 1–9999');
+/** Text PostgreSQL stores: no NUL. A label it refuses would be read again and again from the stored cursor. */
+const TEXT = (max: number, min = 1) =>
+  z
+    .string()
+    .min(min)
+    .max(max)
+    .refine((s) => !s.includes('\0'), 'no NUL');
 /** com.atproto.label.defs#label, with the lengths the lexicon gives. */
 export const Label = z
   .object({
     ver: z.number().int().optional(),
     src: z.string().regex(/^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2000}$/),
-    uri: z.string().min(1).max(8192),
-    cid: z.string().max(200).optional(),
-    val: z.string().min(1).max(128),
+    uri: TEXT(8192),
+    cid: TEXT(200, 0).optional(),
+    val: TEXT(128),
     neg: z.boolean().optional(),
     cts: DATE,
     exp: DATE.optional(),

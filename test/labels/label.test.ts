@@ -1,6 +1,7 @@
 import { Secp256k1Keypair } from '@atproto/crypto';
 import { cborEncode } from '@atproto/lex-cbor';
 import { ErrorFrame, MessageFrame } from '@atproto/xrpc-server';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { decodeFrame, type Label, MAX_LABELS_PER_FRAME, signedBytes } from '../../src/labels/label.ts';
@@ -74,6 +75,46 @@ describe('stored labels: the newest per labeler, subject and value', () => {
     await storeLabels(db.sql, SRC, 1, [older as Label]);
     const rows = await db.sql<{ neg: boolean }[]>`select neg from labels where src = ${SRC} and uri = ${URI}`;
     expect(rows).toEqual([{ neg: true }]);
+  });
+
+  it('every label a frame keeps, PostgreSQL stores: any date, any text a labeler sends', async () => {
+    // Any instant JavaScript can hold (years -271821 to 275760) as ISO text, as often within years 1–9999 and
+    // about their edges, and strings with NULs among them.
+    const span = (min: string, max: string) =>
+      fc.date({ min: new Date(min), max: new Date(max), noInvalidDate: true });
+    const when = fc
+      .oneof(
+        fc.date({ noInvalidDate: true }),
+        span('0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z'),
+        span('-000001-12-31T00:00:00.000Z', '0001-01-02T00:00:00.000Z'),
+        span('9999-12-31T00:00:00.000Z', '+010000-01-02T00:00:00.000Z'),
+      )
+      .map((d) => d.toISOString());
+    const text = fc.string({
+      unit: fc.constantFrom('a', '!', '\u0000', 'é', '-'),
+      minLength: 1,
+      maxLength: 8,
+    });
+    let kept = 0;
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(when, fc.option(when), text, text, async (cts, exp, val, rkey) => {
+        const uri = `at://did:plc:author0000000000000000/click.aligned.chat.session/${rkey}`;
+        const m = decodeFrame(frame({ seq: 1, labels: [label({ cts, val, uri, ...(exp ? { exp } : {}) })] }));
+        if (m.kind !== 'labels' || !m.labels.length) return void refused++;
+        kept++;
+        await storeLabels(db.sql, SRC, 1, m.labels);
+      }),
+      { numRuns: 150 },
+    );
+    // Both sides were reached: the property says something of each.
+    expect(kept).toBeGreaterThan(0);
+    expect(refused).toBeGreaterThan(0);
+    // The edges themselves are kept and stored.
+    const edges = ['0001-01-01T00:00:00.000Z', '9999-12-31T23:59:59.999Z'];
+    const m = decodeFrame(frame({ seq: 2, labels: edges.map((cts, i) => label({ cts, val: `edge${i}` })) }));
+    expect(m.kind === 'labels' && m.labels.length).toBe(2);
+    if (m.kind === 'labels') await storeLabels(db.sql, SRC, 2, m.labels);
   });
 });
 

@@ -125,6 +125,22 @@ describe("a followed labeler's labels hide what they label, at read time", () =>
     expect(await visible()).toEqual(shown);
   });
 
+  it('labels PostgreSQL would refuse (a date of year -5000, a NUL) are refused as malformed; the stream goes on past them', async () => {
+    const before = await refused('shape');
+    await labeler.label({ uri, val: '!hide', cts: '-005000-01-01T00:00:00.000Z' });
+    await labeler.label({ uri, val: '!hide\u0000' });
+    await labeler.label({ uri: `${uri}\u0000`, val: '!hide' });
+    const seq = await labeler.label({ uri, val: '!hide', cts: '+010000-01-01T00:00:00.000Z' });
+    await expect.poll(cursor, SECONDS).toBe(seq);
+    expect(await refused('shape')).toBe(before + 4);
+    expect(await visible()).toEqual(shown);
+    // The next good label is taken at once: nothing was left to read again.
+    await labeler.label({ uri, val: '!hide' });
+    await expect.poll(visible, SECONDS).toEqual(gone);
+    await labeler.label({ uri, val: '!hide', neg: true });
+    await expect.poll(visible, SECONDS).toEqual(shown);
+  });
+
   it('`!warn` does not hide: the reader is told of it', async () => {
     await labeler.label({ uri, val: '!warn' });
     const labelsOf = async () => {

@@ -10,6 +10,8 @@ export interface LabelInput {
   val: string;
   neg?: boolean;
   cid?: string;
+  /** When it was made (now when not given): a hostile labeler's may be any string. */
+  cts?: string;
 }
 
 /**
@@ -64,7 +66,7 @@ export async function startLabeler() {
       ...(input.cid ? { cid: input.cid } : {}),
       val: input.val,
       ...(input.neg ? { neg: true } : {}),
-      cts: new Date().toISOString(),
+      cts: input.cts ?? new Date().toISOString(),
     };
     return { ...unsigned, sig: await signer.sign(cborEncode(unsigned)) };
   };
