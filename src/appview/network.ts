@@ -1,8 +1,19 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
+import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
+import { type ShapeLimits, shapeProblem } from './shape.ts';
+
+/**
+ * A record looked up for a reader (a ref's target) is read within these, before it is parsed into lex values and
+ * hashed, both on the main thread: any PDS can serve one, gzip-compressed to a few KB, and an anonymous read
+ * makes up to 40 lookups. Past them the record is not checked ("unchecked"), never taken for deleted. A post is a
+ * few KB; one of our turns, at the lexicon's most, about 150 KB of text.
+ */
+export const LOOKED_UP_MAX_BYTES = 512 * 1024;
+export const LOOKED_UP_SHAPE: ShapeLimits = { depth: 32, nodes: 10_000, chars: LOOKED_UP_MAX_BYTES };
 
 export interface NetworkOptions {
   /** An XRPC service that answers com.atproto.identity.resolveHandle (the local PDS offline). */
@@ -122,20 +133,27 @@ export class Network {
     const did = await this.didOf(m[1]!);
     const id = did ? await this.identity(did) : null;
     if (!id) return null;
-    try {
-      const res = await new AtpAgent({ service: id.pds, fetch: this.o.fetch }).com.atproto.repo.getRecord({
-        repo: id.did,
-        collection: m[2]!,
-        rkey: m[3]!,
-      });
-      // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
-      // under the cid a ref pinned, and readers would be told the record is unchanged.
-      // (The client has already read the JSON into lex values — blobs as BlobRefs — so it is hashed as it is.)
-      const cid = (await cidForRecord(res.data.value as never)).toString();
-      return { cid, value: res.data.value };
-    } catch {
-      return null;
+    const url = new URL('/xrpc/com.atproto.repo.getRecord', id.pds);
+    url.searchParams.set('repo', id.did);
+    url.searchParams.set('collection', m[2]!);
+    url.searchParams.set('rkey', m[3]!);
+    const res = await this.o.fetch(url, { headers: { accept: 'application/json' } });
+    // Deleted (the PDS's RecordNotFound); any other failure is thrown: the record could not be checked.
+    const bytes = res.body ? await readAtMost(res.body, LOOKED_UP_MAX_BYTES) : null;
+    if (!bytes) throw new Error('record too large');
+    const body = JSON.parse(new TextDecoder().decode(bytes)) as { value?: unknown; error?: unknown } | null;
+    if (!res.ok) {
+      if (res.status === 404 || body?.error === 'RecordNotFound') return null;
+      throw new Error(`getRecord answered ${res.status}`);
     }
+    const problem = shapeProblem(body?.value, LOOKED_UP_SHAPE);
+    if (body?.value === undefined || problem) throw new Error(`record ${problem ?? 'missing'}`);
+    // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
+    // under the cid a ref pinned, and readers would be told the record is unchanged. Hashed as lex values
+    // (blobs as BlobRefs), as the record's repo holds it.
+    const value = jsonToLex(body.value as never);
+    const cid = (await cidForRecord(value as never)).toString();
+    return { cid, value };
   }
 }
 

@@ -3,6 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { gzipSync } from 'node:zlib';
 import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
@@ -22,8 +23,11 @@ import { freePort } from '../support/ports.ts';
 async function hostilePds(
   mode: 'flood' | 'refs' = 'flood',
   hold?: Promise<void>,
-  /** In `refs` mode: the session's turns, and the posts each points at. */
-  shape = { turns: 10, refs: 50 },
+  /**
+   * In `refs` mode: the session's turns, and the posts each points at; with `hostile`, the posts 1–3 of each turn
+   * are a record of megabytes sent gzip-compressed, one of twenty thousand values, and one not found.
+   */
+  shape: { turns: number; refs: number; hostile?: boolean } = { turns: 10, refs: 50 },
 ) {
   const key = await Secp256k1Keypair.create();
   const served = { pages: 0, didDocs: 0, getRecord: 0, asked: [] as string[] };
@@ -88,6 +92,23 @@ async function hostilePds(
       const uri = `at://${did}/${url.searchParams.get('collection')}/${rkey}`;
       // Every post is as pinned, except the first of each turn: edited, yet served under the pinned cid.
       const value = rkey.endsWith('x0') ? { ...POST, text: 'edited words' } : POST;
+      if (shape.hostile && rkey.endsWith('x1')) {
+        // 3 MB of JSON in a few KB on the wire: under the network's 4 MB, each costs seconds to parse and hash.
+        res.setHeader('content-encoding', 'gzip');
+        res.end(
+          gzipSync(JSON.stringify({ uri, cid: POST_CID, value: { ...POST, pad: 'x'.repeat(3 << 20) } })),
+        );
+        return;
+      }
+      if (shape.hostile && rkey.endsWith('x2')) {
+        res.end(JSON.stringify({ uri, cid: POST_CID, value: { ...POST, v: new Array(20_000).fill(0) } }));
+        return;
+      }
+      if (shape.hostile && rkey.endsWith('x3')) {
+        res.statusCode = 400;
+        res.end(JSON.stringify({ error: 'RecordNotFound', message: 'Could not locate record' }));
+        return;
+      }
       res.end(JSON.stringify({ uri, cid: POST_CID, value }));
       return;
     }
@@ -289,6 +310,26 @@ describe('a thread that points at hundreds of records', () => {
       expect(refs.served.getRecord).toBe(50);
       expect(second.filter((r) => r.state !== 'unchecked')).toHaveLength(50);
       expect(second.every(honest)).toBe(true);
+    } finally {
+      await refs.close();
+    }
+  }, 60_000);
+});
+
+describe('records a ref points at, as a hostile PDS serves them', () => {
+  it('one too large (however compressed) or of too many values is not checked, one not found is deleted', async () => {
+    const refs = await hostilePds('refs', undefined, { turns: 1, refs: 5, hostile: true });
+    try {
+      const res = await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}`);
+      const { thread } = (await res.json()) as {
+        thread: { messages: { refs: { uri: string; state: string }[] }[] };
+      };
+      const states = Object.fromEntries(
+        thread.messages.flatMap((m) => m.refs.map((r) => [r.uri.slice(-2), r.state])),
+      );
+      // All five were asked for (the faults were offered), and each is told as what it is.
+      expect(refs.served.getRecord).toBe(5);
+      expect(states).toEqual({ x0: 'changed', x1: 'unchecked', x2: 'unchecked', x3: 'deleted', x4: 'same' });
     } finally {
       await refs.close();
     }
