@@ -30,7 +30,8 @@ import { mergeSpans, REDACTION_BAR, type Span } from './spans.ts';
  * between ("P-E-L-I-C-A-N", "P.E.L.I.C.A.N") as the word. Where Markdown may split a covered word (candidates.ts),
  * the string is also read as the reader's Markdown renderer shows it (markdown.ts) and the source that showed
  * the word is covered. Matching is by substring, not whole words: covering too much is visible in the preview;
- * too little leaks.
+ * too little leaks. A match inside a word covers the whole word (ADR 0105): "████████ual" spelled "annual"
+ * around a covered "Ann".
  */
 
 const ASCII_BREAKS = /[ \t\n\r_+-]+/g;
@@ -226,7 +227,38 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
       }
     }
   }
-  return mergeSpans(hits, s.length);
+  return mergeSpans(toWordEdges(s, hits), s.length);
+}
+
+/**
+ * Letters, digits and marks of scripts written with spaces between words: where a match ends inside a run of
+ * them, the bar goes on to the run's end, so the rest of the word cannot spell what it covers. Scripts written
+ * without spaces (Han, Kana, Thai) are left as matched: there a "word" would be the whole sentence.
+ */
+const WORDED =
+  /[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Armenian}\p{Script=Georgian}\p{Nd}\p{M}]/u;
+
+/** Linear: spans in order, each character walked at most once (a thousand matches in one long word). */
+function toWordEdges(s: string, spans: readonly Span[]): Span[] {
+  const worded = (i: number) => i >= 0 && i < s.length && WORDED.test(s[i]!);
+  const right = (to: number) => {
+    let end = to;
+    if (worded(end - 1)) while (worded(end)) end++;
+    return end;
+  };
+  const out: Span[] = [];
+  for (const span of mergeSpans(spans, s.length)) {
+    const last = out.at(-1);
+    if (last && span.start <= last.end) {
+      if (span.end > last.end) last.end = right(span.end);
+      continue;
+    }
+    let from = span.start;
+    const floor = last?.end ?? 0;
+    if (worded(from)) while (from > floor && worded(from - 1)) from--;
+    out.push({ start: from, end: right(span.end) });
+  }
+  return out;
 }
 
 /** `text` with each merged run of `spans` replaced by one fixed-width bar. */

@@ -170,11 +170,18 @@ describe('the projection', () => {
       { start: 6, end: 7 },
       { start: 9, end: 99 },
     ];
+    // (Kana: no word edges to go on to, ADR 0105.)
     expect(
-      publishedTexts([turn([{ type: 'text', text: 'abcdefghij' }])], { m1: { redactions: spans } }).texts.get(
-        'm1',
-      ),
-    ).toBe(`a${REDACTION_BAR}hi${REDACTION_BAR}`);
+      publishedTexts([turn([{ type: 'text', text: 'あいうえおかきくけこ' }])], {
+        m1: { redactions: spans },
+      }).texts.get('m1'),
+    ).toBe(`あ${REDACTION_BAR}くけ${REDACTION_BAR}`);
+    // In a word, the bar goes to the word's edges: what is left of it could spell what it covers.
+    expect(
+      publishedTexts([turn([{ type: 'text', text: 'abcdefghij klm' }])], {
+        m1: { redactions: [{ start: 1, end: 4 }] },
+      }).texts.get('m1'),
+    ).toBe(`${REDACTION_BAR} klm`);
   });
 
   it('marks failed steps and takes the Player’s summary, refusing one over 250 characters', () => {

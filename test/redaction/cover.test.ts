@@ -565,3 +565,31 @@ describe('the covering pass', () => {
     );
   });
 });
+
+describe('a covered word inside another word (ADR 0105)', () => {
+  it('covers the whole word around it, in scripts written with spaces', () => {
+    const cover = makeCover(['Ann']);
+    expect(cover.apply('annual meeting with Joanne, Ann.')).toBe(
+      `${REDACTION_BAR} meeting with ${REDACTION_BAR}, ${REDACTION_BAR}.`,
+    );
+    expect(makeCover(['Кай']).apply('Кайман и Кай')).toBe(`${REDACTION_BAR} и ${REDACTION_BAR}`);
+    // Written without spaces, a "word" would be the sentence: only the match is covered.
+    expect(makeCover(['山田']).apply('山田さんは元気')).toBe(`${REDACTION_BAR}さんは元気`);
+  });
+
+  it('leaves no letter of a word beside a bar, whatever the words around it', () => {
+    const cover = makeCover(['ann']);
+    const text = fc.string({
+      unit: fc.constantFrom('a', 'n', 'u', 'l', 'J', 'o', 'e', ' ', '.', '-', '\n'),
+      maxLength: 40,
+    });
+    fc.assert(
+      fc.property(text, (t) => {
+        const out = cover.apply(t);
+        expect(out).not.toMatch(/[a-z]█|█[a-z]/i);
+        expect(out.toLowerCase()).not.toContain('ann');
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
