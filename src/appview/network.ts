@@ -132,28 +132,32 @@ export class Network {
     if (!m) return null;
     const did = await this.didOf(m[1]!);
     const id = did ? await this.identity(did) : null;
-    if (!id) return null;
+    // Its author's DID or PDS not found (a PLC or DNS failure as much as an account gone): not checked.
+    if (!id) throw new Error('the record’s author could not be resolved');
     const url = new URL('/xrpc/com.atproto.repo.getRecord', id.pds);
     url.searchParams.set('repo', id.did);
     url.searchParams.set('collection', m[2]!);
     url.searchParams.set('rkey', m[3]!);
     const res = await this.o.fetch(url, { headers: { accept: 'application/json' } });
     // Deleted (the PDS's RecordNotFound); any other failure is thrown: the record could not be checked.
-    const bytes = res.body ? await readAtMost(res.body, LOOKED_UP_MAX_BYTES) : null;
+    if (!res.body) throw new Error(`getRecord answered ${res.status} with no body`);
+    const bytes = await readAtMost(res.body, LOOKED_UP_MAX_BYTES);
     if (!bytes) throw new Error('record too large');
     const body = JSON.parse(new TextDecoder().decode(bytes)) as { value?: unknown; error?: unknown } | null;
     if (!res.ok) {
       if (res.status === 404 || body?.error === 'RecordNotFound') return null;
       throw new Error(`getRecord answered ${res.status}`);
     }
-    const problem = shapeProblem(body?.value, LOOKED_UP_SHAPE);
-    if (body?.value === undefined || problem) throw new Error(`record ${problem ?? 'missing'}`);
+    const value = body?.value;
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new Error('not a record');
+    const problem = shapeProblem(value, LOOKED_UP_SHAPE);
+    if (problem) throw new Error(`record ${problem}`);
     // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
     // under the cid a ref pinned, and readers would be told the record is unchanged. Hashed as lex values
     // (blobs as BlobRefs), as the record's repo holds it.
-    const value = jsonToLex(body.value as never);
-    const cid = (await cidForRecord(value as never)).toString();
-    return { cid, value };
+    const lex = jsonToLex(value as never);
+    const cid = (await cidForRecord(lex as never)).toString();
+    return { cid, value: lex };
   }
 }
 

@@ -2,7 +2,7 @@ import type { Sql } from '../db/index.ts';
 import { HIDING, noticeLabels, turnLabels } from '../labels/index.ts';
 import { SESSION } from '../lexicon/index.ts';
 import { type ThreadWindow, threadWindow, turnWeight } from '../markdown/index.ts';
-import type { Cover } from '../redaction/index.ts';
+import { type Cover, withoutDirection } from '../redaction/index.ts';
 import { handleNow, lookUpAll, QUOTE_CHARS, type RefNow, recordNow } from './lookups.ts';
 import type { Network } from './network.ts';
 import { cachedThread, getThread, resolveActor, type ThreadReadOptions } from './read.ts';
@@ -139,7 +139,7 @@ export async function readThread(
 function covering(cover: Cover | null) {
   return {
     coveredText: (text: string | null) =>
-      text === null ? null : (cover ? cover.apply(text) : text).slice(0, QUOTE_CHARS),
+      text === null ? null : (cover ? cover.apply(withoutDirection(text)) : text).slice(0, QUOTE_CHARS),
     coveredHandle: (handle: string | null) => (handle && cover?.find(handle).length ? null : handle),
   };
 }

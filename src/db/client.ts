@@ -99,7 +99,7 @@ export type Tx = postgres.ReservedSql;
 
 /**
  * Runs `fn` in a transaction on a connection of its own: `sql.reserve()` (an idle connection, nothing else
- * pipelined on it), then BEGIN … COMMIT, or ROLLBACK when `fn` throws. Not `sql.begin`: postgres.js 3.4.9 can
+ * pipelined on it), then BEGIN … COMMIT, or ROLLBACK when `fn` throws. Not `sql.begin`: postgres.js 3.4 can
  * write `sql.begin`'s BEGIN without reserving the connection when it fills a pipeline under load, so the
  * transaction fails with UNSAFE_TRANSACTION — and stays open on the server while unrelated queries run in it
  * (porsager/postgres#823, #1189; no release fixes it yet). Seen here at 200 concurrent turns.

@@ -14,7 +14,10 @@ export const MAX_LABELS_PER_FRAME = 1000;
 /** Hide a subject from this instance's reader and XRPC. Any other value is shown as a notice to click through. */
 export const HIDING = ['!takedown', '!hide'] as const;
 
-/** Years 1–9999: what PostgreSQL stores; a date outside (`-005000-…`, `+010000-…`) parses but is refused there. */
+/**
+ * Years 1–9999: a date outside parses here, but postgres.js sends it as JavaScript writes it (`-005000-…`,
+ * `+010000-…`), which PostgreSQL does not read.
+ */
 const EARLIEST = Date.parse('0001-01-01T00:00:00Z');
 const LATEST = Date.parse('9999-12-31T23:59:59.999Z');
 const DATE = z
@@ -24,19 +27,24 @@ const DATE = z
     const t = Date.parse(s);
     return t >= EARLIEST && t <= LATEST;
   }, 'a datetime of years 1–9999');
-/** Text PostgreSQL stores: no NUL. A label it refuses would be read again and again from the stored cursor. */
-const TEXT = (max: number, min = 1) =>
+/**
+ * Text PostgreSQL stores: no NUL, and within `maxBytes` of UTF-8 where it is part of a key (an index entry holds
+ * at most 2,704 bytes). A label it refuses would be read again and again from the stored cursor.
+ */
+const TEXT = (max: number, min = 1, maxBytes = Number.POSITIVE_INFINITY) =>
   z
     .string()
     .min(min)
     .max(max)
-    .refine((s) => !s.includes('\0'), 'no NUL');
+    .refine((s) => !s.includes('\0'), 'no NUL')
+    .refine((s) => s.length <= maxBytes / 3 || new TextEncoder().encode(s).length <= maxBytes, 'too long');
 /** com.atproto.label.defs#label, with the lengths the lexicon gives. */
 export const Label = z
   .object({
     ver: z.number().int().optional(),
     src: z.string().regex(/^did:[a-z]+:[a-zA-Z0-9._:%-]{1,2000}$/),
-    uri: TEXT(8192),
+    // With the labeler's DID and `val` (at most 512 bytes), the labels' key (src, uri, val).
+    uri: TEXT(8192, 1, 2000),
     cid: TEXT(200, 0).optional(),
     val: TEXT(128),
     neg: z.boolean().optional(),

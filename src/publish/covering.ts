@@ -1,5 +1,5 @@
 import { type AgentRecord, type MessageRecord, SESSION, type SessionRecord } from '../lexicon/index.ts';
-import type { Cover } from '../redaction/index.ts';
+import { type Cover, withoutDirection } from '../redaction/index.ts';
 import { clip } from './text.ts';
 
 // The Conversation's cover applied to records: every string a reader reads, then clipped to the lexicon's
@@ -10,21 +10,14 @@ export const MESSAGE_KEEP = new Set(['$type', 'session', 'role', 'createdAt', 'r
 const SESSION_KEEP = new Set(['$type', 'createdAt']);
 
 /**
- * The characters that set the direction text is drawn in (embeddings, overrides, isolates, U+202A–202E and
- * U+2066–2069). The cover reads text in its stored order, as a fold that skips them; a browser draws it as they
- * say: "\u202ENACILEP" is "nacilep" to the cover and PELICAN on the screen. Under a cover they are dropped, and
- * so are the numeric references a Markdown reader turns into them ("&#x202E;", "&#8238;").
- */
-const DIRECTION = /[\u202A-\u202E\u2066-\u2069]|&#(?:x0*(?:202[a-e]|206[6-9])|0*(?:823[4-8]|829[4-7]));?/gi;
-
-/**
  * A deep copy of `record` with the cover applied to every string outside the `keep` fields, and, when anything is
- * covered, the characters that would draw them in another order dropped (DIRECTION).
+ * covered, the characters that would draw them in another order than the cover reads taken off first
+ * (withoutDirection).
  */
 export function coverStrings<T extends object>(record: T, cover: Cover, keep: ReadonlySet<string>): T {
   if (!cover.needles.length) return structuredClone(record);
   const walk = (v: unknown): unknown => {
-    if (typeof v === 'string') return cover.apply(v).replace(DIRECTION, '');
+    if (typeof v === 'string') return cover.apply(withoutDirection(v));
     if (Array.isArray(v)) return v.map(walk);
     if (v && typeof v === 'object')
       return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, walk(x)]));

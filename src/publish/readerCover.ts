@@ -91,9 +91,6 @@ export function readerCover(sql: Sql, o: { now?: () => number; maxNeedles?: numb
 function coverFor(words: Set<string>): Cover {
   // A selection covers at most two words (its own and its merged run's): half the words is the fewest selections.
   if (coverBounds(Math.ceil(words.size / 2), words).within) return makeCover(words, { remember: REMEMBER });
-  return {
-    needles: [],
-    find: (s) => (s ? [{ start: 0, end: s.length }] : []),
-    apply: (s) => (s ? REDACTION_BAR : s),
-  };
+  const whole = (s: string) => (s ? [{ start: 0, end: s.length }] : []);
+  return { needles: [], find: whole, matches: whole, apply: (s) => (s ? REDACTION_BAR : s) };
 }

@@ -116,6 +116,11 @@ export interface Cover {
   readonly needles: readonly string[];
   /** Every place in `s` that shows a covered word, merged, in order. */
   find(s: string): Span[];
+  /**
+   * Where the covered words themselves show in `s`, not widened to their words' edges: what a phrase the Player
+   * types selects (a selection stored as "Joanne" for a typed "Ann" would cover Joanne, and leave Ann).
+   */
+  matches(s: string): Span[];
   /** `s` with every covered place (and the given spans) replaced by one bar per merged run. */
   apply(s: string, spans?: readonly Span[]): string;
 }
@@ -132,7 +137,7 @@ export function makeCover(words: Iterable<string>, options: { remember?: number 
   // at most `remember` of them in a cover kept across requests.
   const clean = new Set<string>();
   const remember = options.remember ?? Number.POSITIVE_INFINITY;
-  const find = (s: string): Span[] => {
+  const matches = (s: string): Span[] => {
     if (!needles.length || !s || clean.has(s)) return [];
     const hits = search(s, needles, maySplit, mayBeApart);
     if (!hits.length) {
@@ -141,9 +146,14 @@ export function makeCover(words: Iterable<string>, options: { remember?: number 
     }
     return hits;
   };
+  const find = (s: string): Span[] => {
+    const hits = matches(s);
+    return hits.length ? toWordEdges(s, hits) : hits;
+  };
   return {
     needles,
     find,
+    matches,
     apply(s, spans = []) {
       const all = spans.length ? [...find(s), ...spans] : find(s);
       if (!all.length) return s;
@@ -227,20 +237,32 @@ function search(s: string, needles: readonly string[], maySplit: Candidates, may
       }
     }
   }
-  return mergeSpans(toWordEdges(s, hits), s.length);
+  return mergeSpans(hits, s.length);
 }
 
 /**
- * Letters, digits and marks of scripts written with spaces between words: where a match ends inside a run of
- * them, the bar goes on to the run's end, so the rest of the word cannot spell what it covers. Scripts written
- * without spaces (Han, Kana, Thai) are left as matched: there a "word" would be the whole sentence.
+ * What a word is made of, as a reader sees one: letters (styled ones too, 𝐮𝐚𝐥), digits and marks, and what does
+ * not show between them (invisible characters, a soft hyphen, Markdown's `*`, `~~` and code marks; an underscore
+ * inside a word is shown, and reads as a break, as in a tool's name "zephyr_station__lookup"): where a match
+ * ends inside a run of them, the bar goes on to the run's end, so the rest of the word cannot spell what it
+ * covers. Scripts written without spaces (Han, Kana, Thai: UNSPACED) are left as matched: there a "word" would be
+ * the whole sentence.
  */
-const WORDED =
-  /[\p{Script=Latin}\p{Script=Greek}\p{Script=Cyrillic}\p{Script=Armenian}\p{Script=Georgian}\p{Nd}\p{M}]/u;
+const WORDED = /[\p{L}\p{Nd}\p{M}\p{Cf}*~`]/u;
 
 /** Linear: spans in order, each character walked at most once (a thousand matches in one long word). */
 function toWordEdges(s: string, spans: readonly Span[]): Span[] {
-  const worded = (i: number) => i >= 0 && i < s.length && WORDED.test(s[i]!);
+  // By code point: both halves of a pair are read as the character they make.
+  const pointAt = (i: number) => {
+    const low = s.charCodeAt(i) >= 0xdc00 && s.charCodeAt(i) <= 0xdfff;
+    const p = low && i > 0 ? s.codePointAt(i - 1)! : s.codePointAt(i)!;
+    return String.fromCodePoint(low && p <= 0xffff ? s.charCodeAt(i) : p);
+  };
+  const worded = (i: number) => {
+    if (i < 0 || i >= s.length) return false;
+    const c = pointAt(i);
+    return WORDED.test(c) && !UNSPACED.test(c);
+  };
   const right = (to: number) => {
     let end = to;
     if (worded(end - 1)) while (worded(end)) end++;

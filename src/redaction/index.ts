@@ -15,5 +15,6 @@ export {
   TurnChoice,
 } from './choices.ts';
 export { applySpans, type Cover, makeCover, needlesOf } from './cover.ts';
+export { withoutDirection } from './direction.ts';
 export type { Preview, Problem } from './preview.ts';
 export { mergeSpans, REDACTION_BAR, Span } from './spans.ts';

@@ -59,7 +59,7 @@ export class ReplyBounds {
    * The reply has grown to `chars` characters (its deltas' text, its tool calls' inputs and outputs: `charsOf`)
    * in `parts` Parts.
    */
-  grown(chars: number, parts = 0): void {
+  grown(chars: number, parts: number): void {
     const maxParts = this.limits.maxParts ?? DEFAULT_REPLY_LIMITS.maxParts!;
     if (chars > this.limits.maxChars)
       this.end({

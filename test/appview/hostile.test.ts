@@ -73,8 +73,12 @@ async function hostilePds(
                   text: `turn ${t}`,
                   createdAt: new Date().toISOString(),
                   // Pinned to the post as it was: { text: 'a post' }.
+                  // With `hostile`, post 5's author is a DID nobody can resolve (its host refuses).
                   refs: Array.from({ length: shape.refs }, (_, i) => ({
-                    uri: `at://${did}/app.bsky.feed.post/p${t}x${i}`,
+                    uri:
+                      shape.hostile && i === 5
+                        ? `at://did:web:localhost%3A1/app.bsky.feed.post/p${t}x${i}`
+                        : `at://${did}/app.bsky.feed.post/p${t}x${i}`,
                     cid: POST_CID,
                   })),
                 },
@@ -317,8 +321,8 @@ describe('a thread that points at hundreds of records', () => {
 });
 
 describe('records a ref points at, as a hostile PDS serves them', () => {
-  it('one too large (however compressed) or of too many values is not checked, one not found is deleted', async () => {
-    const refs = await hostilePds('refs', undefined, { turns: 1, refs: 5, hostile: true });
+  it('one too large (however compressed), of too many values, or whose author cannot be resolved is not checked; one not found is deleted', async () => {
+    const refs = await hostilePds('refs', undefined, { turns: 1, refs: 6, hostile: true });
     try {
       const res = await get(`/api/reader/threads/${encodeURIComponent(refs.did)}/${refs.sessionRkey}`);
       const { thread } = (await res.json()) as {
@@ -327,9 +331,17 @@ describe('records a ref points at, as a hostile PDS serves them', () => {
       const states = Object.fromEntries(
         thread.messages.flatMap((m) => m.refs.map((r) => [r.uri.slice(-2), r.state])),
       );
-      // All five were asked for (the faults were offered), and each is told as what it is.
+      // The five on this PDS were asked for (the faults were offered), and each is told as what it is.
       expect(refs.served.getRecord).toBe(5);
-      expect(states).toEqual({ x0: 'changed', x1: 'unchecked', x2: 'unchecked', x3: 'deleted', x4: 'same' });
+      expect(states).toEqual({
+        x0: 'changed',
+        x1: 'unchecked',
+        x2: 'unchecked',
+        x3: 'deleted',
+        x4: 'same',
+        // Its author could not be resolved: not checked, never taken for deleted.
+        x5: 'unchecked',
+      });
     } finally {
       await refs.close();
     }

@@ -121,16 +121,34 @@ it('fails each statement sent on a reserved connection after it closed; given ba
 it('fails what waits behind a statement on a reserved connection when it closes', async () => {
   const held = await pool.reserve();
   // A statement with parameters is described first, so the one after it waits its turn on the client.
-  const running = held`select pg_sleep(${2}), 'a'::text`.execute();
+  const running = held`select pg_sleep(${2}), 'reserved'::text`.execute();
   const waiting = held`select 2`.execute();
-  await expect.poll(async () => (await activeSleeps()) > 0, { timeout: 5000, interval: 20 }).toBe(true);
+  await expect.poll(() => sleeping('reserved'), { timeout: 5000, interval: 20 }).toBe(true);
   proxy.dropAll();
   expect(await settled(running)).toBe('CONNECTION_CLOSED');
   expect(await settled(waiting)).toBe('CONNECTION_CLOSED');
 });
 
-const activeSleeps = async () =>
+/** Whether this test's statement (marked by its text) is running: a backend an earlier test dropped may sleep on. */
+const sleeping = async (mark: string) =>
   (
-    await db.sql`select count(*)::int as n from pg_stat_activity
-      where datname = current_database() and query like 'select pg_sleep%' and state = 'active'`
-  )[0]!.n as number;
+    await db.sql`select 1 from pg_stat_activity where datname = current_database() and state = 'active'
+      and query like 'select pg_sleep%' and query like ${`%'${mark}'%`}`
+  ).length > 0;
+
+it('fails what waits behind a statement of sql.begin when its connection closes', async () => {
+  let running: Promise<unknown> | undefined;
+  let waiting: Promise<unknown> | undefined;
+  const outcome = pool.begin(async (t) => {
+    running = t`select pg_sleep(${2}), 'begun'::text`.execute();
+    waiting = t`select 2`.execute();
+    await Promise.all([running, waiting]);
+  });
+  await expect.poll(() => sleeping('begun'), { timeout: 5000, interval: 20 }).toBe(true);
+  proxy.dropAll();
+  // The running one fails as its socket did; the one behind it, and the transaction, with the connection.
+  const lost = ['CONNECTION_CLOSED', 'ECONNRESET'];
+  expect(lost).toContain(await settled(running!));
+  expect(await settled(waiting!)).toBe('CONNECTION_CLOSED');
+  expect(lost).toContain(await settled(outcome));
+});

@@ -20,6 +20,10 @@ it('a covered word stored backwards behind a right-to-left override is not drawn
     '&#x202E;NACILEP',
     '&#8238;NACILEP',
     '&#x0202e;NACILEP',
+    // Taking one off joins what is left into another.
+    '&#x202\u202EE;NACILEP',
+    '&#x20&#x202E;2E;NACILEP',
+    '&&#x202E;#x202E;#x202E;NACILEP',
     'PE\u202ENACIL\u202C',
     'x \u2067\u202ENACILEP\u202C\u2069 y',
   ]) {
@@ -34,6 +38,13 @@ it('a covered word stored backwards behind a right-to-left override is not drawn
 it('no string under a cover keeps a direction character, whatever it holds', () => {
   const cover = makeCover(['PELICAN']);
   const unit = fc.constantFrom(
+    '&',
+    '#',
+    'x',
+    '2',
+    '0',
+    'E',
+    ';',
     'P',
     'E',
     'L',

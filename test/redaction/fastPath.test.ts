@@ -32,7 +32,7 @@ describe('the cover reads Markdown only where it may hide a covered word', () =>
     ];
     for (const t of texts) expect(cover.apply(t)).toBe(t);
     // A covered word written plainly, however often, is the fold's to find.
-    expect(cover.apply('The PELICAN, a *pelican*: pelican.')).toBe('The ████████, a *████████: ████████.');
+    expect(cover.apply('The PELICAN, a *pelican*: pelican.')).toBe('The ████████, a ████████: ████████.');
     expect(parsed.count).toBe(0);
   });
 

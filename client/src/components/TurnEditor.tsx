@@ -21,7 +21,7 @@ import { StepChoices } from './TurnSteps.tsx';
  * quotes, widths folded alike): the first place only — the cover takes every other place, in every turn.
  */
 function findFirst(text: string, phrase: string): Span[] {
-  const [first] = makeCover([phrase]).find(text);
+  const [first] = makeCover([phrase]).matches(text);
   return first ? [first] : [];
 }
 

@@ -18,7 +18,7 @@ export interface Chip {
   key: string;
   name: string;
   size?: number;
-  /** A local preview of a picture, before and after it is uploaded. */
+  /** A picture's preview: local before and after it is uploaded, the server's once given back (not stored). */
   preview?: string;
   part?: AttachmentPart;
   error?: string;
