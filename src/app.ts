@@ -12,8 +12,9 @@ import { publicAuthRoutes, requireSession, sessionAuthRoutes } from './auth/inde
 import { cardRoutes, lorebookRoutes } from './cards/index.ts';
 import type { AppContext } from './context.ts';
 import { conversationRoutes, exchangeRoutes, isConversationOf } from './conversations/index.ts';
-import type { Leases, Sql } from './db/index.ts';
+import { databaseUnavailable, type Leases, type Sql } from './db/index.ts';
 import {
+  type ErrorHandlerOptions,
   errorHandler,
   notFound,
   publicRateLimit,
@@ -103,6 +104,11 @@ export interface AppDeps {
   metricsToken?: string;
   /** What tools/ gives village/ to check a grant's Skill or MCP Server is the Player's. */
   grantTargets: GrantTargets;
+  /**
+   * How an error no route named is told: as an outage of the database when it is one, and as the server's own
+   * closing while it shuts down.
+   */
+  errors: ErrorHandlerOptions;
 }
 
 /**
@@ -128,6 +134,7 @@ export function appDeps(ctx: AppContext): AppDeps {
     hub: ctx.hub,
     mirror: ctx.mirror,
     draining: () => state.draining,
+    errors: { unavailable: databaseUnavailable, draining: () => state.draining },
     oauth,
     secureCookies: Boolean(config.atproto.publicUrl),
     demoAccounts: localnet?.accounts ?? [],
@@ -207,7 +214,7 @@ export function createApp(ctx: AppContext): Express {
   });
   app.use(webRoutes({ ...deps, reader: readerSource(deps) }));
   app.use(readJsonBody, publicAuthRoutes({ ...deps, log: subsystemLog(deps.logger, 'auth') }));
-  app.use(readerRoutes(deps));
+  app.use(readerRoutes({ ...deps, log: subsystemLog(deps.logger, 'appview') }));
   app.use(reportRoutes(deps));
 
   const api = express.Router();
@@ -236,6 +243,6 @@ export function createApp(ctx: AppContext): Express {
   });
   app.use('/api', api);
 
-  app.use(errorHandler(deps.log));
+  app.use(errorHandler(deps.log, deps.errors));
   return app;
 }

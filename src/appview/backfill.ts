@@ -1,5 +1,6 @@
 import type { Queryable, Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
+import { FairSlots } from '../slots/index.ts';
 import type { Network } from './network.ts';
 import { type IndexInput, indexRecords, pruneTombstones, underAuthorLock } from './store.ts';
 
@@ -35,48 +36,73 @@ export const BACKFILL_LIMITS: BackfillLimits = {
 
 class BackfillBusy extends Error {}
 
-/** The backfills of one index (one database): one job per DID at a time, a few at once in all. */
+/**
+ * The backfills of one index (one database): one job per DID at a time, a few at once in all, shared fairly
+ * between the readers who asked (keyed by address, see `requesterKey`): one reader naming a hundred slow repos
+ * holds at most `concurrency − 1` places, and waits behind nobody else's turn; another reader finds the place kept
+ * free (ADR 0106). Every wait and every hold is bounded.
+ */
 class Backfills {
   private jobs = new Map<string, Promise<number>>();
-  private active = 0;
-  private queue: (() => void)[] = [];
+  private readonly places: FairSlots;
   constructor(
     private readonly sql: Sql,
     private readonly limits: BackfillLimits,
-  ) {}
+  ) {
+    this.places = new FairSlots({
+      capacity: limits.concurrency,
+      perPlayer: Math.max(1, limits.concurrency - 1),
+      reserve: limits.concurrency > 1 ? 1 : 0,
+      queuePerPlayer: PER_READER_WAITING,
+      queueTotal: limits.waiting,
+      queueFullStatus: 503,
+      waitMs: WAIT_MS,
+      // Past its own time limit, a job that has not let go (a write that hangs) gives its place up anyway.
+      holdMs: limits.timeMs + 10_000,
+      messages: { queueFull: 'busy', busy: 'busy' },
+    });
+  }
 
   /** Starts the DID's backfill, or joins the one running. It belongs to no request: a reader leaving ends nothing. */
-  start(network: Network, did: string, limits = this.limits): Promise<number> {
+  start(network: Network, did: string, requester: string): Promise<number> {
     const running = this.jobs.get(did);
     if (running) return running;
-    const job = this.run(network, did, limits).finally(() => this.jobs.delete(did));
+    const job = this.run(network, did, requester).finally(() => this.jobs.delete(did));
     job.catch(() => {});
     this.jobs.set(did, job);
     return job;
   }
 
-  private async run(network: Network, did: string, limits: BackfillLimits): Promise<number> {
+  private async run(network: Network, did: string, requester: string): Promise<number> {
     const [recent] = await this.sql`select 1 from index_actors where did = ${did}
-      and backfilled_at > now() - make_interval(secs => ${limits.cooldownMs / 1000})`;
+      and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
     if (recent) return 0;
-    if (this.active >= this.limits.concurrency) {
-      // Busy: not read, and not "read and empty" either — the reader is told to ask again (INDEXING).
-      if (this.queue.length >= this.limits.waiting) throw new BackfillBusy();
-      await new Promise<void>((r) => this.queue.push(r));
-    }
-    this.active++;
+    // Busy (this reader's line or every line full, or no place within the wait): not read, and not "read and
+    // empty" either — the reader is told to ask again (INDEXING).
+    const place = await this.places.acquire(requester).catch(() => {
+      throw new BackfillBusy();
+    });
     try {
-      return await readRepo(this.sql, network, did, limits);
+      return await readRepo(this.sql, network, did, this.limits, place.signal);
     } finally {
-      this.active--;
-      this.queue.shift()?.();
+      place.release();
     }
   }
 }
 
+/** Of one reader's backfills, at most this many wait for a place; and each waits at most `WAIT_MS`. */
+const PER_READER_WAITING = 8;
+const WAIT_MS = 60_000;
+
 /** Reads an author's click.aligned.chat.* records into the index, within the limits. Returns how many. */
-async function readRepo(sql: Sql, network: Network, did: string, limits: BackfillLimits): Promise<number> {
-  const signal = AbortSignal.timeout(limits.timeMs);
+async function readRepo(
+  sql: Sql,
+  network: Network,
+  did: string,
+  limits: BackfillLimits,
+  place: AbortSignal,
+): Promise<number> {
+  const signal = AbortSignal.any([AbortSignal.timeout(limits.timeMs), place]);
   const id = await network.identity(did);
   // Read from the database's clock: whatever the index takes after this (a delete, a newer version from the
   // stream) wins over what this read brings.
@@ -175,22 +201,33 @@ export async function pruneActors(sql: Sql, cooldownMs: number): Promise<number>
   return gone.count;
 }
 
-const registries = new WeakMap<Sql, Backfills>();
+const registries = new WeakMap<Sql, Map<BackfillLimits, Backfills>>();
+
+/** One pool per database and limits (the tests' own limits get their own). */
+function registryOf(sql: Sql, limits: BackfillLimits): Backfills {
+  const ofSql = registries.get(sql) ?? new Map<BackfillLimits, Backfills>();
+  registries.set(sql, ofSql);
+  const registry = ofSql.get(limits) ?? new Backfills(sql, limits);
+  ofSql.set(limits, registry);
+  return registry;
+}
+
+export interface BackfillOptions {
+  /** Who asked (`requesterKey` of the reader's request): the pool is shared fairly between them. */
+  requester?: string;
+  /** How long the reader waits for the backfill; it goes on after. */
+  waitMs?: number;
+  limits?: BackfillLimits;
+}
 
 /** Starts (or joins) the backfill of `did` and waits for it at most `waitMs`; true when it has finished. */
 export async function backfillActor(
   sql: Sql,
   network: Network,
   did: string,
-  waitMs = 5000,
-  limits = BACKFILL_LIMITS,
+  { requester = 'anonymous', waitMs = 5000, limits = BACKFILL_LIMITS }: BackfillOptions = {},
 ): Promise<boolean> {
-  let registry = registries.get(sql);
-  if (!registry) {
-    registry = new Backfills(sql, limits);
-    registries.set(sql, registry);
-  }
-  const job = registry.start(network, did, limits);
+  const job = registryOf(sql, limits).start(network, did, requester);
   let timer: NodeJS.Timeout | undefined;
   const finished = await Promise.race([
     job.then(

@@ -94,13 +94,11 @@ function followerFor(o: IndexerOptions, batcher: Batcher): { start(): void; stop
       onError: (message, e) => o.log(`indexer: ${message}`, e),
     });
   }
-  // The relay's commits are verified against their authors' keys (and handles both ways); a DID that fails
-  // to resolve is not retried on every commit it sends (didGuard.ts).
-  const idResolver = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
-  guardKeyResolution(idResolver.did);
   const firehose = new Firehose({
     service: o.source.url,
-    idResolver,
+    idResolver: relayResolver(o),
+    // An identity event's handle is not resolved here: see relayResolver.
+    unauthenticatedHandles: true,
     getCursor: () => readCursor(o.sql, 'relay'),
     filterCollections: [...COLLECTIONS],
     handleEvent: (evt) => batcher.add(relayOp(evt)),
@@ -110,6 +108,29 @@ function followerFor(o: IndexerOptions, batcher: Batcher): { start(): void; stop
     start: () => void firehose.start().catch((e) => o.log('indexer stopped', e)),
     stop: () => firehose.destroy(),
   };
+}
+
+/**
+ * What the relay path verifies with. A commit is verified against its author's key; a DID that fails to resolve is
+ * not retried on every commit it sends (didGuard.ts). An identity event resolves nothing: the relay sends one for
+ * any account on the network, and @atproto/sync would resolve its DID and then its handle (DNS, then HTTPS) in line,
+ * one event after another, so a stranger's slow DID or handle host held up the whole index. Instead its cached DID
+ * document is dropped (a rotated key is read afresh at its next commit) and a known author's handle is hidden until
+ * it is verified again both ways when next shown (read.ts), as on Jetstream (ADR 0106).
+ */
+function relayResolver(o: IndexerOptions): IdResolver {
+  const didCache = new MemoryCache();
+  const ids = new IdResolver({ plcUrl: o.plcUrl, didCache, fetch: o.fetch });
+  guardKeyResolution(ids.did);
+  const did = {
+    resolveAtprotoKey: (d: string, forceRefresh?: boolean) => ids.did.resolveAtprotoKey(d, forceRefresh),
+    // Called by @atproto/sync for identity events only (commits go through resolveAtprotoKey above).
+    resolve: async (d: string) => {
+      await didCache.clearEntry(d);
+      return null;
+    },
+  };
+  return { did, handle: ids.handle } as unknown as IdResolver;
 }
 
 /**
@@ -147,8 +168,8 @@ export function relayOp(evt: Event): Op {
     case 'account':
       return accountOp(evt.seq, evt.did, evt.active, evt.status);
     case 'identity':
-      // @atproto/sync verified the handle both ways; none means it did not verify (hidden until re-checked).
-      return { kind: 'handle', at: evt.seq, did: evt.did, handle: evt.handle ?? null };
+      // Not resolved (relayResolver): hidden until verified again both ways when next shown.
+      return { kind: 'handle', at: evt.seq, did: evt.did, handle: null };
     default:
       return { kind: 'skip', at: (evt as { seq: number }).seq };
   }

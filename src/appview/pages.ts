@@ -69,7 +69,7 @@ export function threadMeta(base: string, thread: ThreadHead, rkey: string): Page
 export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string; coverOf?: CoverOf }) {
   const { sql, reader } = deps;
   return {
-    async thread(actor: string, rkey: string, page = 1) {
+    async thread(actor: string, rkey: string, page = 1, requester?: string) {
       const did = await resolveActor(sql, reader, actor);
       if (!did) return null;
       // A thread the index holds is served whatever delete came before it (published again under the same key,
@@ -78,6 +78,7 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string;
       const read = await readThread(sql, reader, did, rkey, page, {
         deletedStaysGone: true,
         coverOf: deps.coverOf,
+        requester,
       });
       if (read === 'no-page') return read;
       if (read) {

@@ -147,6 +147,8 @@ export interface ThreadBody {
  */
 export interface ThreadReadOptions {
   deletedStaysGone?: boolean;
+  /** Who asked (`requesterKey`): a backfill this read starts takes its place in the pool under this key. */
+  requester?: string;
 }
 
 export async function getThreadBody(
@@ -243,7 +245,7 @@ async function getSessionView(
     const did = /^at:\/\/([^/]+)\//.exec(uri)?.[1];
     if (!did || !isDid(did)) return null;
     if (options.deletedStaysGone && (await isTombstoned(sql, uri))) return null;
-    const finished = await backfillActor(sql, network, did);
+    const finished = await backfillActor(sql, network, did, { requester: options.requester });
     session = await read();
     if (!session && !finished) throw indexing();
     if (!session) return null;

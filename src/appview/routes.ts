@@ -1,7 +1,14 @@
-import { type ErrorRequestHandler, Router } from 'express';
+import { Router } from 'express';
 import type { z } from 'zod';
 import type { Sql } from '../db/index.ts';
-import { AppError, notFound, respond, sendError } from '../http/index.ts';
+import {
+  AppError,
+  type ErrorHandlerOptions,
+  errorHandler,
+  notFound,
+  requesterKey,
+  respond,
+} from '../http/index.ts';
 import { lexicons } from '../lexicon/index.ts';
 import { ListSessionsResponse, ThreadPageQuery, ThreadResponse } from '../wire/index.ts';
 import { AvatarCache } from './avatars.ts';
@@ -44,6 +51,9 @@ export function readerRoutes(deps: {
   baseUrl: string;
   /** The cover of a thread published from here (see readThread). */
   coverOf?: CoverOf;
+  log: (message: string, error?: unknown) => void;
+  /** How an error no route named is told (a database outage, a server shutting down). */
+  errors?: ErrorHandlerOptions;
 }): Router {
   const { sql, reader } = deps;
   const router = Router();
@@ -85,7 +95,7 @@ export function readerRoutes(deps: {
   router.get(`/xrpc/${GET_THREAD}`, async (req, res) => {
     const params = xrpcParams(GET_THREAD, req.query as Record<string, unknown>);
     // Every record in the index passed the lexicon when it was indexed; the answer is assembled as text.
-    const thread = await getThreadBody(sql, reader, params.uri as string);
+    const thread = await getThreadBody(sql, reader, params.uri as string, { requester: requesterKey(req) });
     if (!thread) throw new AppError('NotFound', 'No such session.');
     res.set('ETag', thread.etag).type('application/json; charset=utf-8').send(thread.body);
   });
@@ -95,12 +105,7 @@ export function readerRoutes(deps: {
   });
 
   // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
-  router.use('/xrpc', ((err, _req, res, next) => {
-    if (res.headersSent) return next(err);
-    if (err instanceof AppError) return sendError(res, err, 'xrpc');
-    sendError(res, new AppError('InternalServerError', 'Something went wrong on our side.'), 'xrpc');
-    next(err);
-  }) as ErrorRequestHandler);
+  router.use('/xrpc', errorHandler(deps.log, deps.errors, 'xrpc'));
 
   // An agent's avatar (ADR 0065): only a blob an indexed, served session of this author references, fetched from the
   // author's PDS through the bounded, checked fetch, and served as an inert image (no sniffing, no script).
@@ -133,7 +138,10 @@ export function readerRoutes(deps: {
     if (!query.success) throw notFound('Page');
     // One page of the thread, the first unless another is named: never the whole thread (up to 16 MiB, encoded
     // on the event loop for each request), which the app's thread page once asked for every 5 s.
-    const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1, { coverOf: deps.coverOf });
+    const read = await readThread(sql, reader, actor, rkey, query.data.page ?? 1, {
+      coverOf: deps.coverOf,
+      requester: requesterKey(req),
+    });
     // What is missing, for a reader whose open page finds it so (client/src/reader/Unpublished.tsx).
     if (!read) throw new AppError('NOT_FOUND', 'Thread not found.', { details: { missing: 'thread' } });
     if (read === 'no-page')

@@ -149,6 +149,19 @@ export function connectionLost(e: unknown): boolean {
   const { code } = e as { code?: unknown };
   return typeof code === 'string' && (code.startsWith('CONNECTION_') || SOCKET_GONE.has(code));
 }
+/**
+ * Whether an error says the database cannot be reached just now, not that the request was wrong: a connection
+ * lost or refused, a connect that timed out, or the server's own word that it is shutting down, starting up or
+ * full (SQLSTATE class 08, 57P01–57P03, 53300). A request that meets one is answered 503 with a time to try again.
+ */
+export function databaseUnavailable(e: unknown): boolean {
+  if (e instanceof postgres.PostgresError) return e.code.startsWith('08') || UNAVAILABLE_STATES.has(e.code);
+  if (connectionLost(e)) return true;
+  const { code } = (e ?? {}) as { code?: unknown };
+  return code === 'CONNECT_TIMEOUT' || code === 'ENOTFOUND' || code === 'EAI_AGAIN';
+}
+const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
 const SOCKET_GONE = new Set([
   'ECONNRESET',
   'EPIPE',

@@ -3,6 +3,7 @@
 export {
   connect,
   connectionLost,
+  databaseUnavailable,
   type Fragment,
   HELD_CONNECTIONS,
   inOneTripAnswered,

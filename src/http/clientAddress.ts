@@ -1,3 +1,5 @@
+import type { Request } from 'express';
+import { ipKeyGenerator } from 'express-rate-limit';
 import ipaddr from 'ipaddr.js';
 
 /**
@@ -14,3 +16,9 @@ export function trustOnly(cidrs: readonly string[]): (address: string) => boolea
     return ranges.some((range) => ip.kind() === range[0].kind() && ip.match(range));
   };
 }
+
+/**
+ * Who an anonymous request comes from, for sharing a pool fairly between readers: its address as the per-address
+ * limit counts it (an IPv6 address by its /56, one customer's block, as express-rate-limit does).
+ */
+export const requesterKey = (req: Request): string => ipKeyGenerator(req.ip ?? 'unknown');

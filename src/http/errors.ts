@@ -63,15 +63,42 @@ export function sendError(res: Response, err: AppError, shape: 'api' | 'xrpc' = 
     );
 }
 
-/** The one place errors become HTTP answers. Unknown errors are logged and answered without internals. */
-export function errorHandler(log: (message: string, error: unknown) => void): ErrorRequestHandler {
+export interface ErrorHandlerOptions {
+  /** Whether an error says a service the server needs (its database) cannot be reached just now. */
+  unavailable?: (err: unknown) => boolean;
+  /** Whether this server is shutting down: then such an error is its own closing, not an outage. */
+  draining?: () => boolean;
+}
+
+/**
+ * The one place errors become HTTP answers (`shape` 'xrpc' for the AppView's queries, in the spec's names). An
+ * outage of the database is answered 503 with a time to try again, and logged as such; other unknown errors are
+ * logged and answered without internals. One that comes after the answer began ends it, and is logged too.
+ */
+export function errorHandler(
+  log: (message: string, error: unknown) => void,
+  options: ErrorHandlerOptions = {},
+  shape: 'api' | 'xrpc' = 'api',
+): ErrorRequestHandler {
   return (err, _req, res, _next) => {
     if (res.headersSent) {
+      if (!(err instanceof AppError)) log('unhandled error after the answer began', err);
       res.end();
       return;
     }
-    if (err instanceof AppError) return sendError(res, err);
+    if (err instanceof AppError) return sendError(res, err, shape);
+    if (options.unavailable?.(err)) {
+      const draining = options.draining?.() ?? false;
+      if (!draining) log('database unavailable', err);
+      const code =
+        shape === 'xrpc' ? 'NotEnoughResources' : draining ? 'SHUTTING_DOWN' : 'DATABASE_UNAVAILABLE';
+      const message = draining
+        ? 'This server is restarting. Try again in a moment.'
+        : 'The server cannot reach its database just now. Nothing was lost; try again in a moment.';
+      return sendError(res, new AppError(code, message, { retryAfter: draining ? 2 : 5 }), shape);
+    }
     log('unhandled error', err);
-    sendError(res, new AppError('INTERNAL', 'Something went wrong on our side. Nothing was lost.'));
+    const message = 'Something went wrong on our side. Nothing was lost.';
+    sendError(res, new AppError(shape === 'xrpc' ? 'InternalServerError' : 'INTERNAL', message), shape);
   };
 }

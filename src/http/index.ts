@@ -9,10 +9,11 @@ export {
   readBytes,
   readJsonBody,
 } from './body.ts';
-export { trustOnly } from './clientAddress.ts';
+export { requesterKey, trustOnly } from './clientAddress.ts';
 export {
   AppError,
   type AppErrorOptions,
+  type ErrorHandlerOptions,
   errorHandler,
   forbidden,
   invalidBody,

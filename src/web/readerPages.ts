@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Response, Router } from 'express';
-import { AppError } from '../http/index.ts';
+import { AppError, requesterKey } from '../http/index.ts';
 import type { ThreadWindow } from '../markdown/index.ts';
 import { ThreadPageQuery } from '../wire/index.ts';
 import { type CardInput, LinkCards } from './linkCard.ts';
@@ -24,7 +24,13 @@ export interface ReaderSource {
    * Page `page` (the first unless given) of a published thread, `gone` once deleted, `no-page` past its last
    * page, null when there is none (or it is not served).
    */
-  thread(actor: string, rkey: string, page?: number): Promise<ReaderThread | 'gone' | 'no-page' | null>;
+  thread(
+    actor: string,
+    rkey: string,
+    page?: number,
+    /** Who asked (`requesterKey`): a backfill the read starts is shared fairly between readers. */
+    requester?: string,
+  ): Promise<ReaderThread | 'gone' | 'no-page' | null>;
   /** Published threads, everyone's (actor null) or one author's; null when the author is unknown. */
   list(actor: string | null): Promise<{ meta: PageMeta; sessions: unknown[] } | null>;
 }
@@ -174,8 +180,8 @@ function missingPage(res: Response, why: keyof typeof MISSING, base: string, ass
  * The thread (or its page), or why it cannot be read now: its author's repo is still being read (a thread this
  * server had not seen), or a large thread could not have a place to be read or parsed (ADR 0089).
  */
-function threadNow(source: ReaderSource, actor: string, rkey: string, page?: number) {
-  return source.thread(actor, rkey, page).catch((e: unknown) => {
+function threadNow(source: ReaderSource, requester: string, actor: string, rkey: string, page?: number) {
+  return source.thread(actor, rkey, page, requester).catch((e: unknown) => {
     if (e instanceof AppError && e.code === 'INDEXING') return 'indexing' as const;
     if (e instanceof AppError && e.code === 'BUSY') return 'busy' as const;
     throw e;
@@ -200,7 +206,10 @@ export function readerPages(deps: {
   // The thread's link card: drawn from what it publishes, kept by what it shows, revalidated like the page.
   router.get('/profile/:actor/thread/:rkey/card.png', async (req, res) => {
     const { actor, rkey } = req.params;
-    const found = ACTOR.test(actor) && RKEY.test(rkey) ? await threadNow(deps.source, actor, rkey) : null;
+    const found =
+      ACTOR.test(actor) && RKEY.test(rkey)
+        ? await threadNow(deps.source, requesterKey(req), actor, rkey)
+        : null;
     if (found === 'indexing' || found === 'busy')
       return tryLater(res, 5, 'The conversation cannot be read just now.');
     if (!found || found === 'gone' || found === 'no-page') {
@@ -226,7 +235,7 @@ export function readerPages(deps: {
     const base = deps.baseUrl;
     const page = pageParam(req.query);
     if (!ACTOR.test(actor) || !RKEY.test(rkey) || page === null) return missingPage(res, 404, base, assets);
-    const found = await threadNow(deps.source, actor, rkey, page);
+    const found = await threadNow(deps.source, requesterKey(req), actor, rkey, page);
     if (found === 'indexing' || found === 'busy') {
       res.set('Retry-After', '5');
       return missingPage(res, found, base, assets);

@@ -32,6 +32,8 @@ export const ERRORS = {
   /** Nginx's number: the client went away while it waited; nobody reads this answer. */
   CLIENT_CLOSED: 499,
   INTERNAL: 500,
+  /** The database cannot be reached just now (a restart, a failover, every connection taken). */
+  DATABASE_UNAVAILABLE: 503,
   // Village, NPCs, Providers
   SECRETS_KEY_MISSING: 503,
   PROVIDER_NOT_CONFIGURED: 400,
@@ -109,6 +111,8 @@ export const ERRORS = {
   INDEXING: 404,
   RateLimitExceeded: 429,
   InternalServerError: 500,
+  /** The database cannot be reached just now. */
+  NotEnoughResources: 503,
 } as const satisfies Record<string, number | readonly [number, ...number[]]>;
 
 /** A code an HTTP error answer carries. */

@@ -253,17 +253,54 @@ describe('the backfill queue', () => {
       const limits = { ...BACKFILL_LIMITS, concurrency: 1, waiting: 0, timeMs: 10_000 };
       // Its own registry (the test's connection pool), with one job at a time and no line. The first job is
       // held at the repo (it has asked for the records) while the second reader comes.
-      const first = backfillActor(app.db.sql, network, slow.did, 10_000, limits);
+      const first = backfillActor(app.db.sql, network, slow.did, { waitMs: 10_000, limits: limits });
       for (let i = 0; i < 100 && slow.served.didDocs === 0; i++) await sleep(20);
       await sleep(100);
-      expect(await backfillActor(app.db.sql, network, 'did:plc:waitingforaturn000000000', 5000, limits)).toBe(
-        false,
-      );
+      expect(
+        await backfillActor(app.db.sql, network, 'did:plc:waitingforaturn000000000', {
+          waitMs: 5000,
+          limits: limits,
+        }),
+      ).toBe(false);
       release();
       expect(await first).toBe(true);
     } finally {
       release();
       await slow.close();
+    }
+  }, 30_000);
+
+  it('is shared fairly between readers: one naming many slow repos leaves a place for another', async () => {
+    const network = new Network({
+      handleResolver: app.running.localnet!.pdsUrl,
+      plcUrl: app.running.localnet!.plcUrl,
+      local: true,
+      fetch: globalThis.fetch,
+    });
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const slow = [await hostilePds('flood', held), await hostilePds('flood', held)];
+    try {
+      const limits = { ...BACKFILL_LIMITS, concurrency: 2, timeMs: 10_000 };
+      const greedy = slow.map((p) =>
+        backfillActor(app.db.sql, network, p.did, { requester: 'greedy', waitMs: 10_000, limits }),
+      );
+      // The first has its place and is held at the repo; the second waits: the last place is kept for others.
+      for (let i = 0; i < 100 && slow[0]!.served.didDocs === 0; i++) await sleep(20);
+      await sleep(200);
+      expect(slow[0]!.served.didDocs).toBeGreaterThan(0);
+      expect(slow[1]!.served.didDocs).toBe(0);
+      // Another reader's backfill (an author nobody can resolve: read at once) is not kept behind them.
+      const other = 'did:plc:anotherreader00000000000';
+      expect(
+        await backfillActor(app.db.sql, network, other, { requester: 'other', waitMs: 5000, limits }),
+      ).toBe(true);
+      release();
+      expect(await Promise.all(greedy)).toEqual([true, true]);
+      expect(slow[1]!.served.didDocs).toBeGreaterThan(0);
+    } finally {
+      release();
+      await Promise.all(slow.map((p) => p.close()));
     }
   }, 30_000);
 

@@ -221,7 +221,7 @@ describe('deletes win', () => {
       open = r;
     });
     const { network, readPage } = heldNetwork(did, [{ uri, value: session('stale') }], gate);
-    const running = backfillActor(db.sql, network, did, 10_000);
+    const running = backfillActor(db.sql, network, did, { waitMs: 10_000 });
     await readPage;
     // The author deletes it: the stream's delete lands while the backfill holds its stale page.
     const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
@@ -241,7 +241,7 @@ describe('deletes win', () => {
       open = r;
     });
     const { network, readPage } = heldNetwork(did, [{ uri, value: session('old title') }], gate);
-    const running = backfillActor(db.sql, network, did, 10_000);
+    const running = backfillActor(db.sql, network, did, { waitMs: 10_000 });
     await readPage;
     await indexRecords(db.sql, null, [
       {
@@ -288,7 +288,10 @@ describe('what the review of the first version found', () => {
       open = r;
     });
     const { network, readPage } = heldNetwork(did, [{ uri, value: session('read back') }], gate);
-    const running = backfillActor(db.sql, network, did, 10_000, { ...BACKFILL_LIMITS, cooldownMs: 0 });
+    const running = backfillActor(db.sql, network, did, {
+      waitMs: 10_000,
+      limits: { ...BACKFILL_LIMITS, cooldownMs: 0 },
+    });
     await readPage;
     const batcher = new Batcher(db.sql, 'relay', { onError: () => {}, onSkip: () => {} });
     await batcher.add({ kind: 'purge', at: (await state()).cursor + 1, did, status: 'takendown' });
@@ -299,7 +302,10 @@ describe('what the review of the first version found', () => {
     // And a backfill asked for later does not read it at all.
     const again = heldNetwork(did, [{ uri, value: session('read back') }], Promise.resolve());
     expect(
-      await backfillActor(db.sql, again.network, did, 10_000, { ...BACKFILL_LIMITS, cooldownMs: 0 }),
+      await backfillActor(db.sql, again.network, did, {
+        waitMs: 10_000,
+        limits: { ...BACKFILL_LIMITS, cooldownMs: 0 },
+      }),
     ).toBe(true);
     expect(await indexed(uri)).toBe(false);
     expect(await getThread(db.sql, noNetwork, uri)).toBeNull();
@@ -425,7 +431,7 @@ describe('backfill bounds', () => {
         })),
       ];
       const { network } = heldNetwork(did, records, Promise.resolve());
-      expect(await backfillActor(db.sql, network, did, 10_000, limits)).toBe(true);
+      expect(await backfillActor(db.sql, network, did, { waitMs: 10_000, limits: limits })).toBe(true);
       // Served when asked for by name…
       expect((await getThread(db.sql, noNetwork, uri))?.messages).toHaveLength(9);
       // …but not listed for everyone.

@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { createLogger } from '../../src/log/index.ts';
+import { startTestApp, type TestApp } from '../support/app.ts';
+import { createTestDatabase, type TestDatabase } from '../support/db.ts';
+import { startPgProxy } from '../support/pgProxy.ts';
+
+// The database gone for a while (a restart, a failover): a request is told so, 503 with a time to try again, in the
+// API's shape and in XRPC's, and the log says what happened, not "unhandled error". A server shutting down says it
+// is restarting. Back once the database is.
+let db: TestDatabase;
+let proxy: Awaited<ReturnType<typeof startPgProxy>>;
+let app: TestApp;
+let cookie: string;
+const logged: string[] = [];
+beforeAll(async () => {
+  db = await createTestDatabase();
+  proxy = await startPgProxy(db.url);
+  app = await startTestApp(
+    {},
+    {},
+    {
+      db: { ...db, url: proxy.url },
+      logger: createLogger({ level: 'info', destination: { write: (line: string) => logged.push(line) } }),
+    },
+  );
+  ({ cookie } = await app.signIn());
+}, 60_000);
+afterAll(async () => {
+  proxy?.accept();
+  await app?.close();
+  await proxy?.close();
+  await db?.drop();
+});
+
+const LIST = '/xrpc/click.aligned.chat.listSessions';
+const lines = (text: string) => logged.filter((l) => l.includes(text)).length;
+
+it('answers 503 DATABASE_UNAVAILABLE with Retry-After while the database is gone, logged as that, and recovers', async () => {
+  expect((await app.api('/api/conversations', { cookie })).status).toBe(200);
+  expect((await fetch(`${app.url}${LIST}`)).status).toBe(200);
+  const unhandled = lines('unhandled error');
+  proxy.dropAll();
+
+  const api = await app.api('/api/conversations', { cookie });
+  expect(api.status).toBe(503);
+  expect(api.headers.get('retry-after')).toBe('5');
+  const body = (await api.json()) as { error: { code: string; message: string } };
+  expect(body.error.code).toBe('DATABASE_UNAVAILABLE');
+  expect(body.error.message).toMatch(/cannot reach its database/);
+
+  const xrpc = await fetch(`${app.url}${LIST}`);
+  expect(xrpc.status).toBe(503);
+  expect(xrpc.headers.get('retry-after')).toBe('5');
+  expect(((await xrpc.json()) as { error: string }).error).toBe('NotEnoughResources');
+
+  // The fault fired: the server's new connections were refused.
+  expect(proxy.state.refused).toBeGreaterThan(0);
+  expect(lines('database unavailable')).toBeGreaterThanOrEqual(2);
+  expect(lines('unhandled error')).toBe(unhandled);
+
+  proxy.accept();
+  await expect
+    .poll(async () => (await app.api('/api/conversations', { cookie })).status, {
+      timeout: 15_000,
+      interval: 200,
+    })
+    .toBe(200);
+}, 60_000);
+
+it('logs an XRPC failure that is not an outage, answered InternalServerError without internals', async () => {
+  await db.sql`alter table index_sessions rename to index_sessions_away`;
+  try {
+    const before = lines('unhandled error');
+    const res = await fetch(`${app.url}${LIST}`);
+    expect(res.status).toBe(500);
+    const body = (await res.json()) as { error: string; message: string };
+    expect(body.error).toBe('InternalServerError');
+    expect(body.message).not.toMatch(/index_sessions/);
+    expect(lines('unhandled error')).toBe(before + 1);
+  } finally {
+    await db.sql`alter table index_sessions_away rename to index_sessions`;
+  }
+});
+
+it('answers SHUTTING_DOWN, not an outage, when the database goes as this server shuts down', async () => {
+  app.running.ctx.state.draining = true;
+  proxy.dropAll();
+  try {
+    const before = lines('database unavailable');
+    const res = await app.api('/api/conversations', { cookie });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('2');
+    expect(((await res.json()) as { error: { code: string } }).error.code).toBe('SHUTTING_DOWN');
+    expect(lines('database unavailable')).toBe(before);
+  } finally {
+    proxy.accept();
+    app.running.ctx.state.draining = false;
+  }
+}, 30_000);
