@@ -112,23 +112,21 @@ function followerFor(o: IndexerOptions, batcher: Batcher): { start(): void; stop
 
 /**
  * What the relay path verifies with. A commit is verified against its author's key; a DID that fails to resolve is
- * not retried on every commit it sends (didGuard.ts). An identity event resolves nothing: the relay sends one for
- * any account on the network, and @atproto/sync would resolve its DID and then its handle (DNS, then HTTPS) in line,
- * one event after another, so a stranger's slow DID or handle host held up the whole index. Instead its cached DID
- * document is dropped (a rotated key is read afresh at its next commit) and a known author's handle is hidden until
- * it is verified again both ways when next shown (read.ts), as on Jetstream (ADR 0106).
+ * not retried on every commit it sends, and a key that does not verify is read afresh at most once in a while
+ * (didGuard.ts). An identity event resolves nothing: the relay sends one for any account on the network, and
+ * @atproto/sync would resolve its DID and then its handle (DNS, then HTTPS) in line, one event after another, so a
+ * stranger's slow DID or handle host held up the whole index. Nor does it drop the cached document: a stranger
+ * sending identity events between commits would have the index wait on their DID host for each. A rotated key is
+ * found when a commit does not verify. A known author's handle is hidden until it is verified again both ways
+ * when next shown (read.ts), as on Jetstream (ADR 0106).
  */
 function relayResolver(o: IndexerOptions): IdResolver {
-  const didCache = new MemoryCache();
-  const ids = new IdResolver({ plcUrl: o.plcUrl, didCache, fetch: o.fetch });
+  const ids = new IdResolver({ plcUrl: o.plcUrl, didCache: new MemoryCache(), fetch: o.fetch });
   guardKeyResolution(ids.did);
   const did = {
     resolveAtprotoKey: (d: string, forceRefresh?: boolean) => ids.did.resolveAtprotoKey(d, forceRefresh),
     // Called by @atproto/sync for identity events only (commits go through resolveAtprotoKey above).
-    resolve: async (d: string) => {
-      await didCache.clearEntry(d);
-      return null;
-    },
+    resolve: async () => null,
   };
   return { did, handle: ids.handle } as unknown as IdResolver;
 }

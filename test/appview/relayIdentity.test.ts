@@ -68,7 +68,7 @@ it('an identity event hides a known author’s handle without resolving the DID 
       .toBeNull();
     expect(mentions()).toEqual([]);
 
-    // A commit after it is verified against bob's key, read afresh from the PLC: the index takes it.
+    // A commit after it is verified against bob's key, read from the PLC: the index takes it.
     const uri = await writeSession(bob, account.did, 'After the identity event');
     await expect
       .poll(async () => (await sql`select 1 from index_sessions where uri = ${uri}`).length, {
