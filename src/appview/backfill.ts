@@ -1,6 +1,6 @@
 import type { Queryable, Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
-import { FairSlots } from '../slots/index.ts';
+import { FairSlots, type Slot } from '../slots/index.ts';
 import type { Network } from './network.ts';
 import { type IndexInput, indexRecords, pruneTombstones, underAuthorLock } from './store.ts';
 
@@ -43,7 +43,7 @@ class BackfillBusy extends Error {}
  * free (ADR 0106). Every wait and every hold is bounded.
  */
 class Backfills {
-  private jobs = new Map<string, Promise<number>>();
+  private jobs = new Map<string, { done: Promise<number>; join(reader: string): void }>();
   private readonly places: FairSlots;
   constructor(
     private readonly sql: Sql,
@@ -63,30 +63,69 @@ class Backfills {
     });
   }
 
-  /** Starts the DID's backfill, or joins the one running. It belongs to no request: a reader leaving ends nothing. */
+  /**
+   * Starts the DID's backfill, or joins the one running. It belongs to no request: a reader leaving ends nothing.
+   * While it waits for a place, each reader who asks for it asks under its own key, and it runs in the first place
+   * granted: a reader cannot keep a DID others want waiting in its own long line.
+   */
   start(network: Network, did: string, requester: string): Promise<number> {
-    const running = this.jobs.get(did);
-    if (running) return running;
-    const job = this.run(network, did, requester).finally(() => this.jobs.delete(did));
-    job.catch(() => {});
-    this.jobs.set(did, job);
-    return job;
+    let job = this.jobs.get(did);
+    if (!job) {
+      const created = this.job(network, did);
+      this.jobs.set(did, created);
+      created.done.finally(() => this.jobs.delete(did)).catch(() => {});
+      job = created;
+    }
+    job.join(requester);
+    return job.done;
   }
 
-  private async run(network: Network, did: string, requester: string): Promise<number> {
-    const [recent] = await this.sql`select 1 from index_actors where did = ${did}
-      and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
-    if (recent) return 0;
-    // Busy (this reader's line or every line full, or no place within the wait): not read, and not "read and
-    // empty" either — the reader is told to ask again (INDEXING).
-    const place = await this.places.acquire(requester).catch(() => {
-      throw new BackfillBusy();
-    });
-    try {
-      return await readRepo(this.sql, network, did, this.limits, place.signal);
-    } finally {
-      place.release();
-    }
+  private job(network: Network, did: string): { done: Promise<number>; join(reader: string): void } {
+    const readers = new Set<string>();
+    const withdraw = new AbortController();
+    const place = Promise.withResolvers<Slot>();
+    let asking = false;
+    let pending = 0;
+    let decided = false;
+    const ask = (reader: string) => {
+      pending++;
+      this.places.acquire(reader, { signal: withdraw.signal }).then(
+        (slot) => {
+          if (decided) return slot.release();
+          decided = true;
+          withdraw.abort();
+          place.resolve(slot);
+        },
+        (e: unknown) => {
+          if (--pending > 0 || decided) return;
+          decided = true;
+          place.reject(e);
+        },
+      );
+    };
+    const join = (reader: string) => {
+      if (decided || readers.has(reader)) return;
+      readers.add(reader);
+      if (asking) ask(reader);
+    };
+    const done = (async () => {
+      const [recent] = await this.sql`select 1 from index_actors where did = ${did}
+        and backfilled_at > now() - make_interval(secs => ${this.limits.cooldownMs / 1000})`;
+      if (recent) return 0;
+      asking = true;
+      for (const reader of readers) ask(reader);
+      // Busy (each asker's line or every line full, or no place within the wait): not read, and not "read and
+      // empty" either — the reader is told to ask again (INDEXING).
+      const slot = await place.promise.catch(() => {
+        throw new BackfillBusy();
+      });
+      try {
+        return await readRepo(this.sql, network, did, this.limits, slot.signal);
+      } finally {
+        slot.release();
+      }
+    })();
+    return { done, join };
   }
 }
 
@@ -103,7 +142,9 @@ async function readRepo(
   place: AbortSignal,
 ): Promise<number> {
   const signal = AbortSignal.any([AbortSignal.timeout(limits.timeMs), place]);
-  const id = await network.identity(did);
+  // The handle's DNS lookup has no time limit of its own: the job's signal bounds it, and an author not resolved
+  // in time is one not resolved (its cool-down is kept all the same).
+  const id = await untilAborted(network.identity(did), signal).catch(() => null);
   // Read from the database's clock: whatever the index takes after this (a delete, a newer version from the
   // stream) wins over what this read brings.
   const [row] = await sql<{ since: Date }[]>`select clock_timestamp() as since`;
@@ -187,6 +228,16 @@ async function evictBackfilled(sql: Sql, limits: BackfillLimits): Promise<void> 
 }
 
 const PRUNE_CHANCE = 0.02;
+
+/** `work`'s outcome, or the signal's reason once it aborts (the work is left to finish on its own). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(signal.reason);
+    if (signal.aborted) return onAbort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
 
 const notActive = async (sql: Queryable, did: string) =>
   (await sql`select 1 from index_actors where did = ${did} and status is not null`).length > 0;

@@ -150,15 +150,20 @@ export function connectionLost(e: unknown): boolean {
   return typeof code === 'string' && (code.startsWith('CONNECTION_') || SOCKET_GONE.has(code));
 }
 /**
- * Whether an error says the database cannot be reached just now, not that the request was wrong: a connection
- * lost or refused, a connect that timed out, or the server's own word that it is shutting down, starting up or
- * full (SQLSTATE class 08, 57P01–57P03, 53300). A request that meets one is answered 503 with a time to try again.
+ * Whether an error says the database cannot be reached just now, not that the request was wrong: postgres.js's
+ * word for a connection lost or not made in time, a socket's error that postgres.js handed to a statement (it marks
+ * those with the statement, so a DNS or pipe error of other work is not taken for one), or the server's own word
+ * that it is shutting down, starting up or full (SQLSTATE class 08 but a protocol violation, 57P01–57P03, 53300).
+ * A request that meets one is answered 503 with a time to try again.
  */
 export function databaseUnavailable(e: unknown): boolean {
-  if (e instanceof postgres.PostgresError) return e.code.startsWith('08') || UNAVAILABLE_STATES.has(e.code);
-  if (connectionLost(e)) return true;
-  const { code } = (e ?? {}) as { code?: unknown };
-  return code === 'CONNECT_TIMEOUT' || code === 'ENOTFOUND' || code === 'EAI_AGAIN';
+  if (typeof e !== 'object' || e === null) return false;
+  if (e instanceof postgres.PostgresError)
+    return (e.code.startsWith('08') && e.code !== '08P01') || UNAVAILABLE_STATES.has(e.code);
+  const { code } = e as { code?: unknown };
+  if (typeof code !== 'string') return false;
+  if (code.startsWith('CONNECTION_') || code === 'CONNECT_TIMEOUT') return true;
+  return 'query' in e && (SOCKET_GONE.has(code) || code === 'ENOTFOUND' || code === 'EAI_AGAIN');
 }
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
 

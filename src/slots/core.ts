@@ -7,7 +7,9 @@
  * - A freed slot goes to the waiting Player who holds the fewest (round-robin between Players, first come
  *   first served on a tie), and within one Player to its oldest request.
  * - At most `queuePerPlayer` requests of one Player wait, and at most `queueTotal` in all (when set, for a pool
- *   whose keys anyone can mint: every waiter holds memory); past either the request is refused at once.
+ *   whose keys anyone can mint: every waiter holds memory); past either the request is refused at once. A full
+ *   line makes room for a Player with fewer waiting: the newest request of the Player with the most waiting (at
+ *   least two more than the asker) is bumped out, so a few keys filling the line cannot shut everyone else out.
  */
 export interface FairSlotsPolicy {
   capacity: number;
@@ -65,14 +67,18 @@ export class FairSlotsCore<T> {
    * A request of `player`: granted now, queued behind others, or refused (its queue is full). Nobody who may
    * take a slot is ever left waiting (`#pump` hands them out), so a request that may take one goes first.
    */
-  ask(player: string, ticket: T): Asked {
+  ask(player: string, ticket: T, bumped?: (player: string, ticket: T) => void): Asked {
     if (this.mayTake(player)) {
       this.#take(player);
       return 'granted';
     }
     const queue = this.#waiting.get(player) ?? [];
     if (queue.length >= this.policy.queuePerPlayer) return 'full';
-    if (this.#waitingTotal >= (this.policy.queueTotal ?? Number.POSITIVE_INFINITY)) return 'busy';
+    if (this.#waitingTotal >= (this.policy.queueTotal ?? Number.POSITIVE_INFINITY)) {
+      const out = this.#bumpFor(queue.length);
+      if (!out) return 'busy';
+      bumped?.(out.player, out.ticket);
+    }
     queue.push({ ticket, order: this.#order++ });
     this.#waiting.set(player, queue);
     this.#waitingTotal++;
@@ -98,6 +104,18 @@ export class FairSlotsCore<T> {
     if (!queue.length) this.#waiting.delete(player);
     this.#waitingTotal--;
     return true;
+  }
+
+  /** The newest request of the Player with the most waiting, taken out, when it has at least `mine + 2`. */
+  #bumpFor(mine: number): { player: string; ticket: T } | undefined {
+    let most: [string, Waiter<T>[]] | undefined;
+    for (const entry of this.#waiting) if (!most || entry[1].length > most[1].length) most = entry;
+    if (!most || most[1].length < mine + 2) return undefined;
+    const [player, queue] = most;
+    const { ticket } = queue.pop()!;
+    if (!queue.length) this.#waiting.delete(player);
+    this.#waitingTotal--;
+    return { player, ticket };
   }
 
   #take(player: string) {

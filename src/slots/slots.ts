@@ -30,6 +30,8 @@ export class SlotDeadlineError extends Error {
 
 interface Ticket {
   grant: () => void;
+  /** Bumped out of a full line by a Player with fewer waiting: refused as busy. */
+  bump: () => void;
 }
 
 /**
@@ -56,18 +58,25 @@ export class FairSlots {
 
   /**
    * A slot for `player`, when one is free for it. Refused with BUSY at once when the Player already has its
-   * queue's worth waiting (429, or `queueFullStatus`) or every queue together is full (`queueTotal`, 503), and
-   * with 503 BUSY when none came within `waitMs`; `signal` (the caller went away) gives up the wait with its
-   * reason. `holdMs` overrides the pool's deadline for this slot.
+   * queue's worth waiting (429, or `queueFullStatus`) or every queue together is full (`queueTotal`, 503) and
+   * nobody has two more waiting than it (else that one's newest is refused, 503, and this one waits), and with
+   * 503 BUSY when none came within `waitMs`; `signal` (the caller went away) gives up the wait with its reason.
+   * `holdMs` overrides the pool's deadline for this slot.
    */
   acquire(player: string, { signal, holdMs }: { signal?: AbortSignal; holdMs?: number } = {}): Promise<Slot> {
     signal?.throwIfAborted();
     return new Promise<Slot>((resolve, reject) => {
+      const busy = () => new AppError('BUSY', this.options.messages.busy, { retryAfter: 5, status: 503 });
       const ticket: Ticket = {
         grant: () => {
           clearTimeout(waitTimer);
           signal?.removeEventListener('abort', onAbort);
           resolve(this.#held(player, holdMs ?? this.options.holdMs));
+        },
+        bump: () => {
+          clearTimeout(waitTimer);
+          signal?.removeEventListener('abort', onAbort);
+          reject(busy());
         },
       };
       const giveUp = (error: unknown) => {
@@ -78,9 +87,8 @@ export class FairSlots {
       };
       const onAbort = () => giveUp(signal?.reason);
       let waitTimer: NodeJS.Timeout | undefined;
-      const asked = this.#core.ask(player, ticket);
+      const asked = this.#core.ask(player, ticket, (_bumped, other) => other.bump());
       if (asked === 'granted') return ticket.grant();
-      const busy = () => new AppError('BUSY', this.options.messages.busy, { retryAfter: 5, status: 503 });
       if (asked === 'full') {
         const status = this.options.queueFullStatus ?? 429;
         return reject(new AppError('BUSY', this.options.messages.queueFull, { retryAfter: 5, status }));

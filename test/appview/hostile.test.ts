@@ -176,6 +176,8 @@ beforeAll(async () => {
       LOCALNET_PDS_PORT: String(await freePort()),
       LOCALNET_PLC_PORT: String(await freePort()),
       LOOKUP_CACHE_MS: '60000',
+      // The pool of backfills is shared by reader address: the tests name two readers through the proxy header.
+      TRUSTED_PROXIES: '127.0.0.1/32',
     },
   );
   pds = await hostilePds();
@@ -295,9 +297,16 @@ describe('the backfill queue', () => {
       expect(
         await backfillActor(app.db.sql, network, other, { requester: 'other', waitMs: 5000, limits }),
       ).toBe(true);
-      release();
-      expect(await Promise.all(greedy)).toEqual([true, true]);
+      // Another reader asking for the author waiting in the first reader's line asks under its own key: it runs.
+      const joined = backfillActor(app.db.sql, network, slow[1]!.did, {
+        requester: 'other',
+        waitMs: 10_000,
+        limits,
+      });
+      for (let i = 0; i < 100 && slow[1]!.served.didDocs === 0; i++) await sleep(20);
       expect(slow[1]!.served.didDocs).toBeGreaterThan(0);
+      release();
+      expect(await Promise.all([...greedy, joined])).toEqual([true, true, true]);
     } finally {
       release();
       await Promise.all(slow.map((p) => p.close()));
@@ -319,6 +328,49 @@ describe('the backfill queue', () => {
     ).map((r) => r.did);
     expect(left.sort()).toEqual([did('fresh'), did('kept')].sort());
   });
+});
+
+describe('the backfill pool over HTTP', () => {
+  const as = (ip: string, p: string) =>
+    fetch(`${app.running.listenUrl}${p}`, { headers: { 'x-forwarded-for': ip } });
+  const routes = {
+    xrpc: async (ip: string, did: string) => {
+      const uri = `at://${did}/click.aligned.chat.session/${TID.nextStr()}`;
+      const res = await as(ip, `/xrpc/click.aligned.chat.getThread?uri=${encodeURIComponent(uri)}`);
+      return ((await res.json()) as { error: string }).error;
+    },
+    api: async (ip: string, did: string) => {
+      const res = await as(ip, `/api/reader/threads/${encodeURIComponent(did)}/${TID.nextStr()}`);
+      return ((await res.json()) as { error: { code: string } }).error.code;
+    },
+    page: async (ip: string, did: string) =>
+      String((await as(ip, `/profile/${encodeURIComponent(did)}/thread/${TID.nextStr()}`)).status),
+  };
+  const gone = { xrpc: 'NotFound', api: 'NOT_FOUND', page: '404' };
+
+  it.each(Object.keys(routes) as (keyof typeof routes)[])(
+    'through %s, one reader whose repos answer nothing leaves a place for another reader',
+    async (route) => {
+      let release = () => {};
+      const held = new Promise<void>((r) => (release = r));
+      const slow = await Promise.all([1, 2, 3].map(() => hostilePds('flood', held)));
+      try {
+        // Reader 1 takes every place but the one kept for other readers (3 of 4), and its repos answer nothing.
+        const greedy = slow.map((p) => routes[route]('203.0.113.1', p.did));
+        for (let i = 0; i < 200 && slow.some((p) => p.served.didDocs === 0); i++) await sleep(20);
+        expect(slow.every((p) => p.served.didDocs > 0)).toBe(true);
+        // Reader 2's thread, of an author nobody can resolve, is read at once: not found, not "still being read".
+        const quick = `did:plc:${`quick${route}${Date.now()}`.padEnd(24, 'q').slice(0, 24)}`;
+        expect(await routes[route]('203.0.113.2', quick)).toBe(gone[route]);
+        release();
+        await Promise.all(greedy);
+      } finally {
+        release();
+        await Promise.all(slow.map((p) => p.close()));
+      }
+    },
+    30_000,
+  );
 });
 
 describe('a thread that points at hundreds of records', () => {

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { databaseUnavailable } from '../../src/db/index.ts';
 import { createLogger } from '../../src/log/index.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { createTestDatabase, type TestDatabase } from '../support/db.ts';
@@ -97,3 +98,35 @@ it('answers SHUTTING_DOWN, not an outage, when the database goes as this server 
     app.running.ctx.state.draining = false;
   }
 }, 30_000);
+
+it("takes only the database's own failures for an outage, not a DNS or socket error of other work", async () => {
+  const coded = (code: string, extra: object = {}) => Object.assign(new Error(code), { code }, extra);
+  // What other work meets (the outbound fetch's lookup, a child's pipe): a bug or that work's failure, not an outage.
+  expect(databaseUnavailable(coded('ENOTFOUND'))).toBe(false);
+  expect(databaseUnavailable(coded('EPIPE'))).toBe(false);
+  // A socket's error postgres.js handed to a statement (it marks it with the statement) is one.
+  expect(databaseUnavailable(coded('ECONNREFUSED', { query: 'select 1' }))).toBe(true);
+  // The server's own words: shutting down is; a protocol violation (a client bug) and a syntax error are not.
+  const { PostgresError } = (await import('postgres')).default;
+  const pg = (code: string) => Object.assign(Object.create(PostgresError.prototype), { code });
+  expect(databaseUnavailable(pg('57P01'))).toBe(true);
+  expect(databaseUnavailable(pg('08006'))).toBe(true);
+  expect(databaseUnavailable(pg('08P01'))).toBe(false);
+  expect(databaseUnavailable(pg('42601'))).toBe(false);
+  // A real statement whose connection was refused, as the server meets it.
+  const before = proxy.state.refused;
+  proxy.dropAll();
+  try {
+    const pool = (await import('postgres')).default(proxy.url, {
+      max: 1,
+      connect_timeout: 2,
+      onnotice: () => {},
+    });
+    const failure = await pool`select 1`.catch((e: unknown) => e);
+    expect(databaseUnavailable(failure)).toBe(true);
+    expect(proxy.state.refused).toBeGreaterThan(before);
+    await pool.end({ timeout: 1 });
+  } finally {
+    proxy.accept();
+  }
+});

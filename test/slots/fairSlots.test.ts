@@ -61,16 +61,35 @@ describe('the fair-slot policy (model-based)', () => {
         for (const op of ops) {
           if (op.kind === 'ask') {
             const ticket = next++;
-            const asked = core.ask(op.player, ticket);
+            const bumped: { player: string; ticket: number }[] = [];
+            const asked = core.ask(op.player, ticket, (player, t) => bumped.push({ player, ticket: t }));
+            const mine = waiting.filter((w) => w.player === op.player).length;
+            const most = Math.max(0, ...PLAYERS.map((p) => waiting.filter((w) => w.player === p).length));
             if (mayTake(op.player)) {
               expect(asked).toBe('granted');
               held.set(op.player, h(op.player) + 1);
-            } else if (waiting.filter((w) => w.player === op.player).length >= policy.queuePerPlayer)
-              expect(asked).toBe('full');
-            else if (policy.queueTotal !== undefined && waiting.length >= policy.queueTotal)
+            } else if (mine >= policy.queuePerPlayer) expect(asked).toBe('full');
+            else if (
+              policy.queueTotal !== undefined &&
+              waiting.length >= policy.queueTotal &&
+              most < mine + 2
+            )
               expect(asked).toBe('busy');
-            else {
+            else if (policy.queueTotal !== undefined && waiting.length >= policy.queueTotal) {
+              // A full line makes room: the newest request of a Player with the most waiting is bumped out.
               expect(asked).toBe('queued');
+              expect(bumped).toHaveLength(1);
+              const { player, ticket: out } = bumped[0]!;
+              expect(waiting.filter((w) => w.player === player).length).toBe(most);
+              expect(out).toBe(waiting.filter((w) => w.player === player).at(-1)!.ticket);
+              waiting.splice(
+                waiting.findIndex((w) => w.ticket === out),
+                1,
+              );
+              waiting.push({ player: op.player, ticket });
+            } else {
+              expect(asked).toBe('queued');
+              expect(bumped).toEqual([]);
               waiting.push({ player: op.player, ticket });
             }
           } else if (op.kind === 'release') {
@@ -238,6 +257,38 @@ describe('fair slots in time', () => {
     });
     held.release();
     expect(slots.held + own.held).toBe(0);
+  });
+
+  it('a full line makes room for a Player with fewer waiting: the newest of the longest line is refused as busy', async () => {
+    const slots = new FairSlots({ ...options, capacity: 1, queueTotal: 3 });
+    const first = await slots.acquire('a');
+    const settled: string[] = [];
+    const track = (name: string, p: Promise<{ release(): void }>) =>
+      p.then(
+        (slot) => {
+          settled.push(`${name} granted`);
+          slot.release();
+        },
+        (e: AppError) => settled.push(`${name} ${e.status}`),
+      );
+    const b = [1, 2, 3].map((i) => track(`b${i}`, slots.acquire('b')));
+    // The line is full of b's; c holds and waits for nothing: b's newest makes room for it.
+    const c = track('c', slots.acquire('c'));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(settled).toEqual(['b3 503']);
+    expect(slots.waitingBy('b')).toBe(2);
+    expect(slots.waitingBy('c')).toBe(1);
+    // d waits for nothing either, and b still has two more than it: b's newest again.
+    const d = track('d', slots.acquire('d'));
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(settled).toEqual(['b3 503', 'b2 503']);
+    // b, c and d wait one each: nobody has two more than another, and e is refused at once.
+    await expect(slots.acquire('e')).rejects.toMatchObject({ status: 503, message: options.messages.busy });
+    first.release();
+    await Promise.all([...b, c, d]);
+    expect(settled.slice(2)).toEqual(['b1 granted', 'c granted', 'd granted']);
   });
 
   it('a caller that goes away stops waiting and takes no slot', async () => {
