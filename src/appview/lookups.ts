@@ -1,13 +1,54 @@
+import { FairSlots, type FairSlotsPolicy } from '../slots/index.ts';
 import type { Network } from './network.ts';
 
 /**
  * Lookups a thread read makes on the network (refs and mentions), bounded: at most `MAX_LOOKUPS` of each per
  * read, a few at a time, and remembered for a while, so a thread with 500 refs (or a page read twice, HTML
- * then API) cannot turn one anonymous request into hundreds of outbound ones.
+ * then API) cannot turn one anonymous request into hundreds of outbound ones. Across reads, every lookup in
+ * flight holds one of the process's places, shared fairly between readers (by address): many reads at once from
+ * one reader wait behind each other, not in front of another reader's, and a lookup that finds no place within a
+ * moment is not made (its ref shows as unchecked, and is looked up again at a later read).
  */
 const MAX_LOOKUPS = 40;
 const AT_ONCE = 8;
 const KEPT = 5000;
+
+/** The process's places for lookups in flight (ADR 0106). */
+export const LOOKUP_PLACES: FairSlotsPolicy & { waitMs: number } = {
+  capacity: 32,
+  perPlayer: 16,
+  reserve: 8,
+  queuePerPlayer: 64,
+  queueTotal: 512,
+  waitMs: 2_000,
+};
+const placesFor = (o: typeof LOOKUP_PLACES) =>
+  new FairSlots({
+    ...o,
+    queueFullStatus: 503,
+    // Each lookup's fetches have their own time limits; the place goes back past this whatever happens.
+    holdMs: 30_000,
+    messages: { queueFull: 'busy', busy: 'busy' },
+  });
+let places = placesFor(LOOKUP_PLACES);
+/** For tests: a pool of other sizes. */
+export const setLookupPlaces = (o: typeof LOOKUP_PLACES) => {
+  places = placesFor(o);
+};
+
+/** A lookup that found no place: not made, and not remembered (a later read tries again). */
+class NotLookedUp extends Error {}
+
+async function inPlace<T>(reader: string, work: () => Promise<T>): Promise<T> {
+  const place = await places.acquire(reader).catch(() => {
+    throw new NotLookedUp();
+  });
+  try {
+    return await work();
+  } finally {
+    place.release();
+  }
+}
 
 class Remembered<V> {
   private entries = new Map<string, { at: number; value: Promise<V> }>();
@@ -19,6 +60,9 @@ class Remembered<V> {
     const value = load();
     this.entries.delete(key);
     this.entries.set(key, { at: Date.now(), value });
+    value.catch((e: unknown) => {
+      if (e instanceof NotLookedUp && this.entries.get(key)?.value === value) this.entries.delete(key);
+    });
     if (this.entries.size > KEPT) this.entries.delete(this.entries.keys().next().value!);
     return { value, fresh: true };
   }
@@ -66,9 +110,10 @@ export async function lookUpAll<T, R>(
   return out;
 }
 
-export const recordNow = (network: Network, uri: string) =>
+/** `reader`: who asked (`requesterKey`), for the process's places. */
+export const recordNow = (network: Network, uri: string, reader = 'anonymous') =>
   records.get(uri, async () => {
-    const now = await network.record(uri);
+    const now = await inPlace(reader, () => network.record(uri));
     if (!now) return null;
     const text = (now.value as { text?: unknown } | undefined)?.text;
     // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
@@ -77,5 +122,5 @@ export const recordNow = (network: Network, uri: string) =>
     return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 2 * QUOTE_CHARS) : null };
   });
 
-export const handleNow = (network: Network, did: string) =>
-  handles.get(did, async () => (await network.identity(did))?.handle ?? null);
+export const handleNow = (network: Network, did: string, reader = 'anonymous') =>
+  handles.get(did, async () => (await inPlace(reader, () => network.identity(did)))?.handle ?? null);

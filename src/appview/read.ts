@@ -98,12 +98,12 @@ export async function indexedAvatar(
  * Handles for authors the index knows only by DID, or whose handle is due to be verified again (never, after
  * an identity event that did not verify, or a day ago): looked up within the per-read bound and kept.
  */
-async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[]) {
+async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[], reader?: string) {
   const due = (r: SessionRow) =>
     !r.handle || !r.verified_at || Date.now() - r.verified_at.getTime() > REVERIFY_MS;
   const dids = [...new Set(rows.filter(due).map((r) => r.did))];
   if (!dids.length) return;
-  const found = await lookUpAll(dids, (did) => handleNow(network, did), undefined);
+  const found = await lookUpAll(dids, (did) => handleNow(network, did, reader), undefined);
   for (const [did, handle] of found) {
     if (handle === undefined) continue; // past the bound: left for a later read
     // Still none, as the index already says: nothing to write (each anonymous read of such an author's thread
@@ -251,7 +251,7 @@ async function getSessionView(
     if (!session) return null;
   }
   if (session.status) return null;
-  await ensureHandles(sql, network, [session]);
+  await ensureHandles(sql, network, [session], options.requester);
   return toSessionView(session);
 }
 

@@ -84,14 +84,15 @@ export async function readThread(
     (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
   );
   const UNCHECKED = Symbol('unchecked');
+  const reader = options.requester;
   // All at once: the lookups (each within the per-read bound) and the two label reads.
   const [refsNow, handlesNow, turnLabelRows, labels, cover] = await Promise.all([
     lookUpAll<string, RefNow | null | typeof UNCHECKED>(
       records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
-      (uri) => recordNow(network, uri),
+      (uri) => recordNow(network, uri, reader),
       UNCHECKED,
     ),
-    lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d), null),
+    lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d, reader), null),
     sameTurns && early ? early : turnLabels(sql, uris),
     notices,
     // Only a page with something looked up needs it.

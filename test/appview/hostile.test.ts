@@ -11,6 +11,7 @@ import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
+import { LOOKUP_PLACES, setLookupPlaces } from '../../src/appview/lookups.ts';
 import { Network } from '../../src/appview/network.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { didDocument } from '../support/didWeb.ts';
@@ -27,7 +28,10 @@ async function hostilePds(
    * In `refs` mode: the session's turns, and the posts each points at; with `hostile`, the posts 1–3 of each turn
    * are a record of megabytes sent gzip-compressed, one of twenty thousand values, and one not found.
    */
-  shape: { turns: number; refs: number; hostile?: boolean } = { turns: 10, refs: 50 },
+  shape: { turns: number; refs: number; hostile?: boolean; holdRecords?: Promise<void> } = {
+    turns: 10,
+    refs: 50,
+  },
 ) {
   const key = await Secp256k1Keypair.create();
   const served = { pages: 0, didDocs: 0, getRecord: 0, asked: [] as string[] };
@@ -90,6 +94,8 @@ async function hostilePds(
     }
     if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
       served.getRecord++;
+      // Held: the records answer nothing until the test lets them.
+      if (shape.holdRecords) await shape.holdRecords;
       res.setHeader('content-type', 'application/json');
       const rkey = url.searchParams.get('rkey') ?? '';
       served.asked.push(rkey);
@@ -371,6 +377,46 @@ describe('the backfill pool over HTTP', () => {
     },
     30_000,
   );
+});
+
+describe('lookups across reads', () => {
+  it('are bounded in flight across every read, and shared by reader address', async () => {
+    setLookupPlaces({ ...LOOKUP_PLACES, capacity: 2, perPlayer: 1, reserve: 1 });
+    let release = () => {};
+    const held = new Promise<void>((r) => (release = r));
+    const slow = await hostilePds('refs', undefined, { turns: 2, refs: 10, holdRecords: held });
+    const quick = await hostilePds('refs', undefined, { turns: 1, refs: 3 });
+    type Read = { thread: { messages: { refs: { state: string }[] }[] } };
+    const read = async (ip: string, p: { did: string; sessionRkey: string }) =>
+      (await (
+        await fetch(
+          `${app.running.listenUrl}/api/reader/threads/${encodeURIComponent(p.did)}/${p.sessionRkey}`,
+          {
+            headers: { 'x-forwarded-for': ip },
+          },
+        )
+      ).json()) as Read;
+    try {
+      // Reader 1 reads, three times at once, a thread whose linked records never answer.
+      const greedy = [1, 2, 3].map(() => read('203.0.113.7', slow));
+      for (let i = 0; i < 200 && slow.served.getRecord === 0; i++) await sleep(20);
+      await sleep(300);
+      // One lookup of theirs is in flight, however many their reads ask for.
+      expect(slow.served.getRecord).toBe(1);
+      // Reader 2's thread is looked up in the place kept for other readers.
+      const other = await read('203.0.113.8', quick);
+      const states = other.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
+      expect(states).toHaveLength(3);
+      expect(states.filter((s) => s === 'unchecked')).toEqual([]);
+      release();
+      await Promise.all(greedy);
+    } finally {
+      release();
+      setLookupPlaces(LOOKUP_PLACES);
+      await slow.close();
+      await quick.close();
+    }
+  }, 30_000);
 });
 
 describe('a thread that points at hundreds of records', () => {
