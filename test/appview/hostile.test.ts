@@ -247,27 +247,31 @@ describe('an anonymous reader pointed at a hostile PDS', () => {
   }, 60_000);
 });
 
+/** The network as the server reads it offline, for backfills run with the tests' own limits. */
+const localNetwork = () =>
+  new Network({
+    handleResolver: app.running.localnet!.pdsUrl,
+    plcUrl: app.running.localnet!.plcUrl,
+    local: true,
+    fetch: globalThis.fetch,
+  });
+
 describe('the backfill queue', () => {
   it('when full, a reader is told to ask again (INDEXING), not that the thread does not exist', async () => {
-    const network = new Network({
-      handleResolver: app.running.localnet!.pdsUrl,
-      plcUrl: app.running.localnet!.plcUrl,
-      local: true,
-      fetch: globalThis.fetch,
-    });
+    const network = localNetwork();
     let release = () => {};
     const slow = await hostilePds('flood', new Promise<void>((r) => (release = r)));
     try {
       const limits = { ...BACKFILL_LIMITS, concurrency: 1, waiting: 0, timeMs: 10_000 };
       // Its own registry (the test's connection pool), with one job at a time and no line. The first job is
       // held at the repo (it has asked for the records) while the second reader comes.
-      const first = backfillActor(app.db.sql, network, slow.did, { waitMs: 10_000, limits: limits });
+      const first = backfillActor(app.db.sql, network, slow.did, { waitMs: 10_000, limits });
       for (let i = 0; i < 100 && slow.served.didDocs === 0; i++) await sleep(20);
       await sleep(100);
       expect(
         await backfillActor(app.db.sql, network, 'did:plc:waitingforaturn000000000', {
           waitMs: 5000,
-          limits: limits,
+          limits,
         }),
       ).toBe(false);
       release();
@@ -279,12 +283,7 @@ describe('the backfill queue', () => {
   }, 30_000);
 
   it('is shared fairly between readers: one naming many slow repos leaves a place for another', async () => {
-    const network = new Network({
-      handleResolver: app.running.localnet!.pdsUrl,
-      plcUrl: app.running.localnet!.plcUrl,
-      local: true,
-      fetch: globalThis.fetch,
-    });
+    const network = localNetwork();
     let release = () => {};
     const held = new Promise<void>((r) => (release = r));
     const slow = [await hostilePds('flood', held), await hostilePds('flood', held)];

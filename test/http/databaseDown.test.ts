@@ -1,37 +1,25 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { databaseUnavailable } from '../../src/db/index.ts';
-import { createLogger } from '../../src/log/index.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { createTestDatabase, type TestDatabase } from '../support/db.ts';
-import { startPgProxy } from '../support/pgProxy.ts';
+import type { TestApp } from '../support/app.ts';
+import { startAppBehindProxy } from '../support/appBehindProxy.ts';
+import type { TestDatabase } from '../support/db.ts';
+import type { PgProxy } from '../support/pgProxy.ts';
 
 // The database gone for a while (a restart, a failover): a request is told so, 503 with a time to try again, in the
 // API's shape and in XRPC's, and the log says what happened, not "unhandled error". A server shutting down says it
 // is restarting. Back once the database is.
+let setup: Awaited<ReturnType<typeof startAppBehindProxy>>;
 let db: TestDatabase;
-let proxy: Awaited<ReturnType<typeof startPgProxy>>;
+let proxy: PgProxy;
 let app: TestApp;
 let cookie: string;
-const logged: string[] = [];
+let logged: string[];
 beforeAll(async () => {
-  db = await createTestDatabase();
-  proxy = await startPgProxy(db.url);
-  app = await startTestApp(
-    {},
-    {},
-    {
-      db: { ...db, url: proxy.url },
-      logger: createLogger({ level: 'info', destination: { write: (line: string) => logged.push(line) } }),
-    },
-  );
+  setup = await startAppBehindProxy();
+  ({ db, proxy, app, logged } = setup);
   ({ cookie } = await app.signIn());
 }, 60_000);
-afterAll(async () => {
-  proxy?.accept();
-  await app?.close();
-  await proxy?.close();
-  await db?.drop();
-});
+afterAll(() => setup?.close());
 
 const LIST = '/xrpc/click.aligned.chat.listSessions';
 const lines = (text: string) => logged.filter((l) => l.includes(text)).length;

@@ -132,3 +132,6 @@ export async function startPgProxy(databaseUrl: string) {
     },
   };
 }
+
+/** A running proxy (see startPgProxy). */
+export type PgProxy = Awaited<ReturnType<typeof startPgProxy>>;
