@@ -1,8 +1,10 @@
+import { setMaxListeners } from 'node:events';
 import type { Queryable, Sql } from '../db/index.ts';
 import { MESSAGE, SESSION } from '../lexicon/index.ts';
 import { FairSlots, type Slot } from '../slots/index.ts';
 import type { Network } from './network.ts';
 import { type IndexInput, indexRecords, pruneTombstones, underAuthorLock } from './store.ts';
+import { untilAborted } from './untilAborted.ts';
 
 /**
  * How much reading one author's repo may cost (pages are per collection). A backfill is triggered by anonymous readers and runs against a
@@ -87,9 +89,13 @@ class Backfills {
     let asking = false;
     let pending = 0;
     let decided = false;
+    // Each reader asking listens on it: as many as ask, not a leak.
+    setMaxListeners(0, withdraw.signal);
     const ask = (reader: string) => {
       pending++;
-      this.places.acquire(reader, { signal: withdraw.signal }).then(
+      // acquire throws at once on an aborted signal: told like any refusal.
+      const asked = (async () => this.places.acquire(reader, { signal: withdraw.signal }))();
+      asked.then(
         (slot) => {
           if (decided) return slot.release();
           decided = true;
@@ -184,10 +190,14 @@ async function readRepo(
   } finally {
     await write().catch(() => {});
     // Even a partial or failed read counts: the same author is not read again before the cool-down.
+    // An author not resolved (in time) keeps the handle verified before: nothing new was learnt of it.
     const handle = id?.handle ?? null;
+    const learnt = id !== null;
     await sql`insert into index_actors (did, handle, backfilled_at, verified_at)
       values (${did}, ${handle}, now(), ${handle ? new Date() : null})
-      on conflict (did) do update set handle = excluded.handle, backfilled_at = now(), verified_at = excluded.verified_at`;
+      on conflict (did) do update set backfilled_at = now(),
+        handle = case when ${learnt} then excluded.handle else index_actors.handle end,
+        verified_at = case when ${learnt} then excluded.verified_at else index_actors.verified_at end`;
     if (written) await evictBackfilled(sql, limits);
     // Any reader can name any DID: the rows that only held a cool-down that has passed, for authors with
     // nothing indexed, are let go now and then, so asking about many DIDs does not grow the table for ever.
@@ -228,16 +238,6 @@ async function evictBackfilled(sql: Sql, limits: BackfillLimits): Promise<void> 
 }
 
 const PRUNE_CHANCE = 0.02;
-
-/** `work`'s outcome, or the signal's reason once it aborts (the work is left to finish on its own). */
-function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    if (signal.aborted) return onAbort();
-    signal.addEventListener('abort', onAbort, { once: true });
-    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
-  });
-}
 
 const notActive = async (sql: Queryable, did: string) =>
   (await sql`select 1 from index_actors where did = ${did} and status is not null`).length > 0;

@@ -1,5 +1,6 @@
 import { FairSlots, type FairSlotsPolicy } from '../slots/index.ts';
 import type { Network } from './network.ts';
+import { untilAborted } from './untilAborted.ts';
 
 /**
  * Lookups a thread read makes on the network (refs and mentions), bounded: at most `MAX_LOOKUPS` of each per
@@ -39,32 +40,45 @@ export const setLookupPlaces = (o: typeof LOOKUP_PLACES) => {
 /** A lookup that found no place: not made, and not remembered (a later read tries again). */
 class NotLookedUp extends Error {}
 
-async function inPlace<T>(reader: string, work: () => Promise<T>): Promise<T> {
-  const place = await places.acquire(reader).catch(() => {
-    throw new NotLookedUp();
-  });
-  try {
-    return await work();
-  } finally {
-    place.release();
-  }
-}
-
+/**
+ * Lookups remembered for a while by key. One not remembered is made in a place of its reader's own, and shared from
+ * the moment it starts: a reader whose lookups wait behind its own cannot make another reader's fail, and one
+ * started while another reader waited is taken from the cache, not made twice.
+ */
 class Remembered<V> {
   private entries = new Map<string, { at: number; value: Promise<V> }>();
   constructor(private readonly ttlMs: () => number) {}
 
-  get(key: string, load: () => Promise<V>): { value: Promise<V>; fresh: boolean } {
+  get(key: string, reader: string, load: () => Promise<V>): { value: Promise<V>; fresh: boolean } {
+    const hit = this.#hit(key);
+    if (hit) return { value: hit, fresh: false };
+    return { value: this.#inPlace(key, reader, load), fresh: true };
+  }
+
+  #hit(key: string): Promise<V> | undefined {
     const hit = this.entries.get(key);
-    if (hit && Date.now() - hit.at < this.ttlMs()) return { value: hit.value, fresh: false };
-    const value = load();
+    return hit && Date.now() - hit.at < this.ttlMs() ? hit.value : undefined;
+  }
+
+  async #inPlace(key: string, reader: string, load: () => Promise<V>): Promise<V> {
+    const place = await places.acquire(reader).catch(() => {
+      throw new NotLookedUp();
+    });
+    const started = this.#hit(key);
+    if (started) {
+      place.release();
+      return started;
+    }
+    // The place is given back at its deadline whatever the lookup does (a handle's DNS lookup has no time limit).
+    const value = untilAborted(load(), place.signal);
     this.entries.delete(key);
     this.entries.set(key, { at: Date.now(), value });
-    value.catch((e: unknown) => {
-      if (e instanceof NotLookedUp && this.entries.get(key)?.value === value) this.entries.delete(key);
-    });
     if (this.entries.size > KEPT) this.entries.delete(this.entries.keys().next().value!);
-    return { value, fresh: true };
+    try {
+      return await value;
+    } finally {
+      place.release();
+    }
   }
 }
 
@@ -93,6 +107,7 @@ export async function lookUpAll<T, R>(
 ): Promise<Map<T, R>> {
   const out = new Map<T, R>();
   let started = 0;
+  let crowded = false;
   const unique = [...new Set(items)];
   for (let i = 0; i < unique.length; i += AT_ONCE) {
     await Promise.all(
@@ -101,9 +116,20 @@ export async function lookUpAll<T, R>(
           out.set(item, skipped);
           return;
         }
+        if (crowded) {
+          out.set(item, skipped);
+          return;
+        }
         const { value, fresh } = lookup(item);
         if (fresh) started++;
-        out.set(item, await value.catch(() => skipped));
+        out.set(
+          item,
+          await value.catch((e: unknown) => {
+            // No place came: the rest of this read is not looked up either (it would only wait as long again).
+            if (e instanceof NotLookedUp) crowded = true;
+            return skipped;
+          }),
+        );
       }),
     );
   }
@@ -111,9 +137,9 @@ export async function lookUpAll<T, R>(
 }
 
 /** `reader`: who asked (`requesterKey`), for the process's places. */
-export const recordNow = (network: Network, uri: string, reader = 'anonymous') =>
-  records.get(uri, async () => {
-    const now = await inPlace(reader, () => network.record(uri));
+export const recordNow = (network: Network, uri: string, reader: string) =>
+  records.get(uri, reader, async () => {
+    const now = await network.record(uri);
     if (!now) return null;
     const text = (now.value as { text?: unknown } | undefined)?.text;
     // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
@@ -122,5 +148,5 @@ export const recordNow = (network: Network, uri: string, reader = 'anonymous') =
     return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 2 * QUOTE_CHARS) : null };
   });
 
-export const handleNow = (network: Network, did: string, reader = 'anonymous') =>
-  handles.get(did, async () => (await inPlace(reader, () => network.identity(did)))?.handle ?? null);
+export const handleNow = (network: Network, did: string, reader: string) =>
+  handles.get(did, reader, async () => (await network.identity(did))?.handle ?? null);

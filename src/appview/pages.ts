@@ -88,11 +88,11 @@ export function readerSource(deps: { sql: Sql; reader: Network; baseUrl: string;
       }
       return (await isTombstoned(sql, `at://${did}/${SESSION}/${rkey}`)) ? ('gone' as const) : null;
     },
-    async list(actor: string | null) {
+    async list(actor: string | null, requester?: string) {
       const base = deps.baseUrl;
       const did = actor ? await resolveActor(sql, reader, actor) : null;
       if (actor && !did) return null;
-      const { sessions } = await listSessions(sql, reader, { did: did ?? undefined, limit: 50 });
+      const { sessions } = await listSessions(sql, reader, { did: did ?? undefined, limit: 50, requester });
       const title = actor ? `Conversations published by ${actor}` : 'Recently published conversations';
       return {
         sessions,

@@ -98,7 +98,7 @@ export async function indexedAvatar(
  * Handles for authors the index knows only by DID, or whose handle is due to be verified again (never, after
  * an identity event that did not verify, or a day ago): looked up within the per-read bound and kept.
  */
-async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[], reader?: string) {
+async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[], reader = 'anonymous') {
   const due = (r: SessionRow) =>
     !r.handle || !r.verified_at || Date.now() - r.verified_at.getTime() > REVERIFY_MS;
   const dids = [...new Set(rows.filter(due).map((r) => r.did))];
@@ -341,7 +341,8 @@ function readCursor(cursor: string): [string, string] {
 export async function listSessions(
   sql: Sql,
   network: Network,
-  opts: { did?: string; limit: number; cursor?: string },
+  /** `requester`: who asked (`requesterKey`), for the lookups of authors' handles. */
+  opts: { did?: string; limit: number; cursor?: string; requester?: string },
 ): Promise<{ sessions: SessionView[]; cursor?: string }> {
   const [at, uri] = opts.cursor ? readCursor(opts.cursor) : [];
   const rows = await sql<SessionRow[]>`
@@ -354,7 +355,7 @@ export async function listSessions(
       }
       ${at && uri ? sql`and (s.indexed_at, s.uri) < (${new Date(at)}, ${uri})` : sql``}
     order by s.indexed_at desc, s.uri desc limit ${opts.limit}`;
-  await ensureHandles(sql, network, rows);
+  await ensureHandles(sql, network, rows, opts.requester);
   const last = rows.at(-1);
   return {
     sessions: rows.map(toSessionView),

@@ -60,9 +60,9 @@ export function readerRoutes(deps: {
   // Feeds and the sitemap are read by machines that come back often: a CDN may keep them a few minutes.
   const FEED_CACHE = 'public, max-age=300';
 
-  router.get('/feeds/recent.atom', async (_req, res) => {
+  router.get('/feeds/recent.atom', async (req, res) => {
     const base = deps.baseUrl;
-    const { sessions } = await listSessions(sql, reader, { limit: 50 });
+    const { sessions } = await listSessions(sql, reader, { limit: 50, requester: requesterKey(req) });
     const self = `${base}/feeds/recent.atom`;
     res
       .set('Cache-Control', FEED_CACHE)
@@ -76,7 +76,7 @@ export function readerRoutes(deps: {
     const did = await resolveActor(sql, reader, actor);
     if (!did) throw notFound('Author');
     const base = deps.baseUrl;
-    const { sessions } = await listSessions(sql, reader, { did, limit: 50 });
+    const { sessions } = await listSessions(sql, reader, { did, limit: 50, requester: requesterKey(req) });
     const name = sessions[0]?.author.handle ?? actor;
     const self = `${base}/profile/${encodeURIComponent(actor)}/feed.atom`;
     res
@@ -101,7 +101,8 @@ export function readerRoutes(deps: {
   });
 
   router.get(`/xrpc/${LIST_SESSIONS}`, async (req, res) => {
-    respond(res, ListSessionsResponse, await sessionsPage(sql, reader, req.query as Record<string, unknown>));
+    const page = await sessionsPage(sql, reader, req.query as Record<string, unknown>, requesterKey(req));
+    respond(res, ListSessionsResponse, page);
   });
 
   // XRPC answers errors in the spec's shape, {error, message}, whatever went wrong.
@@ -160,6 +161,7 @@ async function sessionsPage(
   sql: Sql,
   reader: Network,
   query: Record<string, unknown>,
+  requester: string,
 ): Promise<z.output<typeof ListSessionsResponse>> {
   const params = xrpcParams(LIST_SESSIONS, query);
   const did = params.actor ? await resolveActor(sql, reader, params.actor as string) : undefined;
@@ -168,6 +170,7 @@ async function sessionsPage(
     did: did ?? undefined,
     limit: (params.limit as number) ?? 30,
     cursor: params.cursor as string | undefined,
+    requester,
   });
   // The lexicon validates the answer (XRPC's own contract); the wire schema, what the web app decodes, encodes it.
   lexicons.assertValidXrpcOutput(LIST_SESSIONS, page);

@@ -84,7 +84,7 @@ export async function readThread(
     (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
   );
   const UNCHECKED = Symbol('unchecked');
-  const reader = options.requester;
+  const reader = options.requester ?? 'anonymous';
   // All at once: the lookups (each within the per-read bound) and the two label reads.
   const [refsNow, handlesNow, turnLabelRows, labels, cover] = await Promise.all([
     lookUpAll<string, RefNow | null | typeof UNCHECKED>(

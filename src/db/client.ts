@@ -105,7 +105,7 @@ export type Tx = postgres.ReservedSql;
  * (porsager/postgres#823, #1189; no release fixes it yet). Seen here at 200 concurrent turns.
  */
 export async function transaction<T>(sql: Sql, fn: (tx: Tx) => Promise<T>): Promise<T> {
-  const tx = await sql.reserve();
+  const tx = await reserve(sql);
   let open = false;
   let lost = false;
   try {
@@ -163,9 +163,23 @@ export function databaseUnavailable(e: unknown): boolean {
   const { code } = e as { code?: unknown };
   if (typeof code !== 'string') return false;
   if (code.startsWith('CONNECTION_') || code === 'CONNECT_TIMEOUT') return true;
-  return 'query' in e && (SOCKET_GONE.has(code) || code === 'ENOTFOUND' || code === 'EAI_AGAIN');
+  return (
+    ('query' in e || FROM_POOL in e) &&
+    (SOCKET_GONE.has(code) || code === 'ENOTFOUND' || code === 'EAI_AGAIN')
+  );
 }
 const UNAVAILABLE_STATES = new Set(['57P01', '57P02', '57P03', '53300']);
+
+/** Marks a socket's error postgres.js gave a connection's reservation (it marks only a statement's). */
+const FROM_POOL = Symbol('from the pool');
+
+/** `sql.reserve()`, its failure marked as the pool's (see `databaseUnavailable`). */
+export function reserve(sql: Sql): Promise<Tx> {
+  return sql.reserve().catch((e: unknown) => {
+    if (typeof e === 'object' && e !== null) Object.defineProperty(e, FROM_POOL, { value: true });
+    throw e;
+  });
+}
 
 const SOCKET_GONE = new Set([
   'ECONNRESET',
@@ -194,7 +208,7 @@ export async function inOneTripAnswered<T>(
   sql: Sql,
   issue: (tx: Tx) => Promise<T>,
 ): Promise<{ out: T; committed: Promise<void> }> {
-  const tx = await sql.reserve();
+  const tx = await reserve(sql);
   // Nothing is ever sent after the COMMIT: whatever failed, it ended the transaction (a COMMIT after a failed
   // statement answers ROLLBACK), or the connection is gone and must not be released (`connectionLost`).
   let done = false;

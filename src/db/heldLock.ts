@@ -1,5 +1,5 @@
 import type postgres from 'postgres';
-import { connectionLost, type Sql } from './client.ts';
+import { connectionLost, reserve, type Sql } from './client.ts';
 
 /**
  * A session-level advisory lock: one key (below 2^32, as every one-key lock in locks.ts), or a class and an id.
@@ -52,7 +52,7 @@ export async function tryTake(sql: Sql, key: LockKey, reserveMs = 10_000): Promi
 
 async function reserveWithin(sql: Sql, ms: number): Promise<postgres.ReservedSql> {
   let late = false;
-  const reserving = sql.reserve();
+  const reserving = reserve(sql);
   let timer: NodeJS.Timeout | undefined;
   try {
     return await Promise.race([

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Response, Router } from 'express';
+import { type Request, type Response, Router } from 'express';
 import { AppError, requesterKey } from '../http/index.ts';
 import type { ThreadWindow } from '../markdown/index.ts';
 import { ThreadPageQuery } from '../wire/index.ts';
@@ -32,7 +32,8 @@ export interface ReaderSource {
     requester?: string,
   ): Promise<ReaderThread | 'gone' | 'no-page' | null>;
   /** Published threads, everyone's (actor null) or one author's; null when the author is unknown. */
-  list(actor: string | null): Promise<{ meta: PageMeta; sessions: unknown[] } | null>;
+  /** `requester`: who asked (`requesterKey`), for the lookups of authors' handles. */
+  list(actor: string | null, requester?: string): Promise<{ meta: PageMeta; sessions: unknown[] } | null>;
 }
 
 type Render = (data: unknown) => string;
@@ -251,16 +252,18 @@ export function readerPages(deps: {
     send(res, 200, html, key);
   });
 
-  const list = async (actor: string | null, res: Response) => {
-    const found = await deps.source.list(actor);
+  const list = async (actor: string | null, req: Request, res: Response) => {
+    const found = await deps.source.list(actor, requesterKey(req));
     if (!found) return missingPage(res, 404, deps.baseUrl, assets);
     const data = { page: 'list', actor, sessions: found.sessions };
     const body = (await loadRenderer())(data);
     send(res, 200, readerPage({ meta: found.meta, body, data, assets }));
   };
-  router.get('/threads', (_req, res) => list(null, res));
+  router.get('/threads', (req, res) => list(null, req, res));
   router.get('/profile/:actor', (req, res) =>
-    ACTOR.test(req.params.actor) ? list(req.params.actor, res) : missingPage(res, 404, deps.baseUrl, assets),
+    ACTOR.test(req.params.actor)
+      ? list(req.params.actor, req, res)
+      : missingPage(res, 404, deps.baseUrl, assets),
   );
   return router;
 }

@@ -318,6 +318,16 @@ describe('the backfill queue', () => {
     }
   }, 30_000);
 
+  it('keeps the handle verified before when the author cannot be resolved this time', async () => {
+    const did = 'did:plc:keepsitshandle0000000000';
+    await app.db.sql`insert into index_actors (did, handle, verified_at) values (${did}, 'kept.test', now())`;
+    const limits = { ...BACKFILL_LIMITS, cooldownMs: 0 };
+    expect(await backfillActor(app.db.sql, localNetwork(), did, { waitMs: 10_000, limits })).toBe(true);
+    const [row] = await app.db.sql`select handle, backfilled_at from index_actors where did = ${did}`;
+    expect(row!.backfilled_at).not.toBeNull();
+    expect(row!.handle).toBe('kept.test');
+  });
+
   it('forgets authors it keeps nothing of once their cool-down is over', async () => {
     const sql = app.db.sql;
     const did = (name: string) => `did:plc:${name.padEnd(24, 'p')}`;
@@ -402,7 +412,10 @@ describe('lookups across reads', () => {
       await sleep(300);
       // One lookup of theirs is in flight, however many their reads ask for.
       expect(slow.served.getRecord).toBe(1);
-      // Reader 2's thread is looked up in the place kept for other readers.
+      // Reader 1 reads a second thread too: its lookups wait behind reader 1's own.
+      greedy.push(read('203.0.113.7', quick));
+      await sleep(200);
+      // Reader 2's read of it is looked up in the place kept for other readers, not made to wait in reader 1's line.
       const other = await read('203.0.113.8', quick);
       const states = other.thread.messages.flatMap((m) => m.refs.map((r) => r.state));
       expect(states).toHaveLength(3);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { databaseUnavailable } from '../../src/db/index.ts';
+import { databaseUnavailable, transaction } from '../../src/db/index.ts';
 import type { TestApp } from '../support/app.ts';
 import { startAppBehindProxy } from '../support/appBehindProxy.ts';
 import type { TestDatabase } from '../support/db.ts';
@@ -112,6 +112,9 @@ it("takes only the database's own failures for an outage, not a DNS or socket er
     });
     const failure = await pool`select 1`.catch((e: unknown) => e);
     expect(databaseUnavailable(failure)).toBe(true);
+    // And a transaction's, whose connection is reserved first (postgres.js marks no statement then).
+    const reserving = await transaction(pool, async (tx) => tx`select 1`).catch((e: unknown) => e);
+    expect(databaseUnavailable(reserving)).toBe(true);
     expect(proxy.state.refused).toBeGreaterThan(before);
     await pool.end({ timeout: 1 });
   } finally {
