@@ -49,10 +49,16 @@ class Remembered<V> {
   private entries = new Map<string, { at: number; value: Promise<V> }>();
   constructor(private readonly ttlMs: () => number) {}
 
-  get(key: string, reader: string, load: () => Promise<V>): { value: Promise<V>; fresh: boolean } {
+  /** The value remembered, or (unless `keptOnly`) one looked up now; null when only kept ones are asked for. */
+  get(
+    key: string,
+    reader: string,
+    load: () => Promise<V>,
+    keptOnly = false,
+  ): { value: Promise<V>; fresh: boolean } | null {
     const hit = this.#hit(key);
     if (hit) return { value: hit, fresh: false };
-    return { value: this.#inPlace(key, reader, load), fresh: true };
+    return keptOnly ? null : { value: this.#inPlace(key, reader, load), fresh: true };
   }
 
   #hit(key: string): Promise<V> | undefined {
@@ -69,12 +75,12 @@ class Remembered<V> {
       place.release();
       return started;
     }
-    // The place is given back at its deadline whatever the lookup does (a handle's DNS lookup has no time limit).
-    const value = untilAborted(load(), place.signal);
-    this.entries.delete(key);
-    this.entries.set(key, { at: Date.now(), value });
-    if (this.entries.size > KEPT) this.entries.delete(this.entries.keys().next().value!);
     try {
+      // The place is given back at its deadline whatever the lookup does (a handle's DNS lookup has no time limit).
+      const value = untilAborted(load(), place.signal);
+      this.entries.delete(key);
+      this.entries.set(key, { at: Date.now(), value });
+      if (this.entries.size > KEPT) this.entries.delete(this.entries.keys().next().value!);
       return await value;
     } finally {
       place.release();
@@ -98,10 +104,13 @@ export const setLookupTtl = (ms: number) => {
 const records = new Remembered<RefNow | null>(() => ttlMs);
 const handles = new Remembered<string | null>(() => ttlMs * 30);
 
-/** Runs `fn` over `items` a few at a time, starting at most `max` new lookups; the rest get `skipped`. */
+/**
+ * Runs `lookup` over `items` a few at a time, starting at most `max` new lookups; the rest get `skipped`. Once a
+ * lookup found no place, only what is remembered is used (`keptOnly`).
+ */
 export async function lookUpAll<T, R>(
   items: readonly T[],
-  lookup: (item: T) => { value: Promise<R>; fresh: boolean },
+  lookup: (item: T, keptOnly: boolean) => { value: Promise<R>; fresh: boolean } | null,
   skipped: R,
   max = MAX_LOOKUPS,
 ): Promise<Map<T, R>> {
@@ -116,11 +125,12 @@ export async function lookUpAll<T, R>(
           out.set(item, skipped);
           return;
         }
-        if (crowded) {
+        const asked = lookup(item, crowded);
+        if (!asked) {
           out.set(item, skipped);
           return;
         }
-        const { value, fresh } = lookup(item);
+        const { value, fresh } = asked;
         if (fresh) started++;
         out.set(
           item,
@@ -137,16 +147,18 @@ export async function lookUpAll<T, R>(
 }
 
 /** `reader`: who asked (`requesterKey`), for the process's places. */
-export const recordNow = (network: Network, uri: string, reader: string) =>
-  records.get(uri, reader, async () => {
-    const now = await network.record(uri);
-    if (!now) return null;
-    const text = (now.value as { text?: unknown } | undefined)?.text;
-    // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
-    // Twice what is shown: a thread's cover is applied before the quote is cut (thread.ts), so a covered word
-    // across the cut is still found whole.
-    return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 2 * QUOTE_CHARS) : null };
-  });
+export const recordNow = (network: Network, uri: string, reader: string, keptOnly = false) =>
+  records.get(uri, reader, () => quoteOf(network, uri), keptOnly);
 
-export const handleNow = (network: Network, did: string, reader: string) =>
-  handles.get(did, reader, async () => (await network.identity(did))?.handle ?? null);
+async function quoteOf(network: Network, uri: string): Promise<RefNow | null> {
+  const now = await network.record(uri);
+  if (!now) return null;
+  const text = (now.value as { text?: unknown } | undefined)?.text;
+  // A quote, not the record: what a reader is shown, and all that is kept (a hostile PDS may send megabytes).
+  // Twice what is shown: a thread's cover is applied before the quote is cut (thread.ts), so a covered word
+  // across the cut is still found whole.
+  return { cid: now.cid, text: typeof text === 'string' ? text.slice(0, 2 * QUOTE_CHARS) : null };
+}
+
+export const handleNow = (network: Network, did: string, reader: string, keptOnly = false) =>
+  handles.get(did, reader, async () => (await network.identity(did))?.handle ?? null, keptOnly);

@@ -103,7 +103,11 @@ async function ensureHandles(sql: Sql, network: Network, rows: SessionRow[], rea
     !r.handle || !r.verified_at || Date.now() - r.verified_at.getTime() > REVERIFY_MS;
   const dids = [...new Set(rows.filter(due).map((r) => r.did))];
   if (!dids.length) return;
-  const found = await lookUpAll(dids, (did) => handleNow(network, did, reader), undefined);
+  const found = await lookUpAll(
+    dids,
+    (did, keptOnly) => handleNow(network, did, reader, keptOnly),
+    undefined,
+  );
   for (const [did, handle] of found) {
     if (handle === undefined) continue; // past the bound: left for a later read
     // Still none, as the index already says: nothing to write (each anonymous read of such an author's thread

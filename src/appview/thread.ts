@@ -79,20 +79,10 @@ export async function readThread(
   const { window, shown } = paged;
   const uris = shown.map((m) => m.uri);
   const sameTurns = !!known && known.length === uris.length && known.every((u, i) => u === uris[i]);
-  // Every ref and mention of the page, looked up once each, within the per-read bound (lookups.ts).
-  const records = shown.map(
-    (m) => m.record as { refs?: { uri: string; cid: string }[]; mentions?: string[] },
-  );
-  const UNCHECKED = Symbol('unchecked');
-  const reader = options.requester ?? 'anonymous';
+  const records = shown.map((m) => m.record as PageRecord);
   // All at once: the lookups (each within the per-read bound) and the two label reads.
-  const [refsNow, handlesNow, turnLabelRows, labels, cover] = await Promise.all([
-    lookUpAll<string, RefNow | null | typeof UNCHECKED>(
-      records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
-      (uri) => recordNow(network, uri, reader),
-      UNCHECKED,
-    ),
-    lookUpAll([did, ...records.flatMap((r) => r.mentions ?? [])], (d) => handleNow(network, d, reader), null),
+  const [[refsNow, handlesNow], turnLabelRows, labels, cover] = await Promise.all([
+    lookUpPage(network, did, records, options.requester ?? 'anonymous'),
     sameTurns && early ? early : turnLabels(sql, uris),
     notices,
     // Only a page with something looked up needs it.
@@ -131,6 +121,28 @@ export async function readThread(
     messages,
   };
   return { thread: view, window, opening: openingOf(thread.messages) };
+}
+
+type PageRecord = { refs?: { uri: string; cid: string }[]; mentions?: string[] };
+const UNCHECKED = Symbol('unchecked');
+
+/**
+ * Every ref and mention of a page, looked up once each, within the per-read bound and the places `reader` may
+ * hold (lookups.ts).
+ */
+function lookUpPage(network: Network, did: string, records: PageRecord[], reader: string) {
+  return Promise.all([
+    lookUpAll<string, RefNow | null | typeof UNCHECKED>(
+      records.flatMap((r) => (r.refs ?? []).map((ref) => ref.uri)),
+      (uri, keptOnly) => recordNow(network, uri, reader, keptOnly),
+      UNCHECKED,
+    ),
+    lookUpAll(
+      [did, ...records.flatMap((r) => r.mentions ?? [])],
+      (d, keptOnly) => handleNow(network, d, reader, keptOnly),
+      null,
+    ),
+  ]);
 }
 
 /**

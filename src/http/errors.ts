@@ -80,16 +80,19 @@ export function errorHandler(
   options: ErrorHandlerOptions = {},
   shape: 'api' | 'xrpc' = 'api',
 ): ErrorRequestHandler {
-  return (err, _req, res, _next) => {
+  return (err, req, res, _next) => {
+    const unavailable = options.unavailable?.(err) ?? false;
+    const draining = unavailable && (options.draining?.() ?? false);
+    if (unavailable && !draining) log('database unavailable', err);
     if (res.headersSent) {
-      if (!(err instanceof AppError)) log('unhandled error after the answer began', err);
+      // A client that went away is not a bug, nor is an outage (logged above).
+      if (!(err instanceof AppError) && !unavailable && !req.destroyed)
+        log('unhandled error after the answer began', err);
       res.end();
       return;
     }
     if (err instanceof AppError) return sendError(res, err, shape);
-    if (options.unavailable?.(err)) {
-      const draining = options.draining?.() ?? false;
-      if (!draining) log('database unavailable', err);
+    if (unavailable) {
       const code =
         shape === 'xrpc' ? 'NotEnoughResources' : draining ? 'SHUTTING_DOWN' : 'DATABASE_UNAVAILABLE';
       const message = draining
