@@ -117,6 +117,7 @@ export interface AppDeps {
  */
 export function appDeps(ctx: AppContext): AppDeps {
   const { config, network, localnet, oauth, baseUrl, state } = ctx;
+  const draining = () => state.draining;
   return {
     sql: ctx.sql,
     leases: ctx.leases,
@@ -133,8 +134,8 @@ export function appDeps(ctx: AppContext): AppDeps {
     uploadTimeoutMs: config.uploadTimeoutMs,
     hub: ctx.hub,
     mirror: ctx.mirror,
-    draining: () => state.draining,
-    errors: { unavailable: databaseUnavailable, draining: () => state.draining },
+    draining,
+    errors: { unavailable: databaseUnavailable, draining },
     oauth,
     secureCookies: Boolean(config.atproto.publicUrl),
     demoAccounts: localnet?.accounts ?? [],

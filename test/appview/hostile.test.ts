@@ -1,8 +1,5 @@
-import { mkdtemp, rm } from 'node:fs/promises';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { AtpAgent } from '@atproto/api';
 import { TID } from '@atproto/common-web';
@@ -13,9 +10,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
 import { LOOKUP_PLACES, setLookupPlaces } from '../../src/appview/lookups.ts';
 import { Network } from '../../src/appview/network.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import type { TestApp } from '../support/app.ts';
 import { didDocument } from '../support/didWeb.ts';
-import { freePort } from '../support/ports.ts';
+import { startOfflineApp } from '../support/localnet.ts';
 
 /**
  * A PDS and DID document an attacker runs: the document claims someone else's handle, and the repo answers
@@ -170,28 +167,18 @@ const POST = {
 const POST_CID = (await cidForRecord(jsonToLex(POST) as never)).toString();
 
 let app: TestApp;
-let dataDir: string;
 let pds: Awaited<ReturnType<typeof hostilePds>>;
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-hostile-'));
-  app = await startTestApp(
-    {},
-    {
-      ATPROTO_NETWORK: 'local',
-      DATA_DIR: dataDir,
-      LOCALNET_PDS_PORT: String(await freePort()),
-      LOCALNET_PLC_PORT: String(await freePort()),
-      LOOKUP_CACHE_MS: '60000',
-      // The pool of backfills is shared by reader address: the tests name two readers through the proxy header.
-      TRUSTED_PROXIES: '127.0.0.1/32',
-    },
-  );
+  app = await startOfflineApp({
+    LOOKUP_CACHE_MS: '60000',
+    // The pool of backfills is shared by reader address: the tests name two readers through the proxy header.
+    TRUSTED_PROXIES: '127.0.0.1/32',
+  });
   pds = await hostilePds();
 }, 120_000);
 afterAll(async () => {
   await pds?.close();
   await app?.close();
-  await rm(dataDir, { recursive: true, force: true });
 });
 
 const get = (p: string) => fetch(`${app.running.listenUrl}${p}`);

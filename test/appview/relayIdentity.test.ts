@@ -1,35 +1,19 @@
-import { mkdtemp, rm } from 'node:fs/promises';
-import os from 'node:os';
-import path from 'node:path';
 import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startIndexer } from '../../src/appview/index.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
-import { freePort } from '../support/ports.ts';
+import type { TestApp } from '../support/app.ts';
+import { startOfflineApp } from '../support/localnet.ts';
 import { writeSession } from '../support/records.ts';
 
 // The relay sends an identity event for any account on the network. The index resolves nothing for one (a
 // stranger's slow DID or handle host held up every event behind it): a known author's handle is hidden until it
 // is verified again when next shown, and the author's commits are still verified against their key.
 let app: TestApp;
-let dataDir: string;
 beforeAll(async () => {
-  dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-relay-identity-'));
-  app = await startTestApp(
-    {},
-    {
-      ATPROTO_NETWORK: 'local',
-      DATA_DIR: dataDir,
-      LOCALNET_PDS_PORT: String(await freePort()),
-      LOCALNET_PLC_PORT: String(await freePort()),
-    },
-  );
+  app = await startOfflineApp();
   await app.running.indexer!.leading;
 }, 120_000);
-afterAll(async () => {
-  await app?.close();
-  if (dataDir) await rm(dataDir, { recursive: true, force: true });
-});
+afterAll(() => app?.close());
 
 it('an identity event hides a known author’s handle without resolving the DID or the handle; commits still verify', async () => {
   const localnet = app.running.localnet!;

@@ -14,6 +14,35 @@ export interface LocalApp {
   close(): Promise<void>;
 }
 
+/**
+ * The app in offline mode (its own PLC + PDS on free ports), its data in a folder of its own that `close` removes.
+ * `env`: more of the server's settings (environment names).
+ */
+export async function startOfflineApp(
+  env: Record<string, string> = {},
+  options: { oauthFetch?: typeof fetch; adminDatabaseUrl?: string; logger?: Logger } = {},
+): Promise<TestApp> {
+  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
+  const app = await startTestApp(
+    {},
+    {
+      ATPROTO_NETWORK: 'local',
+      DATA_DIR: dataDir,
+      LOCALNET_PDS_PORT: String(await freePort()),
+      LOCALNET_PLC_PORT: String(await freePort()),
+      ...env,
+    },
+    options,
+  );
+  return {
+    ...app,
+    async close() {
+      await app.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
 /** The app in offline mode (its own PLC + PDS), a browser, and OAuth sign-in for demo accounts. */
 export async function startLocalApp(
   options: {
@@ -25,18 +54,8 @@ export async function startLocalApp(
     logger?: Logger;
   } = {},
 ): Promise<LocalApp> {
-  const dataDir = await mkdtemp(path.join(os.tmpdir(), 'av-localnet-'));
-  const app = await startTestApp(
-    {},
-    {
-      ATPROTO_NETWORK: 'local',
-      DATA_DIR: dataDir,
-      LOCALNET_PDS_PORT: String(await freePort()),
-      LOCALNET_PLC_PORT: String(await freePort()),
-      ...options.env,
-    },
-    { oauthFetch: options.oauthFetch, adminDatabaseUrl: options.adminDatabaseUrl, logger: options.logger },
-  );
+  const { env, ...rest } = options;
+  const app = await startOfflineApp(env, rest);
   const browser = await openBrowser();
   return {
     app,
@@ -52,7 +71,6 @@ export async function startLocalApp(
     async close() {
       await browser.close();
       await app.close();
-      await rm(dataDir, { recursive: true, force: true });
     },
   };
 }
