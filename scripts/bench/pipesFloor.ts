@@ -70,19 +70,23 @@ export interface FloorRound {
  * A round's share of what the bare pipes attain: the servers' two ÷ one, against their ceiling (cores ÷ the cores
  * one instance kept busy, at most 2) times the share of their own ceiling the pipes reached in the same round.
  * Null where the cores' use is unknown.
+ *
+ * The pipes' share counts at most 1 (ADR 0107): two processes cannot do more than every core allows, so a reading
+ * past it is noise, as the busy-loop probe's efficiency past 1 is. `unclamped` reads it as measured.
  */
-export function roundShare(r: FloorRound, cores: number): number | null {
+export function roundShare(r: FloorRound, cores: number, unclamped = false): number | null {
   const { servers, pipes } = r;
   if (!servers.one.coresBusy || !pipes.one.coresBusy) return null;
   const ceiling = Math.min(cores / Math.min(servers.one.coresBusy, cores), 2);
   const pipeCeiling = Math.min(cores / pipes.one.coresBusy, 2);
-  const pipeShare = pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling;
+  const measured = pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling;
+  const pipeShare = unclamped ? measured : Math.min(measured, 1);
   return servers.two.turnsPerS / servers.one.turnsPerS / (ceiling * pipeShare);
 }
 
 /** The median of the rounds' shares and their spread ([25th, 75th percentile]); null where none is known. */
-export function floorShare(rounds: FloorRound[], cores: number) {
-  const shares = rounds.map((r) => roundShare(r, cores)).filter((s): s is number => s !== null);
+export function floorShare(rounds: FloorRound[], cores: number, unclamped = false) {
+  const shares = rounds.map((r) => roundShare(r, cores, unclamped)).filter((s): s is number => s !== null);
   if (!shares.length) return null;
   return {
     share: round(median(shares), 2),

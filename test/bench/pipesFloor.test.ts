@@ -57,15 +57,22 @@ it("judges each round's servers against the same round's pipes, and reports the 
   expect(roundShare(r, 2)).toBeCloseTo(1.2 / (1.25 * 0.9375), 10);
   // A ceiling past 2 counts as 2: two processes cannot do more than twice one.
   expect(roundShare(aRound([100, 150, 0.5], [100, 150, 0.5]), 2)).toBeCloseTo(1, 10);
+  // ADR 0107: pipes past their own ceiling (1.8 of one where one kept 1.25 of 2 cores busy: 1.125 of it) count
+  // as at their ceiling, not as a floor the servers must beat past what the cores allow; as measured on request.
+  const past = aRound([100, 120, 1.6], [200, 360, 1.25]);
+  expect(roundShare(past, 2)).toBeCloseTo(1.2 / 1.25, 10);
+  expect(roundShare(past, 2, true)).toBeCloseTo(1.2 / (1.25 * 1.125), 10);
+  expect(floorShare([past, past, r], 2)!.share).toBe(0.96);
+  expect(floorShare([past, past, r], 2, true)!.share).toBe(0.85);
   // A round whose cores' use is unknown is left out, not counted as 0.
   expect(roundShare(aRound([100, 120, null], [200, 300, 1.25]), 2)).toBeNull();
   // A slow moment hits both sides of its round: judged round by round it cancels, where medians of each side
   // taken apart would not.
   const rounds = [
-    aRound([100, 110, 1.6], [200, 220, 1.6]),
-    aRound([100, 130, 1.6], [200, 260, 1.6]),
-    aRound([100, 120, 1.6], [200, 240, 1.6]),
-    aRound([100, 100, null], [200, 300, 1.6]),
+    aRound([100, 110, 1.5], [200, 220, 1.5]),
+    aRound([100, 130, 1.5], [200, 260, 1.5]),
+    aRound([100, 120, 1.5], [200, 240, 1.5]),
+    aRound([100, 100, null], [200, 300, 1.5]),
   ];
   const share = floorShare(rounds, 2)!;
   expect(share.pairs).toBe(3);
