@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { finished } from 'node:stream/promises';
-import { type Queryable, type Sql, transaction } from '../db/index.ts';
+import { type Queryable, reserve, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { avatarRefersTo } from '../village/index.ts';
 
@@ -99,7 +99,8 @@ class ChunkFrame {
     // A COPY owns its connection until it ends: on a pool connection shared with other queries, postgres.js may
     // pipeline the next query behind it, and PostgreSQL, in copy-in mode, drops the connection ("unexpected message
     // type 0x42 during COPY", and a 500 for whoever was on it). A reserved connection has no other query.
-    const reserved = 'reserve' in sql && typeof sql.reserve === 'function' ? await sql.reserve() : null;
+    // Through `reserve`, so a refused reservation is told as the outage it is (503), not as a bug.
+    const reserved = 'reserve' in sql && typeof sql.reserve === 'function' ? await reserve(sql) : null;
     try {
       const q = reserved ?? sql;
       const copy = await q`copy blob_chunks (blob_id, idx, data) from stdin with (format binary)`.writable();

@@ -10,6 +10,7 @@ export {
   type JsonValue,
   type Queryable,
   reconnectBackoff,
+  reserve,
   type Sql,
   socketOptions,
   transaction,

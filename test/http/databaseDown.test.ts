@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
+import { writeBlob } from '../../src/attachments/index.ts';
 import { databaseUnavailable, transaction } from '../../src/db/index.ts';
 import type { TestApp } from '../support/app.ts';
 import { startAppBehindProxy } from '../support/appBehindProxy.ts';
@@ -119,5 +120,46 @@ it("takes only the database's own failures for an outage, not a DNS or socket er
     await pool.end({ timeout: 1 });
   } finally {
     proxy.accept();
+  }
+});
+
+it("takes a file's bytes that found the database gone for an outage too (its COPY reserves a connection)", async () => {
+  const pool = (await import('postgres')).default(proxy.url, {
+    max: 1,
+    connect_timeout: 2,
+    onnotice: () => {},
+  });
+  try {
+    let cut!: () => void;
+    let asked!: () => void;
+    const gone = new Promise<void>((r) => {
+      cut = r;
+    });
+    const staged = new Promise<void>((r) => {
+      asked = r;
+    });
+    // The staging row is written (the bytes are asked for only then); before the first chunk's COPY, every
+    // connection goes.
+    const writing = writeBlob(
+      pool,
+      (async function* () {
+        asked();
+        await gone;
+        yield new Uint8Array(10);
+      })(),
+      1000,
+    ).catch((e: unknown) => e);
+    await staged;
+    const refused = proxy.state.refused;
+    proxy.dropAll();
+    // Once the pool has seen its connection go: the COPY's reservation is what meets the refusal.
+    await new Promise((r) => setTimeout(r, 300));
+    cut();
+    const failure = await writing;
+    expect(proxy.state.refused).toBeGreaterThan(refused);
+    expect(databaseUnavailable(failure)).toBe(true);
+  } finally {
+    proxy.accept();
+    await pool.end({ timeout: 1 });
   }
 });
