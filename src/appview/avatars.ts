@@ -4,6 +4,9 @@ import { AppError } from '../http/index.ts';
 export const AVATAR_FETCHES = 8;
 /** …and how many of those one author's may be: a slow PDS of their own must not hold every fetch. */
 export const AVATAR_FETCHES_PER_AUTHOR = 2;
+/** …and how many one reader's asks may have started: a reader asking for many authors' pictures leaves the rest
+ * to other readers. */
+export const AVATAR_FETCHES_PER_READER = 4;
 /** The avatar bytes kept in memory (the CID names the content, so an entry never goes stale). */
 export const AVATAR_CACHE_BYTES = 8_000_000;
 /** A picture that could not be fetched is not asked for again for this long (its author's PDS is down or slow). */
@@ -22,6 +25,8 @@ interface Kept {
   mimeType: string;
 }
 
+const ANONYMOUS = 'anonymous';
+
 const BUSY = () =>
   new AppError('BUSY', 'Too many pictures are being fetched right now. Try again in a few seconds.', {
     status: 503,
@@ -30,9 +35,11 @@ const BUSY = () =>
 
 /**
  * The reader's avatar bytes: kept by CID, least recently used out first, within a byte bound; fetched once for
- * however many ask at the same moment; at most AVATAR_FETCHES fetches in flight for the instance and
- * AVATAR_FETCHES_PER_AUTHOR for one author (each fetch is bounded in time and bytes, but a crowd asking for many
- * pictures, or one author's stalling PDS, must not take every connection); a failure remembered for a minute.
+ * however many ask at the same moment; at most AVATAR_FETCHES fetches in flight for the instance,
+ * AVATAR_FETCHES_PER_AUTHOR for one author and AVATAR_FETCHES_PER_READER started by one reader (each fetch is
+ * bounded in time and bytes, but a crowd asking for many pictures, one reader asking for the pictures of many
+ * stalling PDSes, or one author's stalling PDS, must not take every connection); a failure remembered for a
+ * minute.
  *
  * A fetch in flight is shared only by asks for the same author and CID: another author's record may name the same
  * CID with their own stalling PDS behind it. Kept bytes (hash-checked, so the CID's true content) are served to an
@@ -43,12 +50,14 @@ export class AvatarCache {
   private keptBytes = 0;
   private readonly inFlight = new Map<string, Promise<Uint8Array | null>>();
   private readonly byAuthor = new Map<string, number>();
+  private readonly byReader = new Map<string, number>();
   private readonly failed = new Map<string, number>();
 
   constructor(
     private readonly limits = {
       fetches: AVATAR_FETCHES,
       perAuthor: AVATAR_FETCHES_PER_AUTHOR,
+      perReader: AVATAR_FETCHES_PER_READER,
       bytes: AVATAR_CACHE_BYTES,
       retryMs: AVATAR_RETRY_MS,
     },
@@ -59,6 +68,8 @@ export class AvatarCache {
     did: string,
     ref: AvatarRef,
     fetchIt: () => Promise<Uint8Array | null>,
+    /** Who asked (`requesterKey`): a fetch counts against the reader that started it; joining one is free. */
+    reader = ANONYMOUS,
   ): Promise<Uint8Array | null> {
     const hit = this.kept.get(ref.cid);
     if (hit && hit.mimeType === ref.mimeType && hit.bytes.length === ref.size) {
@@ -72,8 +83,15 @@ export class AvatarCache {
     const failedAt = this.failed.get(key);
     if (failedAt !== undefined && this.now() - failedAt < this.limits.retryMs) return null;
     const authors = this.byAuthor.get(did) ?? 0;
-    if (this.inFlight.size >= this.limits.fetches || authors >= this.limits.perAuthor) throw BUSY();
+    const readers = this.byReader.get(reader) ?? 0;
+    if (
+      this.inFlight.size >= this.limits.fetches ||
+      authors >= this.limits.perAuthor ||
+      readers >= this.limits.perReader
+    )
+      throw BUSY();
     this.byAuthor.set(did, authors + 1);
+    this.byReader.set(reader, readers + 1);
     const fetching = fetchIt()
       .catch(() => null)
       .then((bytes) => {
@@ -83,9 +101,8 @@ export class AvatarCache {
       })
       .finally(() => {
         this.inFlight.delete(key);
-        const left = (this.byAuthor.get(did) ?? 1) - 1;
-        if (left) this.byAuthor.set(did, left);
-        else this.byAuthor.delete(did);
+        release(this.byAuthor, did);
+        release(this.byReader, reader);
       });
     this.inFlight.set(key, fetching);
     return fetching;
@@ -115,4 +132,11 @@ export class AvatarCache {
   get size(): { kept: number; bytes: number; inFlight: number } {
     return { kept: this.kept.size, bytes: this.keptBytes, inFlight: this.inFlight.size };
   }
+}
+
+/** One fewer counted against `key`, forgotten at none. */
+function release(counts: Map<string, number>, key: string) {
+  const left = (counts.get(key) ?? 1) - 1;
+  if (left) counts.set(key, left);
+  else counts.delete(key);
 }

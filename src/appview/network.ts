@@ -1,6 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { jsonToLex } from '@atproto/lexicon';
+import { jsonToLex, lexToJson } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
@@ -99,7 +99,7 @@ export class Network {
         { repo: did, collection, limit: 100, cursor, reverse: true },
         { signal: o.signal },
       );
-      yield* res.data.records;
+      for (const r of res.data.records) yield { ...r, value: asJson(r.value) };
       cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
       if (!cursor) return;
     }
@@ -177,4 +177,19 @@ async function readAtMost(body: ReadableStream<Uint8Array>, max: number): Promis
     chunks.push(value);
   }
   return new Uint8Array(Buffer.concat(chunks));
+}
+
+/**
+ * A record as the XRPC client parsed it (lex values: a blob is a BlobRef, a link a CID) in the JSON form the index
+ * validates and keeps, as the relay's records are: read as lex, a session whose agents have pictures was refused
+ * as "not valid to its lexicon". `lexToJson` recurses, so a record past the index's shape is passed on as it is,
+ * to be refused by that shape.
+ */
+function asJson(value: unknown): unknown {
+  if (shapeProblem(value)) return value;
+  try {
+    return lexToJson(value as never);
+  } catch {
+    return value;
+  }
 }

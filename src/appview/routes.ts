@@ -117,8 +117,11 @@ export function readerRoutes(deps: {
       throw notFound('Avatar');
     const avatar = await indexedAvatar(sql, did, cid);
     if (!avatar) throw notFound('Avatar');
-    const bytes = await avatars.get(did, avatar, () =>
-      reader.avatar(did, avatar, AbortSignal.timeout(10_000)),
+    const bytes = await avatars.get(
+      did,
+      avatar,
+      () => reader.avatar(did, avatar, AbortSignal.timeout(10_000)),
+      requesterKey(req),
     );
     if (!bytes) throw notFound('Avatar');
     res

@@ -14,7 +14,7 @@ function deferred() {
 }
 
 const ref = (cid: string, size = 3, mimeType = 'image/png'): AvatarRef => ({ cid, mimeType, size });
-const limits = { fetches: 8, perAuthor: 2, bytes: 1000, retryMs: 60_000 };
+const limits = { fetches: 8, perAuthor: 2, perReader: 4, bytes: 1000, retryMs: 60_000 };
 const busy = { code: 'BUSY', status: 503, retryAfter: 5 };
 
 describe('AvatarCache', () => {
@@ -74,6 +74,31 @@ describe('AvatarCache', () => {
     expect(d.calls()).toBe(4);
     for (let i = 0; i < 3; i++) d.settle(new Uint8Array(3));
     await Promise.all([second, third, fourth]);
+    expect(cache.size.inFlight).toBe(0);
+  });
+
+  it('lets one reader start at most its share of the fetches; joining a fetch in flight costs a reader nothing', async () => {
+    const cache = new AvatarCache({ ...limits, fetches: 6, perReader: 3 });
+    const d = deferred();
+    // The attacker names three authors of its own, each PDS stalling: three fetches, its share.
+    const held = [1, 2, 3].map((i) => cache.get(`did:plc:slow${i}`, ref(`s${i}`), d.fetchIt, 'attacker'));
+    const fourth = await cache
+      .get('did:plc:slow4', ref('s4'), d.fetchIt, 'attacker')
+      .catch((e: unknown) => e);
+    expect(fourth).toMatchObject(busy);
+    expect(d.calls()).toBe(3);
+    // Another reader still gets a fetch of its own, and asking for one the attacker started is no new fetch.
+    const victim = cache.get('did:plc:good', ref('g'), d.fetchIt, 'victim');
+    const joined = cache.get('did:plc:slow1', ref('s1'), d.fetchIt, 'victim');
+    expect(d.calls()).toBe(4);
+    // The attacker's share comes back once one of its fetches ends.
+    d.settle(null);
+    expect(await held[0]).toBeNull();
+    expect(await joined).toBeNull();
+    const again = cache.get('did:plc:slow4', ref('s4'), d.fetchIt, 'attacker');
+    expect(d.calls()).toBe(5);
+    for (let i = 0; i < 4; i++) d.settle(new Uint8Array(3));
+    await Promise.all([victim, again, ...held.slice(1)]);
     expect(cache.size.inFlight).toBe(0);
   });
 
