@@ -180,7 +180,7 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       share_of_bare_pipes_attainable: share?.share ?? null,
       share_spread: share?.spread ?? null,
       share_pairs: share?.pairs ?? 0,
-      // The same with the pipes' share of their ceiling as measured, past 1 too (ADR 0107), side by side.
+      // The same with each side's share of its ceiling as measured, past 1 too (ADR 0107), side by side.
       share_pipes_unclamped: asMeasured?.share ?? null,
       share_pipes_unclamped_spread: asMeasured?.spread ?? null,
       attainable_on_this_machine: attainable === null ? null : round(attainable, 2),
@@ -204,7 +204,7 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       },
       attainable_as_bare_pipes_scale: floor === null ? null : round(floor, 2),
       // The same judged as before ADR 0100: each side's medians over the rounds, put together after.
-      share_from_medians: floor === null ? null : round(p.ratio / floor, 2),
+      share_from_medians: floor === null ? null : round(Math.min(p.ratio, Math.min(ceiling!, 2)) / floor, 2),
       cpu_ms_per_turn_one: medianParts(perTurn.one),
       cpu_ms_per_turn_two: medianParts(perTurn.two),
       // Half the Players on one instance with the other idle: each server's load in the two-instance phase,

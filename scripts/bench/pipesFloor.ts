@@ -71,17 +71,18 @@ export interface FloorRound {
  * one instance kept busy, at most 2) times the share of their own ceiling the pipes reached in the same round.
  * Null where the cores' use is unknown.
  *
- * The pipes' share counts at most 1 (ADR 0107): two processes cannot do more than every core allows, so a reading
- * past it is noise, as the busy-loop probe's efficiency past 1 is. `unclamped` reads it as measured.
+ * Each side's share of its own ceiling counts at most 1 (ADR 0107): two processes cannot do more than every core
+ * allows, so a reading past it is noise, as the busy-loop probe's efficiency past 1 is. Both sides alike, so a
+ * fast moment lifts a round's two sides as one. `unclamped` reads them as measured.
  */
 export function roundShare(r: FloorRound, cores: number, unclamped = false): number | null {
   const { servers, pipes } = r;
   if (!servers.one.coresBusy || !pipes.one.coresBusy) return null;
   const ceiling = Math.min(cores / Math.min(servers.one.coresBusy, cores), 2);
   const pipeCeiling = Math.min(cores / pipes.one.coresBusy, 2);
-  const measured = pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling;
-  const pipeShare = unclamped ? measured : Math.min(measured, 1);
-  return servers.two.turnsPerS / servers.one.turnsPerS / (ceiling * pipeShare);
+  const bounded = (share: number) => (unclamped ? share : Math.min(share, 1));
+  const serverShare = bounded(servers.two.turnsPerS / servers.one.turnsPerS / ceiling);
+  return serverShare / bounded(pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling);
 }
 
 /** The median of the rounds' shares and their spread ([25th, 75th percentile]); null where none is known. */

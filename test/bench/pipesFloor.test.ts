@@ -64,15 +64,19 @@ it("judges each round's servers against the same round's pipes, and reports the 
   expect(roundShare(past, 2, true)).toBeCloseTo(1.2 / (1.25 * 1.125), 10);
   expect(floorShare([past, past, r], 2)!.share).toBe(0.96);
   expect(floorShare([past, past, r], 2, true)!.share).toBe(0.85);
+  // The servers past their own ceiling (1.4 of one against 1.25) count as at it too.
+  const servers = aRound([100, 140, 1.6], [200, 300, 1.25]);
+  expect(roundShare(servers, 2)).toBeCloseTo(1 / 0.9375, 10);
+  expect(roundShare(servers, 2, true)).toBeCloseTo(1.4 / (1.25 * 0.9375), 10);
   // A round whose cores' use is unknown is left out, not counted as 0.
   expect(roundShare(aRound([100, 120, null], [200, 300, 1.25]), 2)).toBeNull();
   // A slow moment hits both sides of its round: judged round by round it cancels, where medians of each side
   // taken apart would not.
   const rounds = [
-    aRound([100, 110, 1.5], [200, 220, 1.5]),
-    aRound([100, 130, 1.5], [200, 260, 1.5]),
-    aRound([100, 120, 1.5], [200, 240, 1.5]),
-    aRound([100, 100, null], [200, 300, 1.5]),
+    aRound([100, 110, 1.6], [200, 220, 1.6]),
+    aRound([100, 130, 1.6], [200, 260, 1.6]),
+    aRound([100, 120, 1.6], [200, 240, 1.6]),
+    aRound([100, 100, null], [200, 300, 1.6]),
   ];
   const share = floorShare(rounds, 2)!;
   expect(share.pairs).toBe(3);
