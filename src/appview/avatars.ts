@@ -5,8 +5,11 @@ export const AVATAR_FETCHES = 8;
 /** …and how many of those one author's may be: a slow PDS of their own must not hold every fetch. */
 export const AVATAR_FETCHES_PER_AUTHOR = 2;
 /** …and how many one reader's asks may have started: a reader asking for many authors' pictures leaves the rest
- * to other readers. */
+ * to other readers… */
 export const AVATAR_FETCHES_PER_READER = 4;
+/** …of which this many are started only for a reader with none in flight: two readers (two address blocks) at
+ * their share do not hold every fetch; each further reader still gets one while one is free. */
+export const AVATAR_FETCHES_KEPT = 2;
 /** The avatar bytes kept in memory (the CID names the content, so an entry never goes stale). */
 export const AVATAR_CACHE_BYTES = 8_000_000;
 /** A picture that could not be fetched is not asked for again for this long (its author's PDS is down or slow). */
@@ -25,8 +28,6 @@ interface Kept {
   mimeType: string;
 }
 
-const ANONYMOUS = 'anonymous';
-
 const BUSY = () =>
   new AppError('BUSY', 'Too many pictures are being fetched right now. Try again in a few seconds.', {
     status: 503,
@@ -36,7 +37,8 @@ const BUSY = () =>
 /**
  * The reader's avatar bytes: kept by CID, least recently used out first, within a byte bound; fetched once for
  * however many ask at the same moment; at most AVATAR_FETCHES fetches in flight for the instance,
- * AVATAR_FETCHES_PER_AUTHOR for one author and AVATAR_FETCHES_PER_READER started by one reader (each fetch is
+ * AVATAR_FETCHES_PER_AUTHOR for one author and AVATAR_FETCHES_PER_READER started by one reader, the last
+ * AVATAR_FETCHES_KEPT only for a reader with none in flight (each fetch is
  * bounded in time and bytes, but a crowd asking for many pictures, one reader asking for the pictures of many
  * stalling PDSes, or one author's stalling PDS, must not take every connection); a failure remembered for a
  * minute.
@@ -58,6 +60,7 @@ export class AvatarCache {
       fetches: AVATAR_FETCHES,
       perAuthor: AVATAR_FETCHES_PER_AUTHOR,
       perReader: AVATAR_FETCHES_PER_READER,
+      kept: AVATAR_FETCHES_KEPT,
       bytes: AVATAR_CACHE_BYTES,
       retryMs: AVATAR_RETRY_MS,
     },
@@ -68,8 +71,11 @@ export class AvatarCache {
     did: string,
     ref: AvatarRef,
     fetchIt: () => Promise<Uint8Array | null>,
-    /** Who asked (`requesterKey`): a fetch counts against the reader that started it; joining one is free. */
-    reader = ANONYMOUS,
+    /**
+     * Who asked (`requesterKey`): a fetch counts against the reader that started it until it ends (its reader may
+     * have gone); joining one is free.
+     */
+    reader: string,
   ): Promise<Uint8Array | null> {
     const hit = this.kept.get(ref.cid);
     if (hit && hit.mimeType === ref.mimeType && hit.bytes.length === ref.size) {
@@ -84,15 +90,12 @@ export class AvatarCache {
     if (failedAt !== undefined && this.now() - failedAt < this.limits.retryMs) return null;
     const authors = this.byAuthor.get(did) ?? 0;
     const readers = this.byReader.get(reader) ?? 0;
-    if (
-      this.inFlight.size >= this.limits.fetches ||
-      authors >= this.limits.perAuthor ||
-      readers >= this.limits.perReader
-    )
-      throw BUSY();
+    const room = this.limits.fetches - this.inFlight.size;
+    if (room <= 0 || authors >= this.limits.perAuthor || readers >= this.limits.perReader) throw BUSY();
+    if (readers > 0 && room <= this.limits.kept) throw BUSY();
     this.byAuthor.set(did, authors + 1);
     this.byReader.set(reader, readers + 1);
-    const fetching = fetchIt()
+    const fetching = started(fetchIt)
       .catch(() => null)
       .then((bytes) => {
         if (bytes) this.keep(ref, bytes);
@@ -139,4 +142,13 @@ function release(counts: Map<string, number>, key: string) {
   const left = (counts.get(key) ?? 1) - 1;
   if (left) counts.set(key, left);
   else counts.delete(key);
+}
+
+/** `fetchIt()` at once, a throw as a rejection: a fetch that throws before it starts gives its places back too. */
+function started<T>(fetchIt: () => Promise<T>): Promise<T> {
+  try {
+    return fetchIt();
+  } catch (e) {
+    return Promise.reject(e);
+  }
 }

@@ -181,7 +181,13 @@ async function readRepo(
         })) {
           bytes += JSON.stringify(r.value).length;
           if (++records > limits.records || bytes > limits.bytes) break outer;
-          page.push({ collection, rkey: r.uri.split('/').pop()!, cid: r.cid, record: r.value });
+          page.push({
+            collection,
+            rkey: r.uri.split('/').pop()!,
+            cid: r.cid,
+            record: r.value,
+            refused: r.refused,
+          });
           if (page.length >= 100) await write();
         }
         await write();

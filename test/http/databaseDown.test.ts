@@ -152,11 +152,15 @@ it("takes a file's bytes that found the database gone for an outage too (its COP
     await staged;
     const refused = proxy.state.refused;
     proxy.dropAll();
-    // Once the pool has seen its connection go: the COPY's reservation is what meets the refusal.
+    // Once the pool has seen its connection go (a close event, within milliseconds): the COPY's reservation is what
+    // meets the refusal. Had the COPY met the dead connection instead, the code below would say so.
     await new Promise((r) => setTimeout(r, 300));
     cut();
     const failure = await writing;
     expect(proxy.state.refused).toBeGreaterThan(refused);
+    // The reservation's failure, which carries no statement (one met by the COPY would name it).
+    expect(failure).toMatchObject({ code: 'ECONNRESET' });
+    expect((failure as { query?: unknown }).query).toBeUndefined();
     expect(databaseUnavailable(failure)).toBe(true);
   } finally {
     proxy.accept();
