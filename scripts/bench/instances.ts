@@ -165,7 +165,9 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
     // What two instances could do here at best: the cores one instance leaves idle, each doing `efficiency` as
     // much once both are busy.
     const attainable = ceiling === null ? null : Math.min(ceiling, 2) * efficiency;
-    const pipeShare = pipeBusyOne.length ? shareOf(pipe.ratio, cores / median(pipeBusyOne)) : null;
+    const pipeShare = pipeBusyOne.length
+      ? shareOf(pipe.ratio, cores / Math.min(median(pipeBusyOne), cores))
+      : null;
     const floor =
       ceiling === null || pipeShare === null ? null : Math.min(ceiling, 2) * Math.min(pipeShare, 1);
     yield {
@@ -181,8 +183,8 @@ export async function* instanceFigures(adminDatabaseUrl: string): AsyncGenerator
       share_spread: share?.spread ?? null,
       share_pairs: share?.pairs ?? 0,
       // The same with each side's share of its ceiling as measured, past 1 too (ADR 0107), side by side.
-      share_pipes_unclamped: asMeasured?.share ?? null,
-      share_pipes_unclamped_spread: asMeasured?.spread ?? null,
+      share_unclamped: asMeasured?.share ?? null,
+      share_unclamped_spread: asMeasured?.spread ?? null,
       attainable_on_this_machine: attainable === null ? null : round(attainable, 2),
       share_of_attainable: attainable === null ? null : round(p.ratio / attainable, 2),
       two_busy_processes_efficiency: round(measured, 2),

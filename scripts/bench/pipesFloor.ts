@@ -79,7 +79,7 @@ export function roundShare(r: FloorRound, cores: number, unclamped = false): num
   const { servers, pipes } = r;
   if (!servers.one.coresBusy || !pipes.one.coresBusy) return null;
   const ceiling = Math.min(cores / Math.min(servers.one.coresBusy, cores), 2);
-  const pipeCeiling = Math.min(cores / pipes.one.coresBusy, 2);
+  const pipeCeiling = Math.min(cores / Math.min(pipes.one.coresBusy, cores), 2);
   const bounded = (share: number) => (unclamped ? share : Math.min(share, 1));
   const serverShare = bounded(servers.two.turnsPerS / servers.one.turnsPerS / ceiling);
   return serverShare / bounded(pipes.two.turnsPerS / pipes.one.turnsPerS / pipeCeiling);

@@ -101,15 +101,20 @@ describe('AvatarCache', () => {
     // Joining a fetch in flight costs nothing: the attacker, at its share, and the instance full, still joins one.
     const joined = cache.get('did:plc:good1', ref('good1'), d.fetchIt, 'attacker');
     expect(d.calls()).toBe(6);
+    // …and a reader with none in flight who joined one still counts as having none: once a place is free, a kept
+    // one, it starts a fetch of its own.
+    const joinedFirst = cache.get('did:plc:good2', ref('good2'), d.fetchIt, 'victim 4');
+    expect(d.calls()).toBe(6);
     // A fetch ends and its place comes back: still a kept one, not for the attacker with others in flight, but for a
     // reader with none.
     d.settle(null);
     expect(await held[0]).toBeNull();
     expect(await ask('slow4', 'attacker')).toMatchObject(busy);
-    const again = ask('good3', 'victim 3');
+    const again = ask('good3', 'victim 4');
     expect(d.calls()).toBe(7);
     for (let i = 0; i < 6; i++) d.settle(new Uint8Array(3));
     expect((await joined)?.length).toBe(3);
+    expect((await joinedFirst)?.length).toBe(3);
     await Promise.all([...held, ...victims, again]);
     expect(cache.size.inFlight).toBe(0);
   });
