@@ -1,5 +1,4 @@
 import { IdResolver, MemoryCache } from '@atproto/identity';
-import { lexToJson } from '@atproto/lexicon';
 import { type Event, Firehose } from '@atproto/sync';
 import type { Sql } from '../db/index.ts';
 import { LOCKS, lead } from '../db/index.ts';
@@ -8,7 +7,7 @@ import { Batcher } from './batcher.ts';
 import { guardKeyResolution } from './didGuard.ts';
 import { JetstreamFollower } from './jetstream.ts';
 import { accountOp, type Op } from './ops.ts';
-import { shapeProblem } from './shape.ts';
+import { lexRecordAsJson } from './shape.ts';
 import { COLLECTIONS, pruneTombstones, readCursor, readJetstreamPosition } from './store.ts';
 
 export interface IndexerOptions {
@@ -139,15 +138,7 @@ export function relayOp(evt: Event): Op {
   switch (evt.event) {
     case 'create':
     case 'update': {
-      // lexToJson recurses: the shape is bounded first (see shape.ts).
-      let refused = shapeProblem(evt.record) ?? undefined;
-      let record: unknown = null;
-      if (!refused)
-        try {
-          record = lexToJson(evt.record as never);
-        } catch {
-          refused = 'unreadable';
-        }
+      const { record, refused } = lexRecordAsJson(evt.record);
       // A refused record is refused where it is stored (skipped, counted, logged, any older version dropped).
       return {
         kind: 'upsert',

@@ -1,10 +1,10 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { jsonToLex, lexToJson } from '@atproto/lexicon';
+import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
-import { type ShapeLimits, shapeProblem } from './shape.ts';
+import { lexRecordAsJson, type ShapeLimits, shapeProblem } from './shape.ts';
 
 /**
  * A record looked up for a reader (a ref's target) is read within these, before it is parsed into lex values and
@@ -99,7 +99,12 @@ export class Network {
         { repo: did, collection, limit: 100, cursor, reverse: true },
         { signal: o.signal },
       );
-      for (const r of res.data.records) yield { ...r, ...asJson(r.value) };
+      // In the JSON form the index keeps, as the relay's records are: read as lex, a session whose agents have
+      // pictures was refused as "not valid to its lexicon".
+      for (const r of res.data.records) {
+        const { record, refused } = lexRecordAsJson(r.value);
+        yield { ...r, value: record, refused };
+      }
       cursor = res.data.records.length === 100 ? res.data.cursor : undefined;
       if (!cursor) return;
     }
@@ -177,19 +182,4 @@ async function readAtMost(body: ReadableStream<Uint8Array>, max: number): Promis
     chunks.push(value);
   }
   return new Uint8Array(Buffer.concat(chunks));
-}
-
-/**
- * A record as the XRPC client parsed it (lex values: a blob is a BlobRef, a link a CID) in the JSON form the index
- * validates and keeps, as the relay's records are (`relayOp`): read as lex, a session whose agents have pictures
- * was refused as "not valid to its lexicon". `lexToJson` recurses, so a record past the index's shape is passed on
- * as it is, to be refused by that shape; one that cannot be turned back is refused as unreadable.
- */
-function asJson(value: unknown): { value: unknown; refused?: string } {
-  if (shapeProblem(value)) return { value };
-  try {
-    return { value: lexToJson(value as never) };
-  } catch {
-    return { value: null, refused: 'unreadable' };
-  }
 }

@@ -4,6 +4,8 @@
  * levels deep (any repo can hold one: a PDS stores unknown lexicons unvalidated) overflows the stack in them.
  * Ours are at most four levels deep; another app's may nest more, but not like that. Pure.
  */
+import { lexToJson } from '@atproto/lexicon';
+
 export interface ShapeLimits {
   depth: number;
   nodes: number;
@@ -67,3 +69,19 @@ function leafChars(v: unknown): number | undefined {
 
 // multiformats' CID marks itself so (`asCID`), whichever copy of the package made it.
 const isCid = (v: object) => (v as { asCID?: unknown }).asCID === v;
+
+/**
+ * A record read as lex values (the firehose's CBOR, or the XRPC client's parse: a blob is a BlobRef, a link a CID)
+ * in the JSON form the index validates and keeps. `lexToJson` recurses, so the shape is bounded first; a record
+ * past it, or one that cannot be turned back, comes back as `refused` (with a null record), decided here so it is
+ * skipped where it is stored.
+ */
+export function lexRecordAsJson(value: unknown): { record: unknown; refused?: string } {
+  const problem = shapeProblem(value);
+  if (problem) return { record: null, refused: problem };
+  try {
+    return { record: lexToJson(value as never) };
+  } catch {
+    return { record: null, refused: 'unreadable' };
+  }
+}
