@@ -22,6 +22,7 @@ import {
   requireIntent,
   securityHeaders,
   trustOnly,
+  untrustedForwarding,
 } from './http/index.ts';
 import { type Logger, requestLogging, subsystemLog } from './log/index.ts';
 import { countRefusals, metricsRoute } from './metrics/index.ts';
@@ -166,6 +167,20 @@ const noStore: RequestHandler = (_req, res, next) => {
   next();
 };
 
+/** Each request's line, and once a word to an operator whose reverse proxy TRUSTED_PROXIES leaves out. */
+function httpLogging(deps: { logger: Logger; trustedProxies: string[] }): RequestHandler[] {
+  const http = deps.logger.child({ subsystem: 'http' });
+  return [
+    requestLogging(http),
+    untrustedForwarding(deps.trustedProxies, (peer) =>
+      http.warn(
+        { peer },
+        `A request came through ${peer} with an X-Forwarded-For header, and TRUSTED_PROXIES does not name ${peer}. If it is this server's reverse proxy, set TRUSTED_PROXIES to its address: until then every client behind it counts as one address for the per-address limits. If it is not, a client sent the header itself, and it was ignored. Said once.`,
+      ),
+    ),
+  ];
+}
+
 /** Assembles the Express app from every room's routes, given the context; nothing else. */
 export function createApp(ctx: AppContext): Express {
   const deps = appDeps(ctx);
@@ -174,7 +189,7 @@ export function createApp(ctx: AppContext): Express {
   // The client is the socket's address unless that is one of the configured proxies (then the address that proxy
   // was reached from, and so on): a header a client sets is never believed by itself (issue 25).
   app.set('trust proxy', trustOnly(deps.trustedProxies));
-  app.use(requestLogging(deps.logger.child({ subsystem: 'http' })));
+  app.use(httpLogging(deps));
   app.use(
     countRefusals,
     metricsRoute({ sql: deps.sql, token: deps.metricsToken, figures: [readIndexerFigures] }),

@@ -1,4 +1,4 @@
-import type { Request } from 'express';
+import type { Request, RequestHandler } from 'express';
 import { ipKeyGenerator } from 'express-rate-limit';
 import ipaddr from 'ipaddr.js';
 
@@ -22,3 +22,25 @@ export function trustOnly(cidrs: readonly string[]): (address: string) => boolea
  * limit counts it (an IPv6 address by its /56, one customer's block, as express-rate-limit does).
  */
 export const requesterKey = (req: Request): string => ipKeyGenerator(req.ip ?? 'unknown');
+
+/**
+ * Says once, in the log, that a request came with `X-Forwarded-For` from an address TRUSTED_PROXIES does not
+ * name. Behind a reverse proxy left out of it, every reader is the proxy's one address: the per-address limit and
+ * the per-reader shares (ADR 0106) then count the whole site as one client, and nothing else would tell the
+ * operator. Once, not per request: a client can send the header itself, and a log line per request would be its
+ * to write.
+ */
+export function untrustedForwarding(cidrs: readonly string[], warn: (peer: string) => void): RequestHandler {
+  const trusted = trustOnly(cidrs);
+  let told = false;
+  return (req, _res, next) => {
+    if (!told && req.headers['x-forwarded-for'] !== undefined) {
+      const peer = req.socket.remoteAddress ?? 'unknown';
+      if (!trusted(peer)) {
+        told = true;
+        warn(peer);
+      }
+    }
+    next();
+  };
+}

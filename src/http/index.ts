@@ -9,7 +9,7 @@ export {
   readBytes,
   readJsonBody,
 } from './body.ts';
-export { requesterKey, trustOnly } from './clientAddress.ts';
+export { requesterKey, trustOnly, untrustedForwarding } from './clientAddress.ts';
 export {
   AppError,
   type AppErrorOptions,

@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig } from '../../src/config.ts';
 import { trustOnly } from '../../src/http/index.ts';
+import { createLogger } from '../../src/log/index.ts';
 import { startTestApp } from '../support/app.ts';
 
 // Issue 25, item 3: the client's address is the socket's, unless the socket is a configured proxy.
@@ -70,5 +71,40 @@ describe('TRUSTED_PROXIES', () => {
     expect(trustOnly([])('127.0.0.1')).toBe(false);
     expect(trustOnly(['::1/128'])('::1')).toBe(true);
     expect(trustOnly(['::1/128'])('127.0.0.1')).toBe(false);
+  });
+});
+
+describe('a reverse proxy TRUSTED_PROXIES leaves out', () => {
+  const warnings = (logged: string[]) =>
+    logged
+      .map((l) => JSON.parse(l) as { level: number; msg: string; peer?: string })
+      .filter((l) => l.level === 40);
+
+  it('is named once in the log, at warn, with the address to trust; a named proxy is not', async () => {
+    const logged: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (l: string) => logged.push(l) } });
+    const app = await startTestApp({}, {}, { logger });
+    try {
+      // Without the header nothing is said: a site reached directly has nothing to set.
+      await fetch(`${app.running.listenUrl}/healthz`);
+      expect(warnings(logged)).toEqual([]);
+      for (let i = 0; i < 3; i++) await hit(app.running.listenUrl, `203.0.113.${i}`);
+      const said = warnings(logged);
+      expect(said).toHaveLength(1);
+      expect(said[0]!.peer).toMatch(/127\.0\.0\.1$/);
+      expect(said[0]!.msg).toContain('TRUSTED_PROXIES');
+      // What the header said is the client's to write: it never reaches the log.
+      expect(logged.join('\n')).not.toContain('203.0.113.');
+    } finally {
+      await app.close();
+    }
+    logged.length = 0;
+    const trusted = await startTestApp({ trustedProxies: ['127.0.0.1/32'] }, {}, { logger });
+    try {
+      await hit(trusted.running.listenUrl, '203.0.113.9');
+      expect(warnings(logged)).toEqual([]);
+    } finally {
+      await trusted.close();
+    }
   });
 });
