@@ -84,7 +84,8 @@ export function coverAtOnce(
   const now = planWith(loaded, next);
   // The words covered only now: a string clipped before may end in part of one.
   const before = new Set(Object.values(was.words).flat());
-  const clipped = clippedGuard([...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w)));
+  const fresh = [...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w));
+  const clipped = clippedGuard(fresh);
   // A title made from the turns (the Player wrote none) that the held turns move would be made from a turn the
   // Player may not have looked over (one come since, one still being written): until a publish that succeeds, the
   // session says none.
@@ -110,6 +111,7 @@ export function coverAtOnce(
       onPath,
       named: r.messageId !== null && r.messageId in redactions,
       held: isHeld(r),
+      covering: fresh.length > 0,
     });
     if (titleMoved && r.collection === SESSION) {
       const untitled = { ...(changed ?? r.record), title: UNTITLED };
@@ -214,7 +216,16 @@ type Guard = (record: Record<string, unknown>) => Record<string, unknown>;
 /** What a stored record must become (undefined: it stays as it is). */
 function judge(
   r: PublishedRecord,
-  o: { was: Planned; now: Planned; clipped: Guard; onPath: boolean; named: boolean; held: boolean },
+  o: {
+    was: Planned;
+    now: Planned;
+    clipped: Guard;
+    onPath: boolean;
+    named: boolean;
+    held: boolean;
+    /** Words are covered that were not: what a stored link or mention leads to may show one. */
+    covering: boolean;
+  },
 ): Record<string, unknown> | undefined {
   const { was, now } = o;
   const before = was.records.get(r.rkey);
@@ -223,9 +234,11 @@ function judge(
   // Which links its turn names, asked only of a record that has some (a full reading of the turn's text).
   const linked = Boolean(r.record.refs || r.record.mentions);
   const [then, later] = linked ? [was.references(id), now.references(id)] : [];
+  // A linked record's text or an account's handle may show a word covered now (ADR 0108), and nothing is looked
+  // up here: every stored link and mention goes, until a publish looks them up again.
   const links = linksOf(r.record, now.cover, {
-    refs: then?.pointers === later?.pointers,
-    mentions: then?.accounts === later?.accounts,
+    refs: !o.covering && then?.pointers === later?.pointers,
+    mentions: !o.covering && then?.accounts === later?.accounts,
   });
   let record: Record<string, unknown> | undefined;
   // Withheld by the request: a hole, drifted or not (nothing of the turn stays).
@@ -338,9 +351,10 @@ interface Links {
 
 /**
  * A stored record's refs and mentions (ids, looked up when it was published, never covered), less any that now
- * show a covered word (a did:web, a record key), and all of its refs (mentions) when the new redactions change
- * which links (accounts) its turn names: one may have been under the words just covered, and a stored link
- * cannot be told back to the words it came from. A whole publish looks them up again.
+ * show a covered word (a did:web, a record key), and all of its refs (mentions) when `same` says so: the new
+ * redactions change which links (accounts) its turn names (one may have been under the words just covered, and a
+ * stored link cannot be told back to the words it came from), or cover words what it leads to may show (ADR
+ * 0108). A whole publish looks them up again.
  */
 function linksOf(
   stored: Record<string, unknown>,

@@ -73,10 +73,15 @@ export interface PublishAgent {
  * preview to check that turn's links): the turn is "not checked yet", not refused.
  */
 export interface Resolution {
-  /** By pointerKey: the strongRef, or null when it could not be resolved. */
-  refs: Map<string, { uri: string; cid: string } | null>;
+  /**
+   * By pointerKey: the strongRef, or null when it could not be resolved; with the strings a reader of the link is
+   * shown of its record (null: too many to check), when they were read.
+   */
+  refs: Map<string, { uri: string; cid: string; shown?: string[] | null } | null>;
   /** By handle (lower-case) or DID: the DID, or null when it could not be resolved. */
   mentions: Map<string, string | null>;
+  /** By DID: the handle its document claims, which a reader may show for it (null: none). */
+  handles?: Map<string, string | null>;
 }
 
 /** What is published of a Conversation before any record is built: the cover and each turn's covered text. */
@@ -292,12 +297,20 @@ function linksOf(
       'COVERED_REFERENCE',
       `“${raw}” in turn ${index + 1} shows words you covered. Remove it, or remove the redaction.`,
     );
-  const spells = (did: string | undefined) => webDidShows(did, ctx.published.cover);
+  const { cover } = ctx.published;
+  // The DID itself (a did:web), or the handle its document claims: what a reader of the record is shown for it.
+  const spells = (did: string | undefined) => {
+    const handle = did ? ctx.resolution.handles?.get(did) : undefined;
+    return webDidShows(did, cover) || Boolean(handle && cover.find(handle).length);
+  };
   const spelled = (raw: string) =>
     problem(
       'COVERED_REFERENCE',
       `“${raw}” in turn ${index + 1} leads to an account whose address shows words you covered. Remove it, or remove the redaction.`,
     );
+  // A linked record is shown by other AppViews as it is (a quoted post's text): words covered here would show there.
+  const shows = (shown: string[] | null | undefined) =>
+    cover.needles.length > 0 && (shown === null || Boolean(shown?.some((s) => cover.find(s).length)));
   const refs = pointers.flatMap((p) => {
     if (!ctx.resolution.refs.has(pointerKey(p))) {
       unchecked.push(pointerKey(p));
@@ -307,6 +320,13 @@ function linksOf(
     if (!resolved)
       problem('UNRESOLVED_REF', `Turn ${index + 1} refers to ${pointerKey(p)}, which could not be found.`);
     else if (spells(resolved.uri.split('/')[2])) spelled(pointerKey(p));
+    else if (shows(resolved.shown))
+      problem(
+        'COVERED_REFERENCE',
+        resolved.shown === null
+          ? `“${pointerKey(p)}” in turn ${index + 1} leads to a record too large to check for words you covered. Remove it, or remove the redaction.`
+          : `“${pointerKey(p)}” in turn ${index + 1} leads to a record that shows words you covered. Remove it, or remove the redaction.`,
+      );
     else return [{ uri: resolved.uri, cid: resolved.cid }];
     return [];
   });
@@ -315,7 +335,8 @@ function linksOf(
       unchecked.push(isDid(a) ? a : `@${a}`);
       return [];
     }
-    const did = isDid(a) ? (ctx.resolution.mentions.get(a) ?? a) : ctx.resolution.mentions.get(a);
+    // A DID whose document cannot be read is not published either: what it leads to could not be checked.
+    const did = ctx.resolution.mentions.get(a);
     if (!did)
       problem(
         'UNRESOLVED_MENTION',

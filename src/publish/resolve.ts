@@ -1,12 +1,21 @@
 import { type Agent, AtpAgent } from '@atproto/api';
-import { IdResolver } from '@atproto/identity';
+import { getHandle } from '@atproto/common-web';
+import { IdResolver, MemoryCache } from '@atproto/identity';
+import { cidForRecord } from '@atproto/repo';
 import type { Resolution } from './projection.ts';
 import { isDid, pointerKey, type RecordPointer } from './references.ts';
+import { shownHandle, shownStrings } from './shown.ts';
 
 export interface Resolver {
   handleToDid(handle: string): Promise<string | null>;
-  didExists(did: string): Promise<boolean>;
-  recordCid(did: string, collection: string, rkey: string): Promise<string | null>;
+  /** The handle a DID's document claims (what a reader may show for it; null: none); null when it does not resolve. */
+  identity(did: string): Promise<{ handle: string | null } | null>;
+  /** A record's CID, and the words a reader of a link to it sees (shownStrings); null when not found or not its CID's. */
+  record(
+    did: string,
+    collection: string,
+    rkey: string,
+  ): Promise<{ cid: string; shown: string[] | null } | null>;
 }
 
 /**
@@ -19,7 +28,8 @@ export function networkResolver(
   local: boolean,
   fetch: typeof globalThis.fetch,
 ): Resolver {
-  const ids = new IdResolver({ plcUrl, fetch });
+  // A DID's document is read once per publish: a link asks for it as its author and again for its record's PDS.
+  const ids = new IdResolver({ plcUrl, fetch, didCache: new MemoryCache() });
   return {
     async handleToDid(handle) {
       try {
@@ -28,10 +38,11 @@ export function networkResolver(
         return null;
       }
     },
-    async didExists(did) {
-      return (await ids.did.resolve(did).catch(() => null)) !== null;
+    async identity(did) {
+      const doc = await ids.did.resolve(did).catch(() => null);
+      return doc ? { handle: shownHandle(getHandle(doc)) } : null;
     },
-    async recordCid(did, collection, rkey) {
+    async record(did, collection, rkey) {
       try {
         const { pds } = await ids.did.resolveAtprotoData(did);
         if (!local && !pds.startsWith('https://')) return null;
@@ -40,7 +51,10 @@ export function networkResolver(
           collection,
           rkey,
         });
-        return res.data.cid ?? null;
+        // The words checked must be the words the CID pins: the record's PDS (anyone's) could send other words
+        // here than it sends the network under that CID. Hashed as lex values, as the XRPC client gives them.
+        const cid = (await cidForRecord(res.data.value as never)).toString();
+        return cid === res.data.cid ? { cid, shown: shownStrings(res.data.value) } : null;
       } catch {
         return null;
       }
@@ -53,28 +67,51 @@ export async function resolveAll(
   resolver: Resolver,
   pointers: RecordPointer[],
   accounts: string[],
+  /** A DID that spells a covered word (a did:web): refused as it is, its host never asked for its document. */
+  spelled: (did: string) => boolean,
 ): Promise<Resolution> {
-  const dids = new Map<string, string | null>();
-  const didOf = async (actor: string) => {
-    if (!dids.has(actor)) {
-      dids.set(
-        actor,
-        isDid(actor) ? ((await resolver.didExists(actor)) ? actor : null) : await resolver.handleToDid(actor),
-      );
+  // Each actor's DID and the handle its document claims (a handle written resolves to a DID whose document may
+  // claim another): both are what a reader may be shown for it.
+  const actors = new Map<string, Promise<{ did: string; handle: string | null } | null>>();
+  const whoIs = (actor: string) => {
+    let known = actors.get(actor);
+    if (!known) {
+      known = (async () => {
+        const did = isDid(actor) ? actor : await resolver.handleToDid(actor);
+        if (did && spelled(did)) return { did, handle: null };
+        const id = did ? await resolver.identity(did) : null;
+        return did && id ? { did, handle: id.handle } : null;
+      })();
+      actors.set(actor, known);
     }
-    return dids.get(actor) ?? null;
+    return known;
   };
   const refs: Resolution['refs'] = new Map();
   const mentions: Resolution['mentions'] = new Map();
+  const handles: NonNullable<Resolution['handles']> = new Map();
   await inBatches(accounts, async (a) => {
-    mentions.set(a, await didOf(a));
+    const who = await whoIs(a);
+    mentions.set(a, who?.did ?? null);
+    if (who) handles.set(who.did, who.handle);
   });
   await inBatches(pointers, async (p) => {
-    const did = await didOf(p.actor);
-    const cid = did ? await resolver.recordCid(did, p.collection, p.rkey) : null;
-    refs.set(pointerKey(p), did && cid ? { uri: `at://${did}/${p.collection}/${p.rkey}`, cid } : null);
+    const who = await whoIs(p.actor);
+    // A spelled DID's record is not fetched: the link is refused for its DID (its CID is never used).
+    const found =
+      who && spelled(who.did)
+        ? { cid: '', shown: [] }
+        : who
+          ? await resolver.record(who.did, p.collection, p.rkey)
+          : null;
+    if (who) handles.set(who.did, who.handle);
+    refs.set(
+      pointerKey(p),
+      who && found
+        ? { uri: `at://${who.did}/${p.collection}/${p.rkey}`, cid: found.cid, shown: found.shown }
+        : null,
+    );
   });
-  return { refs, mentions };
+  return { refs, mentions, handles };
 }
 
 async function inBatches<T>(items: T[], fn: (item: T) => Promise<void>, size = 8) {

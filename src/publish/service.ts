@@ -12,6 +12,7 @@ import { coverDespite } from './coverWrite.ts';
 import { executePending, PublishPausedError } from './execute.ts';
 import { loadForPlan } from './load.ts';
 import { choose, lookupsOf, type Planned, type PublishInput, plan } from './plan.ts';
+import { webDidShows } from './projection.ts';
 import { agentRepo, type Repo, type RepoWrite, type Written } from './repo.ts';
 import { networkResolver, resolveAll } from './resolve.ts';
 import { retryLater } from './retryDue.ts';
@@ -68,6 +69,8 @@ async function planFor(
     networkResolver(agent, deps.plcUrl, deps.localNetwork, deps.fetch),
     wanted.pointers,
     wanted.accounts,
+    // A name may resolve to a did:web that spells a covered word: refused as it is, its host asked nothing more.
+    (did) => webDidShows(did, chosen.published.cover),
   );
   return plan(loaded, input, chosen, resolution);
 }

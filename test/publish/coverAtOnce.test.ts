@@ -137,15 +137,15 @@ describe('covering words in a published Conversation', () => {
     expect(after.messages[1]!.text).toBe('████████ keeps the maps in the east wing.');
     expect(after.messages[3]).toMatchObject({ withheld: true });
     expect(after.messages[3]!.text).toBeUndefined();
-    // Turn 3 is a hole; nothing else the refused request asked for went out: turn 1, rewritten, keeps the link it
-    // was published with.
+    // Turn 3 is a hole; nothing else the refused request asked for went out. Turn 1, rewritten, lost the link it
+    // was published with: what it leads to may show the words covered now, and nothing is looked up (ADR 0108).
     expect(after.messages[2]).toMatchObject({ withheld: true });
     expect(after.messages[2]!.text).toBeUndefined();
     // Both holes as the next publish plans them: the time of turn 2, the last one published before them.
     expect(after.messages[2]!.createdAt).toBe(after.messages[1]!.createdAt);
     expect(after.messages[3]!.createdAt).toBe(after.messages[1]!.createdAt);
     expect(after.messages[0]!.text).toBe(`Does ████████ keep ${link}?`);
-    expect(after.messages[0]!.refs).toHaveLength(1);
+    expect(after.messages[0]!.refs).toBeUndefined();
     const { publication, draft } = (await (
       await api(`/api/conversations/${conversationId}/publication`)
     ).json()) as {
@@ -550,12 +550,11 @@ describe('holes made at once (ADR 0096)', () => {
   }, 120_000);
 });
 
-describe('what the reader looks up beside a thread published from here', () => {
-  it('is covered as the records are: a linked post’s text and a mentioned account’s handle', async () => {
+describe('links and mentions when words are covered at once', () => {
+  it('go, all of them, until a publish looks them up again: what they lead to may show the words', async () => {
     const post = await bob.post({ text: 'Zephyr keeps the maps.', createdAt: new Date().toISOString() });
-    // By DID: the handle is covered below.
-    const first = `Zephyr wrote ${post.uri}`;
     const bobDid = bob.session!.did;
+    const first = `Zephyr wrote ${post.uri}`;
     const second = 'Ask bob.test about it.';
     const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
       turns: [
@@ -563,50 +562,98 @@ describe('what the reader looks up beside a thread published from here', () => {
         { role: 'npc', parts: [{ type: 'text', text: second }] },
       ],
     });
-    const res = await api(`/api/conversations/${conversationId}/publication`, {
+    const publish = (choices: object) =>
+      api(`/api/conversations/${conversationId}/publication`, { method: 'PUT', body: { choices } });
+    expect((await publish({ [ids[0]!]: { mentions: [bobDid] } })).status).toBe(200);
+    expect((await everywhere(conversationId)).messages[0]).toMatchObject({
+      mentions: [bobDid],
+      refs: [{ uri: post.uri }],
+    });
+    // Covering the name the post shows and bob's handle: refused (the link and the mention lead to them, ADR
+    // 0108), and covered at once, links and mentions gone with the words.
+    const covering = await publish({
+      [ids[0]!]: { redactions: [spanOf(first, 'Zephyr')], mentions: [bobDid] },
+      [ids[1]!]: { redactions: [spanOf(second, 'bob.test')] },
+    });
+    expect(covering.status).toBe(400);
+    const refused = (await covering.json()) as {
+      error: { details: { problems: { code: string }[]; covered: { records: number } } };
+    };
+    expect(refused.error.details.problems.map((p) => p.code)).toContain('COVERED_REFERENCE');
+    const now = await everywhere(conversationId);
+    expect(now.all).not.toMatch(/zephyr|bob\.test/i);
+    expect(now.messages[0]).not.toHaveProperty('refs');
+    expect(now.messages[0]).not.toHaveProperty('mentions');
+    // Withholding alone covers no words: the links stay.
+    const other = await published(`See ${post.uri}`, 'Fine.');
+    const held = await api(`/api/conversations/${other.conversationId}/publication`, {
       method: 'PUT',
       body: {
-        choices: {
-          [ids[0]!]: { redactions: [spanOf(first, 'Zephyr')], mentions: [bobDid] },
-          [ids[1]!]: { redactions: [spanOf(second, 'bob.test')] },
-        },
+        choices: { [other.ids[1]!]: { withheld: true }, [other.ids[0]!]: { mentions: ['@nobody.test'] } },
       },
     });
-    expect(res.status).toBe(200);
-    const rkey = ((await res.json()) as { uri: string }).uri.split('/').pop()!;
-    const reader = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey}`);
-    const { thread } = (await reader.json()) as {
-      thread: {
-        messages: { refs: { text: string | null }[]; mentions: { did: string; handle: string | null }[] }[];
-      };
-    };
-    expect(thread.messages[0]!.refs[0]!.text).toBe('████████ keeps the maps.');
-    // A long record linked: its quote is cut at 1,000 characters after covering, not before (a covered word
-    // across the cut would show its first half).
-    const note = await bob.com.atproto.repo.createRecord({
+    expect(held.status).toBe(400);
+    expect((await everywhere(other.conversationId)).messages[0]).toMatchObject({ refs: [{ uri: post.uri }] });
+  }, 120_000);
+});
+
+describe('what the reader looks up beside a thread published from here', () => {
+  // A linked record can change after it was published, and an account can take another handle: the reader covers
+  // what it looks up with the Conversation's cover.
+  it('is covered as the records are: a linked post’s text and a mentioned account’s handle', async () => {
+    const bobDid = bob.session!.did;
+    const made = await bob.com.atproto.repo.createRecord({
       repo: bobDid,
       collection: 'com.example.note',
+      record: { $type: 'com.example.note', text: 'Maps, kept.' },
+    });
+    const rkeyOf = (uri: string) => uri.split('/').pop()!;
+    const first = `Zephyr noted ${made.data.uri}`;
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: first }] },
+        { role: 'npc', parts: [{ type: 'text', text: 'Fine.' }] },
+      ],
+    });
+    const res = await api(`/api/conversations/${conversationId}/publication`, {
+      method: 'PUT',
+      body: { choices: { [ids[0]!]: { redactions: [spanOf(first, 'Zephyr')], mentions: [bobDid] } } },
+    });
+    expect(res.status).toBe(200);
+    const rkey = rkeyOf(((await res.json()) as { uri: string }).uri);
+    // Since: the note says the covered name, a long way in (its quote is cut at 1,000 characters after covering,
+    // not before: a covered word across the cut would show its first half) …
+    await bob.com.atproto.repo.putRecord({
+      repo: bobDid,
+      collection: 'com.example.note',
+      rkey: rkeyOf(made.data.uri),
       record: { $type: 'com.example.note', text: `${'x'.repeat(995)} Zephyr and more.` },
     });
-    const long = `Zephyr noted ${note.data.uri}`;
-    const other = await published(long, 'Fine.');
-    const covered = await api(`/api/conversations/${other.conversationId}/publication`, {
-      method: 'PUT',
-      body: { choices: { [other.ids[0]!]: { redactions: [spanOf(long, 'Zephyr')] } } },
-    });
-    expect(covered.status).toBe(200);
-    const rkey2 = ((await covered.json()) as { uri: string }).uri.split('/').pop()!;
-    const reread = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey2}`);
-    const quote = (await reread.json()) as { thread: typeof thread };
-    const text = quote.thread.messages[0]!.refs[0]!.text!;
-    expect(text).toHaveLength(1000);
-    expect(text.endsWith(' ████')).toBe(true);
-    expect(text).not.toMatch(/zeph/i);
-    expect(thread.messages[0]!.mentions).toEqual([{ did: bobDid, handle: null }]);
-    const page = await (
-      await fetch(`${local.app.running.listenUrl}/profile/alice.test/thread/${rkey}`)
-    ).text();
-    expect(page).toContain('keeps the maps.');
-    expect(page.toLowerCase()).not.toMatch(/zephyr|bob\.test/);
+    // … and bob's handle spells it.
+    await bob.com.atproto.identity.updateHandle({ handle: 'zephyr-bob.test' });
+    try {
+      const reader = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey}`);
+      const { thread } = (await reader.json()) as {
+        thread: {
+          messages: {
+            refs: { text: string | null; state: string }[];
+            mentions: { did: string; handle: string | null }[];
+          }[];
+        };
+      };
+      const quote = thread.messages[0]!.refs[0]!;
+      expect(quote.state).toBe('changed');
+      expect(quote.text).toHaveLength(1000);
+      expect(quote.text!.endsWith(' ████')).toBe(true);
+      expect(quote.text).not.toMatch(/zeph/i);
+      expect(thread.messages[0]!.mentions).toEqual([{ did: bobDid, handle: null }]);
+      const page = await (
+        await fetch(`${local.app.running.listenUrl}/profile/alice.test/thread/${rkey}`)
+      ).text();
+      expect(page).toContain('noted');
+      expect(page.toLowerCase()).not.toMatch(/zephyr/);
+    } finally {
+      await bob.com.atproto.identity.updateHandle({ handle: 'bob.test' });
+    }
   }, 120_000);
 });

@@ -272,7 +272,7 @@ describe('covering at once', () => {
     expect(out.withheld).toEqual([turns[1]!.messageId]);
   });
 
-  it('drops the links and mentions of a turn whose linked names the new words cover, and any ref that spells one', () => {
+  it('drops the links and mentions of a turn when words are covered at once: what they lead to may show them (ADR 0108)', () => {
     const turns = [
       turn(0, 'Ask @bob.test, see at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed'),
       turn(1, 'Ok.'),
@@ -293,7 +293,8 @@ describe('covering at once', () => {
       refs: [{ cid: CID }],
       mentions: ['did:plc:bob'],
     });
-    // "bob" covered in the reply: the mention's handle in turn 1 is covered, so its DID goes.
+    // "bob" covered in the reply: the mention's handle in turn 1 is covered, so its DID goes; and the link, which
+    // is not looked up again here, goes with it.
     const loaded2 = {
       ...l,
       turns: [turns[0]!, turn(1, 'Ok, bob.')],
@@ -303,7 +304,7 @@ describe('covering at once', () => {
     const out = coverAtOnce(loaded2, { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 7 }] } })!;
     const first1 = out.records.find((r) => r.messageId === turns[0]!.messageId)!.record;
     expect(first1.mentions).toBeUndefined();
-    expect(first1.refs).toEqual([{ uri: 'at://did:plc:xyz/app.bsky.feed.generator/zephyr-feed', cid: CID }]);
+    expect(first1.refs).toBeUndefined();
     // "zephyr" covered: the ref whose record key spells it goes too.
     const loaded3 = {
       ...l,
@@ -317,7 +318,7 @@ describe('covering at once', () => {
     expect(JSON.stringify(out3.records).toLowerCase()).not.toContain('zephyr');
   });
 
-  it('keeps a link whose resolved did:plc happens to hold a covered word, as a whole publish does', () => {
+  it('a link whose did:plc merely holds a covered word: dropped at once (nothing is looked up), kept by a whole publish', () => {
     const turns = [turn(0, 'see https://bsky.app/profile/bob.test/post/3kabc'), turn(1, 'Ok, qq.')];
     const resolution: Resolution = {
       refs: new Map([
@@ -331,9 +332,25 @@ describe('covering at once', () => {
     const l = loadedOf(turns);
     const first = plan(l, { choices: {} }, choose(turns, { choices: {} }, undefined), resolution);
     const loaded = { ...l, existing: written(first.records), draft: first.draft };
-    const out = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 6 }] } })!;
-    // Only the reply changes; the link's record is left as it was.
-    expect(out.records.map((r) => r.messageId)).toEqual([turns[1]!.messageId]);
+    const covering = { [turns[1]!.messageId]: { redactions: [{ start: 4, end: 6 }] } };
+    const out = coverAtOnce(loaded, covering)!;
+    const byMessage = new Map(out.records.map((r) => [r.messageId, r.record]));
+    expect(byMessage.get(turns[1]!.messageId)?.text).toBe(`Ok, ${REDACTION_BAR}.`);
+    expect(byMessage.get(turns[0]!.messageId)).toMatchObject({
+      text: 'see https://bsky.app/profile/bob.test/post/3kabc',
+    });
+    expect(byMessage.get(turns[0]!.messageId)!.refs).toBeUndefined();
+    // A whole publish looks it up, and keeps it: the letters of a did:plc are not its words.
+    const again = plan(
+      loaded,
+      { choices: covering },
+      choose(turns, { choices: covering }, first.draft),
+      resolution,
+    );
+    expect(again.problems).toEqual([]);
+    expect(again.records[1]!.record.refs).toEqual([
+      { uri: 'at://did:plc:abqqcd/app.bsky.feed.post/3kabc', cid: CID },
+    ]);
   });
 
   it('drops rows never written of turns no longer on the path, and says when a turn holds too many redactions', () => {

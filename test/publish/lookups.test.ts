@@ -1,3 +1,4 @@
+import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertConversation } from '../support/conversations.ts';
 import { didWebHost, RECORD_CID } from '../support/didWeb.ts';
@@ -116,5 +117,24 @@ describe('links and mentions are looked up only for published turns the Player a
     expect(host.requests.length).toBeGreaterThan(before.host);
     expect(handleLookups.length).toBeGreaterThan(before.handles);
     await api(`/api/conversations/${conversationId}/publication`, { method: 'DELETE' });
+  }, 60_000);
+
+  it('a linked record whose PDS sends other words than its CID pins is not published', async () => {
+    const { conversationId, reply } = await conversationWithPin();
+    // The host sends a clean text under the CID of another: the words checked would not be the words linked.
+    host.served.cid = (await cidForRecord({ text: 'Zephyr keeps the maps' })).toString();
+    try {
+      const res = await api(`/api/conversations/${conversationId}/publication`, {
+        method: 'PUT',
+        body: { choices: { [reply]: {} } },
+      });
+      expect(res.status).toBe(400);
+      const { error } = (await res.json()) as {
+        error: { details: { problems: { code: string; turn: number }[] } };
+      };
+      expect(error.details.problems.map((p) => [p.code, p.turn])).toEqual([['UNRESOLVED_REF', 2]]);
+    } finally {
+      host.served.cid = RECORD_CID;
+    }
   }, 60_000);
 });

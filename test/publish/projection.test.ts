@@ -305,6 +305,79 @@ describe('the projection', () => {
     expect(plc.record.refs).toHaveLength(1);
   });
 
+  it('refuses a link whose record, or a name whose handle, shows a covered word: other AppViews show them', () => {
+    const text = 'Zephyr said so: https://bsky.app/profile/bob.test/post/3kpost1, ask @bob.test.';
+    const t = turn([{ type: 'text', text }], { role: 'player' });
+    const choice = { redactions: [{ start: 0, end: 6 }] };
+    const published = publishedTexts([t], { m1: choice });
+    const resolved = (shown: string[] | null, handle: string | null): Resolution => ({
+      refs: new Map([
+        [
+          'at://bob.test/app.bsky.feed.post/3kpost1',
+          { uri: 'at://did:plc:bob/app.bsky.feed.post/3kpost1', cid: 'bafyreia', shown },
+        ],
+      ]),
+      mentions: new Map([['bob.test', 'did:plc:bob']]),
+      handles: new Map([['did:plc:bob', handle]]),
+    });
+    const at = (resolution: Resolution, p = published) =>
+      projectTurn(t, 0, choice, { sessionUri, resolution, published: p, known: { agents: [], skills: [] } });
+    // The linked post quotes the covered word (folded, as the cover reads it).
+    const quoted = at(resolved(['I met ZEPHYR today', 'en'], 'bob.test'));
+    expect(quoted.problems.map((p) => [p.code, p.message.includes('a record that shows')])).toEqual([
+      ['COVERED_REFERENCE', true],
+    ]);
+    expect(quoted.record.refs).toBeUndefined();
+    expect(quoted.record.mentions).toEqual(['did:plc:bob']);
+    // Its author's document now claims a handle that spells it: the link and the mention both lead to it.
+    const named = at(resolved(['Maps are the best'], 'zephyr.example'));
+    expect(named.problems.map((p) => p.code)).toEqual(['COVERED_REFERENCE', 'COVERED_REFERENCE']);
+    expect(JSON.stringify(named.record).toLowerCase()).not.toContain('did:plc:bob');
+    // A record too large to read whole cannot be told clean …
+    const large = at(resolved(null, 'bob.test'));
+    expect(large.problems.map((p) => [p.code, p.message.includes('too large')])).toEqual([
+      ['COVERED_REFERENCE', true],
+    ]);
+    // … unless nothing is covered; and a record and handle that show nothing covered are published.
+    const uncovered = projectTurn(
+      t,
+      0,
+      {},
+      {
+        sessionUri,
+        resolution: resolved(null, 'bob.test'),
+        published: publishedTexts([t], { m1: {} }),
+        known: { agents: [], skills: [] },
+      },
+    );
+    expect(uncovered.problems).toEqual([]);
+    // A mention by DID whose document could not be read is not published: its handle was not checked.
+    const unread = projectTurn(
+      t,
+      0,
+      { ...choice, mentions: ['did:plc:carol'] },
+      {
+        sessionUri,
+        resolution: {
+          ...resolved(['Maps are the best'], 'bob.test'),
+          mentions: new Map<string, string | null>([
+            ['bob.test', 'did:plc:bob'],
+            ['did:plc:carol', null],
+          ]),
+        },
+        published,
+        known: { agents: [], skills: [] },
+      },
+    );
+    expect(unread.problems.map((p) => p.code)).toEqual(['UNRESOLVED_MENTION']);
+    expect(unread.record.mentions).toEqual(['did:plc:bob']);
+    const clean = at(resolved(['Maps are the best'], 'bob.test'));
+    expect(clean.problems).toEqual([]);
+    expect(clean.record.refs).toEqual([
+      { uri: 'at://did:plc:bob/app.bsky.feed.post/3kpost1', cid: 'bafyreia' },
+    ]);
+  });
+
   it('does not publish a mention or link that sits under a redaction', () => {
     const text = 'Ask @secret.test about it.';
     const t = turn([{ type: 'text', text }], { role: 'player' });

@@ -1,10 +1,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Secp256k1Keypair } from '@atproto/crypto';
+import { cidForRecord } from '@atproto/repo';
 
 /**
  * A host someone else runs, named by a did:web (did:web:localhost%3A<port>): it serves its DID document and
- * answers getRecord for any rkey as its own PDS, and counts every request it is sent — a test proves what the
+ * answers getRecord for any rkey as its own PDS (`served`), and counts every request it is sent — a test proves what the
  * server asked of it, and when. A reachable stand-in for an attacker's host.
  */
 export async function didWebHost() {
@@ -12,6 +13,8 @@ export async function didWebHost() {
   const requests: string[] = [];
   let did = '';
   let base = '';
+  // What getRecord answers: a record under its own CID, unless a test has the host lie.
+  const served = { value: RECORD as Record<string, unknown>, cid: RECORD_CID };
   const server = http.createServer((req, res) => {
     requests.push(req.url ?? '/');
     const url = new URL(req.url ?? '/', 'http://x');
@@ -22,7 +25,7 @@ export async function didWebHost() {
     }
     if (url.pathname === '/xrpc/com.atproto.repo.getRecord') {
       const uri = `at://${did}/${url.searchParams.get('collection')}/${url.searchParams.get('rkey')}`;
-      res.end(JSON.stringify({ uri, cid: RECORD_CID, value: { text: 'a post' } }));
+      res.end(JSON.stringify({ uri, cid: served.cid, value: served.value }));
       return;
     }
     res.statusCode = 404;
@@ -36,6 +39,8 @@ export async function didWebHost() {
     did,
     /** Every request path (with its query) the host was sent, in order. */
     requests,
+    /** What getRecord answers, for any rkey: a test may set another value, or a CID that is not its hash. */
+    served,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -53,5 +58,6 @@ export function didDocument(did: string, key: Secp256k1Keypair, pds: string, han
   };
 }
 
-/** The CID the host claims for every record it serves. */
-export const RECORD_CID = 'bafyreie5737gdxlw5i64vzichcalba3z2v5n6icifvx5xytvske7mr3hpm';
+/** The record the host serves for any rkey, and its CID (its hash, as a PDS would give it). */
+const RECORD = { text: 'a post' };
+export const RECORD_CID = (await cidForRecord(RECORD)).toString();
