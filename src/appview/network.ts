@@ -1,6 +1,6 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { jsonToLex } from '@atproto/lexicon';
+import { jsonToLex, lexToIpld } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
@@ -159,9 +159,10 @@ export class Network {
     if (problem) throw new Error(`record ${problem}`);
     // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
     // under the cid a ref pinned, and readers would be told the record is unchanged. Hashed as lex values
-    // (blobs as BlobRefs), as the record's repo holds it.
+    // (a blob as the link it was sent as), as the record's repo holds it: hashed as a BlobRef object, a record with
+    // a picture had another CID, and was said changed when it was not.
     const lex = jsonToLex(value as never);
-    const cid = (await cidForRecord(lex as never)).toString();
+    const cid = (await cidForRecord(lexToIpld(lex) as never)).toString();
     return { cid, value: lex };
   }
 }

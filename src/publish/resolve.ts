@@ -1,6 +1,7 @@
 import { type Agent, AtpAgent } from '@atproto/api';
 import { getHandle } from '@atproto/common-web';
 import { IdResolver, MemoryCache } from '@atproto/identity';
+import { lexToIpld } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import type { Resolution } from './projection.ts';
 import { isDid, pointerKey, type RecordPointer } from './references.ts';
@@ -52,8 +53,9 @@ export function networkResolver(
           rkey,
         });
         // The words checked must be the words the CID pins: the record's PDS (anyone's) could send other words
-        // here than it sends the network under that CID. Hashed as lex values, as the XRPC client gives them.
-        const cid = (await cidForRecord(res.data.value as never)).toString();
+        // here than it sends the network under that CID. Hashed as the repo holds it: the XRPC client's lex values
+        // turned to IPLD (a blob as the link it was sent as; hashed as a BlobRef object, its CID is another).
+        const cid = (await cidForRecord(lexToIpld(res.data.value) as never)).toString();
         return cid === res.data.cid ? { cid, shown: shownStrings(res.data.value) } : null;
       } catch {
         return null;

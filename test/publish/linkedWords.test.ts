@@ -2,6 +2,7 @@ import { AtpAgent } from '@atproto/api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { insertConversation } from '../support/conversations.ts';
 import { type LocalApp, startLocalApp } from '../support/localnet.ts';
+import { picture } from '../support/picture.ts';
 
 // Covered words never leave the server, and other AppViews show what a link or a mention leads to as it is: a
 // linked post's text, an account's handle. Against a real PLC and PDS: bob's post and handle are read from them.
@@ -69,6 +70,48 @@ describe('publishing a link or a mention that leads to covered words', () => {
     expect(data.records.map((r) => (r.value as { refs?: unknown }).refs).filter(Boolean)).toEqual([
       [{ uri: bob.post.uri, cid: bob.post.cid }],
     ]);
+  }, 60_000);
+
+  it('a linked post with a picture is checked too: its alt text is read, its blob is hashed as its CID says', async () => {
+    const agent = new AtpAgent({ service: local.app.running.localnet!.pdsUrl });
+    const account = local.app.running.localnet!.accounts.find((a) => a.handle === 'bob.test')!;
+    await agent.login({ identifier: account.handle, password: account.password });
+    const { data } = await agent.uploadBlob(picture(), { encoding: 'image/png' });
+    const withPicture = await agent.post({
+      text: 'A picture of the harbour',
+      embed: { $type: 'app.bsky.embed.images', images: [{ image: data.blob, alt: 'Osric at the harbour' }] },
+      createdAt: new Date().toISOString(),
+    });
+    const second = 'Osric took it.';
+    const { conversationId, ids } = await insertConversation(local.app.db.sql, alice.playerId, {
+      turns: [
+        { role: 'player', parts: [{ type: 'text', text: `See ${withPicture.uri}` }] },
+        { role: 'npc', parts: [{ type: 'text', text: second }] },
+      ],
+    });
+    const publish = (choices: object) => api(`/api/conversations/${conversationId}/publication`, { choices });
+    // Its alt text names the covered word.
+    const refused = await publish({ [ids[1]!]: cover(second, 'Osric') });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as Refused).error.details.problems.map((p) => p.code)).toEqual([
+      'COVERED_REFERENCE',
+    ]);
+    // Nothing covered it shows: published, with the post's own CID (the blob hashed as a link, not as a map).
+    const ok = await publish({ [ids[1]!]: cover(second, 'took') });
+    expect(ok.status).toBe(200);
+    const records = await agent.com.atproto.repo.listRecords({
+      repo: alice.did,
+      collection: 'click.aligned.chat.message',
+      limit: 20,
+    });
+    expect(
+      records.data.records.map((r) => (r.value as { refs?: unknown }).refs).filter(Boolean),
+    ).toContainEqual([{ uri: withPicture.uri, cid: withPicture.cid }]);
+    // The reader hashes it the same way: the post is the one linked, not "changed".
+    const rkey = ((await ok.json()) as { uri: string }).uri.split('/').pop()!;
+    const reader = await fetch(`${local.app.running.listenUrl}/api/reader/threads/alice.test/${rkey}`);
+    const { thread } = (await reader.json()) as { thread: { messages: { refs: { state: string }[] }[] } };
+    expect(thread.messages[0]!.refs.map((r) => r.state)).toEqual(['same']);
   }, 60_000);
 
   it('is refused when a mention by DID leads to a handle that shows a covered word', async () => {
