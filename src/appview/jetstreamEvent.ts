@@ -1,4 +1,4 @@
-import { jsonToLex } from '@atproto/lexicon';
+import { jsonToIpld } from '@atproto/common-web';
 import { cidForRecord } from '@atproto/repo';
 import { isValidDid, isValidRecordKey, isValidTid } from '@atproto/syntax';
 import { CID } from 'multiformats/cid';
@@ -129,7 +129,9 @@ function parseEvent(json: unknown): Parsed {
 export async function cidMatches(cid: string, record: unknown): Promise<boolean> {
   try {
     const claimed = CID.parse(cid);
-    const actual = await cidForRecord(jsonToLex(record as never) as never);
+    // Hashed as its repo holds it: a blob as the link it is. (As lex values, a blob is a BlobRef object, and a
+    // session whose agents have pictures hashed to another cid and was refused.)
+    const actual = await cidForRecord(jsonToIpld(record as never) as never);
     return actual.equals(claimed as never);
   } catch {
     return false;

@@ -86,6 +86,9 @@ export function coverAtOnce(
   const before = new Set(Object.values(was.words).flat());
   const fresh = [...new Set(Object.values(now.words).flat())].filter((w) => !before.has(w));
   const clipped = clippedGuard(fresh);
+  // Needles new to the cover (not a word covered again in another case): what a stored link leads to may show.
+  const had = new Set(was.cover.needles);
+  const covering = now.cover.needles.some((n) => !had.has(n));
   // A title made from the turns (the Player wrote none) that the held turns move would be made from a turn the
   // Player may not have looked over (one come since, one still being written): until a publish that succeeds, the
   // session says none.
@@ -111,7 +114,7 @@ export function coverAtOnce(
       onPath,
       named: r.messageId !== null && r.messageId in redactions,
       held: isHeld(r),
-      covering: fresh.length > 0,
+      covering,
     });
     if (titleMoved && r.collection === SESSION) {
       const untitled = { ...(changed ?? r.record), title: UNTITLED };
@@ -223,7 +226,6 @@ function judge(
     onPath: boolean;
     named: boolean;
     held: boolean;
-    /** Words are covered that were not: what a stored link or mention leads to may show one. */
     covering: boolean;
   },
 ): Record<string, unknown> | undefined {

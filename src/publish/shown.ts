@@ -11,12 +11,15 @@ const SHOWN_STRINGS = 2_000;
 const SHOWN_CHARS = 50_000;
 const SHOWN_VALUES = SHOWN_STRINGS * 4;
 /**
- * Identifiers, not words, whole strings only: a DID other than a did:web (whose letters are random, and a short
- * covered word can be found in them) and an at-URI of one; and a timestamp, which a reader is shown formatted if
- * at all (a covered "2026" would refuse every link made this year). A did:web is its host's name: it is read.
+ * Identifiers, not words, whole strings only: a did:plc or did:key (their letters are random, and a short covered
+ * word can be found in them), and a timestamp, which a reader is shown formatted if at all (a covered "2026" would
+ * refuse every link made this year). Any other DID is read: a did:web is its host's name, and a string shaped like
+ * a DID can be anyone's words.
  */
-const IDENTIFIER =
-  /^(?:(?:at:\/\/)?did:(?!web:)[a-z]+:[a-zA-Z0-9._:%-]+(?:\/[a-zA-Z0-9._~:/-]*)?|\d{4}-\d\d-\d\dT[\d:.]+(?:Z|[+-]\d\d:\d\d))$/;
+const RANDOM_DID = 'did:(?:plc:[a-z2-7]{24}|key:z[1-9A-HJ-NP-Za-km-z]+)';
+const IDENTIFIER = new RegExp(`^(?:${RANDOM_DID}|\\d{4}-\\d\\d-\\d\\dT[\\d:.]+(?:Z|[+-]\\d\\d:\\d\\d))$`);
+/** An at-URI of such a DID: its collection and record key are read, as a publish reads a link's (coverAtOnce.ts). */
+const AT_URI_OF_RANDOM_DID = new RegExp(`^at://${RANDOM_DID}(/.*)?$`);
 /** Keys whose values are never shown as words: a type, a hash, a language tag. */
 const NOT_SHOWN = new Set(['$type', 'cid', 'langs']);
 
@@ -40,8 +43,12 @@ export function shownStrings(value: unknown): string[] | null {
     const v = stack.pop();
     if (typeof v === 'string') {
       if (IDENTIFIER.test(v)) continue;
-      chars += v.length;
-      if (out.push(v) > SHOWN_STRINGS || chars > SHOWN_CHARS) return null;
+      // An at-URI of a random DID: its path alone (nothing, when it names the repo only).
+      const uri = AT_URI_OF_RANDOM_DID.exec(v);
+      if (uri && !uri[1]) continue;
+      const read = uri ? uri[1]! : v;
+      chars += read.length;
+      if (out.push(read) > SHOWN_STRINGS || chars > SHOWN_CHARS) return null;
     } else if (Array.isArray(v)) {
       for (const x of v) if (!visit(x)) return null;
     } else if (v && typeof v === 'object' && plain(v)) {

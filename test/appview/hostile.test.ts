@@ -2,9 +2,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { AtpAgent } from '@atproto/api';
-import { TID } from '@atproto/common-web';
+import { jsonToIpld, TID } from '@atproto/common-web';
 import { Secp256k1Keypair } from '@atproto/crypto';
-import { jsonToLex } from '@atproto/lexicon';
 import { cidForRecord } from '@atproto/repo';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { BACKFILL_LIMITS, backfillActor, pruneActors } from '../../src/appview/backfill.ts';
@@ -164,7 +163,8 @@ const POST = {
     ],
   },
 };
-const POST_CID = (await cidForRecord(jsonToLex(POST) as never)).toString();
+// Its CID as its repo holds it: the blob hashed as the link it is (as DAG-CBOR, not as a BlobRef object).
+const POST_CID = (await cidForRecord(jsonToIpld(POST) as never)).toString();
 
 let app: TestApp;
 let pds: Awaited<ReturnType<typeof hostilePds>>;

@@ -593,7 +593,9 @@ describe('links and mentions when words are covered at once', () => {
       },
     });
     expect(held.status).toBe(400);
-    expect((await everywhere(other.conversationId)).messages[0]).toMatchObject({ refs: [{ uri: post.uri }] });
+    const heldOut = await everywhere(other.conversationId);
+    expect(heldOut.messages[1]).toMatchObject({ withheld: true });
+    expect(heldOut.messages[0]).toMatchObject({ refs: [{ uri: post.uri }] });
   }, 120_000);
 });
 

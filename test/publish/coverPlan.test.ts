@@ -353,6 +353,31 @@ describe('covering at once', () => {
     ]);
   });
 
+  it('a word covered again in another case or turn covers nothing new: the links stay', () => {
+    const turns = [turn(0, 'see https://bsky.app/profile/bob.test/post/3kabc'), turn(1, 'Zephyr, ZEPHYR.')];
+    const resolution: Resolution = {
+      refs: new Map([
+        [
+          'at://bob.test/app.bsky.feed.post/3kabc',
+          { uri: 'at://did:plc:bob/app.bsky.feed.post/3kabc', cid: CID },
+        ],
+      ]),
+      mentions: new Map(),
+    };
+    const l = loadedOf(turns);
+    const once = { [turns[1]!.messageId]: { redactions: [{ start: 0, end: 6 }] } };
+    const first = plan(l, { choices: once }, choose(turns, { choices: once }, undefined), resolution);
+    expect(first.records[1]!.record.refs).toHaveLength(1);
+    const loaded = { ...l, existing: written(first.records), draft: first.draft };
+    const again = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [{ start: 8, end: 14 }] } });
+    // Nothing to rewrite: the record already shows bars there, and the link is kept.
+    expect(again?.records.find((r) => r.messageId === turns[0]!.messageId)).toBeUndefined();
+    // A new word drops it (the control).
+    const more = coverAtOnce(loaded, { [turns[1]!.messageId]: { redactions: [{ start: 0, end: 15 }] } });
+    expect(more?.records.find((r) => r.messageId === turns[0]!.messageId)?.record.refs).toBeUndefined();
+    expect(more?.records.some((r) => r.messageId === turns[0]!.messageId)).toBe(true);
+  });
+
   it('drops rows never written of turns no longer on the path, and says when a turn holds too many redactions', () => {
     const [a, b, c] = [turn(0, 'Zephyr is here.'), turn(1, 'Hello Zephyr.'), turn(2, 'Bye.')];
     const first = planOf(loadedOf([a!, b!]), { choices: {} });

@@ -7,15 +7,21 @@ import { shownHandle, shownStrings } from '../../src/publish/shown.ts';
  * The strings of `v` a reader may be shown, by plain recursion: the oracle for small values. Its identifiers are
  * the generator's own, listed, not the implementation's pattern.
  */
-const IDS = [
-  'did:plc:abc',
-  'at://did:plc:abc/app.bsky.feed.post/3k',
-  '2026-12-01T10:00:00.000Z',
-  'did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme',
-];
+const PLC = 'did:plc:ewvi7nxzyoun6zhxrhs64oiz';
+/** Identifiers, and what of each is read: nothing, or an at-URI's path. */
+const IDS = new Map([
+  [PLC, ''],
+  [`at://${PLC}/app.bsky.feed.post/3kabc`, '/app.bsky.feed.post/3kabc'],
+  [`at://${PLC}`, ''],
+  ['2026-12-01T10:00:00.000Z', ''],
+  ['did:key:zQ3shokFTS3brHcDQrn82RUDfCZESWL1ZdCEJwekUDPQiYBme', ''],
+]);
 function oracle(v: unknown, key?: string): string[] {
   if (key === 'cid' || key === '$type' || key === 'langs') return [];
-  if (typeof v === 'string') return IDS.includes(v) ? [] : [v];
+  if (typeof v === 'string') {
+    const read = IDS.has(v) ? IDS.get(v)! : v;
+    return read || !IDS.has(v) ? [read] : [];
+  }
   if (Array.isArray(v)) return v.flatMap((x) => oracle(x));
   if (v && typeof v === 'object') return Object.entries(v).flatMap(([k, x]) => oracle(x, k));
   return [];
@@ -28,12 +34,16 @@ describe("a linked record's shown strings", () => {
     const word = fc.oneof(
       fc.string(),
       fc.constantFrom(
-        ...IDS,
+        ...IDS.keys(),
         'ZEPHYR',
         'https://x.example/z',
-        // Words that begin as identifiers do: read.
+        // Words shaped as identifiers are: read.
         'did:web:zephyr.example',
         'did:you: Zephyr was here',
+        'did:plc:Zephyr',
+        'did:zephyr:x',
+        'did:webvh:abc:zephyr.example',
+        `${PLC} and Zephyr`,
         'at://did:plc:abc/app.bsky.feed.post/3k and Zephyr',
         '2026-12-01 at Zephyr’s',
       ),
@@ -58,7 +68,7 @@ describe("a linked record's shown strings", () => {
     );
   });
 
-  it('a post: its text, link card and alt text, not its facets’ DIDs or its reply’s strongRefs', () => {
+  it('a post: its text and link card, not its facets’ DIDs, and its reply’s strongRefs by their paths', () => {
     const post = {
       $type: 'app.bsky.feed.post',
       text: 'I met Zephyr',
@@ -73,7 +83,14 @@ describe("a linked record's shown strings", () => {
       embed: { external: { uri: 'https://zephyr.example', title: 'Zephyr’s page', description: '' } },
     };
     expect(sorted(shownStrings({ ...post, langs: ['en'] }))).toEqual(
-      sorted(['I met Zephyr', 'https://zephyr.example', 'Zephyr’s page', '']),
+      sorted([
+        'I met Zephyr',
+        'https://zephyr.example',
+        'Zephyr’s page',
+        '',
+        '/app.bsky.feed.post/3kabc',
+        '/app.bsky.feed.post/3kabc',
+      ]),
     );
   });
 
