@@ -1,11 +1,9 @@
-import { jsonToIpld } from '@atproto/common-web';
-import { cidForRecord } from '@atproto/repo';
 import { isValidDid, isValidRecordKey, isValidTid } from '@atproto/syntax';
 import { CID } from 'multiformats/cid';
 import { z } from 'zod';
 import type { Op } from './ops.ts';
 import { accountOp } from './ops.ts';
-import { shapeProblem } from './shape.ts';
+import { jsonRecordCid, shapeProblem } from './shape.ts';
 import { COLLECTIONS } from './store.ts';
 
 /**
@@ -129,9 +127,7 @@ function parseEvent(json: unknown): Parsed {
 export async function cidMatches(cid: string, record: unknown): Promise<boolean> {
   try {
     const claimed = CID.parse(cid);
-    // Hashed as its repo holds it: a blob as the link it is. (As lex values, a blob is a BlobRef object, and a
-    // session whose agents have pictures hashed to another cid and was refused.)
-    const actual = await cidForRecord(jsonToIpld(record as never) as never);
+    const actual = await jsonRecordCid(record);
     return actual.equals(claimed as never);
   } catch {
     return false;

@@ -1,10 +1,9 @@
 import { AtpAgent } from '@atproto/api';
 import { IdResolver } from '@atproto/identity';
-import { jsonToLex, lexToIpld } from '@atproto/lexicon';
-import { cidForRecord } from '@atproto/repo';
+import { jsonToLex } from '@atproto/lexicon';
 import { isValidDid as isDid, isValidHandle } from '@atproto/syntax';
 import { AVATAR_MAX_BYTES, isAvatarBytes, type PublishedAvatar } from '../lexicon/index.ts';
-import { lexRecordAsJson, type ShapeLimits, shapeProblem } from './shape.ts';
+import { jsonRecordCid, lexRecordAsJson, type ShapeLimits, shapeProblem } from './shape.ts';
 
 /**
  * A record looked up for a reader (a ref's target) is read within these, before it is parsed into lex values and
@@ -158,12 +157,9 @@ export class Network {
     const problem = shapeProblem(value, LOOKED_UP_SHAPE);
     if (problem) throw new Error(`record ${problem}`);
     // The cid is the record's own hash, computed here: the record's PDS (anyone's) could serve other words
-    // under the cid a ref pinned, and readers would be told the record is unchanged. Hashed as lex values
-    // (a blob as the link it was sent as), as the record's repo holds it: hashed as a BlobRef object, a record with
-    // a picture had another CID, and was said changed when it was not.
-    const lex = jsonToLex(value as never);
-    const cid = (await cidForRecord(lexToIpld(lex) as never)).toString();
-    return { cid, value: lex };
+    // under the cid a ref pinned, and readers would be told the record is unchanged.
+    const cid = (await jsonRecordCid(value)).toString();
+    return { cid, value: jsonToLex(value as never) };
   }
 }
 

@@ -4,7 +4,9 @@
  * levels deep (any repo can hold one: a PDS stores unknown lexicons unvalidated) overflows the stack in them.
  * Ours are at most four levels deep; another app's may nest more, but not like that. Pure.
  */
+import { jsonToIpld } from '@atproto/common-web';
 import { lexToJson } from '@atproto/lexicon';
+import { cidForRecord } from '@atproto/repo';
 
 export interface ShapeLimits {
   depth: number;
@@ -85,3 +87,10 @@ export function lexRecordAsJson(value: unknown): { record: unknown; refused?: st
     return { record: null, refused: 'unreadable' };
   }
 }
+
+/**
+ * A JSON-form record's CID as its repo holds it: the DAG-CBOR of its IPLD form, a blob as the link it is. (Hashed as
+ * lex values, a blob is a BlobRef object and the CID another: a record with a picture was taken for another.)
+ * Recursive, as `lexToJson` is: the shape is bounded first.
+ */
+export const jsonRecordCid = (record: unknown) => cidForRecord(jsonToIpld(record as never) as never);
